@@ -1,0 +1,45 @@
+"""The ``vismem`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from pipelines.commands import COMMAND_MODULES
+from pipelines.errors import VismemError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vismem",
+        description="Ray-distributed batch evaluation of multimodal agents' visual memory (MemShot, DMV-Bench).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for mod in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as err:
+            if err.name == mod:  # a capability that has not landed yet
+                continue
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except VismemError as err:
+        print(f"vismem: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("vismem: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""``vismem submit|status|logs``: send a run to a Ray cluster as a Ray job and follow it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from pipelines.commands.run import add_config_args, config_from_args
+from pipelines.errors import VismemError
+
+#: Never shipped in a job's working_dir: venvs, runs, caches and generated data.
+RUNTIME_EXCLUDES = [".venv/", "runs/", ".runs/", ".git/", "**/__pycache__/", ".pytest_cache/", "*.egg-info/",
+                    "bench/results/", "out/", "*.parquet", "*.png", "*.webp"]
+
+_TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
+
+
+def _client(address: str) -> Any:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    from ray.job_submission import JobSubmissionClient
+
+    try:
+        return JobSubmissionClient(address)
+    except Exception as err:  # connection refused, bad address
+        raise VismemError(f"cannot reach the Ray job server at {address!r}: {err}") from None
+
+
+def _dashboard(args: argparse.Namespace) -> str:
+    addr = args.dashboard or os.environ.get("RAY_API_SERVER_ADDRESS") or os.environ.get("RAY_DASHBOARD_ADDRESS")
+    if not addr:
+        raise VismemError("no job server address: pass --dashboard http://HOST:8265 or set RAY_API_SERVER_ADDRESS")
+    return addr if "://" in addr else f"http://{addr}"
+
+
+def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, str] | None = None,
+           pip: list[str] | None = None, wait: bool = False, timeout_s: float = 3600) -> str:
+    """Submit ``cfg`` as a Ray job; returns the submission id.
+
+    The config travels as YAML inside the working dir; the job's driver runs ``vismem run`` on
+    the cluster with ``--address auto`` so it attaches to the cluster that runs it.
+    """
+    client = _client(dashboard)
+    working_dir = Path(working_dir).resolve()
+    # The config travels inside the working dir (gitignored), named by run id.
+    cfg_dir = working_dir / ".vismem-jobs"
+    cfg_dir.mkdir(exist_ok=True)
+    cfg_file = cfg_dir / f"{cfg.run_id}.yaml"
+    cfg_file.write_text(cfg.to_yaml())
+    rel = cfg_file.relative_to(working_dir)
+    runtime_env: dict[str, Any] = {"working_dir": str(working_dir), "excludes": RUNTIME_EXCLUDES,
+                                   "env_vars": {"RAY_AUTH_MODE": "disabled", **(env or {})}}
+    if pip:
+        runtime_env["pip"] = pip
+    # `python` is the cluster's interpreter (the image's, or the venv the raylets run from).
+    entry = f"python -m pipelines run --config {shlex.quote(str(rel))} --address auto --no-progress"
+    job_id = client.submit_job(entrypoint=entry, runtime_env=runtime_env,
+                               submission_id=f"vismem-{cfg.run_id}-{int(time.time())}",
+                               metadata={"run_id": cfg.run_id})
+    if wait:
+        status = wait_for(client, job_id, timeout_s)
+        if status != "SUCCEEDED":
+            raise VismemError(f"job {job_id} ended {status}:\n{client.get_job_logs(job_id)[-2000:]}")
+    return job_id
+
+
+def wait_for(client: Any, job_id: str, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = str(client.get_job_status(job_id)).split(".")[-1]
+        if status in _TERMINAL:
+            return status
+        time.sleep(1.0)
+    return "TIMEOUT"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("submit", help="submit a run to a Ray cluster as a Ray job",
+                       description="Submit a run config to a Ray cluster (JobSubmissionClient). The repo is "
+                       "shipped as the job's working_dir minus venvs, runs and generated data.")
+    p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run")
+    add_config_args(p)
+    p.add_argument("--dashboard", metavar="URL", help="Ray job server (default $RAY_API_SERVER_ADDRESS)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME",
+                   help="forward this environment variable to the job (store credentials are forwarded by default)")
+    p.add_argument("--wait", action="store_true", help="wait for the job to finish; non-zero exit if it fails")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds to wait with --wait")
+    p.set_defaults(func=_submit)
+
+    s = sub.add_parser("status", help="status of a submitted job", description="Print a Ray job's status.")
+    s.add_argument("job_id", nargs="?", help="submission id (default: list all jobs)")
+    s.add_argument("--dashboard", metavar="URL", help="Ray job server (default $RAY_API_SERVER_ADDRESS)")
+    s.set_defaults(func=_status)
+
+    lg = sub.add_parser("logs", help="logs of a submitted job", description="Print (or follow) a Ray job's logs.")
+    lg.add_argument("job_id", help="submission id")
+    lg.add_argument("--dashboard", metavar="URL", help="Ray job server (default $RAY_API_SERVER_ADDRESS)")
+    lg.add_argument("--follow", "-f", action="store_true", help="stream until the job ends")
+    lg.set_defaults(func=_logs)
+
+
+_FORWARD = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL", "HF_HUB_OFFLINE",
+            "VISMEM_VLM_URL", "VISMEM_JUDGE_URL")
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from pipelines.runner import repo_root
+
+    cfg = config_from_args(args)
+    if cfg.store.uri.startswith("local-s3://"):
+        raise VismemError("a submitted run needs a store the cluster can reach: pass --store s3://... or file:///...")
+    env = {k: os.environ[k] for k in (*_FORWARD, *args.env) if k in os.environ}
+    job_id = submit(cfg, _dashboard(args), working_dir=repo_root(), env=env, wait=args.wait, timeout_s=args.timeout)
+    print(job_id)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    client = _client(_dashboard(args))
+    if args.job_id:
+        print(str(client.get_job_status(args.job_id)).split(".")[-1])
+        return 0
+    for job in client.list_jobs():
+        print(f"{job.submission_id}\t{str(job.status).split('.')[-1]}\t{(job.metadata or {}).get('run_id', '')}")
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    client = _client(_dashboard(args))
+    if not args.follow:
+        print(client.get_job_logs(args.job_id), end="")
+        return 0
+    import asyncio
+
+    async def tail() -> None:
+        async for chunk in client.tail_job_logs(args.job_id):
+            print(chunk, end="", flush=True)
+
+    asyncio.run(tail())
+    return 0

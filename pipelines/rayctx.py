@@ -1,0 +1,78 @@
+"""Starting or attaching to Ray, with settings that never deadlock a 2-core machine."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pipelines.configs.store import RayConfig
+from pipelines.errors import VismemError
+
+
+def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = None) -> dict[str, Any]:
+    """Start a local Ray (``cfg.address is None``) or attach to a cluster; idempotent.
+
+    Returns the cluster resources. ``env_vars`` reach every worker (store credentials).
+    """
+    import ray
+
+    cfg = cfg or RayConfig()
+    if ray.is_initialized():
+        return ray.cluster_resources()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # Ray 2.60 local clusters and `ray job submit`
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    runtime_env = {"env_vars": dict(env_vars)} if env_vars else None
+    address = cfg.address
+    if cfg.mode == "cluster" and not address:
+        raise VismemError("ray.mode is 'cluster' but ray.address is not set (use --address auto or host:port)")
+    # Inside a submitted Ray job the driver must attach to the cluster that runs it.
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        address = os.environ["RAY_ADDRESS"]
+    try:
+        if address:
+            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, ignore_reinit_error=True)
+        else:
+            ray.init(
+                num_cpus=cfg.num_cpus or os.cpu_count() or 2,
+                object_store_memory=cfg.object_store_mb * 1024 * 1024,
+                include_dashboard=False,
+                runtime_env=runtime_env,
+                log_to_driver=False,
+                ignore_reinit_error=True,
+                configure_logging=True,
+                logging_level="warning",
+            )
+    except ConnectionError as err:
+        raise VismemError(f"cannot reach Ray at {address!r}: {err}") from None
+    _quiet_data_context()
+    return ray.cluster_resources()
+
+
+def _quiet_data_context() -> None:
+    from ray.data import DataContext
+
+    ctx = DataContext.get_current()
+    ctx.enable_progress_bars = os.environ.get("VISMEM_PROGRESS", "1") == "1"
+    ctx.print_on_execution_start = False
+    # Deterministic output order: every stage returns one row per input row, in input order.
+    ctx.execution_options.preserve_order = True
+
+
+def actor_pool(cfg: RayConfig, *, size: int | None = None) -> dict[str, Any]:
+    """``map_batches`` kwargs for an actor stage: fractional CPUs so tasks still get a CPU."""
+    from ray.data import ActorPoolStrategy
+
+    n = size or cfg.concurrency
+    return {"compute": ActorPoolStrategy(min_size=1, max_size=n), "num_cpus": cfg.actor_cpus}
+
+
+def task_pool(cfg: RayConfig) -> dict[str, Any]:
+    """``map``/``map_batches`` kwargs for a stateless task stage."""
+    return {"concurrency": cfg.concurrency, "num_cpus": cfg.actor_cpus}
+
+
+def shutdown_ray() -> None:
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()

@@ -1,0 +1,145 @@
+"""Running a config: open the store (starting the local S3 server if asked), start Ray, run stages.
+
+Every stage is a function ``run(ctx: RunContext) -> dict`` registered in ``pipelines.stages``.
+Stages are idempotent: each checks the store for finished shards and does only what is missing,
+so a killed run completes on re-run with identical results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from pipelines.config import RunConfig
+from pipelines.errors import VismemError
+from pipelines.manifest import Manifest
+from pipelines.s3server import LocalS3Server
+from pipelines.store import Store
+
+log = logging.getLogger("vismem")
+
+
+@dataclass
+class RunContext:
+    """What a stage gets: the config, the store, the run's id/dirs, the manifest and a logger."""
+
+    config: RunConfig
+    store: Store
+    run_dir: Path
+    manifest: Manifest
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("vismem"))
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+    @property
+    def run_prefix(self) -> str:
+        """Store prefix of this run's own outputs: ``runs/<run_id>``."""
+        return f"runs/{self.run_id}"
+
+    @property
+    def data_dir(self) -> Path:
+        return resolve_data_dir(self.config)
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def resolve_data_dir(config: RunConfig) -> Path:
+    """``config.data_dir`` resolved against the repo root (then the cwd)."""
+    p = Path(config.data_dir)
+    if p.is_absolute():
+        return p
+    for base in (repo_root(), Path.cwd()):
+        if (base / p).exists():
+            return (base / p).resolve()
+    return (repo_root() / p).resolve()
+
+
+@contextlib.contextmanager
+def open_store(config: RunConfig) -> Iterator[tuple[Store, dict[str, str]]]:
+    """Yield ``(store, env)``; for ``local-s3://`` a private weed server lives for the block.
+
+    ``env`` holds the variables workers need to reach the store (credentials, endpoint).
+    """
+    uri = config.store.uri
+    if uri.startswith("local-s3://"):
+        bucket_path = uri[len("local-s3://"):].strip("/")
+        bucket = bucket_path.split("/", 1)[0]
+        data_dir = Path(config.runs_dir).resolve() / ".s3"
+        server = LocalS3Server(data_dir=data_dir, buckets=(bucket,), region=config.store.region)
+        with server:
+            env = server.env()
+            store = Store.open(f"s3://{bucket_path}", endpoint_url=server.endpoint_url,
+                               region=config.store.region, access_key=server.access_key,
+                               secret_key=server.secret_key)
+            yield store, env
+        return
+    store = Store.open(uri, endpoint_url=config.store.endpoint_url, region=config.store.region)
+    env: dict[str, str] = {}
+    if store.is_s3:
+        env = {"AWS_ACCESS_KEY_ID": store.spec.access_key or "", "AWS_SECRET_ACCESS_KEY": store.spec.secret_key or "",
+               "AWS_REGION": store.spec.region}
+        if store.spec.endpoint_url:
+            env["AWS_ENDPOINT_URL"] = store.spec.endpoint_url
+    yield store, env
+
+
+def _setup_logging(run_dir: Path) -> logging.Handler:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(run_dir / "run.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("vismem")
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    return handler
+
+
+def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run the config's stages (or ``stages``) and return ``{stage: summary}``."""
+    from pipelines.rayctx import init_ray
+    from pipelines.stages import get_stage
+
+    todo = stages or config.stages
+    for name in todo:
+        get_stage(name)  # fail fast on unknown stages, before anything is started or written
+    run_dir = Path(config.runs_dir).resolve() / config.run_id
+    handler = _setup_logging(run_dir)
+    os.environ["VISMEM_PROGRESS"] = "1" if progress else "0"
+    results: dict[str, Any] = {}
+    try:
+        with open_store(config) as (store, env):
+            init_ray(config.ray, env_vars=env)
+            manifest = Manifest(store, config.run_id)
+            manifest.begin(config, seeds={"root": config.seed})
+            ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest)
+            log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
+            for name in todo:
+                manifest.stage(name, "running")
+                t0 = time.time()
+                try:
+                    summary = get_stage(name)(ctx) or {}
+                except BaseException as err:
+                    manifest.stage(name, "failed", error=f"{type(err).__name__}: {err}")
+                    raise
+                manifest.stage(name, "done", **{"summary": summary})
+                log.info("stage %s done in %.1fs", name, time.time() - t0)
+                results[name] = summary
+            results["_store"] = store.uri
+            results["_run_id"] = config.run_id
+    except VismemError:
+        raise
+    finally:
+        from pipelines.rayctx import shutdown_ray
+
+        shutdown_ray()
+        logging.getLogger("vismem").removeHandler(handler)
+        handler.close()
+    return results

@@ -1,0 +1,352 @@
+"""One URI-based object store over ``file://`` and ``s3://``.
+
+* blobs through boto3 (S3) or the filesystem (local), every write atomic: a reader sees the old
+  object or the new one, never a torn one (S3 PUTs are atomic; locally temp file + rename);
+* tables as Parquet through the pyarrow filesystem (what Ray Data takes) and Polars
+  ``storage_options``;
+* ``exists``/``list`` for resumption.
+
+A ``Store`` is a small picklable value (its boto3 client is created lazily per process), so it
+can be shipped to Ray workers as is.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import urlparse
+
+from pipelines.errors import StoreError
+
+_S3_BUCKET_OK = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """Everything needed to reopen a store in another process (credentials included)."""
+
+    uri: str
+    endpoint_url: str | None = None
+    region: str = "us-east-1"
+    access_key: str | None = None
+    secret_key: str | None = None
+
+
+@dataclass
+class Store:
+    """A store rooted at ``spec.uri``; keys are ``/``-separated paths relative to that root."""
+
+    spec: StoreSpec
+    _client: Any = field(default=None, repr=False, compare=False)
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        uri: str,
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        check: bool = True,
+    ) -> "Store":
+        """Open a store, validating the URI and (with ``check``) reachability and credentials."""
+        parsed = urlparse(uri)
+        if parsed.scheme == "file":
+            if parsed.netloc not in ("", "localhost"):
+                raise StoreError(f"invalid store URI {uri!r}: file URIs need an absolute path (file:///abs/path)")
+            if not parsed.path.startswith("/"):
+                raise StoreError(f"invalid store URI {uri!r}: file URIs need an absolute path")
+            store = cls(StoreSpec(uri="file://" + parsed.path.rstrip("/")))
+            if check:
+                root = Path(parsed.path)
+                try:
+                    root.mkdir(parents=True, exist_ok=True)
+                except OSError as err:
+                    raise StoreError(f"store {uri!r} is not writable: {err}") from None
+                if not os.access(root, os.W_OK):
+                    raise StoreError(f"store {uri!r} is not writable")
+            return store
+        if parsed.scheme == "s3":
+            bucket = parsed.netloc
+            if not bucket or not (3 <= len(bucket) <= 63) or not set(bucket) <= _S3_BUCKET_OK:
+                raise StoreError(
+                    f"invalid store URI {uri!r}: bucket name must be 3-63 chars of a-z, 0-9, '-' or '.'"
+                )
+            endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("VISMEM_S3_ENDPOINT")
+            access_key = access_key or os.environ.get("AWS_ACCESS_KEY_ID")
+            secret_key = secret_key or os.environ.get("AWS_SECRET_ACCESS_KEY")
+            if not access_key or not secret_key:
+                raise StoreError(
+                    f"missing credentials for store {uri!r}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+                )
+            region = region or os.environ.get("AWS_REGION") or "us-east-1"
+            prefix = parsed.path.strip("/")
+            root = f"s3://{bucket}" + (f"/{prefix}" if prefix else "")
+            store = cls(StoreSpec(root, endpoint_url, region, access_key, secret_key))
+            if check:
+                store._check_s3()
+            return store
+        raise StoreError(f"invalid store URI {uri!r}: scheme must be file:// or s3:// (or local-s3:// in a run config)")
+
+    @classmethod
+    def from_spec(cls, spec: StoreSpec) -> "Store":
+        return cls(spec)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.spec = state["spec"]
+        self._client = None
+
+    # -- addressing ---------------------------------------------------------------------------
+    @property
+    def is_s3(self) -> bool:
+        return self.spec.uri.startswith("s3://")
+
+    @property
+    def uri(self) -> str:
+        return self.spec.uri
+
+    def _bucket_prefix(self) -> tuple[str, str]:
+        rest = self.spec.uri[len("s3://"):]
+        bucket, _, prefix = rest.partition("/")
+        return bucket, prefix
+
+    def _local_root(self) -> Path:
+        return Path(self.spec.uri[len("file://"):])
+
+    @staticmethod
+    def _clean(key: str) -> str:
+        key = key.strip("/")
+        parts = key.split("/")
+        if not key or any(p in ("", ".", "..") for p in parts):
+            raise StoreError(f"invalid store key {key!r}: empty, '.' or '..' components are not allowed")
+        return key
+
+    def url(self, key: str) -> str:
+        """Full URI of a key (``s3://bucket/prefix/key`` or ``file:///root/key``)."""
+        return f"{self.spec.uri}/{self._clean(key)}"
+
+    def child(self, prefix: str) -> "Store":
+        """A store rooted at ``prefix`` under this one."""
+        return Store(StoreSpec(self.url(prefix), self.spec.endpoint_url, self.spec.region,
+                               self.spec.access_key, self.spec.secret_key))
+
+    # -- S3 plumbing --------------------------------------------------------------------------
+    def _s3(self) -> Any:
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.client(
+                "s3", endpoint_url=self.spec.endpoint_url, region_name=self.spec.region,
+                aws_access_key_id=self.spec.access_key, aws_secret_access_key=self.spec.secret_key,
+                config=Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=3,
+                              read_timeout=60, max_pool_connections=32),
+            )
+        return self._client
+
+    def _check_s3(self) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+        import boto3
+        from botocore.config import Config
+
+        probe = boto3.client(
+            "s3", endpoint_url=self.spec.endpoint_url, region_name=self.spec.region,
+            aws_access_key_id=self.spec.access_key, aws_secret_access_key=self.spec.secret_key,
+            config=Config(retries={"max_attempts": 1}, connect_timeout=2, read_timeout=5),
+        )
+        bucket, _ = self._bucket_prefix()
+        where = self.spec.endpoint_url or "AWS"
+        try:
+            probe.head_bucket(Bucket=bucket)
+        except EndpointConnectionError:
+            raise StoreError(f"S3 endpoint {where} is unreachable (store {self.spec.uri})") from None
+        except ClientError as err:
+            code = err.response.get("Error", {}).get("Code", "")
+            if code in ("404", "NoSuchBucket", "NotFound"):
+                try:
+                    probe.create_bucket(Bucket=bucket)
+                    return
+                except ClientError as err2:
+                    raise StoreError(f"bucket {bucket!r} does not exist at {where} and cannot be created: {err2}") from None
+            if code in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied"):
+                raise StoreError(f"S3 credentials rejected by {where} for bucket {bucket!r} ({code})") from None
+            raise StoreError(f"S3 error at {where} for bucket {bucket!r}: {err}") from None
+        except BotoCoreError as err:
+            raise StoreError(f"S3 endpoint {where} is unusable: {err}") from None
+
+    def _s3_key(self, key: str) -> tuple[str, str]:
+        bucket, prefix = self._bucket_prefix()
+        key = self._clean(key)
+        return bucket, f"{prefix}/{key}" if prefix else key
+
+    # -- blobs --------------------------------------------------------------------------------
+    def put_bytes(self, key: str, data: bytes, *, content_type: str | None = None) -> None:
+        """Write a blob atomically (overwrites)."""
+        if self.is_s3:
+            bucket, k = self._s3_key(key)
+            extra = {"ContentType": content_type} if content_type else {}
+            self._s3().put_object(Bucket=bucket, Key=k, Body=data, **extra)
+            return
+        path = self._local_root() / self._clean(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get_bytes(self, key: str) -> bytes:
+        """Read a blob; a missing key raises ``FileNotFoundError`` naming it."""
+        if self.is_s3:
+            from botocore.exceptions import ClientError
+
+            bucket, k = self._s3_key(key)
+            try:
+                return self._s3().get_object(Bucket=bucket, Key=k)["Body"].read()
+            except ClientError as err:
+                if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                    raise FileNotFoundError(self.url(key)) from None
+                raise
+        path = self._local_root() / self._clean(key)
+        if not path.is_file():
+            raise FileNotFoundError(self.url(key))
+        return path.read_bytes()
+
+    def exists(self, key: str) -> bool:
+        """True when the blob exists (used by every stage to skip finished work)."""
+        if self.is_s3:
+            from botocore.exceptions import ClientError
+
+            bucket, k = self._s3_key(key)
+            try:
+                self._s3().head_object(Bucket=bucket, Key=k)
+                return True
+            except ClientError as err:
+                if err.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                    return False
+                raise
+        return (self._local_root() / self._clean(key)).is_file()
+
+    def list(self, prefix: str = "") -> list[str]:
+        """Keys under ``prefix`` (relative to the root), sorted; temp files are hidden."""
+        return sorted(self.iter_keys(prefix))
+
+    def iter_keys(self, prefix: str = "") -> Iterator[str]:
+        prefix = prefix.strip("/")
+        if self.is_s3:
+            bucket, root = self._bucket_prefix()
+            full = "/".join(p for p in (root, prefix) if p)
+            paginator = self._s3().get_paginator("list_objects_v2")
+            cut = len(root) + 1 if root else 0
+            for page in paginator.paginate(Bucket=bucket, Prefix=full + "/" if full else ""):
+                for obj in page.get("Contents", []):
+                    yield obj["Key"][cut:]
+            return
+        base = self._local_root()
+        start = base / prefix if prefix else base
+        if not start.exists():
+            return
+        for dirpath, _dirs, files in os.walk(start):
+            for name in files:
+                if name.startswith(".") and name.endswith(".tmp"):
+                    continue
+                yield str(Path(dirpath, name).relative_to(base))
+
+    def delete(self, key: str) -> None:
+        """Delete one blob (missing is fine)."""
+        if self.is_s3:
+            bucket, k = self._s3_key(key)
+            self._s3().delete_object(Bucket=bucket, Key=k)
+            return
+        (self._local_root() / self._clean(key)).unlink(missing_ok=True)
+
+    def put_json(self, key: str, obj: Any) -> None:
+        self.put_bytes(key, json.dumps(obj, indent=2, sort_keys=True, default=str).encode(),
+                       content_type="application/json")
+
+    def get_json(self, key: str) -> Any:
+        return json.loads(self.get_bytes(key))
+
+    # -- tables -------------------------------------------------------------------------------
+    def arrow_filesystem(self) -> Any:
+        """A ``pyarrow.fs.FileSystem`` for this store (pass to Ray Data / pyarrow.dataset)."""
+        import pyarrow.fs as pafs
+
+        if self.is_s3:
+            return pafs.S3FileSystem(
+                access_key=self.spec.access_key, secret_key=self.spec.secret_key,
+                endpoint_override=self.spec.endpoint_url, region=self.spec.region,
+                allow_bucket_creation=False,
+            )
+        return pafs.LocalFileSystem()
+
+    def arrow_path(self, key: str = "") -> str:
+        """Path of a key as ``arrow_filesystem()`` expects it (no scheme)."""
+        base = self.spec.uri.split("://", 1)[1] if self.is_s3 else str(self._local_root())
+        return f"{base}/{self._clean(key)}" if key else base
+
+    def polars_storage_options(self) -> dict[str, str] | None:
+        """``storage_options`` for ``pl.read_parquet``/``scan_parquet`` on this store."""
+        if not self.is_s3:
+            return None
+        opts = {"aws_access_key_id": self.spec.access_key or "", "aws_secret_access_key": self.spec.secret_key or "",
+                "aws_region": self.spec.region}
+        if self.spec.endpoint_url:
+            opts["aws_endpoint_url"] = self.spec.endpoint_url
+            if self.spec.endpoint_url.startswith("http://"):
+                opts["aws_allow_http"] = "true"
+        return opts
+
+    def write_table(self, key: str, table: Any, *, schema_version: int | None = None) -> None:
+        """Write a Polars DataFrame or Arrow table as one Parquet object, atomically.
+
+        ``schema_version`` is stored in the Parquet metadata *and* as a column when given.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not isinstance(table, pa.Table):
+            table = table.to_arrow()
+        if schema_version is not None:
+            if "schema_version" not in table.column_names:
+                table = table.append_column("schema_version", pa.array([schema_version] * table.num_rows, pa.int32()))
+            meta = dict(table.schema.metadata or {})
+            meta[b"vismem.schema_version"] = str(schema_version).encode()
+            table = table.replace_schema_metadata(meta)
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="zstd")
+        self.put_bytes(key, buf.getvalue(), content_type="application/vnd.apache.parquet")
+
+    def read_table(self, key: str) -> Any:
+        """Read one Parquet object, or every ``*.parquet`` under a prefix, as a Polars DataFrame."""
+        import polars as pl
+
+        if self.exists(key):
+            return pl.read_parquet(io.BytesIO(self.get_bytes(key)))
+        parts = [k for k in self.list(key) if k.endswith(".parquet")]
+        if not parts:
+            raise FileNotFoundError(self.url(key))
+        return pl.concat([pl.read_parquet(io.BytesIO(self.get_bytes(k))) for k in parts], how="diagonal_relaxed")
+
+    def scan_table(self, key: str) -> Any:
+        """A lazy Polars scan of a Parquet object or a prefix of them, straight from the store."""
+        import polars as pl
+
+        url = self.url(key)
+        if not self.exists(key):
+            url = url.rstrip("/") + "/**/*.parquet"
+        return pl.scan_parquet(url, storage_options=self.polars_storage_options())
