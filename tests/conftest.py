@@ -1,0 +1,95 @@
+"""Shared fixtures: real parts on loopback (S3 server, Ray, Chromium), tiny data, seeded.
+
+Slow end-to-end tests carry ``@pytest.mark.slow`` and run only with ``-m slow`` or
+``VISMEM_SLOW=1``; the default run still covers every real part at least once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("VISMEM_SHARED", REPO.parent / "shared")).resolve()
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("VISMEM_PROGRESS", "0")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("VISMEM_SLOW") == "1" or "slow" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow end-to-end test (run with -m slow or VISMEM_SLOW=1)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The read-only ``shared/`` folder (papers and datasets)."""
+    if not (SHARED / "data").is_dir():
+        pytest.fail(f"shared data not found at {SHARED} (set VISMEM_SHARED)")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory):
+    """One real ``weed mini`` S3 server on 127.0.0.1 for the whole test session."""
+    from pipelines.s3server import LocalS3Server
+
+    srv = LocalS3Server(data_dir=tmp_path_factory.mktemp("weed"), buckets=("vismem", "vismem-test"))
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def s3_store(s3_server, request):
+    """A fresh S3 store prefix on the session's server (one prefix per test)."""
+    from pipelines.store import Store
+
+    prefix = request.node.name.replace("[", "_").replace("]", "").replace("/", "_")[:80]
+    return Store.open(f"s3://vismem-test/{prefix}", endpoint_url=s3_server.endpoint_url,
+                      access_key=s3_server.access_key, secret_key=s3_server.secret_key)
+
+
+@pytest.fixture
+def file_store(tmp_path):
+    from pipelines.store import Store
+
+    return Store.open(f"file://{tmp_path}/store")
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """A local Ray for the session: 2 CPUs, a small object store, fractional-CPU actors."""
+    import ray
+
+    from pipelines.configs.store import RayConfig
+    from pipelines.rayctx import init_ray
+
+    cfg = RayConfig(num_cpus=2, object_store_mb=300, actor_cpus=0.25, concurrency=2)
+    init_ray(cfg)
+    yield cfg
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """Debian's Chromium (installed by the test command); Playwright never downloads a browser."""
+    path = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        pytest.fail("chromium is not installed (the test command installs it with apt-get)")
+    return path
+
+
+#: Flags for Chromium on a closed network as root (see README).
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
