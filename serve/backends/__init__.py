@@ -1,0 +1,6 @@
+"""Built-in VLM backends; importing this package registers them in ``serve.vlm.VLMS``.
+
+Heavy dependencies (torch, transformers, httpx) are imported inside the backends, not here.
+"""
+
+from serve.backends import scripted  # noqa: F401

@@ -1,0 +1,54 @@
+"""The Embedder protocol: texts and/or images → L2-normalised float32 vectors.
+
+Backends register in :data:`EMBEDDERS` (``minilm``, ``qwen3-vl-embedding``, ``siglip2``, ...).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
+
+import numpy as np
+
+from serve.registry import Registry
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+ImageInput = Union[bytes, "Image.Image"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Maps inputs into one vector space of size ``dim``; rows are unit-length float32."""
+
+    name: str
+    dim: int
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        """``(n, dim)`` float32, L2-normalised rows."""
+        ...
+
+    def embed_images(self, images: list[ImageInput], texts: list[str] | None = None) -> np.ndarray:
+        """``(n, dim)`` float32; ``texts[i]`` (optional) is paired with ``images[i]``.
+
+        Text-only embedders raise ``NotImplementedError``.
+        """
+        ...
+
+
+#: Registry of embedders; ``EMBEDDERS.build({"name": "minilm", "args": {}})``.
+EMBEDDERS: Registry[Embedder] = Registry("embedder")
+
+
+def l2_normalise(x: np.ndarray) -> np.ndarray:
+    """Row-wise L2 normalisation to float32 (zero rows stay zero rather than NaN)."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return (x / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def build_embedder(spec: dict | str) -> Embedder:
+    """Build an embedder from a spec, importing the built-in backends first."""
+    import serve.embedders  # noqa: F401  (registers minilm, qwen3-vl-embedding, siglip2)
+
+    return EMBEDDERS.build(spec)

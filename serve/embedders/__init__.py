@@ -1,0 +1,4 @@
+"""Built-in embedders; importing this package registers them in ``serve.embed.EMBEDDERS``.
+
+torch / transformers / sentence-transformers are imported lazily inside each backend.
+"""
