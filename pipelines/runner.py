@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from pipelines.config import RunConfig
-from pipelines.errors import VismemError
 from pipelines.manifest import Manifest
 from pipelines.s3server import LocalS3Server
 from pipelines.store import Store
@@ -111,11 +110,13 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     for name in todo:
         get_stage(name)  # fail fast on unknown stages, before anything is started or written
     run_dir = Path(config.runs_dir).resolve() / config.run_id
-    handler = _setup_logging(run_dir)
     os.environ["VISMEM_PROGRESS"] = "1" if progress else "0"
     results: dict[str, Any] = {}
+    handler: logging.Handler | None = None
     try:
         with open_store(config) as (store, env):
+            # Logs start only once the store is known to be usable: a bad store writes nothing.
+            handler = _setup_logging(run_dir)
             init_ray(config.ray, env_vars=env)
             manifest = Manifest(store, config.run_id)
             manifest.begin(config, seeds={"root": config.seed})
@@ -134,12 +135,11 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 results[name] = summary
             results["_store"] = store.uri
             results["_run_id"] = config.run_id
-    except VismemError:
-        raise
     finally:
         from pipelines.rayctx import shutdown_ray
 
         shutdown_ray()
-        logging.getLogger("vismem").removeHandler(handler)
-        handler.close()
+        if handler is not None:
+            logging.getLogger("vismem").removeHandler(handler)
+            handler.close()
     return results

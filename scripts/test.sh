@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Quickstart 2: the test suite (fast default set; `scripts/test.sh -m slow` adds the slow
+# end-to-end tests). Does its own set-up. pytest's "no tests collected" (exit 5) is a failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || exit 1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAY_AUTH_MODE=disabled VISMEM_PROGRESS=0
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+rc=$?
+[ $rc -eq 5 ] && echo "no tests were collected" >&2
+exit $rc

@@ -1,0 +1,161 @@
+"""The object store on file:// and on a real weed S3 server: blobs, tables, atomicity, listing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import polars as pl
+import pytest
+
+from pipelines.errors import StoreError
+from pipelines.store import Store
+
+
+@pytest.fixture(params=["file", "s3"])
+def store(request, file_store, s3_server):
+    if request.param == "file":
+        return file_store
+    return Store.open(f"s3://vismem-test/store-{request.node.callspec.id}-{os.getpid()}-{request.node.name[:20]}",
+                      endpoint_url=s3_server.endpoint_url, access_key=s3_server.access_key,
+                      secret_key=s3_server.secret_key)
+
+
+def test_blob_round_trip_listing_and_exists(store):
+    assert not store.exists("a/b/c.bin")
+    store.put_bytes("a/b/c.bin", b"\x00\x01payload")
+    store.put_json("a/meta.json", {"k": [1, 2]})
+    store.put_bytes("z.txt", b"z")
+    assert store.exists("a/b/c.bin")
+    assert store.get_bytes("a/b/c.bin") == b"\x00\x01payload"
+    assert store.get_json("a/meta.json") == {"k": [1, 2]}
+    assert store.list("a") == ["a/b/c.bin", "a/meta.json"]
+    assert store.list() == ["a/b/c.bin", "a/meta.json", "z.txt"]
+    with pytest.raises(FileNotFoundError, match="nope"):
+        store.get_bytes("a/nope")
+    store.delete("z.txt")
+    assert not store.exists("z.txt")
+
+
+def test_keys_cannot_escape_the_root(store):
+    for key in ("../x", "a/../../x", "", "a//b"):
+        with pytest.raises(StoreError):
+            store.put_bytes(key, b"x")
+
+
+def test_atomic_overwrite_readers_never_see_torn_objects(store):
+    big_a, big_b = b"A" * 3_000_000, b"B" * 3_000_000
+    store.put_bytes("obj", big_a)
+    seen: set[bytes] = set()
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            data = store.get_bytes("obj")
+            seen.add(data[:1] + data[-1:] + str(len(data)).encode())
+
+    t = threading.Thread(target=reader)
+    t.start()
+    for i in range(6):
+        store.put_bytes("obj", big_b if i % 2 == 0 else big_a)
+    stop.set()
+    t.join()
+    assert seen <= {b"AA3000000", b"BB3000000"}
+    if not store.is_s3:  # no temp files left behind
+        assert store.list() == ["obj"]
+
+
+def test_table_round_trip_with_schema_version(store):
+    df = pl.DataFrame({"x": [1, 2, 3], "s": ["a", "b", "c"]})
+    store.write_table("t/one.parquet", df, schema_version=3)
+    back = store.read_table("t/one.parquet")
+    assert back["x"].to_list() == [1, 2, 3]
+    assert back["schema_version"].unique().to_list() == [3]
+    lazy = store.scan_table("t/one.parquet").select(pl.col("x").sum()).collect()
+    assert lazy.item() == 6
+
+
+def test_ray_data_writes_polars_scans(store, ray_local):
+    import ray
+
+    ds = ray.data.range(1000, override_num_blocks=4).map(lambda r: {"id": r["id"], "sq": r["id"] ** 2})
+    ds.write_parquet(store.arrow_path("ray_out"), filesystem=store.arrow_filesystem())
+    parts = [k for k in store.list("ray_out") if k.endswith(".parquet")]
+    assert len(parts) >= 1
+    total = store.scan_table("ray_out").select(pl.len(), pl.col("sq").sum()).collect()
+    assert total.row(0) == (1000, sum(i * i for i in range(1000)))
+    # and back through Ray Data
+    assert ray.data.read_parquet(store.arrow_path("ray_out"), filesystem=store.arrow_filesystem()).count() == 1000
+
+
+def test_resumption_check_skips_finished_shards(store):
+    done = []
+
+    def run_shards(n):
+        for i in range(n):
+            key = f"shards/{i:03d}.done"
+            if store.exists(key):
+                continue
+            done.append(i)
+            store.put_bytes(key, b"ok")
+
+    run_shards(3)
+    run_shards(5)
+    assert done == [0, 1, 2, 3, 4]
+
+
+def test_store_is_picklable_for_workers(store):
+    import pickle
+
+    store.put_bytes("p.bin", b"1")
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone.get_bytes("p.bin") == b"1"
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("uri", ["ftp://x/y", "s3://", "s3://A_B", "file://relative/path", "nonsense"])
+def test_invalid_uri(uri, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    with pytest.raises(StoreError, match="invalid store URI"):
+        Store.open(uri)
+
+
+def test_unreachable_endpoint():
+    with pytest.raises(StoreError, match="unreachable"):
+        Store.open("s3://vismem/x", endpoint_url="http://127.0.0.1:1", access_key="k", secret_key="s")
+
+
+def test_missing_and_wrong_credentials(monkeypatch, s3_server):
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(StoreError, match="missing credentials"):
+        Store.open("s3://vismem/x", endpoint_url=s3_server.endpoint_url)
+    with pytest.raises(StoreError, match="rejected"):
+        Store.open("s3://vismem/x", endpoint_url=s3_server.endpoint_url, access_key="wrong", secret_key="wrong")
+
+
+def _cli(args, tmp_path, env=None):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "pipelines", *args], capture_output=True, text=True,
+                          cwd=tmp_path, env=full_env, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "store_uri,env,needle",
+    [
+        ("gopher://x", {}, "invalid store URI"),
+        ("s3://vismem/x", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, "missing credentials"),
+        ("s3://vismem/x", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_ACCESS_KEY_ID": "k",
+                           "AWS_SECRET_ACCESS_KEY": "s"}, "unreachable"),
+    ],
+)
+def test_cli_bad_store_one_error_nonzero_nothing_written(tmp_path, store_uri, env, needle):
+    r = _cli(["run", "--store", store_uri, "--set", f"runs_dir={tmp_path}/runs"], tmp_path, env)
+    assert r.returncode == 3, r.stderr
+    assert needle in r.stderr and r.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "runs").exists()
