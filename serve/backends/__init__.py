@@ -1,6 +1,6 @@
 """Built-in VLM backends; importing this package registers them in ``serve.vlm.VLMS``.
 
-Heavy dependencies (torch, transformers, httpx) are imported inside the backends, not here.
+Heavy dependencies (torch, transformers) are imported inside the backends, not here.
 """
 
-from serve.backends import scripted  # noqa: F401
+from serve.backends import openai, scripted  # noqa: F401

@@ -1,0 +1,129 @@
+"""OpenAI chat-completions wire format ↔ :class:`serve.vlm.Message` (pure functions).
+
+Shared by the HTTP client (:mod:`serve.backends.openai`) and the local server
+(:mod:`serve.openai_server`) so both ends agree byte for byte: images travel as base64 data
+URLs in ``image_url`` content parts, image parts first, then one text part.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+import uuid
+from typing import Any
+
+from serve.vlm import ChatResult, Message
+
+
+def image_mime(data: bytes) -> str:
+    """Sniff the MIME type of encoded image bytes (PNG, JPEG, WebP, GIF); PNG if unknown."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    return "image/png"
+
+
+def to_data_url(data: bytes) -> str:
+    return f"data:{image_mime(data)};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def from_data_url(url: str) -> bytes:
+    """Decode a ``data:image/...;base64,`` URL. Raises ``ValueError`` for anything else."""
+    if not url.startswith("data:"):
+        raise ValueError("only data: URLs are accepted for images (no remote fetches)")
+    head, sep, payload = url.partition(",")
+    if not sep or not head.endswith(";base64"):
+        raise ValueError("image data URL must be base64-encoded")
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise ValueError(f"invalid base64 in image data URL: {e}") from e
+
+
+def message_to_openai(msg: Message, *, image_detail: str | None = None) -> dict[str, Any]:
+    """One message in the wire format; plain-string content when there are no images."""
+    if not msg.images:
+        return {"role": msg.role, "content": msg.text}
+    parts: list[dict[str, Any]] = []
+    for img in msg.images:
+        image_url: dict[str, Any] = {"url": to_data_url(img)}
+        if image_detail:
+            image_url["detail"] = image_detail
+        parts.append({"type": "image_url", "image_url": image_url})
+    parts.append({"type": "text", "text": msg.text})
+    return {"role": msg.role, "content": parts}
+
+
+def messages_from_openai(raw: list[dict[str, Any]]) -> list[Message]:
+    """Parse wire-format messages. Raises ``ValueError`` naming the offending message/part."""
+    out: list[Message] = []
+    for i, m in enumerate(raw):
+        role = m.get("role")
+        if role not in ("system", "user", "assistant"):
+            raise ValueError(f"messages[{i}].role {role!r} is not system/user/assistant")
+        content = m.get("content")
+        if content is None or isinstance(content, str):
+            out.append(Message(role, content or ""))
+            continue
+        if not isinstance(content, list):
+            raise ValueError(f"messages[{i}].content must be a string or a list of parts")
+        texts: list[str] = []
+        images: list[bytes] = []
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                texts.append(str(part.get("text", "")))
+            elif kind == "image_url":
+                iu = part.get("image_url")
+                url = iu.get("url") if isinstance(iu, dict) else iu
+                try:
+                    images.append(from_data_url(str(url)))
+                except ValueError as e:
+                    raise ValueError(f"messages[{i}].content[{j}]: {e}") from e
+            else:
+                raise ValueError(f"messages[{i}].content[{j}].type {kind!r} is not text/image_url")
+        out.append(Message(role, "\n".join(texts), tuple(images)))
+    return out
+
+
+def completion_response(result: ChatResult, model: str) -> dict[str, Any]:
+    """A ``chat.completion`` object for one reply."""
+    usage = None
+    if result.prompt_tokens is not None or result.completion_tokens is not None:
+        p, c = result.prompt_tokens or 0, result.completion_tokens or 0
+        usage = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": result.text}}],
+        "usage": usage,
+    }
+
+
+def parse_completion(body: Any) -> tuple[str, int | None, int | None]:
+    """``(text, prompt_tokens, completion_tokens)`` from a response body; ``ValueError`` if malformed."""
+    if not isinstance(body, dict):
+        raise ValueError("response body is not a JSON object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("response has no choices")
+    msg = choices[0].get("message")
+    if not isinstance(msg, dict):
+        raise ValueError("choices[0] has no message")
+    content = msg.get("content")
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if content is not None and not isinstance(content, str):
+        raise ValueError("choices[0].message.content is not a string")
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    return (content or "", pt if isinstance(pt, int) else None, ct if isinstance(ct, int) else None)

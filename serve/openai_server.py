@@ -1,0 +1,224 @@
+"""A local OpenAI-compatible server (FastAPI + uvicorn on loopback) for any registered backend.
+
+``/v1/chat/completions`` serves a :class:`serve.vlm.VLM` (data-URL images decoded back into
+bytes), ``/v1/embeddings`` an optional :class:`serve.embed.Embedder`, plus ``/v1/models`` and
+``/health``. In process::
+
+    with LocalOpenAIServer(vlm=build_vlm("scripted")) as srv:
+        client = build_vlm({"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url}})
+
+or as a process::
+
+    python -m serve.openai_server --backend scripted --args '{"replies": ["hi"]}' [--port 0]
+
+Backend exceptions with an ``http_status`` attribute (the scripted backend's injected faults)
+become that status code; any other exception is a 500 with the error text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from serve.openai_format import completion_response, from_data_url, messages_from_openai
+
+log = logging.getLogger(__name__)
+
+
+def _error(status: int, message: str, kind: str = "server_error"):
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind}})
+
+
+def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = None):
+    """The FastAPI app. ``model_id`` is what ``/v1/models`` lists (defaults to the backend name)."""
+    from fastapi import FastAPI, Request
+
+    if vlm is None and embedder is None:
+        raise ValueError("create_app needs a vlm, an embedder, or both")
+    model_id = model_id or (vlm.name if vlm is not None else embedder.name)
+    app = FastAPI(title="vismem OpenAI-compatible server")
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        return {"status": "ok", "model": model_id}
+
+    @app.get("/v1/models")
+    def models() -> dict[str, Any]:
+        return {"object": "list",
+                "data": [{"id": model_id, "object": "model", "created": 0, "owned_by": "vismem"}]}
+
+    # Sync handlers run in FastAPI's thread pool, so a slow backend never blocks the event loop.
+    @app.post("/v1/chat/completions")
+    def chat_completions(body: dict[str, Any]):
+        if vlm is None:
+            return _error(404, "this server hosts no chat model", "not_found")
+        try:
+            messages = messages_from_openai(body.get("messages") or [])
+        except ValueError as e:
+            return _error(400, str(e), "invalid_request_error")
+        if not messages:
+            return _error(400, "messages must be a non-empty list", "invalid_request_error")
+        if body.get("stream"):
+            return _error(400, "stream=true is not supported", "invalid_request_error")
+        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 512
+        try:
+            result = vlm.chat(messages, max_tokens=int(max_tokens),
+                              temperature=float(body.get("temperature") or 0.0))
+        except Exception as e:  # noqa: BLE001 - every backend failure becomes an HTTP error
+            status = int(getattr(e, "http_status", 500))
+            return _error(status, f"{type(e).__name__}: {e}")
+        return completion_response(result, body.get("model") or model_id)
+
+    @app.post("/v1/embeddings")
+    def embeddings(body: dict[str, Any]):
+        """OpenAI embeddings; vismem extension: ``images`` (data URLs) with optional ``input`` texts."""
+        if embedder is None:
+            return _error(404, "this server hosts no embedder", "not_found")
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        images = body.get("images")
+        try:
+            if images:
+                imgs = [from_data_url(u) for u in images]
+                vecs = embedder.embed_images(imgs, texts if texts else None)
+            elif isinstance(texts, list) and all(isinstance(t, str) for t in texts):
+                vecs = embedder.embed_texts(texts)
+            else:
+                return _error(400, "input must be a string or a list of strings", "invalid_request_error")
+        except ValueError as e:
+            return _error(400, str(e), "invalid_request_error")
+        except NotImplementedError as e:
+            return _error(400, f"{embedder.name} cannot embed images: {e}", "invalid_request_error")
+        except Exception as e:  # noqa: BLE001
+            return _error(500, f"{type(e).__name__}: {e}")
+        return {"object": "list", "model": body.get("model") or model_id,
+                "data": [{"object": "embedding", "index": i, "embedding": [float(x) for x in row]}
+                         for i, row in enumerate(vecs)],
+                "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+
+    @app.exception_handler(json.JSONDecodeError)
+    async def bad_json(request: Request, exc: json.JSONDecodeError):  # pragma: no cover - FastAPI maps it
+        return _error(400, f"invalid JSON: {exc}", "invalid_request_error")
+
+    return app
+
+
+def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A bound listening socket; port 0 picks a free port with no bind race."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+class LocalOpenAIServer:
+    """Runs :func:`create_app` under uvicorn on a background thread (context manager)."""
+
+    def __init__(self, vlm: Any = None, embedder: Any = None, *, host: str = "127.0.0.1",
+                 port: int = 0, model_id: str | None = None) -> None:
+        self.app = create_app(vlm, embedder, model_id=model_id)
+        self.model_id = model_id or (vlm.name if vlm is not None else embedder.name)
+        self.host, self.port = host, port
+        self._server = None
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self, timeout_s: float = 15.0) -> "LocalOpenAIServer":
+        import uvicorn
+
+        self._sock = bind_socket(self.host, self.port)
+        self.port = self._sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._server.serve(sockets=[self._sock])),
+            name=f"openai-server-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"local OpenAI server on port {self.port} did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._sock is not None:
+            self._sock.close()
+        self._server = self._thread = self._sock = None
+
+    def __enter__(self) -> "LocalOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m serve.openai_server``: serve one VLM (and/or embedder) until interrupted."""
+    p = argparse.ArgumentParser(prog="python -m serve.openai_server", description=__doc__.splitlines()[0])
+    p.add_argument("--backend", help="registered VLM backend name (e.g. scripted, transformers)")
+    p.add_argument("--args", default="{}", help="JSON object of backend arguments")
+    p.add_argument("--model-spec", help="a named model spec from serve/models (instead of --backend)")
+    p.add_argument("--embedder", help="registered embedder name to serve on /v1/embeddings")
+    p.add_argument("--embedder-args", default="{}", help="JSON object of embedder arguments")
+    p.add_argument("--model-id", help="id listed by /v1/models (default: the backend's name)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    a = p.parse_args(argv)
+
+    from serve.embed import build_embedder
+    from serve.vlm import build_vlm
+
+    vlm = embedder = None
+    try:
+        if a.model_spec:
+            from serve.models import load_model_spec
+
+            spec = load_model_spec(a.model_spec)
+            if spec.kind == "vlm":
+                vlm = build_vlm(spec.spec)
+            else:
+                embedder = build_embedder(spec.spec)
+        elif a.backend:
+            vlm = build_vlm({"name": a.backend, "args": json.loads(a.args)})
+        if a.embedder:
+            embedder = build_embedder({"name": a.embedder, "args": json.loads(a.embedder_args)})
+    except (KeyError, ValueError, TypeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if vlm is None and embedder is None:
+        print("error: give --backend, --model-spec or --embedder", file=sys.stderr)
+        return 2
+    srv = LocalOpenAIServer(vlm, embedder, host=a.host, port=a.port, model_id=a.model_id).start()
+    print(f"serving {srv.model_id} on {srv.base_url}", flush=True)
+    try:
+        while srv._thread is not None and srv._thread.is_alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""The HTTP path end to end: the local OpenAI-compatible server hosting the scripted backend,
+the ``openai`` client against it (good, malformed, slow, HTTP-500 and unreachable servers)."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import threading
+import time
+
+import httpx
+import pytest
+from PIL import Image
+
+from serve.backends.scripted import MALFORMED_TEXT
+from serve.openai_server import LocalOpenAIServer
+from serve.vlm import VLM, Message, VLMError, build_vlm
+
+
+def _png(color: tuple[int, int, int], size: int = 8) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (size, size), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _client(srv: LocalOpenAIServer, **kw) -> VLM:
+    args = {"model": srv.model_id, "base_url": srv.base_url, "api_key_env": None,
+            "backoff_s": 0.01, "backoff_max_s": 0.05, **kw}
+    return build_vlm({"name": "openai", "args": args})
+
+
+def test_scripted_replies_roundtrip_with_images():
+    backend = build_vlm({"name": "scripted", "args": {"fn": "describe"}})
+    img1, img2 = _png((255, 0, 0)), _png((0, 0, 255), 16)
+    with LocalOpenAIServer(vlm=backend) as srv:
+        client = _client(srv)
+        assert client.name == "openai:scripted:default"
+        res = client.chat([Message("system", "be brief"),
+                           Message("user", "what is shown?", images=(img1, img2))], max_tokens=7)
+        # The server decoded both data URLs back into the exact bytes, in order.
+        assert res.text == f"images=2 bytes=[{len(img1)},{len(img2)}] last_user='what is shown?'"
+        assert res.prompt_tokens == 5 and res.completion_tokens == len(res.text.split())
+        assert res.latency_s > 0
+        models = httpx.get(srv.base_url + "/models").json()
+        assert models["data"][0]["id"] == "scripted:default"
+        assert httpx.get(f"http://127.0.0.1:{srv.port}/health").json()["status"] == "ok"
+
+
+def test_cycled_replies_and_concurrency_limit():
+    backend = build_vlm({"name": "scripted", "args": {"replies": ["a", "b", "c"], "sleep_s": 0.05}})
+    in_flight, peak, lock = [0], [0], threading.Lock()
+    orig = backend.chat
+
+    def counting_chat(*a, **k):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        try:
+            return orig(*a, **k)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    backend.chat = counting_chat
+    with LocalOpenAIServer(vlm=backend) as srv:
+        client = _client(srv, max_concurrency=2)
+        out: list[str] = []
+        threads = [threading.Thread(target=lambda: out.append(client.chat([Message("user", "x")]).text))
+                   for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(out) == ["a", "a", "b", "b", "c", "c"]
+    assert peak[0] == 2  # the client's semaphore capped in-flight requests across threads
+
+
+def test_malformed_reply_text_is_returned_not_raised():
+    backend = build_vlm({"name": "scripted", "args": {"replies": ["fine"], "malformed": 1}})
+    with LocalOpenAIServer(vlm=backend) as srv:
+        client = _client(srv)
+        assert client.chat([Message("user", "x")]).text == MALFORMED_TEXT
+        assert client.chat([Message("user", "x")]).text == "fine"
+
+
+def test_timeout_then_retry_succeeds():
+    backend = build_vlm({"name": "scripted", "args": {"replies": ["late"], "sleep_s": 1.0, "sleep_first": 1}})
+    with LocalOpenAIServer(vlm=backend) as srv:
+        client = _client(srv, timeout_s=0.3, max_retries=2)
+        res = client.chat([Message("user", "x")])
+        assert res.text == "late"
+        assert backend.calls == 2
+
+
+def test_http_500_retried_then_succeeds_or_fails_with_reason():
+    backend = build_vlm({"name": "scripted", "args": {"replies": ["ok"], "fail_first": 2}})
+    with LocalOpenAIServer(vlm=backend) as srv:
+        assert _client(srv, max_retries=2).chat([Message("user", "x")]).text == "ok"
+        assert backend.calls == 3
+    backend = build_vlm({"name": "scripted", "args": {"fail_first": 10}})
+    with LocalOpenAIServer(vlm=backend) as srv:
+        with pytest.raises(VLMError) as ei:
+            _client(srv, max_retries=2).chat([Message("user", "x")])
+        assert ei.value.reason == "http_500" and ei.value.attempts == 3
+        assert "scripted failure" in str(ei.value)
+
+
+def test_client_errors_are_not_retried():
+    backend = build_vlm({"name": "scripted", "args": {"fail_first": 5, "fail_status": 400}})
+    with LocalOpenAIServer(vlm=backend) as srv:
+        with pytest.raises(VLMError) as ei:
+            _client(srv, max_retries=3).chat([Message("user", "x")])
+    assert ei.value.reason == "http_400" and ei.value.attempts == 1 and backend.calls == 1
+
+
+def test_bad_image_url_is_a_400():
+    backend = build_vlm("scripted")
+    with LocalOpenAIServer(vlm=backend) as srv:
+        r = httpx.post(srv.base_url + "/chat/completions", json={"model": "m", "messages": [
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]})
+    assert r.status_code == 400 and "data: URLs" in r.json()["error"]["message"]
+
+
+def test_unreachable_server_raises_connect_error_after_retries():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens here now
+    client = build_vlm({"name": "openai", "args": {"model": "m", "base_url": f"http://127.0.0.1:{port}/v1",
+                                                   "max_retries": 2, "backoff_s": 0.01}})
+    t0 = time.perf_counter()
+    with pytest.raises(VLMError) as ei:
+        client.chat([Message("user", "x")])
+    assert ei.value.reason == "connect" and ei.value.attempts == 3
+    assert time.perf_counter() - t0 < 5
+
+
+def test_client_pickles_and_sends_auth_and_extra_body(monkeypatch):
+    seen: dict = {}
+    monkeypatch.setenv("VISMEM_TEST_KEY", "sk-test")
+    backend2 = build_vlm({"name": "scripted", "args": {"replies": ["ok"]}})
+    srv = LocalOpenAIServer(vlm=backend2)
+
+    @srv.app.middleware("http")
+    async def capture(request, call_next):
+        seen["auth"] = request.headers.get("authorization")
+        seen["body"] = await request.json()
+        return await call_next(request)
+
+    with srv:
+        client = _client(srv, api_key_env="VISMEM_TEST_KEY", extra_body={"top_k": 1}, seed=7)
+        clone = pickle.loads(pickle.dumps(client))
+        assert clone.chat([Message("user", "x")], max_tokens=5).text == "ok"
+    assert seen["auth"] == "Bearer sk-test"
+    assert seen["body"]["top_k"] == 1 and seen["body"]["seed"] == 7 and seen["body"]["max_tokens"] == 5
+    assert seen["body"]["temperature"] == 0.0
