@@ -1,0 +1,120 @@
+"""Where the shop's product images come from: a Protocol + registry.
+
+An image source maps a product's ``url_hash`` to PNG bytes, with or without its cue. The shop
+never turns a request path into a file path: it looks the hash up in the catalogue and asks the
+source, so there is no path traversal to get wrong.
+
+Registered here:
+
+* ``placeholder`` — a flat neutral-grey PNG per product, no text, no cue. A stand-in so the shop
+  works before real images exist; never use it for an evaluation (agents can't see a cue).
+* ``store`` — images already written to an object store in the official layout
+  (``<prefix>/with_cue/<cat>/<style>/NN.png`` and ``<prefix>/base/...``).
+
+The images engineer registers ``procedural`` and ``official`` in ``env/storefront/images/``.
+
+Factories are called with their spec's ``args`` plus ``catalog=<Catalog>`` as a keyword
+(:func:`build_image_source`), so specs stay JSON-serialisable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import io
+from typing import Any, Protocol, runtime_checkable
+
+from serve.registry import Registry
+
+from env.storefront.catalog import Catalog
+
+
+@runtime_checkable
+class ImageSource(Protocol):
+    """Product images by hash. Raises ``KeyError`` for an unknown hash."""
+
+    def get(self, url_hash: str, with_cue: bool = True) -> bytes:
+        """PNG bytes of the product image (``with_cue=False``: the cue-free base image)."""
+        ...
+
+
+IMAGE_SOURCES: Registry[ImageSource] = Registry("image source")
+
+
+def build_image_source(spec: dict[str, Any] | str, catalog: Catalog) -> ImageSource:
+    """Build a registered source from ``{"name", "args"}``, handing it the catalogue."""
+    _load_plugins()
+    if isinstance(spec, str):
+        spec = {"name": spec, "args": {}}
+    name = spec.get("name")
+    args = dict(spec.get("args") or {})
+    if name in IMAGE_SOURCES:
+        factory = IMAGE_SOURCES._factories[name]  # noqa: SLF001 - check the signature first
+        try:
+            params = inspect.signature(factory).parameters
+            if "catalog" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                args["catalog"] = catalog
+        except (TypeError, ValueError):
+            pass
+    src = IMAGE_SOURCES.build({"name": name, "args": args})
+    try:
+        src.spec = {"name": name, "args": dict(spec.get("args") or {})}  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        pass
+    return src
+
+
+def _load_plugins() -> None:
+    """Import the images package so its sources register themselves (absent is fine)."""
+    try:
+        import env.storefront.images  # noqa: F401
+    except ImportError:
+        pass
+
+
+def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), rgb).save(buf, format="PNG", optimize=False)
+    return buf.getvalue()
+
+
+@IMAGE_SOURCES.register("placeholder")
+class PlaceholderImageSource:
+    """PLACEHOLDER: a flat neutral-grey square per product (no text, no cue).
+
+    Shades differ per product only so that screenshots of different pages differ; grey keeps
+    the placeholder from carrying any colour a cue could be confused with.
+    """
+
+    def __init__(self, catalog: Catalog | None = None, size: int = 256) -> None:
+        self.catalog = catalog
+        self.size = int(size)
+        self._cache: dict[tuple[str, bool], bytes] = {}
+
+    def get(self, url_hash: str, with_cue: bool = True) -> bytes:
+        if self.catalog is not None and url_hash not in self.catalog.by_hash:
+            raise KeyError(url_hash)
+        key = (url_hash, with_cue)
+        if key not in self._cache:
+            g = 150 + hashlib.sha1(url_hash.encode()).digest()[0] % 80
+            self._cache[key] = _png(self.size, self.size, (g, g, g))
+        return self._cache[key]
+
+
+@IMAGE_SOURCES.register("store")
+class StoreImageSource:
+    """Images in an object store under ``prefix`` in the official layout."""
+
+    def __init__(self, catalog: Catalog, uri: str, prefix: str = "", **store_kwargs: Any) -> None:
+        from pipelines.store import Store
+
+        self.catalog = catalog
+        self.store = Store.open(uri, **store_kwargs)
+        self.prefix = prefix.strip("/")
+
+    def get(self, url_hash: str, with_cue: bool = True) -> bytes:
+        v = self.catalog.by_hash[url_hash]  # KeyError for unknown hashes
+        rel = v.image_path if with_cue else v.base_image_path
+        return self.store.get_bytes(f"{self.prefix}/{rel}" if self.prefix else rel)
