@@ -1,0 +1,248 @@
+"""MemShot retrieval: embed memory units and questions, rank units per question, evidence recall@k.
+
+Three layers, each usable alone:
+
+* **Embedding** goes through the :class:`serve.embed.Embedder` protocol only. Text units
+  (Text RAG, w/o Rendering) use ``embed_texts``; image units (memory shots) use
+  ``embed_images`` with the shot PNG read from the store. :func:`embed_items` runs in-process
+  (small local sizes); :func:`embed_items_ray` is the same work as a Ray Data job with one
+  embedder per actor (fractional CPUs) and batches, never a model load per row.
+* **Ranking** (:func:`rank_units`) is cosine top-k within the question's own conversation.
+* **Recall** (:func:`evidence_recall`, :func:`recall_summary`) are pure functions over Polars
+  frames: a unit *shows* a dia_id when the renderer recorded it in the unit's ``dia_ids``;
+  ``recall@k`` is the fraction of a question's evidence dia_ids shown by its top-k units (the
+  official LoCoMo ``recall_acc``) and ``hit@k`` whether at least one is.
+
+Frames (column names are the contract with the render job and the analysis schemas):
+
+``units``      variant, conversation_id, unit_id, dia_ids: list[str], modality ("text"|"image"),
+               text (text units), image_key (image units); optional session_index, unit_index
+``questions``  conversation_id, question_id, question, evidence: list[str], category, ...
+``ranked``     variant, conversation_id, question_id, rank (1-based), unit_id, score
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import polars as pl
+
+UNIT_COLUMNS = ("variant", "conversation_id", "unit_id", "dia_ids", "modality")
+QUESTION_COLUMNS = ("conversation_id", "question_id", "question", "evidence", "category")
+
+
+def _require(df: pl.DataFrame, cols: Iterable[str], what: str) -> None:
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        from pipelines.errors import DataError
+
+        raise DataError(f"{what} frame lacks column(s) {missing}; has {df.columns}")
+
+
+# -- questions from the typed dialogue model -----------------------------------------------------
+
+def questions_frame(conversations: Sequence[Any], *, scored_only: bool = True) -> pl.DataFrame:
+    """One row per question of ``env.dialogue`` Conversations (what retrieval and answering need)."""
+    rows = []
+    for conv in conversations:
+        for q in conv.questions:
+            if scored_only and not getattr(q, "scored", True):
+                continue
+            rows.append({
+                "dataset": conv.dataset, "conversation_id": conv.conversation_id,
+                "question_id": q.question_id, "question": q.question,
+                "answer": None if q.answer is None else str(q.answer),
+                "category": q.category, "category_code": str(q.category_code),
+                "evidence": list(q.evidence), "abstention": bool(getattr(q, "abstention", False)),
+                "question_date": q.question_date.isoformat() if getattr(q, "question_date", None) else None,
+                "speaker_a": conv.speakers[0], "speaker_b": conv.speakers[1],
+            })
+    schema = {"dataset": pl.Utf8, "conversation_id": pl.Utf8, "question_id": pl.Utf8, "question": pl.Utf8,
+              "answer": pl.Utf8, "category": pl.Utf8, "category_code": pl.Utf8, "evidence": pl.List(pl.Utf8),
+              "abstention": pl.Boolean, "question_date": pl.Utf8, "speaker_a": pl.Utf8, "speaker_b": pl.Utf8}
+    return pl.DataFrame(rows, schema=schema)
+
+
+# -- embedding -----------------------------------------------------------------------------------
+
+def embedding_items(units: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
+    """Everything one embedder must encode: each unit once, each question once.
+
+    Columns: ``item_id`` (``u:<variant>:<unit_id>`` / ``q:<conversation_id>:<question_id>``),
+    ``modality`` (``text``/``image``; questions are text), ``text``, ``image_key``.
+    """
+    _require(units, UNIT_COLUMNS, "units")
+    _require(questions, QUESTION_COLUMNS, "questions")
+    u = units.select(
+        (pl.lit("u:") + pl.col("variant") + pl.lit(":") + pl.col("unit_id").cast(pl.Utf8)).alias("item_id"),
+        pl.col("modality"),
+        (pl.col("text") if "text" in units.columns else pl.lit(None, pl.Utf8)).alias("text"),
+        (pl.col("image_key") if "image_key" in units.columns else pl.lit(None, pl.Utf8)).alias("image_key"),
+    )
+    q = questions.select(
+        (pl.lit("q:") + pl.col("conversation_id") + pl.lit(":") + pl.col("question_id")).alias("item_id"),
+        pl.lit("text").alias("modality"), pl.col("question").alias("text"), pl.lit(None, pl.Utf8).alias("image_key"),
+    ).unique("item_id", maintain_order=True)
+    return pl.concat([u, q])
+
+
+def _embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | None],
+                 image_key: Sequence[str | None], read_image: Callable[[str], bytes]) -> np.ndarray:
+    """Embed one mixed batch, text rows through ``embed_texts`` and image rows through ``embed_images``."""
+    n = len(modality)
+    out: np.ndarray | None = None
+    txt_idx = [i for i in range(n) if modality[i] != "image"]
+    img_idx = [i for i in range(n) if modality[i] == "image"]
+    parts: list[tuple[list[int], np.ndarray]] = []
+    if txt_idx:
+        parts.append((txt_idx, np.asarray(embedder.embed_texts([text[i] or "" for i in txt_idx]), dtype=np.float32)))
+    if img_idx:
+        images = [read_image(image_key[i]) for i in img_idx]
+        parts.append((img_idx, np.asarray(embedder.embed_images(images), dtype=np.float32)))
+    for idx, vecs in parts:
+        if out is None:
+            out = np.zeros((n, vecs.shape[1]), dtype=np.float32)
+        out[idx] = vecs
+    return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def embed_items(items: pl.DataFrame, embedder: Any, *, read_image: Callable[[str], bytes] | None = None,
+                batch_size: int = 64) -> tuple[np.ndarray, float]:
+    """In-process embedding of an items frame; returns ``(vectors (n, d), seconds)``."""
+    t0 = time.perf_counter()
+    reader = read_image or (lambda key: (_ for _ in ()).throw(ValueError(f"no image reader for {key}")))
+    chunks = []
+    for start in range(0, items.height, batch_size):
+        b = items.slice(start, batch_size)
+        chunks.append(_embed_batch(embedder, b["modality"].to_list(), b["text"].to_list(),
+                                   b["image_key"].to_list(), reader))
+    vecs = np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
+    return vecs, time.perf_counter() - t0
+
+
+class _EmbedActor:
+    """Ray Data actor: builds the embedder once, embeds batches of items (text or image rows)."""
+
+    def __init__(self, spec: dict[str, Any], store: Any = None) -> None:
+        from serve.embed import build_embedder
+
+        self.embedder = build_embedder(spec)
+        self.store = store
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        t0 = time.perf_counter()
+        reader = self.store.get_bytes if self.store is not None else None
+        vecs = _embed_batch(self.embedder, list(batch["modality"]), list(batch["text"]),
+                            list(batch["image_key"]), reader)
+        return {"item_id": batch["item_id"], "embedding": vecs,
+                "embed_s": np.full(len(vecs), (time.perf_counter() - t0) / max(len(vecs), 1))}
+
+
+def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: Any = None, ray_cfg: Any = None,
+                    batch_size: int = 64, actors: int = 1) -> tuple[np.ndarray, float]:
+    """Ray Data version of :func:`embed_items`: an actor pool, one embedder per actor.
+
+    Returns ``(vectors in items order, summed per-item compute seconds)``; order is kept
+    (the run's DataContext preserves order, and rows are re-aligned by ``item_id`` anyway).
+    """
+    import ray.data
+
+    from pipelines.rayctx import actor_pool
+
+    if items.height == 0:
+        return np.zeros((0, 0), dtype=np.float32), 0.0
+    ds = ray.data.from_arrow(items.select("item_id", "modality", "text", "image_key").to_arrow())
+    kwargs = actor_pool(ray_cfg, size=actors) if ray_cfg is not None else {}
+    out = ds.map_batches(_EmbedActor, fn_constructor_kwargs={"spec": spec, "store": store},
+                         batch_size=batch_size, batch_format="numpy", **kwargs)
+    ids: list[str] = []
+    vecs: list[np.ndarray] = []
+    secs = 0.0
+    for b in out.iter_batches(batch_size=None, batch_format="numpy"):
+        ids.extend(str(x) for x in b["item_id"])
+        vecs.append(np.asarray(b["embedding"], dtype=np.float32))
+        secs += float(np.sum(b["embed_s"]))
+    mat = np.concatenate(vecs)
+    pos = {item: i for i, item in enumerate(ids)}
+    order = [pos[i] for i in items["item_id"].to_list()]
+    return mat[order], secs
+
+
+# -- ranking -------------------------------------------------------------------------------------
+
+def rank_units(units: pl.DataFrame, questions: pl.DataFrame, vectors: dict[str, np.ndarray], k_max: int) -> pl.DataFrame:
+    """Top-``k_max`` units per (variant, question) by cosine similarity, within the conversation.
+
+    ``vectors`` maps item ids (see :func:`embedding_items`) to unit-length vectors. Ties break
+    by unit order in ``units`` (stable sort), so rankings are deterministic.
+    """
+    rows: list[dict[str, Any]] = []
+    for (variant, conv), grp in units.group_by(["variant", "conversation_id"], maintain_order=True):
+        uids = grp["unit_id"].cast(pl.Utf8).to_list()
+        U = np.stack([vectors[f"u:{variant}:{u}"] for u in uids])
+        qs = questions.filter(pl.col("conversation_id") == conv)
+        if qs.height == 0:
+            continue
+        Q = np.stack([vectors[f"q:{conv}:{q}"] for q in qs["question_id"].to_list()])
+        sims = Q @ U.T
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :k_max]
+        for qi, qid in enumerate(qs["question_id"].to_list()):
+            for r, ui in enumerate(order[qi]):
+                rows.append({"variant": variant, "conversation_id": conv, "question_id": qid,
+                             "rank": r + 1, "unit_id": uids[ui], "score": float(sims[qi, ui])})
+    schema = {"variant": pl.Utf8, "conversation_id": pl.Utf8, "question_id": pl.Utf8, "rank": pl.Int64,
+              "unit_id": pl.Utf8, "score": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)
+
+
+# -- recall (pure) -------------------------------------------------------------------------------
+
+def evidence_recall(ranked: pl.DataFrame, units: pl.DataFrame, questions: pl.DataFrame,
+                    ks: Sequence[int]) -> pl.DataFrame:
+    """Per (variant, question, k): ``recall`` (evidence fraction shown), ``hit``, ``n_evidence``.
+
+    Questions without evidence dia_ids are left out (recall is undefined for them).
+    """
+    shown = units.select("variant", "conversation_id", pl.col("unit_id").cast(pl.Utf8), "dia_ids")
+    ev = (questions.select("conversation_id", "question_id", "category", "evidence")
+          .with_columns(pl.col("evidence").list.unique().alias("evidence"))
+          .filter(pl.col("evidence").list.len() > 0))
+    outs = []
+    for k in sorted(set(int(k) for k in ks)):
+        top = (ranked.filter(pl.col("rank") <= k)
+               .join(shown, on=["variant", "conversation_id", "unit_id"], how="left")
+               .explode("dia_ids")
+               .group_by(["variant", "conversation_id", "question_id"])
+               .agg(pl.col("dia_ids").drop_nulls().unique().alias("shown")))
+        outs.append(
+            top.join(ev, on=["conversation_id", "question_id"], how="inner")
+            .with_columns(
+                pl.lit(k, pl.Int64).alias("k"),
+                pl.col("evidence").list.len().cast(pl.Int64).alias("n_evidence"),
+                pl.col("evidence").list.set_intersection(pl.col("shown")).list.len().alias("_found"),
+            )
+            .with_columns((pl.col("_found") / pl.col("n_evidence")).cast(pl.Float64).alias("recall"),
+                          (pl.col("_found") > 0).alias("hit"))
+            .select("variant", "conversation_id", "question_id", "category", "k", "recall", "hit", "n_evidence")
+        )
+    if not outs:
+        return pl.DataFrame(schema={"variant": pl.Utf8, "conversation_id": pl.Utf8, "question_id": pl.Utf8,
+                                    "category": pl.Utf8, "k": pl.Int64, "recall": pl.Float64,
+                                    "hit": pl.Boolean, "n_evidence": pl.Int64})
+    return pl.concat(outs).sort(["variant", "k", "conversation_id", "question_id"])
+
+
+def recall_summary(recall: pl.DataFrame, by: Sequence[str] = ("variant", "k")) -> pl.DataFrame:
+    """Mean recall@k and hit@k per ``by`` and category, plus an ``overall`` row per group."""
+    keys = list(by)
+
+    def agg(df: pl.DataFrame, ks: list[str]) -> pl.DataFrame:
+        return df.group_by(ks, maintain_order=True).agg(
+            pl.len().cast(pl.Int64).alias("n"), pl.col("recall").mean().alias("recall"),
+            pl.col("hit").cast(pl.Float64).mean().alias("hit_rate"))
+
+    per_cat = agg(recall.with_columns(pl.col("category").cast(pl.Utf8)), keys + ["category"])
+    overall = agg(recall, keys).with_columns(pl.lit("overall").alias("category")).select(per_cat.columns)
+    return pl.concat([per_cat, overall]).sort(keys + ["category"])
