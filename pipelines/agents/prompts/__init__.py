@@ -1,0 +1,104 @@
+"""The DMV-Bench agent's dialogue surface, kept verbatim as data files beside this module.
+
+Texts follow the official runner (``dualmem/agent/dmvbench_live_runner.py`` and
+``f2_encode_agent.py``) and the paper's appendix:
+
+- ``system.txt``: the system prompt, sent once per session. Two stale parts of the official text
+  are corrected (and only those): the action line listed four styles and ``N=0..3``; the site has
+  ten styles and ten cards per collection, so it lists all ten and says ``N=0..9``.
+- ``session_task.txt``: the encoding session's task (first user turn), ``{cat}`` = category noun.
+- ``subtask.txt``: the per-step subtask with browsing progress.
+- ``step.txt``: the per-step user message.
+- ``nudge.txt``: sent after the agent terminates during encoding (official behaviour).
+- ``invalid.txt``: ours, not official: tells the agent its last reply had no valid action (the
+  official runner only logs ``noop`` in the history).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+#: History longer than this is elided (the official runaway cap: first turn + last 120).
+MAX_HISTORY_TURNS = 120
+
+#: Shown in the memory block when a memory hook retrieved nothing (paper appendix).
+NO_MEMORY_TEXT = "(no memory retrieved this step)"
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> str:
+    """The raw text of prompt file ``name`` (without ``.txt``)."""
+    return resources.files(__name__).joinpath(f"{name}.txt").read_text(encoding="utf-8")
+
+
+def system_prompt() -> str:
+    """The system prompt (corrected official text)."""
+    return load("system")
+
+
+def category_noun(cat: str) -> str:
+    """The noun the official prompts use for a category slug (``plant_pot`` → ``plant pot``)."""
+    return {"plant_pot": "plant pot", "wall_art": "wall-art piece"}.get(cat, cat.replace("_", " "))
+
+
+def session_task(cat: str) -> str:
+    """The encoding session's task text for category slug ``cat``."""
+    return load("session_task").format(cat=category_noun(cat))
+
+
+def subtask(cat: str, step: int, cap: int, n_products: int, n_styles: int) -> str:
+    """The per-step encoding subtask with progress so far."""
+    return load("subtask").format(cat=category_noun(cat), step=step, cap=cap,
+                                  n_products=n_products, n_styles=n_styles)
+
+
+def nudge(cat: str) -> str:
+    """The user turn added when the agent emits a terminal action during encoding."""
+    return load("nudge").format(cat=category_noun(cat))
+
+
+def invalid_notice(reason: str) -> str:
+    """The user turn added after a reply without a valid action."""
+    return load("invalid").format(reason=reason)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One line of the in-session conversation: ``role`` is ``user`` or ``agent``."""
+
+    role: str
+    text: str
+
+
+def format_history(turns: list[Turn] | tuple[Turn, ...], max_turns: int = MAX_HISTORY_TURNS) -> str:
+    """The ``[Conversation so far]`` block: every turn, or the first + last ``max_turns``."""
+    if not turns:
+        return "(no history yet)"
+    turns = list(turns)
+    elided = 0
+    if len(turns) > max_turns + 1:
+        shown = [turns[0]] + turns[-max_turns:]
+        elided = len(turns) - len(shown)
+    else:
+        shown = turns
+    out = []
+    for i, t in enumerate(shown):
+        prefix = {"user": "User", "agent": "Agent"}.get(t.role, t.role)
+        out.append(f"  {prefix}: {t.text}")
+        if elided and i == 0:
+            out.append(f"  ... ({elided} earlier turns elided) ...")
+    return "\n".join(out)
+
+
+def step_message(*, step: int, cap: int, subtask_text: str, history: list[Turn] | tuple[Turn, ...],
+                 memory_text: str, url: str, title: str, description: str) -> str:
+    """The per-step user message (``Step k/cap. [Subtask] ... Reply with one Thought + one Action.``)."""
+    return load("step").format(step=step, cap=cap, subtask=subtask_text, history=format_history(history),
+                               memory=memory_text, url=url, title=title, description=description)
+
+
+def compact_action(action_type: str, url: str | None) -> str:
+    """The compact history line the official runner keeps per agent step: ``{type} {url}``."""
+    return f"{action_type} {url or ''}".strip()
