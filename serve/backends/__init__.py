@@ -3,4 +3,4 @@
 Heavy dependencies (torch, transformers) are imported inside the backends, not here.
 """
 
-from serve.backends import openai, scripted  # noqa: F401
+from serve.backends import openai, scripted, transformers_vlm  # noqa: F401

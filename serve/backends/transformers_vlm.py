@@ -1,0 +1,64 @@
+"""A local ``transformers`` VLM (Qwen2.5-VL / Qwen3-VL) loaded from a checkpoint directory.
+
+For single-GPU debugging and CPU tests with tiny models; production throughput comes from vLLM
+behind the ``openai`` backend. Decoding is greedy at temperature 0; sampling is seeded.
+``generate`` is serialised by a lock: the Qwen-VL models keep per-call rope state on the module.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from serve.qwen_inputs import QwenVLInputs, chat_parts, model_class_for, torch_device, torch_dtype
+from serve.vlm import VLMS, ChatResult, Message
+
+
+@VLMS.register("transformers")
+class TransformersVLM:
+    """Args:
+        path: local checkpoint directory (config, weights, tokenizer, preprocessor config).
+        label: the short name in ``transformers:<label>`` (defaults to the directory name).
+        device / dtype: ``auto`` → CUDA + bfloat16 when available, else CPU + float32.
+        min_pixels / max_pixels: override the image resize bounds.
+        seed: seeds sampling when ``temperature > 0``.
+    """
+
+    def __init__(self, path: str, *, label: str | None = None, device: str = "auto", dtype: str = "auto",
+                 min_pixels: int | None = None, max_pixels: int | None = None, seed: int = 0) -> None:
+        self.path = str(path)
+        self.name = f"transformers:{label or Path(path).name}"
+        self.seed = int(seed)
+        self.device = torch_device(device)
+        self.inputs = QwenVLInputs(path, min_pixels=min_pixels, max_pixels=max_pixels)
+        cls = model_class_for(path)
+        self.model = cls.from_pretrained(self.path, dtype=torch_dtype(dtype), local_files_only=True)
+        self.model.to(self.device).eval()
+        self._lock = threading.Lock()
+
+    def conversation(self, messages: list[Message]) -> list[dict]:
+        return [{"role": m.role, "content": chat_parts(m.text, len(m.images))} for m in messages]
+
+    def chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0) -> ChatResult:
+        import torch
+
+        t0 = time.perf_counter()
+        batch = self.inputs.batch([self.conversation(messages)], [list(m_img for m in messages for m_img in m.images)])
+        batch = {k: v.to(self.device) for k, v in batch.items()}
+        n_prompt = int(batch["input_ids"].shape[1])
+        gen_kwargs = {"max_new_tokens": int(max_tokens), "do_sample": temperature > 0}
+        if temperature > 0:
+            gen_kwargs["temperature"] = float(temperature)
+        tok = self.inputs.tokenizer
+        with self._lock, torch.inference_mode():
+            if temperature > 0:
+                torch.manual_seed(self.seed)
+            out = self.model.generate(**batch, **gen_kwargs, pad_token_id=tok.pad_token_id)
+        new = out[0, n_prompt:].tolist()
+        eos = tok.eos_token_id
+        if eos in new:
+            new = new[: new.index(eos) + 1]
+        text = tok.decode(new, skip_special_tokens=True)
+        return ChatResult(text=text, latency_s=time.perf_counter() - t0,
+                          prompt_tokens=n_prompt, completion_tokens=len(new))
