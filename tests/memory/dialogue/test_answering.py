@@ -1,0 +1,92 @@
+"""Answer + judge path end to end over HTTP: local OpenAI-compatible server, scripted backends."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from memory.dialogue import answering as A
+from memory.dialogue.scoring import accuracy_table, score_answers
+from serve.backends.scripted import MALFORMED_TEXT, ScriptedVLM
+from serve.openai_server import LocalOpenAIServer
+from serve.vlm import build_vlm
+
+UNITS = pl.DataFrame({
+    "variant": ["memshot", "memshot", "text-rag"], "conversation_id": ["c1"] * 3,
+    "unit_id": ["m1", "m2", "s1"], "dia_ids": [["D1:1"], ["D1:2"], ["D1:1", "D1:2"]],
+    "modality": ["image", "image", "text"],
+    "text": [None, None, "DATE: 1:56 pm on 8 May, 2023\nCONVERSATION:\nCaroline said, \"I went to a group.\""],
+    "image_key": ["shots/m1.png", "shots/m2.png", None],
+})
+QUESTIONS = pl.DataFrame({
+    "conversation_id": ["c1", "c1"], "question_id": ["q1", "q2"],
+    "question": ["When did Caroline go to the group?", "What did Melanie paint?"],
+    "answer": ["7 May 2023", "a sunrise"], "category": ["temporal", "single-hop"], "category_code": ["2", "4"],
+    "evidence": [["D1:1"], ["D1:2"]], "speaker_a": ["Caroline"] * 2, "speaker_b": ["Melanie"] * 2,
+})
+IMAGES = {"shots/m1.png": b"\x89PNG\r\n\x1a\nfake-1", "shots/m2.png": b"\x89PNG\r\n\x1a\nfake-22"}
+
+
+def _client(srv: LocalOpenAIServer) -> dict:
+    return {"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url, "api_key_env": None,
+                                       "max_retries": 1, "backoff_s": 0.01, "timeout_s": 10}}
+
+
+def test_answer_message_shots_and_text():
+    q = QUESTIONS.row(0, named=True)
+    shots = A.build_answer_message("locomo", q, UNITS.head(2).to_dicts(), IMAGES.__getitem__)
+    assert shots.images == (IMAGES["shots/m1.png"], IMAGES["shots/m2.png"])
+    assert "memory shots" in shots.text and "Caroline and Melanie" in shots.text
+    assert shots.text.rstrip().endswith("Use DATE of CONVERSATION to answer with an approximate date. Short answer:")
+    text = A.build_answer_message("locomo", QUESTIONS.row(1, named=True), UNITS.tail(1).to_dicts())
+    assert text.images == () and "Caroline said" in text.text and "approximate date" not in text.text
+    lme = A.build_answer_message("longmemeval", {**q, "question_date": "2023/05/30"}, UNITS.tail(1).to_dicts())
+    assert "History Chats:" in lme.text and "Current Date: 2023/05/30" in lme.text
+
+
+def test_answer_and_judge_over_http_with_malformed_and_failing_replies():
+    # Answer model: first call fails with 500 twice (exhausts 1 retry) -> error row; then replies.
+    answerer = ScriptedVLM(["7 May 2023", MALFORMED_TEXT, "a sunrise"], label="answers", cycle=True,
+                           fail_first=2, fail_status=500)
+    judge = ScriptedVLM(['Same date.\n{"label": "CORRECT"}', "\x00<<garbled>> }{"], label="judge")
+    ranked = pl.DataFrame({"variant": ["memshot"] * 4 + ["text-rag"] * 2, "conversation_id": ["c1"] * 6,
+                           "question_id": ["q1", "q1", "q2", "q2", "q1", "q2"], "rank": [1, 2, 1, 2, 1, 1],
+                           "unit_id": ["m1", "m2", "m2", "m1", "s1", "s1"], "score": [0.0] * 6})
+    tasks = A.answer_tasks(ranked, ks=[1, 2])
+    assert tasks.height == 8 and tasks.filter(pl.col("k") == 2)["unit_ids"].to_list()[0] == ["m1", "m2"]
+    with LocalOpenAIServer(answerer, model_id="scripted-answers") as a_srv, \
+            LocalOpenAIServer(judge, model_id="scripted-judge") as j_srv:
+        vlm = build_vlm(_client(a_srv))
+        answers = A.generate_answers(tasks, UNITS, QUESTIONS, vlm, dataset="locomo",
+                                     read_image=IMAGES.__getitem__, concurrency=1)
+        judged = A.judge_answers(answers, QUESTIONS, build_vlm(_client(j_srv)), dataset="locomo", concurrency=1)
+    status = judged["answer_status"].to_list()
+    assert status[0] == "error:http_500"                     # both attempts failed: recorded, not raised
+    assert status.count("malformed") >= 1 and status.count("ok") >= 3
+    ok = judged.filter(pl.col("answer_status") == "ok")
+    assert set(ok["judge_status"].to_list()) <= {"ok", "malformed"} and "malformed" in ok["judge_status"].to_list()
+    assert judged.filter(pl.col("prediction").is_null())["judge_status"].unique().to_list() == ["skipped"]
+    # memshot rows carried their shots through the HTTP wire format
+    assert judged.filter(pl.col("variant") == "memshot")["n_images"].to_list() == [1, 1, 2, 2]
+    # scoring works on the result, failures counted
+    full = judged.join(QUESTIONS.select("conversation_id", "question_id", "answer", "category"),
+                       on=["conversation_id", "question_id"])
+    scored = score_answers(full.with_columns(pl.col("judge_label").alias("correct")), "locomo")
+    table = accuracy_table(scored)
+    assert table.filter(pl.col("category") == "overall")["judge_failures"].sum() >= 2
+
+
+def test_unreadable_shot_is_a_row_not_a_crash():
+    tasks = pl.DataFrame({"variant": ["memshot"], "k": [1], "conversation_id": ["c1"], "question_id": ["q1"],
+                          "unit_ids": [["m1"]]})
+
+    def broken(_key):
+        raise FileNotFoundError("gone")
+
+    out = A.generate_answers(tasks, UNITS, QUESTIONS, ScriptedVLM("x"), dataset="locomo", read_image=broken)
+    assert out["answer_status"][0] == "error:input:FileNotFoundError" and out["prediction"][0] is None
+
+
+@pytest.mark.parametrize("text,bad", [("Paris", False), ("", True), (None, True), (MALFORMED_TEXT, True)])
+def test_is_malformed_answer(text, bad):
+    assert A.is_malformed_answer(text) is bad
