@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -161,10 +162,18 @@ def load_config(
     file_data: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
-        if not p.is_file():
+        if str(path).startswith("env:"):
+            # A submitted job receives its config in an environment variable (see `vismem submit`).
+            var = str(path)[4:]
+            if var not in os.environ:
+                raise ConfigError(f"config variable ${var} is not set")
+            text, p = os.environ[var], Path(f"${var}")
+        elif not p.is_file():
             raise ConfigError(f"config file not found: {p}")
+        else:
+            text = p.read_text()
         try:
-            loaded = yaml.safe_load(p.read_text())
+            loaded = yaml.safe_load(text)
         except yaml.YAMLError as err:
             raise ConfigError(f"invalid YAML in {p}: {err}") from None
         if loaded is not None and not isinstance(loaded, dict):

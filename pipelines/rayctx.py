@@ -21,7 +21,10 @@ def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = 
         return ray.cluster_resources()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # Ray 2.60 local clusters and `ray job submit`
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    runtime_env = {"env_vars": dict(env_vars)} if env_vars else None
+    # Inside a submitted job these variables already come from the job's runtime_env, and Ray
+    # refuses to merge duplicate keys: pass only what the workers would otherwise lack.
+    missing = {k: v for k, v in (env_vars or {}).items() if os.environ.get(k) != v}
+    runtime_env = {"env_vars": missing} if missing else None
     address = cfg.address
     if cfg.mode == "cluster" and not address:
         raise VismemError("ray.mode is 'cluster' but ray.address is not set (use --address auto or host:port)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -40,26 +39,32 @@ def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, 
            pip: list[str] | None = None, wait: bool = False, timeout_s: float = 3600) -> str:
     """Submit ``cfg`` as a Ray job; returns the submission id.
 
-    The config travels as YAML inside the working dir; the job's driver runs ``vismem run`` on
-    the cluster with ``--address auto`` so it attaches to the cluster that runs it.
+    The config travels as YAML in the job's environment (``$VISMEM_CONFIG_YAML``); the job's
+    driver runs ``vismem run`` on the cluster with ``--address auto`` so it attaches to the
+    cluster that runs it.
     """
     client = _client(dashboard)
     working_dir = Path(working_dir).resolve()
-    # The config travels inside the working dir (gitignored), named by run id.
-    cfg_dir = working_dir / ".vismem-jobs"
-    cfg_dir.mkdir(exist_ok=True)
-    cfg_file = cfg_dir / f"{cfg.run_id}.yaml"
-    cfg_file.write_text(cfg.to_yaml())
-    rel = cfg_file.relative_to(working_dir)
     runtime_env: dict[str, Any] = {"working_dir": str(working_dir), "excludes": RUNTIME_EXCLUDES,
-                                   "env_vars": {"RAY_AUTH_MODE": "disabled", **(env or {})}}
+                                   "env_vars": {"RAY_AUTH_MODE": "disabled", **(env or {}),
+                                                "VISMEM_CONFIG_YAML": cfg.to_yaml()}}
     if pip:
         runtime_env["pip"] = pip
     # `python` is the cluster's interpreter (the image's, or the venv the raylets run from).
-    entry = f"python -m pipelines run --config {shlex.quote(str(rel))} --address auto --no-progress"
-    job_id = client.submit_job(entrypoint=entry, runtime_env=runtime_env,
-                               submission_id=f"vismem-{cfg.run_id}-{int(time.time())}",
-                               metadata={"run_id": cfg.run_id})
+    entry = "python -m pipelines run --config env:VISMEM_CONFIG_YAML --address auto --no-progress"
+    submission_id = f"vismem-{cfg.run_id}-{int(time.time())}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            job_id = client.submit_job(entrypoint=entry, runtime_env=runtime_env, submission_id=submission_id,
+                                       metadata={"run_id": cfg.run_id})
+            break
+        except RuntimeError as err:
+            # A freshly started head needs a few seconds before its job agent registers.
+            if "No available agent" in str(err) and time.monotonic() < deadline:
+                time.sleep(2)
+                continue
+            raise VismemError(f"job submission to {dashboard} failed: {err}") from None
     if wait:
         status = wait_for(client, job_id, timeout_s)
         if status != "SUCCEEDED":
