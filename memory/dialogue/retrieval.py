@@ -109,17 +109,22 @@ def _embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | No
 
 
 def embed_items(items: pl.DataFrame, embedder: Any, *, read_image: Callable[[str], bytes] | None = None,
-                batch_size: int = 64) -> tuple[np.ndarray, float]:
-    """In-process embedding of an items frame; returns ``(vectors (n, d), seconds)``."""
-    t0 = time.perf_counter()
+                batch_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """In-process embedding of an items frame.
+
+    Returns ``(vectors (n, d), seconds (n,))``: each item is charged an equal share of its
+    batch's wall time, so construction latency can be attributed per conversation and variant.
+    """
     reader = read_image or (lambda key: (_ for _ in ()).throw(ValueError(f"no image reader for {key}")))
-    chunks = []
+    chunks, secs = [], []
     for start in range(0, items.height, batch_size):
         b = items.slice(start, batch_size)
+        t0 = time.perf_counter()
         chunks.append(_embed_batch(embedder, b["modality"].to_list(), b["text"].to_list(),
                                    b["image_key"].to_list(), reader))
+        secs.append(np.full(b.height, (time.perf_counter() - t0) / max(b.height, 1)))
     vecs = np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
-    return vecs, time.perf_counter() - t0
+    return vecs, (np.concatenate(secs) if secs else np.zeros(0))
 
 
 class _EmbedActor:
@@ -141,10 +146,10 @@ class _EmbedActor:
 
 
 def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: Any = None, ray_cfg: Any = None,
-                    batch_size: int = 64, actors: int = 1) -> tuple[np.ndarray, float]:
+                    batch_size: int = 64, actors: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Ray Data version of :func:`embed_items`: an actor pool, one embedder per actor.
 
-    Returns ``(vectors in items order, summed per-item compute seconds)``; order is kept
+    Returns ``(vectors, per-item seconds)`` in items order (measured inside the actors); order is kept
     (the run's DataContext preserves order, and rows are re-aligned by ``item_id`` anyway).
     """
     import ray.data
@@ -152,22 +157,21 @@ def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: Any = N
     from pipelines.rayctx import actor_pool
 
     if items.height == 0:
-        return np.zeros((0, 0), dtype=np.float32), 0.0
+        return np.zeros((0, 0), dtype=np.float32), np.zeros(0)
     ds = ray.data.from_arrow(items.select("item_id", "modality", "text", "image_key").to_arrow())
     kwargs = actor_pool(ray_cfg, size=actors) if ray_cfg is not None else {}
     out = ds.map_batches(_EmbedActor, fn_constructor_kwargs={"spec": spec, "store": store},
                          batch_size=batch_size, batch_format="numpy", **kwargs)
     ids: list[str] = []
     vecs: list[np.ndarray] = []
-    secs = 0.0
+    secs: list[np.ndarray] = []
     for b in out.iter_batches(batch_size=None, batch_format="numpy"):
         ids.extend(str(x) for x in b["item_id"])
         vecs.append(np.asarray(b["embedding"], dtype=np.float32))
-        secs += float(np.sum(b["embed_s"]))
-    mat = np.concatenate(vecs)
+        secs.append(np.asarray(b["embed_s"], dtype=np.float64))
     pos = {item: i for i, item in enumerate(ids)}
     order = [pos[i] for i in items["item_id"].to_list()]
-    return mat[order], secs
+    return np.concatenate(vecs)[order], np.concatenate(secs)[order]
 
 
 # -- ranking -------------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def _ranked(k_max=3):
     units, qs = _units(), _questions()
     items = R.embedding_items(units, qs)
     vecs, secs = R.embed_items(items, BagOfWords(), read_image=IMAGES.__getitem__, batch_size=2)
-    assert vecs.shape == (items.height, len(VOCAB)) and secs >= 0
+    assert vecs.shape == (items.height, len(VOCAB)) and secs.shape == (items.height,) and (secs >= 0).all()
     return R.rank_units(units, qs, dict(zip(items["item_id"].to_list(), vecs)), k_max), units, qs
 
 
