@@ -1,0 +1,130 @@
+"""The trajectory cache: encoding sessions keyed by ``(backend, seed, j)`` in the object store.
+
+Layout (relative to the store root, shared by every run that uses the same backend)::
+
+    trajectories/<backend-slug>/<seed>/<j>.parquet     the step rows (``records.steps_table``)
+    trajectories/<backend-slug>/<seed>/<j>.done.json   the session summary, written LAST
+    blobs/sha256/<hex>.<ext>                           observation images, content-addressed
+
+A session is a function of ``(seed, j)`` only, never of the chain length J, so extending J runs
+only the new sessions. The done marker is the commit point: a session without it is re-run
+from scratch and its Parquet object is overwritten (every write is atomic), so a run killed at
+any point resumes with no duplicate rows.
+
+The backend slug names the model *and* the protocol settings that change trajectories
+(:func:`pipelines.agents.worker.cache_slug`), so a different protocol never reads another's cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import threading
+from typing import Any, Iterable
+
+from pipelines.agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table
+
+TRAJECTORY_ROOT = "trajectories"
+BLOB_ROOT = "blobs/sha256"
+
+#: Bump when the agent protocol (prompts, loop semantics) changes what a session produces.
+PROTOCOL_VERSION = "dmv-f2-encode.v1"
+
+
+def slugify(text: str) -> str:
+    """A store-safe slug: lowercase, ``[a-z0-9._-]``, runs of anything else become ``-``."""
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.") or "backend"
+
+
+def _image_ext(data: bytes) -> str:
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "jpg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    return "bin"
+
+
+class TrajectoryCache:
+    """Read and write cached sessions of one backend. Picklable (ships to Ray workers)."""
+
+    def __init__(self, store: Any, backend: str) -> None:
+        self.store = store
+        self.backend = backend
+        self._known_blobs: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"store": self.store, "backend": self.backend}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["store"], state["backend"])  # type: ignore[misc]
+
+    # -- keys ---------------------------------------------------------------------------------
+    def prefix(self, seed: int | None = None) -> str:
+        base = f"{TRAJECTORY_ROOT}/{self.backend}"
+        return base if seed is None else f"{base}/{seed}"
+
+    def steps_key(self, seed: int, j: int) -> str:
+        return f"{self.prefix(seed)}/{j}.parquet"
+
+    def done_key(self, seed: int, j: int) -> str:
+        return f"{self.prefix(seed)}/{j}.done.json"
+
+    # -- state --------------------------------------------------------------------------------
+    def is_done(self, seed: int, j: int) -> bool:
+        return self.store.exists(self.done_key(seed, j))
+
+    def pending(self, keys: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The ``(seed, j)`` keys without a done marker, in the given order."""
+        done = self.done_keys()
+        return [(s, j) for s, j in keys if (s, j) not in done]
+
+    def done_keys(self) -> set[tuple[int, int]]:
+        """Every finished ``(seed, j)`` of this backend (one listing, not one request per key)."""
+        out: set[tuple[int, int]] = set()
+        for key in self.store.iter_keys(self.prefix()):
+            m = re.search(r"/(\d+)/(\d+)\.done\.json$", key)
+            if m:
+                out.add((int(m.group(1)), int(m.group(2))))
+        return out
+
+    # -- blobs --------------------------------------------------------------------------------
+    def put_blob(self, data: bytes) -> str:
+        """Store an image once under its content hash; returns its key."""
+        key = f"{BLOB_ROOT}/{hashlib.sha256(data).hexdigest()}.{_image_ext(data)}"
+        with self._lock:
+            if key in self._known_blobs:
+                return key
+        if not self.store.exists(key):
+            self.store.put_bytes(key, data)
+        with self._lock:
+            self._known_blobs.add(key)
+        return key
+
+    # -- sessions -----------------------------------------------------------------------------
+    def write(self, result: SessionResult) -> dict[str, Any]:
+        """Write the steps, then the done marker (the commit point). Returns the summary."""
+        self.store.write_table(self.steps_key(result.seed, result.j), steps_table(result.steps),
+                               schema_version=TRAJECTORY_SCHEMA_VERSION)
+        summary = result.summary()
+        self.store.put_json(self.done_key(result.seed, result.j), summary)
+        return summary
+
+    def read_summary(self, seed: int, j: int) -> dict[str, Any]:
+        return self.store.get_json(self.done_key(seed, j))
+
+    def read_steps(self, seed: int, j: int) -> Any:
+        """The step rows of a finished session as a Polars frame."""
+        import polars as pl
+
+        if not self.is_done(seed, j):
+            raise FileNotFoundError(f"session (seed={seed}, j={j}) of {self.backend} is not finished")
+        return pl.read_parquet(io.BytesIO(self.store.get_bytes(self.steps_key(seed, j))))
+
+    def visited(self, seed: int, j: int) -> list[str]:
+        """Distinct products the session visited, first-seen order (the recall probes)."""
+        return list(self.read_summary(seed, j)["visited"])
