@@ -1,0 +1,68 @@
+"""The CLI: every command has --help; store ls and bench work end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.cli import build_parser
+
+COMMANDS = [["run"], ["submit"], ["status"], ["logs"], ["store"], ["store", "ls"], ["bench"]]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c))
+def test_help(cmd, capsys):
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args([*cmd, "--help"])
+    assert e.value.code == 0
+    assert "usage: vismem" in capsys.readouterr().out
+
+
+def test_report_command_is_registered():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert {"run", "submit", "status", "logs", "store", "bench"} <= set(sub.choices)
+
+
+def test_store_ls_on_file_store(tmp_path):
+    from pipelines.store import Store
+
+    s = Store.open(f"file://{tmp_path}/st")
+    s.put_bytes("runs/a/x.json", b"{}")
+    r = subprocess.run([sys.executable, "-m", "pipelines", "store", "ls", "runs", "--store", f"file://{tmp_path}/st"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["runs/a/x.json"]
+
+
+def test_bench_unknown_name_is_config_error(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pipelines", "bench", "nope", "--out", str(tmp_path / "o.json")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "store-roundtrip" in r.stderr
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_bench_harness_records(tmp_path, monkeypatch):
+    from bench import harness
+
+    @harness.benchmark("unit-test-bench", "a test benchmark")
+    def _b():
+        return [harness.record("unit-test-bench", "wall_s", 0.5, "s", target=1.0)]
+
+    @harness.benchmark("unit-test-broken", "raises")
+    def _c():
+        raise RuntimeError("boom")
+
+    try:
+        recs = harness.run_benchmarks(["unit-test-bench", "unit-test-broken"])
+        out = tmp_path / "r.json"
+        harness.write_records(recs, out)
+        data = json.loads(out.read_text())
+        assert data[0].keys() >= {"name", "metric", "value", "unit", "target", "better", "machine"}
+        assert harness.meets(data[0]) is True
+        assert data[1]["error"] == "RuntimeError: boom" and harness.meets(data[1]) is None
+    finally:
+        harness.BENCHMARKS.pop("unit-test-bench", None)
+        harness.BENCHMARKS.pop("unit-test-broken", None)
