@@ -24,6 +24,38 @@ class MemShotConfig(Frozen):
 
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")
 
+    # -- data and rendering (env/dialogue loaders, memory/dialogue renderer, pipelines/memshot_render.py) --
+    dataset: Literal["locomo", "longmemeval"] = Field(
+        "locomo", description="Benchmark to evaluate: LoCoMo (in data_dir) or LongMemEval (longmemeval_path).",
+    )
+    locomo_path: str = Field(
+        "locomo/locomo10.json", description="LoCoMo file, relative to the run's data_dir (or absolute).",
+    )
+    longmemeval_path: str | None = Field(
+        None,
+        description=(
+            "LongMemEval file (longmemeval_s/_m/_oracle JSON), absolute or relative to data_dir; it is not "
+            "shipped (model hub only), so dataset=longmemeval requires it."
+        ),
+    )
+    conversations: int | None = Field(
+        None, ge=1, description="Use only the first N conversations (LoCoMo) or question records (LongMemEval); None: all.",
+    )
+    variants: tuple[str, ...] = Field(
+        ("memshot", "text-rag"), min_length=1,
+        description=(
+            "Memory-unit variants to build, by name (memory/dialogue/variants/*.yaml): memshot, no-header, "
+            "no-render, h512, h1024, full-session, full-session-no-render, text-rag. Max height, overlap, "
+            "header and rendering are set per variant."
+        ),
+    )
+    image_format: Literal["png", "webp"] = Field(
+        "png",
+        description="Lossless shot encoding: png (palette PNG, fastest and smallest here; see memory/dialogue/draw.py) or webp.",
+    )
+    png_compress_level: int = Field(1, ge=0, le=9, description="zlib level of PNG shots (1: fastest; 6+: ~10-40% smaller, 2-20x slower).")
+    render_batch_size: int = Field(4, ge=1, description="Sessions per Ray Data render task.")
+
     # -- retrieval, answers and judging (MemShot evaluation; see memory/dialogue/retrieval.py) --
     k: tuple[int, ...] = Field(
         (5, 10), min_length=1,

@@ -1,0 +1,194 @@
+"""Layout of a session without drawing: wrapping, measuring, turn-pairs and their heights.
+
+Layout is separate from drawing so units can be computed (and the "w/o Rendering" variant
+produced) without touching pixels. Text is measured word by word with ``font.getlength`` and
+cached per process: LoCoMo's vocabulary is small, so after the first sessions nearly every word
+width is a dictionary hit. Drawing uses the same per-word advances, so what is measured is
+exactly what is drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from PIL import ImageFont
+
+from env.dialogue.model import Conversation, Session, Turn
+from memory.dialogue.style import Style
+
+
+class Font:
+    """A FreeType font at one size, with per-word width and glyph-mask caches (per process)."""
+
+    def __init__(self, path: str, size: int) -> None:
+        # BASIC layout: no dependence on the optional libraqm, same bytes on every machine.
+        self.font = ImageFont.truetype(path, size, layout_engine=ImageFont.Layout.BASIC)
+        self.path, self.size = path, size
+        self.space = self.font.getlength(" ")
+        self._widths: dict[str, float] = {}
+        self._masks: dict[str, tuple] = {}
+
+    def width(self, word: str) -> float:
+        w = self._widths.get(word)
+        if w is None:
+            w = self._widths[word] = self.font.getlength(word)
+        return w
+
+    def mask(self, word: str) -> tuple:
+        """``(core mask, (dx, dy))`` of a word, rendered once and reused for every shot."""
+        m = self._masks.get(word)
+        if m is None:
+            if len(self._masks) > 200_000:  # bound memory on huge corpora
+                self._masks.clear()
+            m = self._masks[word] = self.font.getmask2(word, mode="L")
+        return m
+
+
+@lru_cache(maxsize=64)
+def get_font(path: str, size: int) -> Font:
+    return Font(path, size)
+
+
+Line = tuple[str, ...]  # the words of one wrapped line
+
+
+def wrap(text: str, font: Font, max_width: float) -> list[Line]:
+    """Greedy word wrap; paragraphs (newlines) are kept, runs of blank lines collapse to one,
+    and a word wider than a line is broken between characters."""
+    lines: list[Line] = []
+    blank = False
+    for para in text.replace("\t", "    ").split("\n"):
+        words = para.split()
+        if not words:
+            if lines and not blank:
+                lines.append(())
+                blank = True
+            continue
+        blank = False
+        cur: list[str] = []
+        cur_w = 0.0
+        for w in words:
+            ww = font.width(w)
+            if ww > max_width:  # break an over-long token (URLs, code) into chunks
+                for chunk in _break_word(w, font, max_width):
+                    cw = font.width(chunk)
+                    if cur and cur_w + font.space + cw > max_width:
+                        lines.append(tuple(cur))
+                        cur, cur_w = [], 0.0
+                    cur_w = cur_w + font.space + cw if cur else cw
+                    cur.append(chunk)
+                continue
+            if cur and cur_w + font.space + ww > max_width:
+                lines.append(tuple(cur))
+                cur, cur_w = [w], ww
+            else:
+                cur_w = cur_w + font.space + ww if cur else ww
+                cur.append(w)
+        if cur:
+            lines.append(tuple(cur))
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines or [()]
+
+
+def _break_word(word: str, font: Font, max_width: float) -> list[str]:
+    out, start = [], 0
+    for i in range(1, len(word) + 1):
+        if font.font.getlength(word[start:i]) > max_width and i - 1 > start:
+            out.append(word[start:i - 1])
+            start = i - 1
+    out.append(word[start:])
+    return out
+
+
+def line_width(line: Line, font: Font) -> float:
+    if not line:
+        return 0.0
+    return sum(font.width(w) for w in line) + font.space * (len(line) - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageLayout:
+    """One turn's block: the speaker name above a bubble of wrapped text (+ caption lines)."""
+
+    dia_id: str
+    side: int  # 0 = left speaker, 1 = right speaker
+    name: str
+    lines: tuple[Line, ...]
+    caption_lines: tuple[Line, ...]
+    bubble_w: int
+    bubble_h: int
+    height: int  # name + gap + bubble
+
+
+@dataclass(frozen=True, slots=True)
+class PairLayout:
+    """A turn-pair: messages stacked with gaps; ``height`` includes the trailing pair gap."""
+
+    turns: tuple[int, ...]  # indices into the session's turns
+    messages: tuple[MessageLayout, ...]
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLayout:
+    session: Session
+    pairs: tuple[PairLayout, ...]
+    header: bool
+    fixed_height: int  # header + paddings: unit height = fixed_height + sum(pair heights)
+
+
+def turn_pairs(turns: tuple[Turn, ...] | list[Turn]) -> list[tuple[int, ...]]:
+    """Group turns into turn-pairs: a run of turns by one speaker followed by the run of turns
+    by the next speaker. Strictly alternating dialogue gives pairs of two; a trailing turn with
+    no reply forms a pair of one; consecutive messages by one speaker stay in one pair."""
+    pairs: list[tuple[int, ...]] = []
+    i, n = 0, len(turns)
+    while i < n:
+        j = i
+        while j < n and turns[j].speaker == turns[i].speaker:
+            j += 1
+        k = j
+        while k < n and turns[k].speaker == turns[j].speaker:
+            k += 1
+        pairs.append(tuple(range(i, k)))
+        i = k
+    return pairs
+
+
+def caption_text(turn: Turn) -> str | None:
+    """The image line of a turn, worded as LoCoMo's official prompt does."""
+    return f"and shared {turn.image_caption}" if turn.image_caption else None
+
+
+def layout_message(turn: Turn, side: int, style: Style) -> MessageLayout:
+    body = get_font(style.font_regular, style.body_size)
+    ital = get_font(style.font_italic, style.body_size)
+    inner = style.bubble_max - 2 * style.bubble_pad_x
+    lines = tuple(wrap(turn.text, body, inner))
+    cap = caption_text(turn)
+    cap_lines = tuple(wrap(cap, ital, inner)) if cap else ()
+    text_w = max([line_width(ln, body) for ln in lines] + [line_width(ln, ital) for ln in cap_lines])
+    bubble_w = int(text_w + 0.999) + 2 * style.bubble_pad_x
+    bubble_h = (len(lines) + len(cap_lines)) * style.body_line + 2 * style.bubble_pad_y
+    height = style.name_line + style.name_gap + bubble_h
+    return MessageLayout(dia_id=turn.dia_id, side=side, name=turn.speaker, lines=lines,
+                         caption_lines=cap_lines, bubble_w=bubble_w, bubble_h=bubble_h, height=height)
+
+
+def speaker_side(conv_speakers: tuple[str, str], speaker: str) -> int:
+    """0 for the conversation's first (left) speaker, 1 for anyone else."""
+    return 0 if speaker == conv_speakers[0] else 1
+
+
+def layout_session(conv: Conversation, session: Session, style: Style, *, header: bool = True) -> SessionLayout:
+    """Measure every message of a session and group them into turn-pairs."""
+    pairs = []
+    for idx in turn_pairs(session.turns):
+        msgs = tuple(layout_message(session.turns[i], speaker_side(conv.speakers, session.turns[i].speaker), style)
+                     for i in idx)
+        h = sum(m.height for m in msgs) + style.message_gap * (len(msgs) - 1) + style.pair_gap
+        pairs.append(PairLayout(turns=idx, messages=msgs, height=h))
+    fixed = (style.header_height if header else 0) + style.chat_pad_top + style.chat_pad_bottom - style.pair_gap
+    return SessionLayout(session=session, pairs=tuple(pairs), header=header, fixed_height=fixed)

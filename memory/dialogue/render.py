@@ -1,0 +1,97 @@
+"""Sessions → memory units (shots or text), with per-phase timings.
+
+``session_units`` is the one entry point the Ray job, the benchmark and the retrieval stage use:
+it lays a session out, packs its turn-pairs into units (``pack``), and — for image variants —
+draws and encodes each unit. Every unit records its session and the dia_ids it shows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from env.dialogue.model import Conversation, Session
+from memory.dialogue.draw import ImageFormat, compose, draw_header, encode
+from memory.dialogue.layout import SessionLayout, layout_session
+from memory.dialogue.pack import Span, pack
+from memory.dialogue.text import session_text, unit_text
+from memory.dialogue.variants import Variant
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One memory unit: what it shows, its size, its text form, and (shots) its encoded image."""
+
+    conversation_id: str
+    session_id: str
+    session_index: int
+    unit: int  # 0-based index within the session
+    dia_ids: tuple[str, ...]
+    pair_start: int
+    pair_end: int  # exclusive
+    overlap_pairs: int  # pairs repeated from the previous unit
+    width: int
+    height: int
+    overflow: bool  # taller than max_height (LongMemEval single oversized pair)
+    text: str  # LoCoMo-format text of exactly these turns (header included when the variant has one)
+    image: bytes | None = None
+    layout_ms: float = 0.0
+    draw_ms: float = 0.0
+    encode_ms: float = 0.0
+
+    @property
+    def unit_id(self) -> str:
+        return f"{self.conversation_id}/{self.session_id}/u{self.unit:03d}"
+
+
+def plan_session(conv: Conversation, session: Session, variant: Variant) -> tuple[SessionLayout, list[Span]]:
+    """Layout and packing only (no pixels): what the "w/o Rendering" variant and tests need."""
+    lay = layout_session(conv, session, variant.style, header=variant.header)
+    spans = pack([p.height for p in lay.pairs], lay.fixed_height, variant.max_height,
+                  overlap=variant.overlap_pairs, oversize=variant.oversize_for(conv.dataset),
+                  where=f"{conv.source or conv.dataset}: {conv.conversation_id}/{session.session_id}")
+    return lay, spans
+
+
+def session_units(conv: Conversation, session: Session, variant: Variant, *,
+                  image_format: ImageFormat = "png", compress_level: int = 1) -> list[Unit]:
+    """All units of one session for ``variant`` (images encoded when the variant draws)."""
+    if not session.turns:
+        return []
+    if variant.kind == "session-text":
+        t0 = time.perf_counter()
+        text = session_text(session)
+        return [Unit(conv.conversation_id, session.session_id, session.index, 0,
+                     tuple(t.dia_id for t in session.turns), 0, 0, 0, 0, 0, False, text,
+                     layout_ms=(time.perf_counter() - t0) * 1e3)]
+    t0 = time.perf_counter()
+    lay, spans = plan_session(conv, session, variant)
+    layout_ms = (time.perf_counter() - t0) * 1e3 / len(spans)
+    style = variant.style
+    strips: dict = {}
+    header = None
+    units = []
+    for u, sp in enumerate(spans):
+        idx = [i for p in range(sp.start, sp.end) for i in lay.pairs[p].turns]
+        turns = [session.turns[i] for i in idx]
+        text = unit_text(session, turns, header=variant.header)
+        image, draw_ms, enc_ms = None, 0.0, 0.0
+        if variant.render:
+            t1 = time.perf_counter()
+            if header is None and variant.header:
+                header = draw_header(lay, style)
+            img = compose(lay, sp.start, sp.end, sp.height, style, strips, header)
+            t2 = time.perf_counter()
+            image = encode(img, image_format, compress_level=compress_level)
+            t3 = time.perf_counter()
+            draw_ms, enc_ms = (t2 - t1) * 1e3, (t3 - t2) * 1e3
+        units.append(Unit(conv.conversation_id, session.session_id, session.index, u,
+                          tuple(t.dia_id for t in turns), sp.start, sp.end, sp.overlap,
+                          style.width, sp.height, sp.overflow, text, image,
+                          layout_ms, draw_ms, enc_ms))
+    return units
+
+
+def conversation_units(conv: Conversation, variant: Variant, **kw) -> list[Unit]:
+    """Units of every session of a conversation, in session order."""
+    return [u for s in conv.sessions for u in session_units(conv, s, variant, **kw)]
