@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Optional
+
+from pydantic import Field, field_validator
 
 from pipelines.configs.base import Frozen
 
@@ -11,3 +13,21 @@ class ReportConfig(Frozen):
     """Tables, statistics, figures and the HTML/Markdown report."""
 
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")
+    n_resamples: int = Field(10_000, ge=100, le=1_000_000,
+                             description="Bootstrap resamples for naive and cluster CIs (the paper uses 10,000).")
+    n_bins: int = Field(8, ge=1, le=100,
+                        description="Equal-width bins per (back-end, J) for the bank-size and encoding-position figures.")
+    compare: Optional[tuple[str, str]] = Field(
+        None, description="Architectures (A, B) for the paired permutation test, e.g. [dualmem, m2a-lite]; "
+                          "default: the two best by mean TSR.")
+    common_probes: bool = Field(True, description="Score each (back-end, J) on the probes every architecture answered.")
+    exclude_categories: tuple[str, ...] = Field(
+        ("adversarial",), description="MemShot question categories left out of the tables (LoCoMo's adversarial, "
+                                      "as in the paper).")
+
+    @field_validator("compare")
+    @classmethod
+    def _distinct(cls, v: Optional[tuple[str, str]]) -> Optional[tuple[str, str]]:
+        if v is not None and v[0] == v[1]:
+            raise ValueError("compare needs two different architectures")
+        return v

@@ -1,0 +1,134 @@
+"""Figures (matplotlib, Agg backend): each function takes a scored table and returns a Figure.
+
+:func:`render` turns a Figure into PNG and SVG bytes. Figures are deterministic for the same
+input (fixed fonts, no timestamps in the SVG metadata).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: never open a display (safe before pyplot is imported)
+
+import matplotlib.pyplot as plt  # noqa: E402
+import polars as pl  # noqa: E402
+
+plt.rcParams.update({"svg.hashsalt": "vismem", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
+
+#: Stable colours per architecture (paper order), others cycle.
+ARCH_COLORS = {"dualmem": "#d62728", "m2a-lite": "#1f77b4", "mma-lite": "#2ca02c", "worldmm-lite": "#9467bd",
+               "caption": "#ff7f0e", "textonly": "#8c564b", "nomemory": "#7f7f7f"}
+
+
+def _color(name: str, i: int) -> str:
+    return ARCH_COLORS.get(name, f"C{i % 10}")
+
+
+def render(fig: Any) -> tuple[bytes, bytes]:
+    """``(png, svg)`` bytes of a figure; closes it."""
+    png, svg = io.BytesIO(), io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    return png.getvalue(), svg.getvalue()
+
+
+def _grid(n: int, nrows: int = 1) -> tuple[Any, Any]:
+    ncols = max(1, -(-n // nrows))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.8 * nrows), squeeze=False, sharey=True,
+                             layout="constrained")
+    return fig, axes
+
+
+def _lines(ax: Any, df: pl.DataFrame, x: str, y: str = "tsr", low: str | None = None, high: str | None = None) -> None:
+    for i, arch in enumerate(sorted(df["architecture"].unique().to_list())):
+        d = df.filter(pl.col("architecture") == arch).sort(x)
+        xs, ys = d[x].to_numpy(), d[y].to_numpy() * 100
+        ax.plot(xs, ys, marker="o", ms=3, lw=1.4, label=arch, color=_color(arch, i))
+        if low and high:
+            ax.fill_between(xs, d[low].to_numpy() * 100, d[high].to_numpy() * 100, alpha=0.12,
+                            color=_color(arch, i), lw=0)
+
+
+def retention(ret: pl.DataFrame) -> Any:
+    """TSR vs recall reach, one panel per (backend, J), cluster CIs shaded."""
+    blocks = ret.select("backend", "J").unique().sort("backend", "J").rows()
+    fig, axes = _grid(len(blocks), nrows=max(1, ret["backend"].n_unique()))
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for ax, (backend, j) in zip(axes.flat, blocks):
+        ax.set_visible(True)
+        _lines(ax, ret.filter((pl.col("backend") == backend) & (pl.col("J") == j)), "reach",
+               low="cluster_low", high="cluster_high")
+        ax.set_title(f"{backend}, J={j}")
+        ax.set_xlabel("recall reach r")
+        ax.set_ylabel("TSR (%)")
+    axes.flat[0].legend(fontsize=7, loc="best")
+    fig.suptitle("Retention by recall reach")
+    return fig
+
+
+def bins(bank: pl.DataFrame, position: pl.DataFrame, backend: str) -> Any:
+    """Figs 5-6: TSR by bank-size bin (top) and encoding-position bin (bottom), columns = J."""
+    js = sorted(set(bank.filter(pl.col("backend") == backend)["J"].to_list())
+                | set(position.filter(pl.col("backend") == backend)["J"].to_list()))
+    fig, axes = _grid(2 * max(1, len(js)), nrows=2)
+    for col, j in enumerate(js):
+        for row, (df, label) in enumerate(((bank, "bank size at recall"), (position, "encoding position"))):
+            ax = axes[row][col]
+            d = df.filter((pl.col("backend") == backend) & (pl.col("J") == j))
+            d = d.with_columns(((pl.col("bin_low") + pl.col("bin_high")) / 2).alias("mid"))
+            _lines(ax, d, "mid")
+            ax.set_xlabel(label)
+            ax.set_title(f"J={j}")
+            if col == 0:
+                ax.set_ylabel("TSR (%)")
+    axes[0][0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"{backend}: TSR by memory-bank size and encoding position")
+    return fig
+
+
+def alpha(sweep: pl.DataFrame) -> Any:
+    """Fig. 7: TSR vs visual weight alpha, one line per (architecture, backend, J), cluster CI bars."""
+    fig, ax = plt.subplots(figsize=(4.2, 3.0))
+    for i, ((arch, backend, j), d) in enumerate(sweep.sort("alpha").group_by(["architecture", "backend", "J"],
+                                                                             maintain_order=True)):
+        d = d.with_columns([pl.when(pl.col(c).is_null() | pl.col(c).is_nan()).then(pl.col("tsr")).otherwise(pl.col(c))
+                            .alias(c) for c in ("cluster_low", "cluster_high")])
+        y = d["tsr"].to_numpy() * 100
+        err = [(y - d["cluster_low"].to_numpy() * 100).clip(0), (d["cluster_high"].to_numpy() * 100 - y).clip(0)]
+        ax.errorbar(d["alpha"].to_numpy(), y, yerr=err, marker="o", ms=4, capsize=2, color=_color(arch, i),
+                    label=f"{arch} ({backend}, J={j})")
+    ax.set_xlabel("alpha (visual weight)")
+    ax.set_ylabel("TSR (%)")
+    ax.set_title("Hybrid retrieval weight sweep")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def encoding(enc: pl.DataFrame) -> Any:
+    """Fig. 4-style histogram of distinct products per session, per back-end."""
+    fig, ax = plt.subplots(figsize=(4.2, 3.0))
+    for i, backend in enumerate(sorted(enc["backend"].unique().to_list())):
+        v = enc.filter(pl.col("backend") == backend)["distinct_products"].to_numpy()
+        ax.hist(v, bins=range(0, int(v.max(initial=0)) + 2), alpha=0.55, label=backend, color=f"C{i}")
+    ax.set_xlabel("distinct products per session")
+    ax.set_ylabel("sessions")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def recall_at_k(rec: pl.DataFrame) -> Any:
+    """Evidence recall@k (or hit@k when recall is unknown) vs k, one line per (dataset, variant)."""
+    fig, ax = plt.subplots(figsize=(4.2, 3.0))
+    metric = "recall" if rec["recall"].null_count() < rec.height else "hit"
+    for i, ((ds, variant), d) in enumerate(rec.sort("k").group_by(["dataset", "variant"], maintain_order=True)):
+        d = d.group_by("k").agg(pl.col(metric).mean()).sort("k")
+        ax.plot(d["k"].to_numpy(), d[metric].to_numpy() * 100, marker="o", label=f"{variant} ({ds})", color=f"C{i}")
+    ax.set_xlabel("k")
+    ax.set_ylabel(f"evidence {metric}@k (%)")
+    ax.legend(fontsize=7)
+    return fig
