@@ -1,0 +1,215 @@
+"""Ray Data job: every session of a dataset → memory units (shots or text) in the store.
+
+Input: one row per session (``INPUT_COLUMNS``); output: one row per input row
+(``OUTPUT_COLUMNS``). Each task renders its sessions' units with ``memory.dialogue``, writes the
+shots, then a per-session *shard* (Parquet, one row per unit), and returns a one-row summary per
+session. The shard is written last, so its presence means the session is complete: a re-run
+lists the shards once and renders only sessions without one. Finally the driver concatenates
+the shards into ``units.parquet`` (``UNIT_SCHEMA``, ``schema_version`` = ``SCHEMA_VERSION``).
+
+Store layout under ``prefix``::
+
+    variant.json                                   the variant (with style) the units were built with
+    shots/<conversation>/<session>/u000.png        one object per shot (image variants)
+    shards/<conversation>/<session>.parquet        per-session unit rows (resumption marker)
+    units.parquet                                  all unit rows, sorted by conversation/session/unit
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from env.dialogue.model import Conversation, session_from_dict, session_to_dict
+from memory.dialogue.variants import Variant
+from pipelines.errors import ConfigError
+
+SCHEMA_VERSION = 1
+#: Columns of the job's input rows (one per session).
+INPUT_COLUMNS = ("dataset", "source", "conversation_id", "speakers", "session_id", "session_index", "session_json")
+#: Columns of the job's output rows (one per input row).
+OUTPUT_COLUMNS = ("conversation_id", "session_id", "n_units", "bytes", "shard_key", "render_s")
+#: Columns of ``units.parquet`` (and of every shard), in order.
+UNIT_COLUMNS = (
+    "dataset", "variant", "conversation_id", "session_id", "session_index", "unit", "unit_id", "dia_ids",
+    "n_turns", "pair_start", "pair_end", "overlap_pairs", "width", "height", "overflow", "key", "format",
+    "bytes", "text", "layout_ms", "draw_ms", "encode_ms", "write_ms", "style", "font",
+)
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _safe(part: str) -> str:
+    return _SAFE.sub("_", part)
+
+
+def shot_key(prefix: str, conversation_id: str, session_id: str, unit: int, fmt: str) -> str:
+    return f"{prefix}/shots/{_safe(conversation_id)}/{_safe(session_id)}/u{unit:03d}.{fmt}"
+
+
+def shard_key(prefix: str, conversation_id: str, session_id: str) -> str:
+    return f"{prefix}/shards/{_safe(conversation_id)}/{_safe(session_id)}.parquet"
+
+
+def session_rows(conversations: Iterable[Conversation]) -> list[dict[str, Any]]:
+    """The job's input: one JSON-carrying row per non-empty session (pure)."""
+    return [
+        {"dataset": c.dataset, "source": c.source, "conversation_id": c.conversation_id,
+         "speakers": json.dumps(list(c.speakers)), "session_id": s.session_id, "session_index": s.index,
+         "session_json": json.dumps(session_to_dict(s))}
+        for c in conversations for s in c.sessions if s.turns
+    ]
+
+
+def _unit_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("dataset", pa.string()), ("variant", pa.string()), ("conversation_id", pa.string()),
+        ("session_id", pa.string()), ("session_index", pa.int32()), ("unit", pa.int32()), ("unit_id", pa.string()),
+        ("dia_ids", pa.list_(pa.string())), ("n_turns", pa.int32()), ("pair_start", pa.int32()),
+        ("pair_end", pa.int32()), ("overlap_pairs", pa.int32()), ("width", pa.int32()), ("height", pa.int32()),
+        ("overflow", pa.bool_()), ("key", pa.string()), ("format", pa.string()), ("bytes", pa.int64()),
+        ("text", pa.string()), ("layout_ms", pa.float64()), ("draw_ms", pa.float64()), ("encode_ms", pa.float64()),
+        ("write_ms", pa.float64()), ("style", pa.string()), ("font", pa.string()),
+    ])
+
+
+def render_rows(rows: list[dict[str, Any]], *, store: Any, variant: Variant, prefix: str,
+                image_format: str = "png", compress_level: int = 1) -> list[dict[str, Any]]:
+    """Render the sessions in ``rows``; write shots and one shard per session; one summary row each."""
+    import pyarrow as pa
+
+    from memory.dialogue.render import session_units
+
+    out = []
+    font = Path(variant.style.font_regular).name
+    for row in rows:
+        t0 = time.perf_counter()
+        conv = Conversation(dataset=row["dataset"], conversation_id=row["conversation_id"],
+                            speakers=tuple(json.loads(row["speakers"])), sessions=(), source=row["source"])
+        session = session_from_dict(json.loads(row["session_json"]))
+        units = session_units(conv, session, variant, image_format=image_format, compress_level=compress_level)
+        recs = []
+        for u in units:
+            key, write_ms = None, 0.0
+            if u.image is not None:
+                key = shot_key(prefix, u.conversation_id, u.session_id, u.unit, image_format)
+                t1 = time.perf_counter()
+                store.put_bytes(key, u.image, content_type=f"image/{image_format}")
+                write_ms = (time.perf_counter() - t1) * 1e3
+            recs.append({
+                "dataset": conv.dataset, "variant": variant.name, "conversation_id": u.conversation_id,
+                "session_id": u.session_id, "session_index": u.session_index, "unit": u.unit, "unit_id": u.unit_id,
+                "dia_ids": list(u.dia_ids), "n_turns": len(u.dia_ids), "pair_start": u.pair_start,
+                "pair_end": u.pair_end, "overlap_pairs": u.overlap_pairs, "width": u.width, "height": u.height,
+                "overflow": u.overflow, "key": key, "format": image_format if key else "text",
+                "bytes": len(u.image) if u.image is not None else len(u.text.encode()), "text": u.text,
+                "layout_ms": u.layout_ms, "draw_ms": u.draw_ms, "encode_ms": u.encode_ms, "write_ms": write_ms,
+                "style": variant.style.digest if variant.is_image else "", "font": font if variant.is_image else "",
+            })
+        skey = shard_key(prefix, row["conversation_id"], row["session_id"])
+        table = pa.Table.from_pylist(recs, schema=_unit_schema())
+        store.write_table(skey, table, schema_version=SCHEMA_VERSION)
+        out.append({"conversation_id": row["conversation_id"], "session_id": row["session_id"],
+                    "n_units": len(units), "bytes": int(sum(r["bytes"] for r in recs)), "shard_key": skey,
+                    "render_s": time.perf_counter() - t0})
+    return out
+
+
+def _render_batch(batch: dict[str, Any], *, store: Any, variant: Variant, prefix: str, image_format: str,
+                  compress_level: int) -> dict[str, list]:
+    """Ray Data ``map_batches`` adapter (column batch in, column batch out, same row count)."""
+    n = len(batch["session_id"])
+    rows = [{c: _py(batch[c][i]) for c in INPUT_COLUMNS} for i in range(n)]
+    res = render_rows(rows, store=store, variant=variant, prefix=prefix, image_format=image_format,
+                      compress_level=compress_level)
+    return {c: [r[c] for r in res] for c in OUTPUT_COLUMNS}
+
+
+def _py(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def _check_variant(store: Any, prefix: str, variant: Variant, image_format: str) -> None:
+    """Refuse to mix units of two different variant specs under one prefix."""
+    key = f"{prefix}/variant.json"
+    spec = {"variant": variant.model_dump(mode="json"), "style_digest": variant.style.digest,
+            "image_format": image_format, "schema_version": SCHEMA_VERSION}
+    if store.exists(key):
+        old = store.get_json(key)
+        if old != json.loads(json.dumps(spec, sort_keys=True, default=str)):
+            raise ConfigError(f"{store.url(prefix)} holds units of a different variant spec; use another prefix")
+        return
+    store.put_json(key, spec)
+
+
+def _list_shards(store: Any, prefix: str) -> list[str]:
+    """Keys of the finished sessions' shards (``Store.list`` returns keys from the store root)."""
+    return [k for k in store.list(f"{prefix}/shards") if k.endswith(".parquet")]
+
+
+def render_units(store: Any, conversations: Iterable[Conversation], variant: Variant | str, ray_cfg: Any,
+                 prefix: str, *, image_format: str = "png", compress_level: int = 1, batch_size: int = 4,
+                 use_ray: bool = True) -> dict[str, Any]:
+    """Build every unit of ``conversations`` for ``variant`` under ``prefix``; resumable.
+
+    Sessions whose shard exists are skipped; ``use_ray=False`` renders in this process (tiny
+    inputs, tests). Returns a summary; the unit table is at ``summary["table"]``.
+    """
+    from memory.dialogue.variants import load_variant
+
+    if isinstance(variant, str):
+        variant = load_variant(variant)
+    prefix = prefix.strip("/")
+    t0 = time.perf_counter()
+    rows = session_rows(conversations)
+    _check_variant(store, prefix, variant, image_format)
+    done = set(_list_shards(store, prefix))
+    todo = [r for r in rows if shard_key(prefix, r["conversation_id"], r["session_id"]) not in done]
+    kw = dict(store=store, variant=variant, prefix=prefix, image_format=image_format, compress_level=compress_level)
+    results: list[dict[str, Any]] = []
+    if todo and use_ray:
+        import ray.data
+
+        from pipelines.rayctx import init_ray, task_pool
+
+        init_ray(ray_cfg)
+        ds = ray.data.from_items(todo, override_num_blocks=max(1, min(len(todo), (len(todo) + batch_size - 1) // batch_size)))
+        out = ds.map_batches(_render_batch, fn_kwargs=kw, batch_size=batch_size, batch_format="numpy",
+                             **task_pool(ray_cfg))
+        results = out.take_all()
+        if len(results) != len(todo):  # one output row per input row, or the stage is broken
+            raise RuntimeError(f"render job returned {len(results)} rows for {len(todo)} sessions")
+    elif todo:
+        results = render_rows(todo, **kw)
+    table_key = f"{prefix}/units.parquet"
+    units = collect_units(store, prefix)
+    store.write_table(table_key, units, schema_version=SCHEMA_VERSION)
+    return {
+        "variant": variant.name, "prefix": prefix, "table": table_key, "sessions": len(rows),
+        "rendered_sessions": len(results), "skipped_sessions": len(rows) - len(todo),
+        "units": units.num_rows, "bytes": int(sum(units.column("bytes").to_pylist())),
+        "rendered_units": int(sum(r["n_units"] for r in results)), "wall_s": time.perf_counter() - t0,
+    }
+
+
+def collect_units(store: Any, prefix: str) -> Any:
+    """Concatenate every shard under ``prefix`` into one Arrow table sorted by position."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = [pq.read_table(io.BytesIO(store.get_bytes(k))) for k in sorted(_list_shards(store, prefix))]
+    if not parts:
+        return pa.Table.from_pylist([], schema=_unit_schema())
+    t = pa.concat_tables([p.select(list(UNIT_COLUMNS)).cast(_unit_schema()) for p in parts])
+    return t.sort_by([("conversation_id", "ascending"), ("session_index", "ascending"), ("unit", "ascending")])
+
+
+def read_units(store: Any, prefix: str) -> Any:
+    """The units table of a finished render as a Polars DataFrame."""
+    return store.read_table(f"{prefix.strip('/')}/units.parquet")
