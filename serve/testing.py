@@ -54,7 +54,8 @@ def chat_template(default_system: bool) -> str:
     return _TEMPLATE.replace("DEFAULT_SYSTEM", "true" if default_system else "false")
 
 
-def build_tiny_tokenizer(path: str | Path, *, vocab_size: int = 400, default_system: bool = True):
+def build_tiny_tokenizer(path: str | Path, *, vocab_size: int = 400, default_system: bool = True,
+                         unk_token: str | None = None):
     """Train a tiny byte-level BPE with the Qwen special tokens and save it as a HF tokenizer."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -62,11 +63,12 @@ def build_tiny_tokenizer(path: str | Path, *, vocab_size: int = 400, default_sys
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL_TOKENS,
+    specials = QWEN_SPECIAL_TOKENS + ([unk_token] if unk_token else [])
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(_CORPUS, trainer=trainer)
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                 additional_special_tokens=QWEN_SPECIAL_TOKENS[1:])
+                                 additional_special_tokens=QWEN_SPECIAL_TOKENS[1:], unk_token=unk_token)
     hf.chat_template = chat_template(default_system)
     hf.padding_side = "left"
     hf.save_pretrained(str(path))
@@ -117,11 +119,16 @@ def build_tiny_qwen25vl(path: str | Path, *, seed: int = 0, hidden: int = 64, la
     return path
 
 
-def build_tiny_qwen3vl(path: str | Path, *, seed: int = 0, hidden: int = 64, layers: int = 2) -> Path:
-    """A tiny random ``Qwen3VLForConditionalGeneration`` (the architecture of Qwen3-VL and of
-    Qwen3-VL-Embedding) + tokenizer + image processor at ``path``."""
+def build_tiny_qwen3vl(path: str | Path, *, seed: int = 0, hidden: int = 64, layers: int = 2,
+                       embedding: bool = False) -> Path:
+    """A tiny random Qwen3-VL + tokenizer + image processor at ``path``.
+
+    ``embedding=False`` saves ``Qwen3VLForConditionalGeneration`` (a Qwen3-VL-Instruct stand-in);
+    ``embedding=True`` saves the bare ``Qwen3VLModel`` without LM head, as an embedding
+    checkpoint (Qwen3-VL-Embedding's architecture) is loaded.
+    """
     import torch
-    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration, Qwen3VLModel
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -140,9 +147,10 @@ def build_tiny_qwen3vl(path: str | Path, *, seed: int = 0, hidden: int = 64, lay
                            deepstack_visual_indexes=[0]),
         **_ids(tok))
     torch.manual_seed(seed)
-    model = Qwen3VLForConditionalGeneration(cfg).eval()
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.pad_token_id = tok.pad_token_id
+    model = (Qwen3VLModel if embedding else Qwen3VLForConditionalGeneration)(cfg).eval()
+    if not embedding:
+        model.generation_config.eos_token_id = tok.eos_token_id
+        model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(str(path))
     _save_image_processor(path, patch_size=16, min_pixels=32 * 32, max_pixels=32 * 32 * 16)
     return path
@@ -155,7 +163,8 @@ def build_tiny_siglip2(path: str | Path, *, seed: int = 0) -> Path:
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    tok = build_tiny_tokenizer(path, default_system=False)
+    # transformers maps siglip2 checkpoints to its Gemma-style tokenizer class, which needs <unk>.
+    tok = build_tiny_tokenizer(path, default_system=False, unk_token="<unk>")
     cfg = Siglip2Config(
         text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                          num_attention_heads=2, max_position_embeddings=16, projection_size=32,

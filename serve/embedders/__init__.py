@@ -2,3 +2,5 @@
 
 torch / transformers / sentence-transformers are imported lazily inside each backend.
 """
+
+from serve.embedders import dual, minilm, qwen3vl  # noqa: F401
