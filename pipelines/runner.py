@@ -113,10 +113,14 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     os.environ["VISMEM_PROGRESS"] = "1" if progress else "0"
     results: dict[str, Any] = {}
     handler: logging.Handler | None = None
+    started_ray = False
     try:
         with open_store(config) as (store, env):
             # Logs start only once the store is known to be usable: a bad store writes nothing.
             handler = _setup_logging(run_dir)
+            import ray
+
+            started_ray = not ray.is_initialized()  # a caller's Ray (tests, notebooks) is left running
             init_ray(config.ray, env_vars=env)
             manifest = Manifest(store, config.run_id)
             manifest.begin(config, seeds={"root": config.seed})
@@ -138,7 +142,8 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     finally:
         from pipelines.rayctx import shutdown_ray
 
-        shutdown_ray()
+        if started_ray:
+            shutdown_ray()
         if handler is not None:
             logging.getLogger("vismem").removeHandler(handler)
             handler.close()
