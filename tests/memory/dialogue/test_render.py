@@ -1,0 +1,190 @@
+"""MemShot renderer: geometry, packing invariants on all of LoCoMo, golden bytes, determinism,
+ablation variants and Text RAG units."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import struct
+from datetime import datetime
+
+import pytest
+from PIL import Image
+
+from env.dialogue import Conversation, Session, Turn, load_locomo
+from memory.dialogue import conversation_units, list_variants, load_variant, plan_session, session_text, session_units
+from memory.dialogue.layout import get_font, turn_pairs
+from pipelines.errors import ConfigError, DataError
+
+
+@pytest.fixture(scope="module")
+def locomo(shared_dir):
+    return load_locomo(shared_dir / "data/locomo/locomo10.json")
+
+
+def tiny() -> Conversation:
+    turns = (
+        Turn("D1:1", "Ana", "Hi Ben! I finally adopted a cat last Sunday."),
+        Turn("D1:2", "Ben", "That's great news! What's her name?"),
+        Turn("D1:3", "Ana", "Her name is Miso. Here she is.", image_caption="a photo of a grey cat on a sofa"),
+        Turn("D1:4", "Ana", "She loves the window sill."),
+        Turn("D1:5", "Ben", "Adorable. Let's meet next week so I can say hi."),
+    )
+    s = Session("session_1", 1, "4:04 pm on 20 January, 2023", datetime(2023, 1, 20, 16, 4), turns)
+    return Conversation("locomo", "tiny", ("Ana", "Ben"), (s,))
+
+
+# Pinned bytes of the tiny conversation's single shot (Pillow 13 / FreeType 2.14 / zlib 1.2.13,
+# DejaVu from fonts-dejavu-core). A change here means shots changed: re-pin deliberately.
+GOLDEN_SHA256 = "f28c66dbd9589bb448e402cf32e1df48d56985f7141625d3fb2286215e3409a5"
+
+
+def test_golden_shot():
+    units = session_units(tiny(), tiny().sessions[0], load_variant("memshot"))
+    assert len(units) == 1
+    u = units[0]
+    assert u.dia_ids == ("D1:1", "D1:2", "D1:3", "D1:4", "D1:5")
+    assert hashlib.sha256(u.image).hexdigest() == GOLDEN_SHA256
+
+
+def test_deterministic_across_fresh_font_caches(locomo):
+    conv = locomo[0]
+    v = load_variant("memshot")
+    a = [u.image for u in session_units(conv, conv.sessions[2], v)]
+    get_font.cache_clear()
+    b = [u.image for u in session_units(conv, conv.sessions[2], v)]
+    assert a == b and len(a) > 1
+
+
+def _chunks(png: bytes) -> list[bytes]:
+    pos, out = 8, []
+    while pos < len(png):
+        (n,) = struct.unpack(">I", png[pos:pos + 4])
+        out.append(png[pos + 4:pos + 8])
+        pos += 12 + n
+    return out
+
+
+def test_shot_images(locomo):
+    conv = locomo[0]
+    units = session_units(conv, conv.sessions[0], load_variant("memshot"))
+    for u in units:
+        img = Image.open(io.BytesIO(u.image))
+        assert img.format == "PNG" and img.size == (948, u.height) and u.height <= 768
+        assert set(_chunks(u.image)) == {b"IHDR", b"PLTE", b"IDAT", b"IEND"}  # no tIME/tEXt metadata
+    # the header band is drawn in the header colour, the chat region in the canvas colour
+    rgb = Image.open(io.BytesIO(units[0].image)).convert("RGB")
+    assert rgb.getpixel((5, 5)) == (0x1F, 0x2A, 0x44) and rgb.getpixel((5, 60)) == (0xF1, 0xF3, 0xF6)
+
+
+@pytest.mark.parametrize("name, max_h", [("memshot", 768), ("h512", 512), ("h1024", 1024)])
+def test_packing_invariants_on_all_locomo(locomo, name, max_h):
+    """Layout only (no pixels): every LoCoMo session under each fixed height."""
+    v = load_variant(name)
+    for conv in locomo:
+        for s in conv.sessions:
+            lay, spans = plan_session(conv, s, v)
+            pairs = lay.pairs
+            # turn-pairs partition the session's turns in order
+            assert [i for p in pairs for i in p.turns] == list(range(len(s.turns)))
+            shown = sorted({i for sp in spans for p in range(sp.start, sp.end) for i in pairs[p].turns})
+            assert shown == list(range(len(s.turns)))  # the units cover every turn
+            for sp in spans:
+                assert sp.height <= max_h and not sp.overflow
+            for a, b in zip(spans, spans[1:]):
+                assert b.start == a.end - b.overlap
+                if b.overlap < 2:  # reduced only when two repeated pairs + the next one do not fit
+                    k = b.overlap + 1
+                    assert lay.fixed_height + sum(p.height for p in pairs[a.end - k:a.end + 1]) > max_h
+
+
+def test_units_record_session_and_dia_ids(locomo):
+    conv = locomo[1]
+    units = conversation_units(conv, load_variant("no-render"))
+    idx = conv.dia_index()
+    for u in units:
+        assert u.image is None and all(idx[d] == u.session_id for d in u.dia_ids)
+        assert u.unit_id == f"{conv.conversation_id}/{u.session_id}/u{u.unit:03d}"
+
+
+def test_no_render_is_the_same_units_as_text(locomo):
+    conv = locomo[0]
+    s = conv.sessions[0]
+    shots = session_units(conv, s, load_variant("memshot"))
+    texts = session_units(conv, s, load_variant("no-render"))
+    assert [u.dia_ids for u in shots] == [u.dia_ids for u in texts]
+    assert [u.text for u in shots] == [u.text for u in texts]
+    assert texts[0].text.startswith("SESSION: Session 01\nDATE: 1:56 pm on 8 May, 2023\nCONVERSATION:\n")
+    assert 'Caroline said, "The transgender stories were so inspiring!' in texts[0].text
+
+
+def test_no_header_variant(locomo):
+    conv = locomo[0]
+    u = session_units(conv, conv.sessions[0], load_variant("no-header"))[0]
+    rgb = Image.open(io.BytesIO(u.image)).convert("RGB")
+    assert rgb.getpixel((5, 5)) == (0xF1, 0xF3, 0xF6)  # canvas, no header band
+    assert u.text.startswith("CONVERSATION:\n")
+
+
+def test_full_session_one_unit_per_session(locomo):
+    conv = locomo[0]
+    units = conversation_units(conv, load_variant("full-session-no-render"))
+    assert len(units) == len(conv.sessions)
+    assert [len(u.dia_ids) for u in units] == [len(s.turns) for s in conv.sessions]
+
+
+def test_text_rag_official_locomo_format():
+    conv = tiny()
+    (u,) = session_units(conv, conv.sessions[0], load_variant("text-rag"))
+    assert u.text == session_text(conv.sessions[0]) == (
+        "DATE: 4:04 pm on 20 January, 2023\nCONVERSATION:\n"
+        'Ana said, "Hi Ben! I finally adopted a cat last Sunday."\n'
+        'Ben said, "That\'s great news! What\'s her name?"\n'
+        'Ana said, "Her name is Miso. Here she is." and shared a photo of a grey cat on a sofa\n'
+        'Ana said, "She loves the window sill."\n'
+        'Ben said, "Adorable. Let\'s meet next week so I can say hi."\n'
+    )
+    assert u.image is None and len(u.dia_ids) == 5
+
+
+def test_turn_pairs_with_non_alternating_speakers():
+    t = tiny().sessions[0].turns
+    assert turn_pairs(t) == [(0, 1), (2, 3, 4)]  # Ana's two messages stay with Ben's reply
+    assert turn_pairs(t[1:]) == [(0, 1, 2), (3,)]  # a trailing turn without reply stands alone
+
+
+def _huge(dataset: str) -> Conversation:
+    long = " ".join(["word"] * 2500) + "\n\n```\n" + "x" * 3000 + "\n```"
+    turns = (Turn("s:1", "User", "short question", role="user"), Turn("s:2", "Assistant", long, role="assistant"),
+             Turn("s:3", "User", "thanks", role="user"), Turn("s:4", "Assistant", "welcome", role="assistant"))
+    s = Session("s", 1, "2023/05/20 (Sat) 02:21", None, turns)
+    return Conversation(dataset, "q1", ("Assistant", "User"), (s,))
+
+
+def test_longmemeval_grows_when_one_pair_does_not_fit():
+    conv = _huge("longmemeval")
+    units = session_units(conv, conv.sessions[0], load_variant("memshot"))
+    assert [u.dia_ids for u in units] == [("s:1", "s:2"), ("s:3", "s:4")]
+    assert units[0].overflow and units[0].height > 768 and not units[1].overflow
+    assert Image.open(io.BytesIO(units[0].image)).size == (948, units[0].height)
+    with pytest.raises(DataError, match="turn-pair 0 is .* above max_height=768"):
+        session_units(_huge("locomo"), _huge("locomo").sessions[0], load_variant("memshot"))
+
+
+def test_webp_is_lossless_and_equal_to_png(locomo):
+    conv = locomo[0]
+    v = load_variant("memshot")
+    p = session_units(conv, conv.sessions[0], v)[0].image
+    w = session_units(conv, conv.sessions[0], v, image_format="webp")[0].image
+    assert Image.open(io.BytesIO(w)).format == "WEBP"
+    assert Image.open(io.BytesIO(p)).convert("RGB").tobytes() == Image.open(io.BytesIO(w)).convert("RGB").tobytes()
+
+
+def test_variants_are_data():
+    names = list_variants()
+    for n in ("memshot", "no-header", "no-render", "h512", "h1024", "full-session", "text-rag"):
+        assert n in names
+    assert load_variant("h512").max_height == 512 and load_variant("full-session").max_height is None
+    assert not load_variant("no-render").render and load_variant("text-rag").kind == "session-text"
+    with pytest.raises(ConfigError, match="unknown memory variant 'nope'"):
+        load_variant("nope")
