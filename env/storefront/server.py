@@ -1,0 +1,103 @@
+"""Run the shop: in-process in a thread (tests, the browser env) or from the command line.
+
+    with ShopServer.from_data("../shared/data", seed=0) as shop:
+        httpx.get(shop.url + "/")
+
+    python -m env.storefront --data-dir ../shared/data --port 8000 --images placeholder
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from env.storefront.app import create_app
+from env.storefront.catalog import Catalog, ColourOrder, load_catalog
+from env.storefront.imagesource import ImageSource, build_image_source
+
+
+class ShopServer:
+    """A uvicorn server for the shop on a socket bound before start (no port race)."""
+
+    def __init__(self, catalog: Catalog, images: ImageSource, host: str = "127.0.0.1",
+                 port: int = 0) -> None:
+        self.catalog, self.images = catalog, images
+        self.host, self.port = host, port
+        self.app = create_app(catalog, images)
+        self._server = None
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+
+    @classmethod
+    def from_data(cls, data_dir: str | Path, *, seed: int = 0, colour_order: ColourOrder = "seeded",
+                  images: dict[str, Any] | str = "placeholder", **kw: Any) -> "ShopServer":
+        cat = load_catalog(data_dir, seed=seed, colour_order=colour_order)
+        return cls(cat, build_image_source(images, cat), **kw)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> "ShopServer":
+        import uvicorn
+
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((self.host, self.port))
+        self.port = self._sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name=f"shop:{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"storefront failed to start on {self.url}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._sock is not None:
+            self._sock.close()
+        self._server = self._thread = self._sock = None
+
+    def __enter__(self) -> "ShopServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m env.storefront", description="Serve the DMV-Bench shop.")
+    p.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"),
+                   help="folder holding dmv-bench/seed_v2.json and cue_registry.json")
+    p.add_argument("--seed", type=int, default=0, help="run seed (colour permutation)")
+    p.add_argument("--colour-order", choices=["seeded", "official"], default="seeded")
+    p.add_argument("--images", default="placeholder",
+                   help='image source: a registered name or a JSON spec {"name":..,"args":{..}}')
+    p.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    a = p.parse_args(argv)
+    spec = json.loads(a.images) if a.images.strip().startswith("{") else a.images
+    shop = ShopServer.from_data(a.data_dir, seed=a.seed, colour_order=a.colour_order, images=spec,
+                                host=a.host, port=a.port)
+    with shop:
+        print(f"storefront serving {len(shop.catalog.variants)} products at {shop.url}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
