@@ -286,7 +286,7 @@ def validate(df: Any, kind: str) -> pl.DataFrame:
         if mask.any():
             raise SchemaError(f"{kind}: {desc}: " + _first_bad(out, mask))
     if sc.key and out.height:
-        dup = out.select(pl.struct(list(sc.key)).is_duplicated().alias("d"))["d"]
+        dup = out.select(list(sc.key)).is_duplicated()
         if dup.any():
             raise SchemaError(f"{kind}: duplicate rows for key {list(sc.key)}: " + _first_bad(out, dup))
     return out
