@@ -213,3 +213,38 @@ def collect_units(store: Any, prefix: str) -> Any:
 def read_units(store: Any, prefix: str) -> Any:
     """The units table of a finished render as a Polars DataFrame."""
     return store.read_table(f"{prefix.strip('/')}/units.parquet")
+
+
+# -- entry points for the `memshot` stage ---------------------------------------------------------
+
+def units_prefix(run_prefix: str, dataset: str, variant: str) -> str:
+    """Where a run keeps one variant's units: ``<run_prefix>/memshot/<dataset>/<variant>``."""
+    return f"{run_prefix.strip('/')}/memshot/{dataset}/{variant}"
+
+
+def load_conversations(cfg: Any, data_dir: str | Path) -> list[Conversation]:
+    """The conversations a ``MemShotConfig`` asks for (paths relative to ``data_dir``)."""
+    from env.dialogue import load_dataset
+
+    if cfg.dataset == "locomo":
+        path = Path(cfg.locomo_path)
+    else:
+        if not cfg.longmemeval_path:
+            raise ConfigError("memshot.dataset is 'longmemeval' but memshot.longmemeval_path is not set "
+                              "(LongMemEval is not shipped: download longmemeval_s/_m/_oracle and give its path)")
+        path = Path(cfg.longmemeval_path)
+    if not path.is_absolute():
+        path = Path(data_dir) / path
+    return load_dataset(cfg.dataset, path, limit=cfg.conversations)
+
+
+def render_all(store: Any, cfg: Any, conversations: list[Conversation], ray_cfg: Any, run_prefix: str, *,
+               use_ray: bool = True) -> dict[str, dict[str, Any]]:
+    """Render every variant of ``cfg.variants``; ``{variant: summary}`` (tables under ``summary['table']``)."""
+    out = {}
+    for name in cfg.variants:
+        prefix = units_prefix(run_prefix, cfg.dataset, name)
+        out[name] = render_units(store, conversations, name, ray_cfg, prefix, image_format=cfg.image_format,
+                                 compress_level=cfg.png_compress_level, batch_size=cfg.render_batch_size,
+                                 use_ray=use_ray)
+    return out

@@ -1,0 +1,96 @@
+"""The render job on the real local Ray, writing to the real S3 server (weed), and resuming."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from env.dialogue import load_locomo
+from pipelines.errors import ConfigError
+from pipelines.memshot_render import (
+    INPUT_COLUMNS,
+    OUTPUT_COLUMNS,
+    SCHEMA_VERSION,
+    UNIT_COLUMNS,
+    read_units,
+    render_units,
+    session_rows,
+    shard_key,
+)
+
+
+@pytest.fixture(scope="module")
+def small(shared_dir):
+    """Two conversations cut to their first three sessions (12 to 20 shots)."""
+    from dataclasses import replace
+
+    convs = load_locomo(shared_dir / "data/locomo/locomo10.json")[:2]
+    return [replace(c, sessions=c.sessions[:3]) for c in convs]
+
+
+def test_session_rows_declare_columns(small):
+    rows = session_rows(small)
+    assert len(rows) == 6 and all(tuple(r) == INPUT_COLUMNS for r in rows)
+
+
+def test_ray_job_s3_and_resume(ray_local, s3_store, small):
+    prefix = "runs/t/memshot/locomo/memshot"
+    s = render_units(s3_store, small, "memshot", ray_local, prefix, batch_size=2)
+    assert s["sessions"] == 6 and s["rendered_sessions"] == 6 and s["skipped_sessions"] == 0
+    df = read_units(s3_store, prefix)
+    assert tuple(df.columns) == UNIT_COLUMNS + ("schema_version",)
+    assert df["schema_version"].unique().to_list() == [SCHEMA_VERSION]
+    assert df.height == s["units"] == s["rendered_units"] and df.height >= 6
+    # every shot is in the store and decodes to 948 x height
+    for key, h, n in df.select("key", "height", "bytes").iter_rows():
+        data = s3_store.get_bytes(key)
+        assert len(data) == n and Image.open(io.BytesIO(data)).size == (948, h) and h <= 768
+    # every turn of every session is in some unit
+    for c in small:
+        for sess in c.sessions:
+            shown = set(df.filter((df["conversation_id"] == c.conversation_id) & (df["session_id"] == sess.session_id))
+                        ["dia_ids"].explode().to_list())
+            assert shown == {t.dia_id for t in sess.turns}
+
+    # second run: everything is there, nothing is rendered, same table
+    s2 = render_units(s3_store, small, "memshot", ray_local, prefix)
+    assert s2["rendered_sessions"] == 0 and s2["skipped_sessions"] == 6 and s2["units"] == df.height
+    assert read_units(s3_store, prefix).drop("layout_ms", "draw_ms", "encode_ms", "write_ms").equals(
+        df.drop("layout_ms", "draw_ms", "encode_ms", "write_ms"))
+
+    # a killed run (one shard missing): only that session is rendered again, same bytes
+    lost = shard_key(prefix, small[1].conversation_id, "session_2")
+    key0 = df.filter(df["unit_id"] == f"{small[1].conversation_id}/session_2/u000")["key"][0]
+    before = s3_store.get_bytes(key0)
+    s3_store.delete(lost)
+    s3 = render_units(s3_store, small, "memshot", ray_local, prefix)
+    assert s3["rendered_sessions"] == 1 and s3["units"] == df.height
+    assert s3_store.get_bytes(key0) == before
+
+    # the same prefix with another variant spec is refused
+    with pytest.raises(ConfigError, match="different variant spec"):
+        render_units(s3_store, small, "h512", ray_local, prefix, use_ray=False)
+
+
+def test_text_variant_in_process(file_store, small):
+    s = render_units(file_store, small, "text-rag", None, "p/text-rag", use_ray=False)
+    df = read_units(file_store, "p/text-rag")
+    assert s["units"] == 6 == df.height and df["key"].null_count() == 6
+    assert df["text"][0].startswith("DATE: 1:56 pm on 8 May, 2023\nCONVERSATION:\n")
+    assert OUTPUT_COLUMNS[0] == "conversation_id"
+
+
+def test_render_all_from_config(file_store, shared_dir):
+    from pipelines.configs.memshot import MemShotConfig
+    from pipelines.memshot_render import load_conversations, render_all
+
+    cfg = MemShotConfig(conversations=1, variants=("no-render", "text-rag"))
+    convs = load_conversations(cfg, shared_dir / "data")
+    assert [c.conversation_id for c in convs] == ["conv-26"]
+    out = render_all(file_store, cfg, convs, None, "runs/r1", use_ray=False)
+    assert out["text-rag"]["units"] == 19 and out["no-render"]["units"] > 19
+    assert out["no-render"]["table"] == "runs/r1/memshot/locomo/no-render/units.parquet"
+    with pytest.raises(ConfigError, match="longmemeval_path is not set"):
+        load_conversations(MemShotConfig(dataset="longmemeval"), shared_dir / "data")
