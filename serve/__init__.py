@@ -4,8 +4,8 @@ Build components from ``{"name", "args"}`` specs with :func:`build_vlm` / :func:
 or from a named model spec YAML with :func:`serve.models.load_model_spec`.
 """
 
-from serve.embed import EMBEDDERS, Embedder, build_embedder, l2_normalise
+from serve.embed import EMBEDDERS, Embedder, build_embedder, embed_queries, l2_normalise
 from serve.vlm import VLMS, VLM, ChatResult, Message, VLMError, build_vlm
 
 __all__ = ["VLM", "VLMS", "Message", "ChatResult", "VLMError", "build_vlm",
-           "Embedder", "EMBEDDERS", "build_embedder", "l2_normalise"]
+           "Embedder", "EMBEDDERS", "build_embedder", "embed_queries", "l2_normalise"]

@@ -52,3 +52,10 @@ def build_embedder(spec: dict | str) -> Embedder:
     import serve.embedders  # noqa: F401  (registers minilm, qwen3-vl-embedding, siglip2)
 
     return EMBEDDERS.build(spec)
+
+
+def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Embed retrieval *queries*: instruction-aware embedders (Qwen3-VL-Embedding) use their
+    query instruction; symmetric ones (MiniLM, SigLIP-2) fall back to ``embed_texts``."""
+    fn = getattr(embedder, "embed_queries", None)
+    return fn(texts) if fn is not None else embedder.embed_texts(texts)

@@ -179,3 +179,53 @@ def build_tiny_siglip2(path: str | Path, *, seed: int = 0) -> Path:
         "do_resize": True, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
         "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}))
     return path
+
+
+TINY_BUILDERS = {
+    "qwen2.5-vl": lambda p, seed: build_tiny_qwen25vl(p, seed=seed),
+    "qwen3-vl": lambda p, seed: build_tiny_qwen3vl(p, seed=seed),
+    "qwen3-vl-embedding": lambda p, seed: build_tiny_qwen3vl(p, seed=seed, embedding=True),
+    "siglip2": lambda p, seed: build_tiny_siglip2(p, seed=seed),
+}
+
+
+def tiny_model_path(arch: str, *, seed: int = 0, cache_dir: str | Path | None = None) -> Path:
+    """Build (once, atomically) and return a cached tiny model: ``$VISMEM_TINY_DIR`` or
+    ``~/.cache/vismem/tiny``/``<arch>-seed<seed>``. Safe when several workers race."""
+    import os
+    import shutil
+    import tempfile
+
+    if arch not in TINY_BUILDERS:
+        raise ValueError(f"unknown tiny model {arch!r}; known: {', '.join(sorted(TINY_BUILDERS))}")
+    root = Path(cache_dir or os.environ.get("VISMEM_TINY_DIR") or Path.home() / ".cache" / "vismem" / "tiny")
+    final = root / f"{arch}-seed{seed}"
+    if (final / "config.json").is_file():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{arch}-", dir=root))
+    try:
+        TINY_BUILDERS[arch](tmp, seed)
+        try:
+            tmp.rename(final)
+        except OSError:  # another worker finished first
+            pass
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def resolve_model_path(path: str) -> str:
+    """``tiny:<arch>[@seed]`` → a cached tiny checkpoint; anything else is returned unchanged."""
+    if not path.startswith("tiny:"):
+        return path
+    arch, _, seed = path[len("tiny:"):].partition("@")
+    return str(tiny_model_path(arch, seed=int(seed or 0)))
+
+
+def default_label(path: str) -> str:
+    """Short model label for names: ``tiny:qwen2.5-vl`` → ``tiny-qwen2.5-vl``; else the dir name."""
+    if path.startswith("tiny:"):
+        return "tiny-" + path[len("tiny:"):].replace("@", "-seed")
+    return Path(path).name

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
-
 from serve.qwen_inputs import QwenVLInputs, chat_parts, model_class_for, torch_device, torch_dtype
 from serve.vlm import VLMS, ChatResult, Message
 
@@ -18,7 +16,8 @@ from serve.vlm import VLMS, ChatResult, Message
 @VLMS.register("transformers")
 class TransformersVLM:
     """Args:
-        path: local checkpoint directory (config, weights, tokenizer, preprocessor config).
+        path: local checkpoint directory (config, weights, tokenizer, preprocessor config), or
+            ``tiny:qwen2.5-vl`` / ``tiny:qwen3-vl`` for a cached tiny random stand-in.
         label: the short name in ``transformers:<label>`` (defaults to the directory name).
         device / dtype: ``auto`` → CUDA + bfloat16 when available, else CPU + float32.
         min_pixels / max_pixels: override the image resize bounds.
@@ -27,8 +26,10 @@ class TransformersVLM:
 
     def __init__(self, path: str, *, label: str | None = None, device: str = "auto", dtype: str = "auto",
                  min_pixels: int | None = None, max_pixels: int | None = None, seed: int = 0) -> None:
-        self.path = str(path)
-        self.name = f"transformers:{label or Path(path).name}"
+        from serve.testing import default_label, resolve_model_path
+
+        self.name = f"transformers:{label or default_label(str(path))}"
+        self.path = path = resolve_model_path(str(path))
         self.seed = int(seed)
         self.device = torch_device(device)
         self.inputs = QwenVLInputs(path, min_pixels=min_pixels, max_pixels=max_pixels)

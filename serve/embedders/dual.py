@@ -8,7 +8,6 @@ ablation). Images and texts land in one aligned space; a text paired with an ima
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,8 +35,10 @@ class HFDualEncoder:
 
         if pair not in ("image", "mean"):
             raise ValueError(f"pair must be 'image' or 'mean', got {pair!r}")
-        self.path = str(path)
-        self.name = f"{self.kind}:{label or Path(path).name}"
+        from serve.testing import default_label, resolve_model_path
+
+        self.name = f"{self.kind}:{label or default_label(str(path))}"
+        self.path = resolve_model_path(str(path))
         self.batch_size = int(batch_size)
         self.pair = pair
         self.device = torch_device(device)

@@ -52,7 +52,8 @@ def embedding_conversation(text: str | None, n_images: int, instruction: str) ->
 @EMBEDDERS.register("qwen3-vl-embedding")
 class Qwen3VLEmbedder:
     """Args:
-        path: local checkpoint directory (e.g. a snapshot of ``Qwen/Qwen3-VL-Embedding-8B``).
+        path: local checkpoint directory (e.g. a snapshot of ``Qwen/Qwen3-VL-Embedding-8B``), or
+            ``tiny:qwen3-vl-embedding`` for a cached tiny random stand-in.
         runner: ``transformers`` or ``vllm``.
         label: name suffix, ``qwen3-vl-embedding:<label>`` (defaults to the directory name).
         dim: Matryoshka truncation (keep the first ``dim`` dims before normalising); None = full.
@@ -72,9 +73,11 @@ class Qwen3VLEmbedder:
 
         if runner not in ("transformers", "vllm"):
             raise ValueError(f"runner must be 'transformers' or 'vllm', got {runner!r}")
-        self.path = str(path)
+        from serve.testing import default_label, resolve_model_path
+
+        self.name = f"qwen3-vl-embedding:{label or default_label(str(path))}"
+        self.path = path = resolve_model_path(str(path))
         self.runner = runner
-        self.name = f"qwen3-vl-embedding:{label or Path(path).name}"
         self.batch_size = int(batch_size)
         self.query_instruction = query_instruction
         self.document_instruction = document_instruction

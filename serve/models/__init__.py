@@ -1,0 +1,105 @@
+"""Model variants as data: one YAML per model, listable by name.
+
+Each ``serve/models/<name>.yaml`` holds the component spec (``name`` = registered backend,
+``args``) plus metadata::
+
+    kind: vlm                      # vlm | embedder
+    description: ...
+    source: dmv-bench              # which paper uses it (memshot, dmv-bench, local)
+    name: openai
+    args: {model: Qwen/Qwen2.5-VL-7B-Instruct, base_url: "${VISMEM_VLM_BASE_URL:-http://127.0.0.1:8000/v1}"}
+    deploy: {engine: vllm, model_source: Qwen/Qwen2.5-VL-7B-Instruct, engine_kwargs: {...}}
+
+``${VAR:-default}`` in string values is expanded from the environment at load time, so the
+same file points at a local server or the cluster's endpoint; the expanded spec is what a run
+manifest records. ``deploy`` (optional) is how the cluster hosts the model (``serve.apps``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+MODELS_DIR = Path(__file__).resolve().parent
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ModelSpec(BaseModel):
+    """One model variant: its registry spec plus how it is described and deployed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    variant: str = Field(..., description="file stem: the name runs refer to (e.g. qwen2.5-vl-7b)")
+    kind: Literal["vlm", "embedder"] = Field(..., description="which registry builds it")
+    description: str = Field("", description="one line on what the model is and where it is used")
+    source: str = Field("", description="paper or context that uses it: memshot, dmv-bench, local")
+    name: str = Field(..., description="registered backend name (openai, transformers, minilm, ...)")
+    args: dict[str, Any] = Field(default_factory=dict, description="backend arguments, env-expanded")
+    deploy: dict[str, Any] | None = Field(None, description="cluster hosting settings (engine, model_source, engine_kwargs, ...)")
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The ``{"name", "args"}`` spec for ``VLMS.build`` / ``EMBEDDERS.build`` and manifests."""
+        return {"name": self.name, "args": dict(self.args)}
+
+    def build(self):
+        """Build the component through its registry."""
+        if self.kind == "vlm":
+            from serve.vlm import build_vlm
+
+            return build_vlm(self.spec)
+        from serve.embed import build_embedder
+
+        return build_embedder(self.spec)
+
+
+def expand_env(value: Any, env: dict[str, str] | None = None) -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string inside ``value``."""
+    env = os.environ if env is None else env
+    if isinstance(value, str):
+        def sub(m: re.Match) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in env and env[name] != "":
+                return env[name]
+            if default is None:
+                raise KeyError(f"environment variable {name} is not set and has no default")
+            return default
+        return _ENV.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: expand_env(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, env) for v in value]
+    return value
+
+
+def list_models(kind: str | None = None) -> list[str]:
+    """Names of all model specs (optionally only ``vlm`` or ``embedder``), sorted."""
+    names = sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+    if kind is None:
+        return names
+    return [n for n in names if _raw(n).get("kind") == kind]
+
+
+def _raw(name: str) -> dict[str, Any]:
+    path = MODELS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise KeyError(f"unknown model {name!r}; known: {', '.join(list_models())}")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping")
+    return data
+
+
+def load_model_spec(name: str, *, env: dict[str, str] | None = None) -> ModelSpec:
+    """Load ``serve/models/<name>.yaml`` with environment expansion in ``args``."""
+    data = _raw(name)
+    data["args"] = expand_env(data.get("args") or {}, env)
+    try:
+        return ModelSpec(variant=name, **data)
+    except Exception as e:  # pydantic's message names the field
+        raise ValueError(f"{MODELS_DIR / (name + '.yaml')}: {e}") from e
