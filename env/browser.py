@@ -1,0 +1,232 @@
+"""The browsing environment: real Chromium (Playwright, sync API) driving the storefront.
+
+    with BrowserEnv(shop.url, observation="screenshot") as env:
+        obs = env.reset("/category/chair")
+        res = env.step("Thought: ...\\nAction: click_index(2)")
+
+* ``reset(start_url)`` opens a fresh browser context (cookies, storage and shop session wiped;
+  the official runner reuses one and leaks ``localStorage`` across sessions) and loads the URL.
+* ``observe()`` returns an :class:`Observation` with the real URL, ``<title>`` and meta
+  description, plus pixels by mode: ``product_image`` (the official one: the product image
+  bytes on product pages, nothing elsewhere) or ``screenshot`` (the rendered viewport PNG).
+* ``step(action)`` executes an :class:`env.actions.Action` (or parses a reply string).
+  An invalid action leaves the page unchanged, returns an error message and counts as a step.
+  ``add_to_wishlist`` (success exit) and ``done`` (failure exit) end the episode.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
+
+from env.actions import Action, parse_action
+
+ObservationMode = Literal["product_image", "screenshot"]
+CHROMIUM_PATH = "/usr/bin/chromium"
+#: Flags for Chromium on a closed network as root (same as tests/conftest.py).
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+PRODUCT_PATH = re.compile(r"^/product/([0-9a-f]{8})$")
+MAX_INDEX = 9
+
+# N-th distinct /product/ or /collection/ link inside <main>, in DOM order (click_index).
+_TARGETS_JS = """() => {
+  const main = document.querySelector('main');
+  if (!main) return [];
+  const seen = new Set(), out = [];
+  for (const a of main.querySelectorAll('a[href]')) {
+    const u = new URL(a.getAttribute('href'), location.href);
+    if (u.origin !== location.origin) continue;
+    const p = u.pathname;
+    if ((p.startsWith('/product/') || p.startsWith('/collection/')) && !seen.has(p)) {
+      seen.add(p); out.push(p);
+    }
+  }
+  return out;
+}"""
+_META_JS = """() => {
+  const m = document.querySelector('meta[name="description"]');
+  const img = document.querySelector('main #product-image');
+  return [document.title, m ? m.getAttribute('content') : '', img ? img.src : null];
+}"""
+
+
+@dataclass(frozen=True)
+class Observation:
+    url: str                      # site-relative: "/product/df5b5fde"
+    title: str
+    description: str              # the page's meta description
+    mode: ObservationMode
+    image: bytes | None           # PNG: product image (product pages) or screenshot; else None
+    url_hash: str | None          # product hash on product pages
+    status: int | None = None     # HTTP status of the last navigation
+
+    @property
+    def is_product_page(self) -> bool:
+        return self.url_hash is not None
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: Observation
+    action: Action
+    ok: bool                      # False: invalid/failed action, page unchanged
+    error: str | None
+    terminal: bool
+    step: int                     # steps taken so far in this episode (this one included)
+    terminated_by: str | None = None
+    wishlisted: str | None = None  # product path added to the wishlist (success exit)
+    elapsed_ms: float = 0.0
+    info: dict = field(default_factory=dict)
+
+
+class BrowserEnv:
+    """One Chromium, one fresh context per episode."""
+
+    def __init__(self, base_url: str, *, observation: ObservationMode = "product_image",
+                 viewport: tuple[int, int] = (1280, 900), chromium_path: str = CHROMIUM_PATH,
+                 timeout_ms: int = 15_000) -> None:
+        if observation not in ("product_image", "screenshot"):
+            raise ValueError(f"observation must be 'product_image' or 'screenshot', not {observation!r}")
+        self.base_url = base_url.rstrip("/")
+        self.mode: ObservationMode = observation
+        self.viewport = {"width": viewport[0], "height": viewport[1]}
+        self.chromium_path, self.timeout_ms = chromium_path, timeout_ms
+        self._pw = self._browser = self._context = self._page = None
+        self.steps = 0
+        self.finished: str | None = None
+        self._status: int | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> "BrowserEnv":
+        from playwright.sync_api import sync_playwright
+
+        if self._browser is None:
+            self._pw = sync_playwright().start()
+            self._browser = self._pw.chromium.launch(executable_path=self.chromium_path,
+                                                     args=CHROMIUM_ARGS, headless=True)
+        return self
+
+    def close(self) -> None:
+        for obj in (self._context, self._browser):
+            try:
+                if obj is not None:
+                    obj.close()
+            except Exception:  # noqa: BLE001 - closing a dead browser must not mask errors
+                pass
+        if self._pw is not None:
+            self._pw.stop()
+        self._pw = self._browser = self._context = self._page = None
+
+    def __enter__(self) -> "BrowserEnv":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def page(self):
+        if self._page is None:
+            raise RuntimeError("call reset() first")
+        return self._page
+
+    # -- episode --------------------------------------------------------------------------
+    def reset(self, start_url: str = "/") -> Observation:
+        """Fresh context (no cookies, storage or shop session), then load ``start_url``."""
+        self.start()
+        if self._context is not None:
+            self._context.close()
+        self._context = self._browser.new_context(viewport=self.viewport)
+        self._context.set_default_timeout(self.timeout_ms)
+        self._page = self._context.new_page()
+        self.steps, self.finished = 0, None
+        self._goto(start_url)
+        return self.observe()
+
+    def _goto(self, path: str) -> int | None:
+        # Screenshots need the images painted ("load"); the product-image mode fetches the image
+        # itself, so the DOM is enough.
+        wait = "load" if self.mode == "screenshot" else "domcontentloaded"
+        resp = self.page.goto(self.base_url + path, wait_until=wait)
+        self._status = resp.status if resp is not None else None
+        return self._status
+
+    def current_path(self) -> str:
+        u = urlsplit(self.page.url)
+        return u.path + (f"?{u.query}" if u.query else "")
+
+    def observe(self) -> Observation:
+        """The current page as the agent sees it."""
+        page = self.page
+        path = self.current_path()
+        title, description, img_src = page.evaluate(_META_JS)  # one round trip
+        m = PRODUCT_PATH.match(urlsplit(path).path)
+        url_hash = m.group(1) if m else None
+        image = None
+        if self.mode == "screenshot":
+            image = page.screenshot(full_page=False, type="png")
+        elif url_hash is not None and img_src:
+            r = self._context.request.get(img_src)
+            image = r.body() if r.ok else None
+        return Observation(url=path, title=title, description=description or "",
+                           mode=self.mode, image=image, url_hash=url_hash, status=self._status)
+
+    def click_targets(self) -> list[str]:
+        """The click_index targets of the current page, in order."""
+        return self.page.evaluate(_TARGETS_JS)
+
+    def step(self, action: Action | str) -> StepResult:
+        """Execute one action; every call (valid or not) counts as a step."""
+        t0 = time.perf_counter()
+        if isinstance(action, str):
+            action = parse_action(action)
+        self.steps += 1
+        error, terminal, by, wished, info = None, False, None, None, {}
+        if self.finished is not None:
+            error = f"episode already ended by {self.finished}; call reset()"
+        elif action.type in ("navigate", "click_product"):
+            if not action.url or not action.url.startswith("/") or action.url.startswith("//"):
+                error = f"navigate needs a site path starting with '/', got {action.url!r}"
+            else:
+                error = self._nav(action.url, info)
+        elif action.type == "click_index":
+            targets = self.click_targets()
+            n = action.index
+            if n is None or not 0 <= n <= MAX_INDEX or n >= len(targets):
+                error = f"click_index({n}) out of range: this page has {len(targets)} clickable items"
+            else:
+                info["target"] = targets[n]
+                error = self._nav(targets[n], info)
+        elif action.type == "add_to_wishlist":
+            terminal, by = True, "add_to_wishlist"
+            if action.url_hash and self.current_path() != f"/product/{action.url_hash}":
+                error = self._nav(f"/product/{action.url_hash}", info)
+            if error is None:
+                btn = self.page.locator("[data-dmv-action='add-to-wishlist']")
+                if btn.count() == 0:
+                    error = "add_to_wishlist: there is no wishlist button on this page"
+                else:
+                    with self.page.expect_navigation(wait_until="domcontentloaded"):
+                        btn.first.click()
+                    wished = self.current_path()
+        elif action.type == "done":
+            terminal, by = True, "done"
+        else:
+            error = f"invalid action: {action.raw[:200]!r}"
+        if terminal:
+            self.finished = by
+        obs = self.observe()
+        return StepResult(observation=obs, action=action, ok=error is None, error=error,
+                          terminal=terminal, step=self.steps, terminated_by=by, wishlisted=wished,
+                          elapsed_ms=(time.perf_counter() - t0) * 1000, info=info)
+
+    def _nav(self, path: str, info: dict) -> str | None:
+        try:
+            status = self._goto(path)
+        except Exception as e:  # noqa: BLE001 - a timeout/network error is the agent's failed step
+            return f"navigation to {path} failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        info["status"] = status
+        return None
