@@ -1,0 +1,76 @@
+"""MemShot tables on hand-built answers with known Acc/F1."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from analysis import memshot
+from analysis.schemas import validate
+
+
+def _ans(q, cat, variant, k, label, f1, *, height=None, hit=None):
+    return {"dataset": "locomo", "conversation_id": "c0", "question_id": q, "question": "?", "category": cat,
+            "variant": variant, "k": k, "prediction": "x", "judge_label": label, "f1": f1, "recall_hit": hit,
+            "model": "m", "max_height": height}
+
+
+def _known():
+    rows = [
+        _ans("q1", "single-hop", "memshot", 5, True, 1.0, hit=True),
+        _ans("q2", "single-hop", "memshot", 5, False, 0.5, hit=False),
+        _ans("q3", "temporal", "memshot", 5, True, 0.0, hit=True),
+        _ans("q4", "adversarial", "memshot", 5, False, 0.0, hit=False),
+        _ans("q1", "single-hop", "memshot", 10, True, 1.0, hit=True),
+        _ans("q2", "single-hop", "memshot", 10, None, 0.2, hit=True),
+        _ans("q3", "temporal", "memshot", 10, True, 0.4, hit=True),
+        _ans("q4", "adversarial", "memshot", 10, True, 1.0, hit=True),
+    ]
+    return validate(pl.DataFrame(rows, schema_overrides={"max_height": pl.Int64}), "memshot_answers")
+
+
+def test_category_table_known_values_and_adversarial_excluded():
+    t = memshot.category_table(_known())
+    assert [c for c in t.columns if c.endswith("Acc")] == ["temporal Acc", "single-hop Acc", "Overall Acc"]
+    r5 = t.filter(pl.col("k") == 5).row(0, named=True)
+    assert r5["single-hop Acc"] == 0.5 and r5["single-hop F1"] == 0.75 and r5["temporal Acc"] == 1.0
+    assert r5["Overall Acc"] == 2 / 3 and r5["Overall F1"] == 0.5 and r5["n"] == 3
+    r10 = t.filter(pl.col("k") == 10).row(0, named=True)
+    assert r10["single-hop Acc"] == 1.0  # the unjudged answer is left out of Acc ...
+    assert math.isclose(r10["single-hop F1"], 0.6)  # ... but not out of F1
+    with_adv = memshot.category_table(_known(), exclude_categories=())
+    assert "adversarial Acc" in with_adv.columns
+
+
+def test_by_k_tables_and_height_sweep():
+    base = _known()
+    ab = memshot.ablation_table(base)
+    assert ab.columns == ["dataset", "model", "variant", "max_height", "Top-5 Acc", "Top-5 F1", "Top-10 Acc",
+                          "Top-10 F1"]
+    assert ab.row(0, named=True)["Top-5 Acc"] == 2 / 3
+    assert memshot.height_table(base).height == 0  # no sweep
+    sweep = pl.concat([base.with_columns(pl.lit(h, pl.Int64).alias("max_height")) for h in (512, 768)])
+    ht = memshot.height_table(sweep)
+    assert ht["max_height"].to_list() == [512, 768] and ht["Top-10 Acc"].to_list() == [1.0, 1.0]
+
+
+def test_recall_table_from_recall_rows_or_answer_hits():
+    rec = validate(pl.DataFrame({"dataset": ["locomo"] * 4, "conversation_id": ["c"] * 4,
+                                 "question_id": ["a", "b", "a", "b"], "category": ["x"] * 4,
+                                 "variant": ["memshot"] * 4, "k": [1, 1, 5, 5], "recall": [0.0, 0.5, 1.0, 0.5],
+                                 "hit": [False, True, True, True]}), "memshot_recall")
+    t = memshot.recall_table(rec)
+    assert t["k"].to_list() == [1, 5] and t["recall"].to_list() == [0.25, 0.75] and t["hit"].to_list() == [0.5, 1.0]
+    from_answers = memshot.recall_table(None, _known())
+    assert from_answers.filter(pl.col("k") == 5)["hit"][0] == 0.5
+    assert memshot.recall_table(None, None).height == 0
+
+
+def test_empty_and_all_unjudged():
+    empty = _known().head(0)
+    assert memshot.category_table(empty).height == 0
+    assert memshot.ablation_table(empty).height == 0
+    unjudged = _known().with_columns(pl.lit(None, pl.Boolean).alias("judge_label"))
+    t = memshot.category_table(unjudged)
+    assert t["Overall Acc"].is_null().all() and t["Overall F1"].is_not_null().all()

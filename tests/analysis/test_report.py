@@ -1,0 +1,172 @@
+"""The report: built from stored results, opened in real headless Chromium, on file:// and real S3."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analysis import synthetic
+from analysis.report import ReportOptions, load_results, report_run
+from analysis.schemas import result_key, write_results
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ReportOptions(n_resamples=300, seed=1)
+
+ALL_TABLES = ["table2", "bootstrap", "permutation", "lpm", "leader-bins", "ablations", "alpha", "encoding",
+              "memshot-locomo", "memshot-ablations", "memshot-height", "memshot-recall"]
+
+
+def _probes() -> pl.DataFrame:
+    sweep = [synthetic.probes(Js=(4,), backends=("gemini-2.5-flash",), chains=3, study="alpha_sweep", alpha=a,
+                              p={"dualmem": 0.5 + a / 3}) for a in (0.0, 0.5, 1.0)]
+    abl = [synthetic.probes(Js=(4,), backends=("gemini-2.5-flash",), chains=3, study="ablation", variant=v,
+                            p={"dualmem": r}) for v, r in (("inject=image", 0.7), ("inject=caption", 0.6))]
+    return pl.concat([synthetic.probes(Js=(4, 6), chains=4), *sweep, *abl], how="diagonal_relaxed")
+
+
+def _write_all(store, run_id: str) -> None:
+    prefix = f"runs/{run_id}"
+    write_results(store, prefix, "probes", _probes())
+    write_results(store, prefix, "encoding", synthetic.encoding(chains=3, J=4))
+    write_results(store, prefix, "memshot_answers", synthetic.memshot_answers(questions=12, heights=(None, 512, 768)))
+    write_results(store, prefix, "memshot_recall", synthetic.memshot_recall(questions=12))
+    store.put_json(f"{prefix}/manifest.json", {"run_id": run_id, "git_revision": "abc123", "stages": {
+        "report": {"status": "running"}}, "config": {"seed": 1}})
+
+
+def _open_in_chromium(chromium_path: str, url: str) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(url, wait_until="load")
+            page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=20_000)
+            return page.evaluate("""() => ({
+                images: Array.from(document.images).map(i => ({alt: i.alt, w: i.naturalWidth, h: i.naturalHeight})),
+                tables: Array.from(document.querySelectorAll('table')).map(t => t.id),
+                empties: Array.from(document.querySelectorAll('p.empty')).map(p => p.id),
+                errors: Array.from(document.querySelectorAll('p.error')).map(p => p.id),
+                table2: Array.from(document.querySelectorAll('#tbl-table2 tbody tr')).map(
+                    r => Array.from(r.cells).map(c => c.textContent)),
+                best: Array.from(document.querySelectorAll('#tbl-table2 td.best')).map(c => c.textContent),
+            })""")
+        finally:
+            browser.close()
+
+
+def test_full_report_opens_in_chromium_with_every_image_and_table(file_store, chromium_path, tmp_path):
+    _write_all(file_store, "demo-1")
+    summary = report_run(file_store, "demo-1", options=FAST)
+    assert summary["status"] == "done" and summary["errors"] == {} and summary["sections_without_data"] == []
+    assert summary["found"] == ["encoding", "memshot_answers", "memshot_recall", "probes"]
+    html_path = Path(summary["html"][len("file://"):])
+    page = _open_in_chromium(chromium_path, summary["html"])
+    assert len(page["images"]) == summary["figures"] >= 6
+    assert all(i["w"] > 0 and i["h"] > 0 for i in page["images"]), page["images"]
+    for t in ALL_TABLES + ["manifest"]:
+        assert f"tbl-{t}" in page["tables"], (t, page["tables"])
+    assert page["empties"] == [] and page["errors"] == []
+    # Table 2 shows the same numbers the scoring computes, and bolds DualMem (the synthetic best).
+    from analysis import dmv
+    from analysis.schemas import validate
+
+    cells = dmv.tsr_cells(validate(_probes(), "probes"), n_resamples=300, seed=1)
+    want = cells.filter((pl.col("architecture") == "dualmem") & (pl.col("J") == 4)
+                        & (pl.col("backend") == "gemini-2.5-flash"))["tsr"][0]
+    row = next(r for r in page["table2"] if r[0] == "dualmem")
+    assert row[1] == f"{want * 100:.1f}"
+    assert f"{want * 100:.1f}" in page["best"]
+    # Figures alongside (PNG + SVG), tables as CSV, Markdown summary.
+    figs = file_store.list("runs/demo-1/report/figures")
+    assert len([k for k in figs if k.endswith(".svg")]) == summary["figures"]
+    assert file_store.get_bytes("runs/demo-1/report/figures/retention.svg").lstrip().startswith(b"<?xml")
+    md = file_store.get_bytes("runs/demo-1/report/summary.md").decode()
+    assert "| architecture |" in md and "**" in md and "figures/retention.png" in md
+    assert html_path.read_text().count("data:image/png;base64,") == summary["figures"]
+
+
+def test_sections_without_data_say_so_and_bad_tables_are_reported(file_store):
+    prefix = "runs/partial-1"
+    write_results(file_store, prefix, "memshot_answers", synthetic.memshot_answers(questions=8))
+    # A probes table missing a required column: reported, not fatal.
+    file_store.write_table(result_key(prefix, "probes"), synthetic.probes(chains=2, Js=(3,)).drop("correct"),
+                           schema_version=1)
+    summary = report_run(file_store, "partial-1", options=FAST)
+    assert summary["status"] == "done-with-errors"
+    assert "missing required column" in summary["errors"]["probes"] and "'correct'" in summary["errors"]["probes"]
+    assert "dmv-main" in summary["sections_without_data"] and "dmv-encoding" in summary["sections_without_data"]
+    assert "memshot-main" not in summary["sections_without_data"]
+    html = file_store.get_bytes("runs/partial-1/report/index.html").decode()
+    assert 'id="err-probes"' in html and 'id="empty-dmv-encoding"' in html and "No data:" in html
+    assert 'id="tbl-memshot-locomo"' in html
+    assert "No manifest found" in html
+
+
+def test_results_written_as_parts_are_read(file_store):
+    df = synthetic.encoding(chains=2, J=3)
+    file_store.write_table("runs/parts-1/results/encoding/part-0.parquet", df.head(3), schema_version=1)
+    file_store.write_table("runs/parts-1/results/encoding/part-1.parquet", df.tail(df.height - 3), schema_version=1)
+    tables, errors = load_results(file_store, "runs/parts-1")
+    assert errors == {} and tables["encoding"].height == df.height
+
+
+def test_report_stage_on_real_s3(s3_store):
+    from pipelines.config import RunConfig
+    from pipelines.configs.report import ReportConfig
+    from pipelines.manifest import Manifest
+    from pipelines.runner import RunContext
+    from pipelines.stages.report import run
+
+    cfg = RunConfig(name="reptest", seed=3, report=ReportConfig(n_resamples=300, compare=("dualmem", "caption")))
+    _write_all(s3_store, cfg.run_id)
+    ctx = RunContext(config=cfg, store=s3_store, run_dir=Path("/tmp"), manifest=Manifest(s3_store, cfg.run_id))
+    summary = run(ctx)
+    assert summary["status"] == "done" and summary["html"].startswith("s3://")
+    html = s3_store.get_bytes(f"runs/{cfg.run_id}/report/index.html").decode()
+    assert "dualmem vs caption" in html and "Seed 3" in html
+    assert s3_store.exists(f"runs/{cfg.run_id}/report/figures/retention.png")
+    perm = pl.read_csv(s3_store.get_bytes(f"runs/{cfg.run_id}/report/tables/permutation.csv"))
+    assert set(perm["b"].to_list()) == {"caption"} and (perm["p_value"] <= 1).all()
+
+
+def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
+    _write_all(file_store, "cli-1")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "pipelines", "report", "cli-1", "--store", file_store.uri,
+           "--set", "report.n_resamples=300", "--out", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
+    assert res.returncode == 0, res.stderr[-2000:]
+    summary = json.loads(res.stdout)
+    assert summary["found"] == ["encoding", "memshot_answers", "memshot_recall", "probes"]
+    assert (out / "index.html").is_file() and (out / "figures" / "retention.svg").is_file()
+    bad = subprocess.run([sys.executable, "-m", "pipelines", "report", "no-such-run", "--store", file_store.uri],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
+    assert bad.returncode == 1 and "not found" in bad.stderr
+
+
+@pytest.mark.slow
+def test_full_runner_report_stage_end_to_end(tmp_path):
+    """Through ``pipelines.runner.run``: local Ray, store, manifest, the report stage."""
+    from pipelines.config import load_config
+    from pipelines.runner import run
+    from pipelines.store import Store
+
+    store_uri = f"file://{tmp_path}/store"
+    cfg = load_config(overrides={"name": "e2e", "stages": ["report"], "store": {"uri": store_uri},
+                                 "runs_dir": str(tmp_path / "runs"), "report": {"n_resamples": 300}})
+    _write_all(Store.open(store_uri), cfg.run_id)
+    results = run(cfg, progress=False)
+    assert results["report"]["status"] == "done"
+    html = Store.open(store_uri).get_bytes(f"runs/{cfg.run_id}/report/index.html").decode()
+    assert "stage report" in html
