@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -21,3 +21,27 @@ class CatalogConfig(Frozen):
             "index, card 01 always red); 'official' reproduces the released assignment exactly."
         ),
     )
+
+    # -- product images (images engineer) ----------------------------------------------------
+    image_source: str = Field(
+        "procedural",
+        description="Registered image source that produces the product images: 'procedural' (offline "
+        "renderer, the local default), 'official' (the paper's published with_cue/ and base/ images; "
+        "give image_source_args.root), or any other name in env.storefront.imagesource.IMAGE_SOURCES.",
+    )
+    image_source_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra JSON arguments for the image source, e.g. {\"root\": \"s3://bucket/dmv-images\"} "
+        "for 'official' or {\"salt\": \"v1\"} for 'procedural'.",
+    )
+    image_size: int = Field(512, ge=128, le=2048, description="Side of the square product images in pixels "
+                            "(the official set is 512).")
+    image_format: Literal["png", "jpeg", "webp"] = Field("png", description="Encoding of the stored images.")
+    png_compress_level: int = Field(1, ge=0, le=9, description="zlib level for PNG: 1 is ~4x faster than 6 "
+                                    "for flat procedural art at ~10% more bytes.")
+    limit: int | None = Field(None, ge=1, description="Generate only the first N variants in catalogue "
+                              "order (smoke tests); None = all 1,000.")
+    batch_size: int = Field(25, ge=1, description="Variants per Ray Data batch (one task renders and "
+                            "uploads a batch).")
+    upload_threads: int = Field(8, ge=1, le=64, description="Concurrent store uploads inside one batch "
+                                "(uploads are I/O-bound; rendering holds the CPU).")

@@ -95,13 +95,18 @@ def backdrop(style: str, size: int) -> Image.Image:
 
 
 def _soft_shadow(canvas: Image.Image, box: tuple[float, float, float, float], strength: int) -> None:
-    """Darken ``canvas`` inside a blurred ellipse (drawn small, blurred, scaled up: cheap)."""
-    size = canvas.width
-    k = 4
-    small = Image.new("L", (size // k, size // k), 0)
-    ImageDraw.Draw(small).ellipse([c / k for c in box], fill=strength)
-    mask = small.filter(ImageFilter.GaussianBlur(2.5)).resize(canvas.size, Image.BILINEAR)
-    canvas.paste((40, 36, 32), (0, 0), mask)
+    """Darken ``canvas`` inside a blurred ellipse; works on the ellipse's region only (cheap)."""
+    k, pad = 4, 12  # draw at 1/k scale, blur, scale up; pad leaves room for the blur
+    x0, y0 = int(box[0]) - pad, int(box[1]) - pad
+    x1, y1 = int(box[2]) + pad, int(box[3]) + pad
+    w, h = x1 - x0, y1 - y0
+    if w <= 0 or h <= 0:
+        return
+    small = Image.new("L", (max(1, w // k), max(1, h // k)), 0)
+    ImageDraw.Draw(small).ellipse([(box[0] - x0) / k, (box[1] - y0) / k, (box[2] - x0) / k, (box[3] - y0) / k],
+                                  fill=strength)
+    mask = small.filter(ImageFilter.GaussianBlur(2.5)).resize((w, h), Image.BILINEAR)
+    canvas.paste((40, 36, 32), (x0, y0, x1, y1), mask)
 
 
 class ProceduralRenderer:
