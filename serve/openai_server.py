@@ -27,25 +27,99 @@ import threading
 import time
 from typing import Any
 
+from fastapi import Request  # module level: FastAPI resolves the handlers' string annotations here
+
 from serve.openai_format import completion_response, from_data_url, messages_from_openai
 
 log = logging.getLogger(__name__)
 
 
-def _error(status: int, message: str, kind: str = "server_error"):
-    from fastapi.responses import JSONResponse
+def _err(status: int, message: str, kind: str = "server_error") -> tuple[int, dict[str, Any]]:
+    return status, {"error": {"message": message, "type": kind}}
 
-    return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind}})
+
+def chat_completions(vlm: Any, body: Any, model_id: str) -> tuple[int, dict[str, Any]]:
+    """Handle one ``/v1/chat/completions`` body → ``(status, json)``. Pure of any web framework,
+    so the FastAPI app and the Ray Serve deployment answer identically."""
+    if vlm is None:
+        return _err(404, "this server hosts no chat model", "not_found")
+    if not isinstance(body, dict):
+        return _err(400, "request body must be a JSON object", "invalid_request_error")
+    try:
+        messages = messages_from_openai(body.get("messages") or [])
+    except (ValueError, AttributeError, TypeError) as e:
+        return _err(400, str(e), "invalid_request_error")
+    if not messages:
+        return _err(400, "messages must be a non-empty list", "invalid_request_error")
+    if body.get("stream"):
+        return _err(400, "stream=true is not supported", "invalid_request_error")
+    try:
+        max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 512)
+        temperature = float(body.get("temperature") or 0.0)
+    except (TypeError, ValueError) as e:
+        return _err(400, f"bad max_tokens/temperature: {e}", "invalid_request_error")
+    try:
+        result = vlm.chat(messages, max_tokens=max_tokens, temperature=temperature)
+    except Exception as e:  # noqa: BLE001 - every backend failure becomes an HTTP error
+        return _err(int(getattr(e, "http_status", 500)), f"{type(e).__name__}: {e}")
+    return 200, completion_response(result, body.get("model") or model_id)
+
+
+def embeddings(embedder: Any, body: Any, model_id: str) -> tuple[int, dict[str, Any]]:
+    """Handle one ``/v1/embeddings`` body. OpenAI's ``input`` (string or list of strings) plus a
+    vismem extension: ``images`` (data URLs), each paired with ``input[i]`` when both are given;
+    ``input_type: "query"`` embeds queries (instruction-aware models)."""
+    if embedder is None:
+        return _err(404, "this server hosts no embedder", "not_found")
+    if not isinstance(body, dict):
+        return _err(400, "request body must be a JSON object", "invalid_request_error")
+    texts = body.get("input")
+    texts = [texts] if isinstance(texts, str) else texts
+    images = body.get("images")
+    try:
+        if images:
+            imgs = [from_data_url(str(u)) for u in images]
+            vecs = embedder.embed_images(imgs, texts if texts else None)
+        elif isinstance(texts, list) and all(isinstance(t, str) for t in texts):
+            if body.get("input_type") == "query":
+                from serve.embed import embed_queries
+
+                vecs = embed_queries(embedder, texts)
+            else:
+                vecs = embedder.embed_texts(texts)
+        else:
+            return _err(400, "input must be a string or a list of strings", "invalid_request_error")
+    except ValueError as e:
+        return _err(400, str(e), "invalid_request_error")
+    except NotImplementedError as e:
+        return _err(400, f"{embedder.name} cannot embed images: {e}", "invalid_request_error")
+    except Exception as e:  # noqa: BLE001
+        return _err(500, f"{type(e).__name__}: {e}")
+    return 200, {"object": "list", "model": body.get("model") or model_id,
+                 "data": [{"object": "embedding", "index": i, "embedding": [float(x) for x in row]}
+                          for i, row in enumerate(vecs)],
+                 "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+
+
+def models_list(model_id: str) -> dict[str, Any]:
+    return {"object": "list", "data": [{"id": model_id, "object": "model", "created": 0, "owned_by": "vismem"}]}
 
 
 def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = None):
     """The FastAPI app. ``model_id`` is what ``/v1/models`` lists (defaults to the backend name)."""
-    from fastapi import FastAPI, Request
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
 
     if vlm is None and embedder is None:
         raise ValueError("create_app needs a vlm, an embedder, or both")
     model_id = model_id or (vlm.name if vlm is not None else embedder.name)
     app = FastAPI(title="vismem OpenAI-compatible server")
+
+    async def _body(request: Request) -> Any:
+        try:
+            return await request.json()
+        except ValueError:
+            return None
 
     @app.get("/health")
     def health() -> dict[str, Any]:
@@ -53,61 +127,20 @@ def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = 
 
     @app.get("/v1/models")
     def models() -> dict[str, Any]:
-        return {"object": "list",
-                "data": [{"id": model_id, "object": "model", "created": 0, "owned_by": "vismem"}]}
+        return models_list(model_id)
 
-    # Sync handlers run in FastAPI's thread pool, so a slow backend never blocks the event loop.
+    # The backend call runs in a worker thread, so a slow model never blocks the event loop.
     @app.post("/v1/chat/completions")
-    def chat_completions(body: dict[str, Any]):
-        if vlm is None:
-            return _error(404, "this server hosts no chat model", "not_found")
-        try:
-            messages = messages_from_openai(body.get("messages") or [])
-        except ValueError as e:
-            return _error(400, str(e), "invalid_request_error")
-        if not messages:
-            return _error(400, "messages must be a non-empty list", "invalid_request_error")
-        if body.get("stream"):
-            return _error(400, "stream=true is not supported", "invalid_request_error")
-        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 512
-        try:
-            result = vlm.chat(messages, max_tokens=int(max_tokens),
-                              temperature=float(body.get("temperature") or 0.0))
-        except Exception as e:  # noqa: BLE001 - every backend failure becomes an HTTP error
-            status = int(getattr(e, "http_status", 500))
-            return _error(status, f"{type(e).__name__}: {e}")
-        return completion_response(result, body.get("model") or model_id)
+    async def chat_route(request: Request):
+        body = await _body(request)
+        status, content = await asyncio.to_thread(chat_completions, vlm, body, model_id)
+        return JSONResponse(status_code=status, content=content)
 
     @app.post("/v1/embeddings")
-    def embeddings(body: dict[str, Any]):
-        """OpenAI embeddings; vismem extension: ``images`` (data URLs) with optional ``input`` texts."""
-        if embedder is None:
-            return _error(404, "this server hosts no embedder", "not_found")
-        texts = body.get("input")
-        texts = [texts] if isinstance(texts, str) else texts
-        images = body.get("images")
-        try:
-            if images:
-                imgs = [from_data_url(u) for u in images]
-                vecs = embedder.embed_images(imgs, texts if texts else None)
-            elif isinstance(texts, list) and all(isinstance(t, str) for t in texts):
-                vecs = embedder.embed_texts(texts)
-            else:
-                return _error(400, "input must be a string or a list of strings", "invalid_request_error")
-        except ValueError as e:
-            return _error(400, str(e), "invalid_request_error")
-        except NotImplementedError as e:
-            return _error(400, f"{embedder.name} cannot embed images: {e}", "invalid_request_error")
-        except Exception as e:  # noqa: BLE001
-            return _error(500, f"{type(e).__name__}: {e}")
-        return {"object": "list", "model": body.get("model") or model_id,
-                "data": [{"object": "embedding", "index": i, "embedding": [float(x) for x in row]}
-                         for i, row in enumerate(vecs)],
-                "usage": {"prompt_tokens": 0, "total_tokens": 0}}
-
-    @app.exception_handler(json.JSONDecodeError)
-    async def bad_json(request: Request, exc: json.JSONDecodeError):  # pragma: no cover - FastAPI maps it
-        return _error(400, f"invalid JSON: {exc}", "invalid_request_error")
+    async def embeddings_route(request: Request):
+        body = await _body(request)
+        status, content = await asyncio.to_thread(embeddings, embedder, body, model_id)
+        return JSONResponse(status_code=status, content=content)
 
     return app
 

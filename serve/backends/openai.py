@@ -1,32 +1,18 @@
 """OpenAI-compatible chat-completions client: the production path to vLLM, Ray Serve LLM and
-hosted APIs.
-
-Retries with exponential backoff (plus jitter, honouring ``Retry-After``) on connect errors,
-timeouts, 429 and 5xx; other 4xx and malformed bodies fail at once. Concurrency is capped by a
-semaphore shared by all threads using one client. After the last attempt a :class:`VLMError`
-carries the reason. Clients pickle (for Ray workers) by dropping and lazily rebuilding the
-connection pool.
-"""
+hosted APIs (retries, backoff and the concurrency cap live in :mod:`serve.http_client`)."""
 
 from __future__ import annotations
 
-import json
-import os
-import random
-import threading
 import time
 from typing import Any
 
-import httpx
-
+from serve.http_client import RETRY_STATUSES, RetryingJSONClient  # noqa: F401  (re-export)
 from serve.openai_format import message_to_openai, parse_completion
 from serve.vlm import VLMS, ChatResult, Message, VLMError
 
-RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
 
 @VLMS.register("openai")
-class OpenAIChatVLM:
+class OpenAIChatVLM(RetryingJSONClient):
     """Chat over ``POST {base_url}/chat/completions``.
 
     Args:
@@ -51,55 +37,15 @@ class OpenAIChatVLM:
                  backoff_s: float = 1.0, backoff_max_s: float = 30.0, max_concurrency: int = 8,
                  extra_body: dict[str, Any] | None = None, image_detail: str | None = None,
                  seed: int | None = None) -> None:
+        super().__init__(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
+                         connect_timeout_s=connect_timeout_s, max_retries=max_retries, backoff_s=backoff_s,
+                         backoff_max_s=backoff_max_s, max_concurrency=max_concurrency)
         self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.api_key_env = api_key_env
         self.name = f"openai:{label or model}"
-        self.timeout_s = float(timeout_s)
-        self.connect_timeout_s = float(connect_timeout_s)
-        self.max_retries = int(max_retries)
-        self.backoff_s = float(backoff_s)
-        self.backoff_max_s = float(backoff_max_s)
-        self.max_concurrency = int(max_concurrency)
         self.extra_body = dict(extra_body or {})
         self.image_detail = image_detail
         self.seed = seed
-        self._init_runtime()
 
-    # -- pickling: locks and connection pools stay behind ------------------------------------
-    def _init_runtime(self) -> None:
-        self._sem = threading.BoundedSemaphore(max(1, self.max_concurrency))
-        self._client_lock = threading.Lock()
-        self._client: httpx.Client | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_sem", "_client_lock", "_client")}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._init_runtime()
-
-    def _http(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                headers = {"Content-Type": "application/json"}
-                key = os.environ.get(self.api_key_env) if self.api_key_env else None
-                if key:
-                    headers["Authorization"] = f"Bearer {key}"
-                limits = httpx.Limits(max_connections=max(1, self.max_concurrency),
-                                      max_keepalive_connections=max(1, self.max_concurrency))
-                self._client = httpx.Client(
-                    base_url=self.base_url, headers=headers, limits=limits,
-                    timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s))
-            return self._client
-
-    def close(self) -> None:
-        with self._client_lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-
-    # -- the call ----------------------------------------------------------------------------
     def request_body(self, messages: list[Message], *, max_tokens: int, temperature: float) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
@@ -112,47 +58,13 @@ class OpenAIChatVLM:
         body.update(self.extra_body)
         return body
 
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), self.backoff_max_s)
-            except ValueError:
-                pass
-        base = min(self.backoff_s * (2 ** attempt), self.backoff_max_s)
-        # Jitter only spreads retries in time; it never touches what is generated.
-        return base * (1.0 + 0.25 * random.random())
-
     def chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0) -> ChatResult:
-        body = json.dumps(self.request_body(messages, max_tokens=max_tokens, temperature=temperature))
-        attempts = self.max_retries + 1
-        last_reason, last_detail = "error", ""
         t0 = time.perf_counter()
-        for attempt in range(attempts):
-            retry_after = None
-            with self._sem:
-                try:
-                    resp = self._http().post("/chat/completions", content=body)
-                except httpx.TimeoutException as e:
-                    last_reason, last_detail = "timeout", f"{type(e).__name__}: {e}"
-                except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError,
-                        httpx.WriteError) as e:
-                    last_reason, last_detail = "connect", f"{type(e).__name__}: {e}"
-                else:
-                    if resp.status_code == 200:
-                        try:
-                            text, pt, ct = parse_completion(resp.json())
-                        except ValueError as e:  # includes JSON decode errors
-                            raise VLMError(f"{self.name}: malformed response: {e}; body={resp.text[:300]!r}",
-                                           reason="malformed_response", attempts=attempt + 1) from e
-                        return ChatResult(text=text, latency_s=time.perf_counter() - t0,
-                                          prompt_tokens=pt, completion_tokens=ct)
-                    last_reason = f"http_{resp.status_code}"
-                    last_detail = resp.text[:500]
-                    if resp.status_code not in RETRY_STATUSES and resp.status_code < 500:
-                        raise VLMError(f"{self.name}: HTTP {resp.status_code}: {last_detail}",
-                                       reason=last_reason, attempts=attempt + 1)
-                    retry_after = resp.headers.get("retry-after")
-            if attempt + 1 < attempts:
-                time.sleep(self._delay(attempt, retry_after))
-        raise VLMError(f"{self.name}: failed after {attempts} attempts ({last_reason}): {last_detail}",
-                       reason=last_reason, attempts=attempts)
+        data = self.post("/chat/completions",
+                         self.request_body(messages, max_tokens=max_tokens, temperature=temperature), who=self.name)
+        try:
+            text, pt, ct = parse_completion(data)
+        except ValueError as e:
+            raise VLMError(f"{self.name}: malformed response: {e}; body={str(data)[:300]!r}",
+                           reason="malformed_response") from e
+        return ChatResult(text=text, latency_s=time.perf_counter() - t0, prompt_tokens=pt, completion_tokens=ct)

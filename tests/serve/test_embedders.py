@@ -102,3 +102,24 @@ def test_siglip2_tiny_model(tmp_path):
     i = e.embed_images([png("red"), png("blue", (64, 64))])
     _unit_rows(i, 2, 32)
     assert not np.allclose(i[0], i[1])
+
+
+def test_embeddings_over_http_match_in_process(qwen_embedder):
+    from serve.openai_server import LocalOpenAIServer
+    from serve.vlm import VLMError
+
+    with LocalOpenAIServer(embedder=qwen_embedder) as srv:
+        client = build_embedder({"name": "openai-embed", "args": {
+            "model": srv.model_id, "base_url": srv.base_url, "api_key_env": None, "batch_size": 2}})
+        assert client.dim == 64
+        texts = ["hello", "a red chair", "third"]
+        np.testing.assert_allclose(client.embed_texts(texts), qwen_embedder.embed_texts(texts), atol=1e-5)
+        np.testing.assert_allclose(client.embed_queries(["hello"]), qwen_embedder.embed_queries(["hello"]),
+                                   atol=1e-5)
+        imgs = [png("red"), png("blue", (64, 48))]
+        np.testing.assert_allclose(client.embed_images(imgs, ["a", "b"]),
+                                   qwen_embedder.embed_images(imgs, ["a", "b"]), atol=1e-5)
+        with pytest.raises(VLMError) as ei:  # the server hosts no chat model
+            build_embedder({"name": "openai-embed", "args": {"model": "m", "base_url": srv.base_url + "/nope",
+                                                             "max_retries": 0}}).embed_texts(["x"])
+        assert ei.value.reason == "http_404"
