@@ -1,4 +1,5 @@
-"""Storefront fixtures: the real catalogue, an in-process app, one real uvicorn server."""
+"""Storefront fixtures (tests/env/storefront and tests/env/test_browser.py): the real
+catalogue, an in-process app, one real uvicorn server."""
 
 from __future__ import annotations
 
