@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from env.dialogue.model import Conversation, Session
-from memory.dialogue.draw import ImageFormat, compose, draw_header, encode
+from memory.dialogue.draw import ImageFormat, SessionPainter
 from memory.dialogue.layout import SessionLayout, layout_session
 from memory.dialogue.pack import Span, pack
 from memory.dialogue.text import session_text, unit_text
@@ -68,23 +68,15 @@ def session_units(conv: Conversation, session: Session, variant: Variant, *,
     lay, spans = plan_session(conv, session, variant)
     layout_ms = (time.perf_counter() - t0) * 1e3 / len(spans)
     style = variant.style
-    strips: dict = {}
-    header = None
+    painter = SessionPainter(lay, style, image_format, compress_level) if variant.render else None
     units = []
     for u, sp in enumerate(spans):
         idx = [i for p in range(sp.start, sp.end) for i in lay.pairs[p].turns]
         turns = [session.turns[i] for i in idx]
         text = unit_text(session, turns, header=variant.header)
         image, draw_ms, enc_ms = None, 0.0, 0.0
-        if variant.render:
-            t1 = time.perf_counter()
-            if header is None and variant.header:
-                header = draw_header(lay, style)
-            img = compose(lay, sp.start, sp.end, sp.height, style, strips, header)
-            t2 = time.perf_counter()
-            image = encode(img, image_format, compress_level=compress_level)
-            t3 = time.perf_counter()
-            draw_ms, enc_ms = (t2 - t1) * 1e3, (t3 - t2) * 1e3
+        if painter is not None:
+            image, draw_ms, enc_ms = painter.shot(sp.start, sp.end, sp.height)
         units.append(Unit(conv.conversation_id, session.session_id, session.index, u,
                           tuple(t.dia_id for t in turns), sp.start, sp.end, sp.overlap,
                           style.width, sp.height, sp.overflow, text, image,

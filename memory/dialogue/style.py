@@ -15,7 +15,7 @@ import hashlib
 import json
 from functools import cached_property
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from pipelines.configs.base import Frozen
 
@@ -55,6 +55,13 @@ class Style(Frozen):
     right_bg: str = Field("#2563EB", description="Bubble colour of the right speaker.")
     right_fg: str = Field("#FFFFFF", description="Text colour of the right speaker.")
     right_caption: str = Field("#DBEAFE", description="Caption colour in right bubbles.")
+
+    @model_validator(mode="after")
+    def _bottom_holds_gap(self) -> "Style":
+        # Each turn-pair strip carries its trailing pair gap; the bottom padding must absorb it.
+        if self.chat_pad_bottom < self.pair_gap:
+            raise ValueError("chat_pad_bottom must be >= pair_gap")
+        return self
 
     @cached_property
     def digest(self) -> str:

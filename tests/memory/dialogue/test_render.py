@@ -36,7 +36,7 @@ def tiny() -> Conversation:
 
 # Pinned bytes of the tiny conversation's single shot (Pillow 13 / FreeType 2.14 / zlib 1.2.13,
 # DejaVu from fonts-dejavu-core). A change here means shots changed: re-pin deliberately.
-GOLDEN_SHA256 = "f28c66dbd9589bb448e402cf32e1df48d56985f7141625d3fb2286215e3409a5"
+GOLDEN_SHA256 = "5526c2439928da7c8e992b768d668303855c7930a93aac3f5fd29d72990dacce"
 
 
 def test_golden_shot():
@@ -188,3 +188,25 @@ def test_variants_are_data():
     assert not load_variant("no-render").render and load_variant("text-rag").kind == "session-text"
     with pytest.raises(ConfigError, match="unknown memory variant 'nope'"):
         load_variant("nope")
+
+
+def test_spliced_png_equals_composed_image(locomo):
+    """The PNG spliced from per-strip deflate segments decodes to the composed image's pixels."""
+    import zlib
+
+    from memory.dialogue.draw import compose, draw_header
+    from memory.dialogue.png import adler32_combine
+
+    conv = locomo[2]
+    v = load_variant("memshot")
+    for s in conv.sessions[:2]:
+        lay, spans = plan_session(conv, s, v)
+        units = session_units(conv, s, v)
+        strips: dict = {}
+        for u, sp in zip(units, spans):
+            ref = compose(lay, sp.start, sp.end, sp.height, v.style, strips, draw_header(lay, v.style))
+            got = Image.open(io.BytesIO(u.image))
+            got.load()
+            assert got.mode == "P" and got.size == ref.size
+            assert got.tobytes() == ref.tobytes() and got.getpalette() == ref.getpalette()
+    assert adler32_combine(zlib.adler32(b"abc"), zlib.adler32(b"defgh"), 5) == zlib.adler32(b"abcdefgh")

@@ -1,0 +1,88 @@
+"""Palette PNGs assembled from pre-compressed row blocks.
+
+A shot is a vertical stack of full-width pieces — header band, padding, turn-pair strips — and
+with the overlap-two rule each strip appears in about 2.3 shots. Compressing each piece once as
+an independent deflate segment (ended with ``Z_FULL_FLUSH``: byte-aligned, no back-references
+across pieces) and splicing segments into each shot's zlib stream makes encoding a shot almost
+free: the PNG's ``IDAT`` is ``zlib header + segments + final empty block + adler32``, where the
+adler32 of the whole is combined from the pieces' checksums (zlib's ``adler32_combine``).
+The output is an ordinary 8-bit palette PNG (filter 0 on every row), byte-deterministic, with no
+metadata chunks; it decodes to exactly the pixels Pillow would encode from the composed image.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from PIL import Image
+
+_BASE = 65521
+_SIG = b"\x89PNG\r\n\x1a\n"
+_FINAL = b"\x03\x00"  # an empty final fixed-Huffman block: ends the deflate stream
+
+
+def adler32_combine(adler1: int, adler2: int, len2: int) -> int:
+    """Adler-32 of ``A + B`` from ``adler32(A)``, ``adler32(B)`` and ``len(B)`` (as zlib's)."""
+    rem = len2 % _BASE
+    sum1 = adler1 & 0xFFFF
+    sum2 = (rem * sum1) % _BASE
+    sum1 += (adler2 & 0xFFFF) + _BASE - 1
+    sum2 += ((adler1 >> 16) & 0xFFFF) + ((adler2 >> 16) & 0xFFFF) + _BASE - rem
+    if sum1 >= _BASE:
+        sum1 -= _BASE
+    if sum1 >= _BASE:
+        sum1 -= _BASE
+    if sum2 >= _BASE << 1:
+        sum2 -= _BASE << 1
+    if sum2 >= _BASE:
+        sum2 -= _BASE
+    return sum1 | (sum2 << 16)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A run of PNG rows: its full-flushed raw-deflate bytes, adler32 and raw length."""
+
+    data: bytes
+    adler: int
+    size: int
+    rows: int
+
+
+def _deflate(raw: bytes, level: int) -> bytes:
+    c = zlib.compressobj(level, zlib.DEFLATED, -15)
+    return c.compress(raw) + c.flush(zlib.Z_FULL_FLUSH)
+
+
+def rows_block(img: Image.Image, level: int = 1) -> Block:
+    """The rows of an 8-bit (``L``/``P``) image, each prefixed with filter type 0."""
+    w, h = img.size
+    raw = img.tobytes()
+    filtered = b"".join(b"\x00" + raw[i * w:(i + 1) * w] for i in range(h))
+    return Block(_deflate(filtered, level), zlib.adler32(filtered), len(filtered), h)
+
+
+@lru_cache(maxsize=256)
+def fill_block(width: int, rows: int, index: int, level: int = 1) -> Block:
+    """``rows`` rows of one palette index (page padding)."""
+    filtered = (b"\x00" + bytes([index]) * width) * rows
+    return Block(_deflate(filtered, level), zlib.adler32(filtered), len(filtered), rows)
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def assemble(width: int, palette: bytes, blocks: list[Block]) -> bytes:
+    """A palette PNG whose rows are the concatenation of ``blocks``."""
+    height = sum(b.rows for b in blocks)
+    adler, segs = 1, []
+    for b in blocks:
+        adler = adler32_combine(adler, b.adler, b.size)
+        segs.append(b.data)
+    idat = b"\x78\x01" + b"".join(segs) + _FINAL + struct.pack(">I", adler)
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)
+    return _SIG + _chunk(b"IHDR", ihdr) + _chunk(b"PLTE", palette) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
