@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -248,3 +249,50 @@ def render_all(store: Any, cfg: Any, conversations: list[Conversation], ray_cfg:
                                  compress_level=cfg.png_compress_level, batch_size=cfg.render_batch_size,
                                  use_ray=use_ray)
     return out
+
+
+@dataclass
+class RenderJobResult:
+    """What the ``memshot`` stage gets from rendering.
+
+    ``units``: every variant's unit rows (``UNIT_COLUMNS`` + ``modality`` "image"/"text",
+    ``image_key`` = store key of the shot or null, ``unit_index``); ``render_seconds``: one row per
+    (conversation_id, variant) with ``render_s`` = layout + draw + encode + write seconds of its
+    units (as recorded when rendered, so a resumed run reports the same); ``summaries``: the
+    per-variant job summaries.
+    """
+
+    units: Any
+    render_seconds: Any
+    conversations: list[Conversation]
+    summaries: dict[str, dict[str, Any]]
+
+
+def units_frame(store: Any, prefixes: Iterable[str]) -> Any:
+    """The stage's units frame from finished renders under ``prefixes`` (pure post-processing)."""
+    import polars as pl
+
+    parts = [read_units(store, p) for p in prefixes]
+    df = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
+    return df.with_columns(
+        pl.when(pl.col("key").is_null()).then(pl.lit("text")).otherwise(pl.lit("image")).alias("modality"),
+        pl.col("key").alias("image_key"), pl.col("unit").alias("unit_index"))
+
+
+def render_seconds(units: Any) -> Any:
+    """Render seconds per (conversation_id, variant) from the recorded per-unit phase times."""
+    import polars as pl
+
+    return (units.group_by(["conversation_id", "variant"], maintain_order=True)
+            .agg(((pl.col("layout_ms") + pl.col("draw_ms") + pl.col("encode_ms") + pl.col("write_ms")).sum() / 1e3)
+                 .alias("render_s"))
+            .sort(["variant", "conversation_id"]))
+
+
+def run_render_job(ctx: Any) -> RenderJobResult:
+    """Render every ``ctx.config.memshot.variants`` under ``<run_prefix>/memshot/<dataset>/<variant>``."""
+    cfg = ctx.config.memshot
+    conversations = load_conversations(cfg, ctx.data_dir)
+    summaries = render_all(ctx.store, cfg, conversations, ctx.config.ray, ctx.run_prefix)
+    units = units_frame(ctx.store, [s["prefix"] for s in summaries.values()])
+    return RenderJobResult(units, render_seconds(units), conversations, summaries)

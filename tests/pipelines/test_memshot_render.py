@@ -94,3 +94,28 @@ def test_render_all_from_config(file_store, shared_dir):
     assert out["no-render"]["table"] == "runs/r1/memshot/locomo/no-render/units.parquet"
     with pytest.raises(ConfigError, match="longmemeval_path is not set"):
         load_conversations(MemShotConfig(dataset="longmemeval"), shared_dir / "data")
+
+
+def test_run_render_job_for_the_stage(file_store, shared_dir):
+    """The stage's entry point: units frame (modality, image_key) and render seconds."""
+    from types import SimpleNamespace
+
+    from pipelines.configs.memshot import MemShotConfig
+    from pipelines.memshot_render import run_render_job
+
+    cfg = SimpleNamespace(memshot=MemShotConfig(conversations=1, variants=("no-render", "text-rag")), ray=None)
+    ctx = SimpleNamespace(config=cfg, store=file_store, data_dir=shared_dir / "data", run_prefix="runs/r2")
+    import pipelines.memshot_render as mr
+
+    orig = mr.render_all
+    mr.render_all = lambda *a, **k: orig(*a, **k, use_ray=False)  # the Ray path is covered above
+    try:
+        out = run_render_job(ctx)
+    finally:
+        mr.render_all = orig
+    u = out.units
+    assert set(u["variant"].unique()) == {"no-render", "text-rag"} and set(u["modality"].unique()) == {"text"}
+    assert u["image_key"].null_count() == u.height and "unit_index" in u.columns
+    rs = out.render_seconds
+    assert rs.columns == ["conversation_id", "variant", "render_s"] and rs.height == 2
+    assert (rs["render_s"] > 0).all() and [c.conversation_id for c in out.conversations] == ["conv-26"]
