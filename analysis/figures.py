@@ -30,8 +30,8 @@ def _color(name: str, i: int) -> str:
 def render(fig: Any) -> tuple[bytes, bytes]:
     """``(png, svg)`` bytes of a figure; closes it."""
     png, svg = io.BytesIO(), io.BytesIO()
-    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
-    fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(png, format="png", dpi=100)
+    fig.savefig(svg, format="svg", metadata={"Date": None})
     plt.close(fig)
     return png.getvalue(), svg.getvalue()
 
@@ -93,7 +93,7 @@ def bins(bank: pl.DataFrame, position: pl.DataFrame, backend: str) -> Any:
 
 def alpha(sweep: pl.DataFrame) -> Any:
     """Fig. 7: TSR vs visual weight alpha, one line per (architecture, backend, J), cluster CI bars."""
-    fig, ax = plt.subplots(figsize=(4.2, 3.0))
+    fig, ax = plt.subplots(figsize=(4.2, 3.0), layout="constrained")
     for i, ((arch, backend, j), d) in enumerate(sweep.sort("alpha").group_by(["architecture", "backend", "J"],
                                                                              maintain_order=True)):
         d = d.with_columns([pl.when(pl.col(c).is_null() | pl.col(c).is_nan()).then(pl.col("tsr")).otherwise(pl.col(c))
@@ -111,7 +111,7 @@ def alpha(sweep: pl.DataFrame) -> Any:
 
 def encoding(enc: pl.DataFrame) -> Any:
     """Fig. 4-style histogram of distinct products per session, per back-end."""
-    fig, ax = plt.subplots(figsize=(4.2, 3.0))
+    fig, ax = plt.subplots(figsize=(4.2, 3.0), layout="constrained")
     for i, backend in enumerate(sorted(enc["backend"].unique().to_list())):
         v = enc.filter(pl.col("backend") == backend)["distinct_products"].to_numpy()
         ax.hist(v, bins=range(0, int(v.max(initial=0)) + 2), alpha=0.55, label=backend, color=f"C{i}")
@@ -123,7 +123,7 @@ def encoding(enc: pl.DataFrame) -> Any:
 
 def recall_at_k(rec: pl.DataFrame) -> Any:
     """Evidence recall@k (or hit@k when recall is unknown) vs k, one line per (dataset, variant)."""
-    fig, ax = plt.subplots(figsize=(4.2, 3.0))
+    fig, ax = plt.subplots(figsize=(4.2, 3.0), layout="constrained")
     metric = "recall" if rec["recall"].null_count() < rec.height else "hit"
     for i, ((ds, variant), d) in enumerate(rec.sort("k").group_by(["dataset", "variant"], maintain_order=True)):
         d = d.group_by("k").agg(pl.col(metric).mean()).sort("k")

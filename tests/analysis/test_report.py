@@ -30,9 +30,11 @@ def _probes() -> pl.DataFrame:
     return pl.concat([synthetic.probes(Js=(4, 6), chains=4), *sweep, *abl], how="diagonal_relaxed")
 
 
-def _write_all(store, run_id: str) -> None:
+def _write_all(store, run_id: str, *, small: bool = False) -> None:
+    """Every result kind; ``small`` keeps one back-end and no sweeps (fewer figures to draw)."""
     prefix = f"runs/{run_id}"
-    write_results(store, prefix, "probes", _probes())
+    probes = synthetic.probes(backends=("b",), Js=(4,), chains=3) if small else _probes()
+    write_results(store, prefix, "probes", probes)
     write_results(store, prefix, "encoding", synthetic.encoding(chains=3, J=4))
     write_results(store, prefix, "memshot_answers", synthetic.memshot_answers(questions=12, heights=(None, 512, 768)))
     write_results(store, prefix, "memshot_recall", synthetic.memshot_recall(questions=12))
@@ -128,7 +130,7 @@ def test_report_stage_on_real_s3(s3_store):
     from pipelines.stages.report import run
 
     cfg = RunConfig(name="reptest", seed=3, report=ReportConfig(n_resamples=300, compare=("dualmem", "caption")))
-    _write_all(s3_store, cfg.run_id)
+    _write_all(s3_store, cfg.run_id, small=True)
     ctx = RunContext(config=cfg, store=s3_store, run_dir=Path("/tmp"), manifest=Manifest(s3_store, cfg.run_id))
     summary = run(ctx)
     assert summary["status"] == "done" and summary["html"].startswith("s3://")
@@ -140,7 +142,7 @@ def test_report_stage_on_real_s3(s3_store):
 
 
 def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
-    _write_all(file_store, "cli-1")
+    _write_all(file_store, "cli-1", small=True)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "pipelines", "report", "cli-1", "--store", file_store.uri,
@@ -165,7 +167,7 @@ def test_full_runner_report_stage_end_to_end(tmp_path):
     store_uri = f"file://{tmp_path}/store"
     cfg = load_config(overrides={"name": "e2e", "stages": ["report"], "store": {"uri": store_uri},
                                  "runs_dir": str(tmp_path / "runs"), "report": {"n_resamples": 300}})
-    _write_all(Store.open(store_uri), cfg.run_id)
+    _write_all(Store.open(store_uri), cfg.run_id, small=True)
     results = run(cfg, progress=False)
     assert results["report"]["status"] == "done"
     html = Store.open(store_uri).get_bytes(f"runs/{cfg.run_id}/report/index.html").decode()
