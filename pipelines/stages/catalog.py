@@ -162,6 +162,7 @@ def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any
     procedural = spec["name"] == "procedural"
     store.exists(rows[0]["with_cue_key"])  # creates the client before threads share it
     out: list[dict[str, Any]] = []
+    cpu0 = time.process_time()
     with ThreadPoolExecutor(max_workers=upload_threads) as pool:
         futures = []
         for r in rows:
@@ -187,6 +188,9 @@ def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any
                         "generated": not r["exists"], "seconds": time.perf_counter() - t0})
         for f in futures:
             f.result()  # surface upload errors
+    cpu = (time.process_time() - cpu0) / len(out)  # this process's CPU (render, encode, upload threads)
+    for r in out:
+        r["cpu_s"] = cpu
     return out
 
 
@@ -267,5 +271,6 @@ def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
     store.put_json(f"{ctx.run_prefix}/catalog.json", pointer)
     return {"status": "done", "prefix": prefix, "table": table_key, "variants": len(variants),
             "generated": generated, "skipped": len(variants) - generated, "job_s": round(t_job, 3),
+            "worker_cpu_s": round(sum(r.get("cpu_s", 0.0) for r in results), 3),
             "bytes": int(table["with_cue_bytes"].sum() + table["base_bytes"].sum()),
             "wall_s": round(time.perf_counter() - t0, 3)}
