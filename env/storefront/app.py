@@ -31,7 +31,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from env.storefront.catalog import Catalog, Variant
-from env.storefront.imagesource import ImageSource
+from env.storefront.imagesource import CachedImageSource, ImageSource
 from env.storefront.session import COOKIE, SessionStore, ShopSession
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -61,9 +61,12 @@ def money(x: float) -> str:
     return f"${x:,.2f}"
 
 
-def create_app(catalog: Catalog, images: ImageSource) -> FastAPI:
-    """Build the shop app. ``images`` serves ``/images/<hash>.png``."""
+def create_app(catalog: Catalog, images: ImageSource, *, image_cache: int = 512) -> FastAPI:
+    """Build the shop app. ``images`` serves ``/images/<hash>.png`` (behind an LRU of
+    ``image_cache`` images; 0 disables it)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    if image_cache > 0:
+        images = CachedImageSource(images, max_items=image_cache)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
     env.globals["money"] = money

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import io
+import threading
 from typing import Any, Protocol, runtime_checkable
 
 from serve.registry import Registry
@@ -62,6 +63,32 @@ def build_image_source(spec: dict[str, Any] | str, catalog: Catalog) -> ImageSou
     except (AttributeError, TypeError):
         pass
     return src
+
+
+class CachedImageSource:
+    """An LRU cache in front of a source: sources that render on demand (procedural) pay the
+    cost once per image, not once per page view. Images are deterministic, so caching is exact."""
+
+    def __init__(self, inner: ImageSource, max_items: int = 512) -> None:
+        from collections import OrderedDict
+
+        self.inner, self.max_items = inner, max_items
+        self._lru: "OrderedDict[tuple[str, bool], bytes]" = OrderedDict()
+        self._lock = threading.Lock()
+        self.spec = getattr(inner, "spec", None)
+
+    def get(self, url_hash: str, with_cue: bool = True) -> bytes:
+        key = (url_hash, with_cue)
+        with self._lock:
+            if key in self._lru:
+                self._lru.move_to_end(key)
+                return self._lru[key]
+        data = self.inner.get(url_hash, with_cue=with_cue)
+        with self._lock:
+            self._lru[key] = data
+            while len(self._lru) > self.max_items:
+                self._lru.popitem(last=False)
+        return data
 
 
 def _load_plugins() -> None:
