@@ -90,11 +90,15 @@ def height_table(answers: pl.DataFrame, **kw) -> pl.DataFrame:
     two heights were run (no sweep)."""
     if "max_height" not in answers.columns:
         return pl.DataFrame()
-    hs = answers.filter(pl.col("max_height").is_not_null())
+    # Height variants named like "h512" count at that height when max_height was left null.
+    from_name = pl.col("variant").str.extract(r"^h(\d+)$", 1).cast(pl.Int64)
+    hs = answers.with_columns(pl.coalesce(pl.col("max_height"), from_name).alias("max_height"))
+    hs = hs.filter(pl.col("max_height").is_not_null())
     if hs["max_height"].n_unique() < 2:
         return pl.DataFrame(schema={"dataset": pl.String, "model": pl.String, "variant": pl.String,
                                     "max_height": pl.Int64})
-    return by_k_table(hs, ["dataset", "model", "variant", "max_height"], **kw)
+    t = by_k_table(hs, ["dataset", "model", "variant", "max_height"], **kw)
+    return t.sort(["dataset", "model", "max_height", "variant"], nulls_last=True) if t.height else t
 
 
 def recall_table(recall: pl.DataFrame | None, answers: pl.DataFrame | None = None) -> pl.DataFrame:

@@ -45,6 +45,7 @@ def _with_stage_defaults(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def _report(args: argparse.Namespace) -> int:
+    import dataclasses
     from pathlib import Path
 
     from analysis.report import report_run
@@ -58,7 +59,14 @@ def _report(args: argparse.Namespace) -> int:
         prefix = f"runs/{args.run_id}"
         if not store.list(prefix + "/"):
             raise VismemError(f"run {args.run_id!r} not found in store {store.uri} (nothing under {prefix}/)")
-        summary = report_run(store, args.run_id, options=options_from(cfg))
+        options = options_from(cfg)
+        manifest_key = f"{prefix}/manifest.json"
+        if args.seed is None and store.exists(manifest_key):
+            # Reporting an existing run: its own seed drives the bootstrap, as in the run's stage.
+            run_seed = (store.get_json(manifest_key).get("config") or {}).get("seed")
+            if isinstance(run_seed, int):
+                options = dataclasses.replace(options, seed=run_seed)
+        summary = report_run(store, args.run_id, options=options)
         if args.out:
             out = Path(args.out)
             for key in store.list(prefix + "/report/"):

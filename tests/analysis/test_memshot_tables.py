@@ -74,3 +74,11 @@ def test_empty_and_all_unjudged():
     unjudged = _known().with_columns(pl.lit(None, pl.Boolean).alias("judge_label"))
     t = memshot.category_table(unjudged)
     assert t["Overall Acc"].is_null().all() and t["Overall F1"].is_not_null().all()
+
+
+def test_height_sweep_from_variant_names():
+    base = _known()
+    named = pl.concat([base, base.with_columns(pl.lit("h512").alias("variant")),
+                       base.with_columns(pl.lit("h1024").alias("variant"))])
+    ht = memshot.height_table(named)
+    assert ht["max_height"].to_list() == [512, 1024] and ht["variant"].to_list() == ["h512", "h1024"]

@@ -152,6 +152,7 @@ def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
     summary = json.loads(res.stdout)
     assert summary["found"] == ["encoding", "memshot_answers", "memshot_recall", "probes"]
     assert (out / "index.html").is_file() and (out / "figures" / "retention.svg").is_file()
+    assert "Seed 1," in (out / "index.html").read_text()  # the run's own seed, from its manifest
     bad = subprocess.run([sys.executable, "-m", "pipelines", "report", "no-such-run", "--store", file_store.uri],
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
     assert bad.returncode == 1 and "not found" in bad.stderr
