@@ -1,0 +1,22 @@
+"""Fixtures for the agent tests: one real storefront (FastAPI on loopback) per module."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def shop(shared_dir):
+    from env.storefront.server import ShopServer
+
+    with ShopServer.from_data(shared_dir / "data", seed=0) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser(shop, chromium_path):
+    from pipelines.agents.envs import browser_env
+
+    env = browser_env(shop.url)
+    yield env
+    env.close()
