@@ -228,6 +228,22 @@ def generate(rows: list[dict[str, Any]], *, store: Any, cfg: Any, ray_cfg: Any, 
     return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in results]
 
 
+def _check_source(cfg: Any, variants: Any) -> None:
+    """Build the configured source once in the driver: unknown names or bad args → ConfigError."""
+    from env.storefront.imagesource import IMAGE_SOURCES, _load_plugins, build_image_source
+    from pipelines.errors import ConfigError
+
+    _load_plugins()
+    if cfg.image_source not in IMAGE_SOURCES:
+        raise ConfigError(f"catalog.image_source {cfg.image_source!r} is not a registered image source "
+                          f"(known: {', '.join(IMAGE_SOURCES.names())})")
+    rows = plan_rows(variants[:1], "check", cfg.image_format, set())
+    try:
+        build_image_source(source_spec(cfg), _RowCatalog(rows))  # type: ignore[arg-type]
+    except TypeError as err:
+        raise ConfigError(f"catalog.image_source_args do not fit image source {cfg.image_source!r}: {err}") from None
+
+
 def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
     """Generate (or resume) the catalogue images and table; returns a summary."""
     import polars as pl
@@ -238,6 +254,7 @@ def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
     cfg, store = ctx.config.catalog, ctx.store
     catalog = catalog_from_config(ctx.config)
     variants = list(catalog.variants[: cfg.limit] if cfg.limit else catalog.variants)
+    _check_source(cfg, variants)  # fail before anything is written
     params = image_params(cfg, catalog.variants)
     prefix = f"catalog/{params_hash(params)}"
     if not store.exists(f"{prefix}/params.json"):
