@@ -140,6 +140,15 @@ def retention(probes: pl.DataFrame, *, common: bool = True, n_resamples: int = N
     return rate_cells(main, [*CELL, "reach"], n_resamples=n_resamples, seed=seed)
 
 
+def reach_table(ret: pl.DataFrame) -> pl.DataFrame:
+    """Per-reach breakdown (App. G layout): one row per (backend, J, architecture), columns ``r=1..``."""
+    if ret.height == 0:
+        return pl.DataFrame(schema={"backend": pl.String, "J": pl.Int64, "architecture": pl.String})
+    reaches = sorted(ret["reach"].unique().to_list())
+    wide = ret.pivot(on="reach", index=CELL, values="tsr")
+    return wide.select(*CELL, *[pl.col(str(r)).alias(f"r={r}") for r in reaches]).sort(CELL)
+
+
 def binned(probes: pl.DataFrame, column: str, *, n_bins: int = 8, common: bool = True) -> pl.DataFrame:
     """TSR by equal-width bins of ``column`` (``bank_size`` or ``encoding_position``).
 

@@ -62,7 +62,13 @@ def category_table(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
     for c in cats:
         cols += [pl.col(f"acc_{c}").alias(f"{c} Acc"), pl.col(f"f1_{c}").alias(f"{c} F1")]
     n = long.filter(pl.col("category") == "Overall").select(*by, "n")
-    return wide.select(*by, *cols).join(n, on=by, how="left", nulls_equal=True).sort(by, nulls_last=True)
+    out = wide.select(*by, *cols).join(n, on=by, how="left", nulls_equal=True)
+    if "latency_s" in answers.columns and answers["latency_s"].null_count() < answers.height:
+        # Memory-construction latency is per conversation: average one value per conversation.
+        lat = (answers.filter(pl.col("latency_s").is_not_null()).group_by([*by, "conversation_id"])
+               .agg(pl.col("latency_s").first()).group_by(by).agg(pl.col("latency_s").mean().alias("Latency (s)")))
+        out = out.join(lat, on=by, how="left", nulls_equal=True)
+    return out.sort(by, nulls_last=True)
 
 
 def by_k_table(answers: pl.DataFrame, rows: Sequence[str], *,

@@ -106,6 +106,9 @@ def _dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions) -> list[Secti
         else:
             main.notes.append("LPM not fitted: fewer than two chains or too few probes.")
         ret = dmv.retention(probes, common=opt.common_probes, **kw)
+        rt = dmv.reach_table(ret)
+        curves.tables.append(Table("reach", "TSR (%) by recall reach r", rt, percent=rt.columns[3:],
+                                   caption="Per-reach breakdown; reach = recall session - visit session."))
         curves.figures.append(Figure("retention", "TSR by recall reach", *figures.render(figures.retention(ret))))
         bank = dmv.binned(probes, "bank_size", n_bins=opt.n_bins, common=opt.common_probes)
         pos = dmv.binned(probes, "encoding_position", n_bins=opt.n_bins, common=opt.common_probes)

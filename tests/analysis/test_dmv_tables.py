@@ -125,3 +125,9 @@ def test_synthetic_grid_recovers_its_ordering():
     real = cells.filter(pl.col("tsr") > 0)
     wider = ((real["cluster_high"] - real["cluster_low"]) > (real["naive_high"] - real["naive_low"])).mean()
     assert wider > 0.7
+
+
+def test_reach_table_layout():
+    rt = dmv.reach_table(dmv.retention(_known(), n_resamples=100))
+    assert rt.columns == ["backend", "J", "architecture", "r=1", "r=2"]
+    assert rt.row(0) == ("b", 3, "A", 1.0, 0.5)

@@ -82,3 +82,12 @@ def test_height_sweep_from_variant_names():
                        base.with_columns(pl.lit("h1024").alias("variant"))])
     ht = memshot.height_table(named)
     assert ht["max_height"].to_list() == [512, 1024] and ht["variant"].to_list() == ["h512", "h1024"]
+
+
+def test_latency_is_averaged_per_conversation():
+    base = _known()
+    two = pl.concat([base.with_columns(pl.lit(2.0).alias("latency_s")),
+                     base.with_columns(pl.lit("c1").alias("conversation_id"), pl.lit(4.0).alias("latency_s"))])
+    t = memshot.category_table(two)
+    assert t["Latency (s)"].to_list() == [3.0, 3.0]
+    assert "Latency (s)" not in memshot.category_table(base).columns

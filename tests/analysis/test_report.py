@@ -18,7 +18,7 @@ from analysis.schemas import result_key, write_results
 REPO = Path(__file__).resolve().parents[2]
 FAST = ReportOptions(n_resamples=300, seed=1)
 
-ALL_TABLES = ["table2", "bootstrap", "permutation", "lpm", "leader-bins", "ablations", "alpha", "encoding",
+ALL_TABLES = ["table2", "bootstrap", "permutation", "lpm", "reach", "leader-bins", "ablations", "alpha", "encoding",
               "memshot-locomo", "memshot-ablations", "memshot-height", "memshot-recall"]
 
 
