@@ -60,8 +60,11 @@ def _deflate(raw: bytes, level: int) -> bytes:
 def rows_block(img: Image.Image, level: int = 1) -> Block:
     """The rows of an 8-bit (``L``/``P``) image, each prefixed with filter type 0."""
     w, h = img.size
-    raw = img.tobytes()
-    filtered = b"".join(b"\x00" + raw[i * w:(i + 1) * w] for i in range(h))
+    # Paste into a one-pixel-wider image whose column 0 stays 0: its bytes are exactly the PNG
+    # rows with filter byte 0 (one memcpy instead of a Python join over rows).
+    wide = Image.new("L", (w + 1, h), 0)
+    wide.paste(img if img.mode == "L" else img.convert("L"), (1, 0))
+    filtered = wide.tobytes()
     return Block(_deflate(filtered, level), zlib.adler32(filtered), len(filtered), h)
 
 
