@@ -268,6 +268,9 @@ def validate(df: Any, kind: str) -> pl.DataFrame:
             except Exception:  # noqa: BLE001 - any failed cast is a schema error
                 raise SchemaError(f"{kind}: column {c.name!r} has dtype {col.dtype}, expected {c.dtype} "
                                   f"(not castable losslessly)") from None
+            if c.dtype == pl.Boolean and col.dtype.is_integer() and not col.is_in([0, 1]).fill_null(True).all():
+                raise SchemaError(f"{kind}: column {c.name!r} must be boolean (or 0/1), got {col.dtype}: "
+                                  + _first_bad(df, ~col.is_in([0, 1]).fill_null(True)))
             if col.dtype.is_float() and c.dtype.is_integer():
                 # A cast that changes values (1.5 -> 1) is not lossless.
                 diff = col.fill_null(0) != cast.cast(col.dtype).fill_null(0)

@@ -74,3 +74,10 @@ def test_describe_documents_every_column():
     for kind in KINDS:
         assert f"`{kind}`" in text
     assert "`bank_size`" in text and "`judge_label`" in text
+
+
+def test_booleans_from_0_1_integers_only():
+    df = synthetic.probes(chains=1, Js=(3,))
+    assert validate(df.with_columns(pl.col("correct").cast(pl.Int8)), "probes")["correct"].equals(df["correct"])
+    with pytest.raises(SchemaError, match="must be boolean"):
+        validate(df.with_columns(pl.col("correct").cast(pl.Int8) * 2), "probes")
