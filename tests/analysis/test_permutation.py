@@ -83,3 +83,11 @@ def test_degenerate_inputs():
     assert one.p_value == 1.0 and "single chain" in one.note
     with pytest.raises(ValueError, match="same length"):
         sign_permutation_test([1, 0], [1])
+
+
+def test_beyond_exact_reach_falls_back_to_seeded_monte_carlo():
+    sums = np.random.default_rng(2).integers(-3, 6, 60)
+    res = chain_sum_test(sums, n_probes=600)
+    again = chain_sum_test(sums, n_probes=600)
+    assert not res.exact and "Monte Carlo" in res.note and res.p_value == again.p_value
+    assert 0 < res.p_value <= 1
