@@ -187,7 +187,7 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
     elif todo:
         results = render_rows(todo, **kw)
     table_key = f"{prefix}/units.parquet"
-    units = collect_units(store, prefix)
+    units = collect_units(store, prefix, keys=[shard_key(prefix, r["conversation_id"], r["session_id"]) for r in rows])
     store.write_table(table_key, units, schema_version=SCHEMA_VERSION)
     return {
         "variant": variant.name, "prefix": prefix, "table": table_key, "sessions": len(rows),
@@ -197,13 +197,18 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
     }
 
 
-def collect_units(store: Any, prefix: str) -> Any:
-    """Concatenate every shard under ``prefix`` into one Arrow table sorted by position."""
+def collect_units(store: Any, prefix: str, keys: Iterable[str] | None = None) -> Any:
+    """Concatenate the shards ``keys`` (default: every shard under ``prefix``) into one Arrow
+    table sorted by position; a missing shard is an error (the render did not finish)."""
     import pyarrow as pa
 
     rows = []
-    for k in sorted(_list_shards(store, prefix)):
-        shard = json.loads(store.get_bytes(k))
+    for k in sorted(_list_shards(store, prefix) if keys is None else keys):
+        try:
+            data = store.get_bytes(k)
+        except FileNotFoundError:
+            raise DataError(f"{store.url(k)}: shard missing; re-run the render to complete it") from None
+        shard = json.loads(data)
         if shard.get("schema_version") != SCHEMA_VERSION:
             raise DataError(f"{store.url(k)}: shard schema_version {shard.get('schema_version')} != {SCHEMA_VERSION}; "
                             "render into a fresh prefix")
