@@ -167,8 +167,8 @@ def brute_force_p(chain_sums: Any) -> float:
     import itertools
     from fractions import Fraction
 
-    vals = [Fraction(v) if not isinstance(v, float) else Fraction(v).limit_denominator(10**9)
-            for v in np.asarray(chain_sums).tolist()]
+    raw = chain_sums.tolist() if isinstance(chain_sums, np.ndarray) else list(chain_sums)
+    vals = [Fraction(v).limit_denominator(10**9) if isinstance(v, float) else v for v in raw]
     obs = abs(sum(vals))
     hits = 0
     n = 0
