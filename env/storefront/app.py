@@ -139,7 +139,7 @@ def create_app(catalog: Catalog, images: ImageSource, *, image_cache: int = 512)
         sid, sess, new = session_of(request)
         col = catalog.collection_by_slug[v.collection_slug]
         c = catalog.category_by_slug[v.cat]
-        rng = random.Random(f"reviews.{col.slug}")  # per collection: siblings share reviews
+        rng = random.Random(f"reviews.{catalog.seed}.{col.slug}")  # per collection: siblings share them
         reviews = [(rng.choice((4, 5)), body, author) for body, author in
                    zip(rng.sample(REVIEW_BODIES, 3), rng.sample(REVIEW_AUTHORS, 3))]
         rating = f"{sum(r[0] for r in reviews) / 3:.1f}"

@@ -38,6 +38,8 @@ def test_real_catalogue_has_zero_hits(real_report):
     assert real_report.ok
     # every field kind is represented; many more fields than the paper's 13,140 catalogue fields
     assert {"text", "title", "meta", "attr", "url"} <= set(real_report.fields_by_kind)
+    # every page has a <title> and a meta description
+    assert real_report.fields_by_kind["title"] == real_report.fields_by_kind["meta"] == real_report.pages
     assert real_report.fields_scanned > 13_140 and real_report.catalog_fields == 14_140
 
 
