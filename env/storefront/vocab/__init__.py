@@ -1,0 +1,1 @@
+"""Vocabulary data files of the L2 audit (a package only so that setuptools ships the files)."""
