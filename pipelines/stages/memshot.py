@@ -230,8 +230,9 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
         keep = (questions.group_by("conversation_id", maintain_order=True)
                 .head(cfg.max_questions).select("conversation_id", "question_id"))
         tasks = tasks.join(keep, on=["conversation_id", "question_id"], how="semi")
-    vlm = build_vlm(cfg.vlm.spec())
-    ctx.manifest.component("memshot.vlm", cfg.vlm.spec())
+    vlm_spec = cfg.vlm.spec()
+    vlm = build_vlm(vlm_spec)
+    ctx.manifest.component("memshot.vlm", vlm_spec)
     answers = generate_answers(tasks, units, questions, vlm, dataset=dataset, read_image=ctx.store.get_bytes,
                                max_tokens=cfg.answer_max_tokens, concurrency=cfg.request_concurrency,
                                order=cfg.context_order)
@@ -246,7 +247,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     qcols = questions.select("conversation_id", "question_id", "question", "answer", "category", "category_code")
     full = (answers.join(qcols, on=["conversation_id", "question_id"], how="left")
             .join(hits, on=["variant", "conversation_id", "question_id", "k"], how="left")
-            .with_columns(pl.lit(dataset).alias("dataset"), pl.lit(getattr(vlm, "name", cfg.vlm.name)).alias("model"),
+            .with_columns(pl.lit(dataset).alias("dataset"), pl.lit(getattr(vlm, "name", vlm_spec["name"])).alias("model"),
                           pl.col("variant").replace_strict(_max_heights(units), default=None,
                                                            return_dtype=pl.Int64).alias("max_height")))
     # F1 rules key on LoCoMo's numeric codes (1 multi-hop, 3 open-domain); the table shows names.
