@@ -108,7 +108,11 @@ def llm_config_dict(model: str, *, min_replicas: int | None = None, max_replicas
 def build_llm_app(models: list[str], **kwargs: Any):
     """An OpenAI-compatible vLLM app (``ray.serve.llm.build_openai_app``) for named model specs.
     Cluster only: ``ray.serve.llm`` needs vLLM, which the local environment does not have."""
+    import importlib.util
+
     try:
+        if importlib.util.find_spec("vllm") is None:  # fail fast: ray.serve.llm's import is slow
+            raise ImportError("No module named 'vllm'")
         from ray.serve.llm import LLMConfig, build_openai_app
     except ImportError as e:
         raise ImportError(f"ray.serve.llm needs vLLM (install the 'gpu' extra on the cluster): {e}") from e
