@@ -1,0 +1,19 @@
+"""The DMV-Bench storefront: catalogue model, image sources, the FastAPI shop and the L2 audit.
+
+Heavy parts (FastAPI, Playwright) load only from their modules: ``env.storefront.app``,
+``env.storefront.server`` (``ShopServer``), ``env.storefront.audit``.
+"""
+
+from env.storefront.catalog import (
+    COLOURS,
+    Catalog,
+    Category,
+    Collection,
+    Variant,
+    catalog_from_config,
+    load_catalog,
+    url_hash,
+)
+
+__all__ = ["COLOURS", "Catalog", "Category", "Collection", "Variant", "catalog_from_config",
+           "load_catalog", "url_hash"]
