@@ -32,7 +32,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pipelines.errors import DataError
+from pipelines.errors import ConfigError, DataError
 
 #: The ten basic cue colours, in the official index order.
 COLOURS: tuple[str, ...] = (
@@ -227,7 +227,7 @@ def load_catalog(
     ``seed_doc``/``cue_doc`` override the files' parsed contents (tests inject malformed copies).
     """
     if colour_order not in ("seeded", "official"):
-        raise DataError(f"colour_order must be 'seeded' or 'official', not {colour_order!r}")
+        raise ConfigError(f"colour_order must be 'seeded' or 'official', not {colour_order!r}")
     d = dmv_dir(data_dir)
     seed_path, cue_path = d / SEED_FILE, d / CUE_FILE
     sd = seed_doc if seed_doc is not None else _read_json(seed_path)

@@ -92,3 +92,16 @@ def test_missing_and_broken_files(tmp_path):
     (tmp_path / "seed_v2.json").write_text("{not json")
     with pytest.raises(DataError, match="seed_v2.json: not valid JSON"):
         load_catalog(tmp_path)
+
+
+def test_config_drives_seed_and_colour_order(shared_dir):
+    from env.storefront.catalog import catalog_from_config
+    from pipelines.config import load_config
+    from pipelines.errors import ConfigError
+
+    cfg = load_config(None, overrides={"seed": 5, "data_dir": str(shared_dir / "data"),
+                                       "catalog": {"colour_order": "official"}})
+    cat = catalog_from_config(cfg)
+    assert cat.seed == 5 and cat.colour_order == "official" and cat.variants[0].cue_color == "red"
+    with pytest.raises(ConfigError):
+        load_catalog(shared_dir / "data", colour_order="sorted")
