@@ -210,3 +210,17 @@ def test_spliced_png_equals_composed_image(locomo):
             assert got.mode == "P" and got.size == ref.size
             assert got.tobytes() == ref.tobytes() and got.getpalette() == ref.getpalette()
     assert adler32_combine(zlib.adler32(b"abc"), zlib.adler32(b"defgh"), 5) == zlib.adler32(b"abcdefgh")
+
+
+def test_preview_cli(tmp_path, shared_dir):
+    from memory.dialogue.__main__ import main
+
+    out = tmp_path / "shots"
+    rc = main(["--path", str(shared_dir / "data/locomo/locomo10.json"), "--conversation", "conv-30",
+               "--session", "2", "--out", str(out)])
+    assert rc == 0
+    pngs = sorted(out.glob("*.png"))
+    assert pngs and len(pngs) == len((out / "units.jsonl").read_text().splitlines())
+    assert Image.open(pngs[0]).size[0] == 948
+    assert main(["--path", str(shared_dir / "data/locomo/locomo10.json"), "--conversation", "nope",
+                 "--out", str(out)]) == 1
