@@ -93,9 +93,9 @@ def rug(p: Painter) -> None:
              "art_deco": "fans", "japandi": "line"}[st.name]
     if motif == "medallion" or motif == "diamonds":
         n = 1 if motif == "medallion" else rng.randint(2, 4)
-        for i in range(n):
-            c = (i + 0.5) / n
-            w = 0.3 if n == 1 else 0.4 / n
+        for i in range(n):  # inside the border: centres across 0.15..0.85
+            c = 0.15 + 0.7 * (i + 0.5) / n
+            w = 0.25 if n == 1 else 0.32 / n
             p.d.polygon(q((c - w, 0.5), (c, 0.2), (c + w, 0.5), (c, 0.8)), fill=ink if i % 2 == 0 else st.accent)
             p.d.polygon(q((c - w / 2, 0.5), (c, 0.35), (c + w / 2, 0.5), (c, 0.65)), fill=shade(f, 0.85))
     elif motif == "stripes":

@@ -25,7 +25,7 @@ from env.storefront.images.paint import Painter
 from env.storefront.images.styles import STYLES
 
 #: Renderer version: bump when drawing changes, so content-addressed outputs change key.
-RENDERER_VERSION = "proc-1"
+RENDERER_VERSION = "proc-2"
 
 PAINTERS: dict[str, Callable[[Painter], None]] = {
     "chair": furniture.chair, "sofa": furniture.sofa, "lamp": furniture.lamp, "table": furniture.table,
@@ -96,7 +96,7 @@ def backdrop(style: str, size: int) -> Image.Image:
 
 def _soft_shadow(canvas: Image.Image, box: tuple[float, float, float, float], strength: int) -> None:
     """Darken ``canvas`` inside a blurred ellipse; works on the ellipse's region only (cheap)."""
-    k, pad = 4, 12  # draw at 1/k scale, blur, scale up; pad leaves room for the blur
+    k, pad = 4, 40  # draw at 1/k scale, blur, scale up; pad leaves room for the blur to fade out
     x0, y0 = int(box[0]) - pad, int(box[1]) - pad
     x1, y1 = int(box[2]) + pad, int(box[3]) + pad
     w, h = x1 - x0, y1 - y0
