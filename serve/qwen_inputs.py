@@ -60,15 +60,13 @@ class QwenVLInputs:
             if template is None:
                 raise ValueError(f"{path}: no chat template (tokenizer_config, chat_template.jinja/json)")
             self.tokenizer.chat_template = template
+        # min/max_pixels as kwargs (not ``size``): Qwen2.5-VL configs store them as top-level keys,
+        # which the processor applies after ``size`` and which would silently win over it.
         kwargs: dict[str, Any] = {}
-        if min_pixels is not None or max_pixels is not None:
-            base = Qwen2VLImageProcessorPil.from_pretrained(str(path), local_files_only=True)
-            size = dict(base.size)
-            if min_pixels is not None:
-                size["shortest_edge"] = int(min_pixels)
-            if max_pixels is not None:
-                size["longest_edge"] = int(max_pixels)
-            kwargs["size"] = size
+        if min_pixels is not None:
+            kwargs["min_pixels"] = int(min_pixels)
+        if max_pixels is not None:
+            kwargs["max_pixels"] = int(max_pixels)
         self.image_processor = Qwen2VLImageProcessorPil.from_pretrained(str(path), local_files_only=True, **kwargs)
         self.merge_size = int(self.image_processor.merge_size)
         self.image_token_id = self.tokenizer.convert_tokens_to_ids(IMAGE_PAD)
