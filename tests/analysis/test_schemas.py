@@ -81,3 +81,12 @@ def test_booleans_from_0_1_integers_only():
     assert validate(df.with_columns(pl.col("correct").cast(pl.Int8)), "probes")["correct"].equals(df["correct"])
     with pytest.raises(SchemaError, match="must be boolean"):
         validate(df.with_columns(pl.col("correct").cast(pl.Int8) * 2), "probes")
+
+
+def test_schema_reference_file_is_up_to_date():
+    from pathlib import Path
+
+    from analysis.schemas import markdown
+
+    path = Path(__file__).resolve().parents[2] / "analysis" / "SCHEMAS.md"
+    assert path.read_text() == markdown(), "regenerate: python -m analysis.schemas > analysis/SCHEMAS.md"
