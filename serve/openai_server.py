@@ -158,9 +158,10 @@ class LocalOpenAIServer:
     """Runs :func:`create_app` under uvicorn on a background thread (context manager)."""
 
     def __init__(self, vlm: Any = None, embedder: Any = None, *, host: str = "127.0.0.1",
-                 port: int = 0, model_id: str | None = None) -> None:
-        self.app = create_app(vlm, embedder, model_id=model_id)
-        self.model_id = model_id or (vlm.name if vlm is not None else embedder.name)
+                 port: int = 0, model_id: str | None = None, app: Any = None) -> None:
+        # ``app``: serve any ASGI app instead (e.g. a deliberately broken upstream in tests).
+        self.app = app if app is not None else create_app(vlm, embedder, model_id=model_id)
+        self.model_id = model_id or (vlm.name if vlm is not None else embedder.name if embedder else "app")
         self.host, self.port = host, port
         self._server = None
         self._thread: threading.Thread | None = None

@@ -156,3 +156,23 @@ def test_client_pickles_and_sends_auth_and_extra_body(monkeypatch):
     assert seen["auth"] == "Bearer sk-test"
     assert seen["body"]["top_k"] == 1 and seen["body"]["seed"] == 7 and seen["body"]["max_tokens"] == 5
     assert seen["body"]["temperature"] == 0.0
+
+
+@pytest.mark.parametrize("payload,status", [({"choices": []}, 200), ({"unexpected": True}, 200),
+                                            ("not json at all", 200)])
+def test_malformed_response_bodies_raise_malformed_response(payload, status):
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse, PlainTextResponse
+
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    def broken():
+        if isinstance(payload, str):
+            return PlainTextResponse(payload, status_code=status)
+        return JSONResponse(payload, status_code=status)
+
+    with LocalOpenAIServer(app=app) as srv:
+        with pytest.raises(VLMError) as ei:
+            _client(srv, max_retries=2).chat([Message("user", "x")])
+    assert ei.value.reason == "malformed_response"
