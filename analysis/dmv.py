@@ -207,15 +207,18 @@ def encoding_stats(encoding: pl.DataFrame, *, min_styles: int = 3) -> pl.DataFra
               "steps_sd": pl.Float64, "products_mean": pl.Float64, "products_sd": pl.Float64,
               "styles_mean": pl.Float64, "styles_sd": pl.Float64, f"share_styles_ge{min_styles}": pl.Float64}
     if encoding.height == 0:
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(schema=schema | {"invalid_actions_mean": pl.Float64})
+    if "invalid_actions" not in encoding.columns:
+        encoding = encoding.with_columns(pl.lit(None, pl.Int64).alias("invalid_actions"))
     return (encoding.group_by("backend")
             .agg(pl.len().alias("sessions"), pl.col("seed").n_unique().alias("chains"),
                  pl.col("steps").mean().alias("steps_mean"), pl.col("steps").std().alias("steps_sd"),
                  pl.col("distinct_products").mean().alias("products_mean"),
                  pl.col("distinct_products").std().alias("products_sd"),
                  pl.col("styles").mean().alias("styles_mean"), pl.col("styles").std().alias("styles_sd"),
-                 (pl.col("styles") >= min_styles).mean().alias(f"share_styles_ge{min_styles}"))
-            .cast(schema).sort("backend"))
+                 (pl.col("styles") >= min_styles).mean().alias(f"share_styles_ge{min_styles}"),
+                 pl.col("invalid_actions").mean().alias("invalid_actions_mean"))
+            .cast(schema | {"invalid_actions_mean": pl.Float64}).sort("backend"))
 
 
 def paired_test(probes: pl.DataFrame, a: str, b: str, block: Sequence[str] = BLOCK) -> pl.DataFrame:
