@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import io
 import random
+import struct
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -25,7 +27,7 @@ from env.storefront.images.paint import Painter
 from env.storefront.images.styles import STYLES
 
 #: Renderer version: bump when drawing changes, so content-addressed outputs change key.
-RENDERER_VERSION = "proc-2"
+RENDERER_VERSION = "proc-3"
 
 PAINTERS: dict[str, Callable[[Painter], None]] = {
     "chair": furniture.chair, "sofa": furniture.sofa, "lamp": furniture.lamp, "table": furniture.table,
@@ -183,18 +185,38 @@ class ProceduralRenderer:
                         (cx, cy, cx + sprite.width, cy + sprite.height), pbbox)
 
 
-#: zlib strategy Z_RLE: on flat procedural art it is faster than the default strategy at any level
-#: and ~20% smaller than level 1 (measured: 6.0 vs 6.5 ms, 54 vs 68 KB per 512² product photo).
-Z_RLE = 3
+def png_bytes(img: Image.Image, compress_level: int = 1) -> bytes:
+    """A minimal RGB PNG writer: numpy "Up" filter + zlib with the RLE strategy.
+
+    Pillow tries all five PNG filters on every row, which costs more than the compression itself
+    on 512² frames; the procedural art is vertical gradients and flat shapes, where "Up" alone
+    leaves mostly zeros and RLE finds them. Measured per product photo: 3.3 ms vs Pillow's 6.2 ms
+    (level 1, RLE), for ~20% more bytes. Output is a standard, deterministic PNG (no metadata).
+    """
+    a = np.asarray(img.convert("RGB"), dtype=np.uint8)
+    h, w, _ = a.shape
+    raw = np.empty((h, 1 + w * 3), np.uint8)
+    raw[:, 0] = 2  # filter type Up
+    f = raw[:, 1:].reshape(h, w, 3)
+    f[0] = a[0]
+    np.subtract(a[1:], a[:-1], out=f[1:])  # uint8 arithmetic wraps modulo 256, as PNG wants
+    co = zlib.compressobj(compress_level, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
+    data = co.compress(raw.tobytes()) + co.flush()
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + _chunk(b"IDAT", data) + _chunk(b"IEND", b""))
+
+
+def _chunk(tag: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
 
 
 def encode(img: Image.Image, fmt: str = "png", compress_level: int = 1, quality: int = 90) -> bytes:
-    """Encode deterministically (no timestamps/metadata): PNG (zlib RLE) or JPEG/WebP."""
+    """Encode deterministically (no timestamps/metadata): PNG (fast writer) or JPEG/WebP."""
     buf = io.BytesIO()
     fmt = fmt.lower()
     if fmt == "png":
-        img.save(buf, format="PNG", compress_level=compress_level, compress_type=Z_RLE)
-    elif fmt in ("jpeg", "jpg"):
+        return png_bytes(img, compress_level)
+    if fmt in ("jpeg", "jpg"):
         img.save(buf, format="JPEG", quality=quality)
     elif fmt == "webp":
         img.save(buf, format="WEBP", quality=quality, method=4)
