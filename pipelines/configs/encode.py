@@ -2,12 +2,82 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
 
 from pipelines.configs.base import Frozen
 
 
 class EncodeConfig(Frozen):
-    """Agents browsing chains of sessions; trajectories cached in the store."""
+    """Agents browsing chains of sessions; trajectories cached in the store.
+
+    Chain ``i`` uses seed ``run.seed + i`` (so the default run seed 0 gives the official chain
+    seeds 0..N-1); session ``j`` of chain ``seed`` follows the official seeding
+    (``pipelines.agents.chains``).
+    """
 
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")
+    chains: int = Field(1, ge=1, le=10_000, description="Number of chains N; chain i has seed run.seed + i.")
+    J: int = Field(2, ge=1, le=1_000, description="Sessions per chain (a prefix of every longer chain).")
+    backends: tuple[dict[str, Any], ...] = Field(
+        ({"name": "scripted-shopper", "args": {}},),
+        min_length=1,
+        description=(
+            "VLM specs {name, args} from serve.vlm.VLMS that browse (each its own trajectories): "
+            "`scripted-shopper` (deterministic stand-in; its `seed` defaults to the run seed), "
+            "`openai` (vLLM / Ray Serve LLM / hosted API: args model, base_url, ...), "
+            "`transformers` (local checkpoint: args path)."
+        ),
+    )
+    observation: Literal["product_image", "screenshot"] = Field(
+        "product_image",
+        description=(
+            "Image shown to the agent each step: the product's catalogue image on product pages "
+            "and none elsewhere (official f2 encoding), or a viewport screenshot of every page."
+        ),
+    )
+    page_text: Literal["url", "page"] = Field(
+        "url",
+        description=(
+            "Title/Description lines of [Current page]: the URL (official f2 observation) or the "
+            "storefront's own title and description."
+        ),
+    )
+    env: Literal["browser", "http"] = Field(
+        "browser",
+        description=(
+            "How pages are fetched: real Chromium via Playwright (the protocol), or plain HTTP with "
+            "the same click_index semantics (a fast path for tests; same pages, same trajectories)."
+        ),
+    )
+    images: str | dict[str, Any] = Field(
+        "placeholder",
+        description="Storefront image source spec (env.storefront.imagesource): a name or {name, args}.",
+    )
+    max_tokens: int = Field(512, ge=1, le=32_768, description="Max completion tokens per agent step (official 512).")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature of the agent (0 = greedy).")
+    workers: int | None = Field(
+        None, ge=1, description="Ray Data actors (each with its own storefront and browser); None = ray.concurrency."
+    )
+    step_timeout_s: float = Field(
+        30.0, gt=0, description="Browser navigation timeout per action, in seconds (official 30)."
+    )
+
+    @field_validator("backends", mode="before")
+    @classmethod
+    def _specs(cls, v: Any) -> Any:
+        # Accept bare names ("scripted-shopper") as well as {name, args} mappings.
+        if isinstance(v, (str, dict)):
+            v = [v]
+        out = []
+        for item in v:
+            if isinstance(item, str):
+                item = {"name": item, "args": {}}
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                raise ValueError(f"backend spec must be a name or {{name, args}}, got {item!r}")
+            extra = set(item) - {"name", "args"}
+            if extra:
+                raise ValueError(f"backend spec {item['name']!r} has unknown keys {sorted(extra)}; allowed: name, args")
+            out.append({"name": item["name"], "args": dict(item.get("args") or {})})
+        return tuple(out)

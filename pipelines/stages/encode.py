@@ -1,10 +1,172 @@
-"""The `encode` stage (placeholder until its capability lands: records that nothing ran)."""
+"""The ``encode`` stage: DMV-Bench encoding chains as a Ray Data job over (backend, seed, j).
+
+Usage::
+
+    vismem run encode                                   # local default: 1 chain x J=2, scripted shopper
+    vismem run encode --chains 5 --J 15                 # more chains / a longer horizon
+    vismem run encode --backend scripted-shopper --backend '{"name": "openai", "args":
+        {"model": "Qwen/Qwen2.5-VL-7B-Instruct", "base_url": "http://vllm:8000/v1"}}'
+
+Flags (also config fields ``encode.*``): ``--chains N`` (chain i has seed run.seed + i),
+``--J J`` (sessions per chain), ``--backend NAME|JSON`` (repeatable; replaces
+``encode.backends``). Backends: ``scripted-shopper`` (deterministic stand-in, named
+``scripted-shopper (stand-in)`` in results), ``openai`` (any OpenAI-compatible endpoint: vLLM,
+Ray Serve LLM, the local ``serve.openai_server``), ``transformers`` (a local checkpoint).
+
+What it does: lists every ``(backend, seed, j)`` key, drops those whose trajectory is already
+cached (``trajectories/<backend-slug>/<seed>/<j>.done.json``), and runs the rest on a pool of
+Ray actors (:class:`pipelines.agents.worker.EncodeWorker`), each with its own storefront and
+browser; sessions of one key never depend on J, so a longer chain runs only its new sessions and
+a killed run resumes. Output: ``runs/<run_id>/results/encoding.parquet`` (the analysis
+``encoding`` schema: one row per session, ``j`` 1-based = official index + 1, plus the backend's
+display name, visited products and health counts) and a per-backend Table 3 summary.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 from typing import Any
+
+#: Columns of the Ray Data rows the workers return (one per input key).
+WORKER_COLUMNS = ("backend", "seed", "j", "ok", "error", "summary")
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    """``vismem run`` flags of this stage."""
+    g = parser.add_argument_group("encode (DMV-Bench encoding chains)")
+    g.add_argument("--chains", type=int, metavar="N", help="number of chains (chain i has seed run.seed + i)")
+    g.add_argument("--J", dest="J", type=int, metavar="J", help="sessions per chain")
+    g.add_argument("--backend", dest="encode_backends", action="append", metavar="NAME|JSON",
+                   help="VLM backend that browses: scripted-shopper, openai, transformers, or a JSON "
+                        "{name, args} spec (repeatable)")
+
+
+def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Config overrides from the flags above."""
+    over: dict[str, Any] = {}
+    if getattr(args, "chains", None) is not None:
+        over["chains"] = args.chains
+    if getattr(args, "J", None) is not None:
+        over["J"] = args.J
+    specs = getattr(args, "encode_backends", None)
+    if specs:
+        over["backends"] = [json.loads(s) if s.strip().startswith("{") else s for s in specs]
+    return {"encode": over} if over else {}
+
+
+def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, int, int]]]:
+    """Resolved backend specs, their cache slugs and every ``(backend index, seed, j)`` key."""
+    from pipelines.agents.worker import cache_slug, protocol_settings, resolve_spec
+
+    enc = config.encode
+    specs = [resolve_spec(s, config.seed) for s in enc.backends]
+    proto = protocol_settings(options(config), observation=enc.observation, images=enc.images,
+                              colour_order=config.catalog.colour_order, catalog_seed=config.seed)
+    slugs = [cache_slug(s, proto) for s in specs]
+    if len(set(slugs)) != len(slugs):
+        from pipelines.errors import ConfigError
+
+        raise ConfigError(f"encode.backends has duplicate backends: {slugs}")
+    seeds = [config.seed + i for i in range(enc.chains)]
+    keys = [(b, s, j) for b in range(len(specs)) for s in seeds for j in range(enc.J)]
+    return specs, slugs, keys
+
+
+def options(config: Any) -> Any:
+    from pipelines.agents.session import SessionOptions
+
+    enc = config.encode
+    return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)
+
+
+def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> dict[str, Any]:
+    """Constructor kwargs of :class:`EncodeWorker` for this run."""
+    from pipelines.agents.worker import env_factory
+
+    cfg = ctx.config
+    return {"store": ctx.store, "backends": specs, "slugs": slugs, "data_dir": str(ctx.data_dir),
+            "catalog_seed": cfg.seed, "colour_order": cfg.catalog.colour_order, "images": cfg.encode.images,
+            "options": options(cfg), "observation": cfg.encode.observation,
+            "step_timeout_s": cfg.encode.step_timeout_s, "env_factory": env_factory(cfg.encode.env)}
+
+
+def run_keys(ctx: Any, specs: list[dict[str, Any]], slugs: list[str],
+             todo: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
+    """Run the pending keys on Ray actors; one output row per key."""
+    import ray.data
+
+    from pipelines.agents.worker import EncodeWorker
+    from pipelines.rayctx import actor_pool
+
+    if not todo:
+        return []
+    n = min(ctx.config.encode.workers or ctx.config.ray.concurrency, len(todo))
+    ds = ray.data.from_items([{"backend": b, "seed": s, "j": j} for b, s, j in todo],
+                             override_num_blocks=len(todo))
+    ds = ds.map_batches(EncodeWorker, fn_constructor_kwargs=worker_kwargs(ctx, specs, slugs), batch_size=1,
+                        **actor_pool(ctx.config.ray, size=n))
+    return ds.take_all()
+
+
+def results_frame(summaries: list[dict[str, Any]]) -> Any:
+    """The ``encoding`` result rows (analysis schema; ``j`` is 1-based)."""
+    import polars as pl
+
+    rows = [{
+        "backend": s["backend"], "seed": s["seed"], "j": s["j"] + 1, "steps": s["steps"],
+        "distinct_products": s["distinct_products"], "styles": s["styles"], "category": s["category"],
+        "invalid_actions": s["invalid_actions"], "terminated": s["terminated"], "wall_s": s["wall_s"],
+        "backend_name": s["backend_name"], "stand_in": s["stand_in"], "n_steps": s["n_steps"],
+        "visits": s["visits"], "failed_calls": s["failed_calls"], "exec_errors": s["exec_errors"],
+        "terminal_actions": s["terminal_actions"], "visited": s["visited"],
+    } for s in summaries]
+    return pl.DataFrame(rows, infer_schema_length=None).sort(["backend", "seed", "j"])
+
+
+def table3(df: Any) -> list[dict[str, Any]]:
+    """Per-backend session statistics (the paper's Table 3 quantities)."""
+    import polars as pl
+
+    if df.is_empty():
+        return []
+    agg = df.group_by(["backend", "backend_name"]).agg(
+        pl.len().alias("sessions"),
+        pl.col("steps").mean().alias("mean_steps"),
+        pl.col("distinct_products").mean().alias("mean_distinct_products"),
+        pl.col("styles").mean().alias("mean_styles"),
+        (pl.col("styles") < 3).mean().alias("share_below_3_styles"),
+        pl.col("invalid_actions").sum().alias("invalid_actions"),
+        pl.col("failed_calls").sum().alias("failed_calls"),
+    ).sort("backend")
+    return agg.to_dicts()
 
 
 def run(ctx: Any) -> dict[str, Any]:
-    """Not implemented yet: returns a summary saying so (never pretends to have run)."""
-    return {"status": "not-implemented"}
+    """Encode every pending session, then write the run's ``encoding`` result table."""
+    from analysis.schemas import result_key, write_results
+    from pipelines.agents.cache import TrajectoryCache
+
+    enc = ctx.config.encode
+    if not enc.enabled:
+        return {"status": "disabled"}
+    specs, slugs, keys = plan(ctx.config)
+    caches = [TrajectoryCache(ctx.store, s) for s in slugs]
+    done = [c.done_keys() for c in caches]
+    todo = [(b, s, j) for b, s, j in keys if (s, j) not in done[b]]
+    for spec, slug in zip(specs, slugs):
+        ctx.manifest.component("encode.backend", {**spec, "cache_slug": slug})
+    ctx.logger.info("encode: %d sessions, %d cached, %d to run", len(keys), len(keys) - len(todo), len(todo))
+    rows = run_keys(ctx, specs, slugs, todo)
+    failed = [r for r in rows if not r["ok"]]
+    summaries = [caches[b].read_summary(s, j) for b, s, j in keys if caches[b].is_done(s, j)]
+    df = results_frame(summaries)
+    key = result_key(ctx.run_prefix, "encoding")
+    write_results(ctx.store, ctx.run_prefix, "encoding", df)
+    return {
+        "status": "ok" if not failed else "partial",
+        "sessions": len(keys), "ran": len(rows) - len(failed), "cached": len(keys) - len(todo),
+        "failed": [{k: r[k] for k in ("backend", "seed", "j", "error")} for r in failed],
+        "results": key, "backends": slugs, "table3": table3(df),
+        "workers": min(enc.workers or ctx.config.ray.concurrency, max(1, len(todo))),
+    }

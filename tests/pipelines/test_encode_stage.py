@@ -1,0 +1,97 @@
+"""The encode stage end to end: Ray Data actors with their own storefront and Chromium, the
+trajectory cache keyed by (backend, seed, j), and the `encoding` result table."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipelines.config import load_config
+from pipelines.runner import run
+
+
+def _cfg(tmp_path, **encode):
+    return load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
+                                  "store": {"uri": f"file://{tmp_path}/store"}, "encode": encode})
+
+
+def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
+    from pipelines.agents.cache import TrajectoryCache
+    from pipelines.store import Store
+
+    out = run(_cfg(tmp_path, J=1, workers=1), progress=False)["encode"]
+    assert out["status"] == "ok" and (out["ran"], out["cached"]) == (1, 0)
+    cache = TrajectoryCache(Store.open(f"file://{tmp_path}/store"), out["backends"][0])
+    steps = cache.read_steps(0, 0)
+    assert steps["title"][0].endswith("| Studio Living")  # a real rendered page title
+    assert steps.filter(pl.col("url_hash").is_not_null())["n_images"].min() == 1
+    assert out["table3"][0]["mean_styles"] >= 3
+
+
+def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
+    # The HTTP fast path keeps this multi-run test quick; the browser path runs on Ray above.
+    from analysis.schemas import validate
+    from pipelines.agents.cache import TrajectoryCache
+    from pipelines.store import Store
+
+    first = run(_cfg(tmp_path, J=3, env="http"), progress=False)["encode"]
+    assert first["status"] == "ok" and (first["ran"], first["cached"]) == (3, 0)
+    store = Store.open(f"file://{tmp_path}/store")
+    (slug,) = first["backends"]
+    assert slug.startswith("scripted-shopper-stand-in-s0--")
+    cache = TrajectoryCache(store, slug)
+    before = {j: store.get_bytes(cache.steps_key(0, j)) for j in range(3)}
+    markers = {j: store.get_bytes(cache.done_key(0, j)) for j in range(3)}
+
+    second = run(_cfg(tmp_path, J=5, env="http"), progress=False)["encode"]
+    assert (second["ran"], second["cached"], second["failed"]) == (2, 3, [])
+    assert cache.done_keys() == {(0, j) for j in range(5)}
+    for j in range(3):  # untouched: byte-identical steps and markers
+        assert store.get_bytes(cache.steps_key(0, j)) == before[j]
+        assert store.get_bytes(cache.done_key(0, j)) == markers[j]
+
+    df = store.read_table(second["results"])
+    assert second["results"].endswith("/results/encoding.parquet")
+    validate(df, "encoding")
+    assert df.height == 5 and df["j"].to_list() == [1, 2, 3, 4, 5]
+    assert set(df["backend_name"]) == {"scripted-shopper (stand-in)"}
+    assert (df["styles"] >= 3).all() and (df["distinct_products"] >= 8).all()
+    steps = cache.read_steps(0, 4)
+    assert steps["url"][0].startswith("/category/") and steps.height == df["n_steps"][4]
+    images = steps.filter(pl.col("image_key").is_not_null())["image_key"]
+    assert images.len() > 0 and all(store.exists(k) for k in images)
+    t3 = second["table3"]
+    assert t3[0]["sessions"] == 5 and t3[0]["mean_distinct_products"] >= 8
+
+    # A third run finds everything cached and re-runs nothing.
+    third = run(_cfg(tmp_path, J=5, env="http"), progress=False)["encode"]
+    assert (third["ran"], third["cached"]) == (0, 5)
+
+    # A run killed after a session's steps were written but before its done marker: the
+    # session is re-run from scratch and its rows replaced (no duplicates).
+    store.delete(cache.done_key(0, 4))
+    again = run(_cfg(tmp_path, J=5, env="http"), progress=False)["encode"]
+    assert (again["ran"], again["cached"]) == (1, 4)
+    rerun = cache.read_steps(0, 4)
+    assert rerun["step"].to_list() == list(range(1, rerun.height + 1))
+    assert rerun["url"].to_list() == steps["url"].to_list()  # deterministic stand-in
+
+
+def test_cli_flags_map_to_config() -> None:
+    import argparse
+
+    from pipelines.stages import encode
+
+    p = argparse.ArgumentParser()
+    encode.add_cli_args(p)
+    args = p.parse_args(["--chains", "4", "--J", "15", "--backend", "scripted-shopper",
+                         "--backend", '{"name": "openai", "args": {"model": "m"}}'])
+    over = encode.cli_overrides(args)
+    cfg = load_config(overrides=over)
+    assert cfg.encode.chains == 4 and cfg.encode.J == 15
+    assert cfg.encode.backends == ({"name": "scripted-shopper", "args": {}}, {"name": "openai", "args": {"model": "m"}})
+    specs, slugs, keys = encode.plan(cfg)
+    assert len(keys) == 2 * 4 * 15 and len(set(slugs)) == 2
+    assert specs[0]["args"]["seed"] == cfg.seed
+    with pytest.raises(Exception):
+        load_config(overrides={"encode": {"backends": [{"name": "x", "argz": {}}]}})
