@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from analysis.bootstrap import N_RESAMPLES, _rng, cluster_ci_many, naive_ci_many
+from analysis.bootstrap import N_RESAMPLES, _rng, cluster_ci_many, naive_ci_many, resample_counts
 from analysis.permutation import chain_sum_test
 
 CELL = ["backend", "J", "architecture"]
@@ -79,8 +79,6 @@ def rate_cells(probes: pl.DataFrame, cell: Sequence[str] = CELL, *, n_resamples:
         if k < 2:
             continue
         if k not in weights:
-            from analysis.bootstrap import resample_counts
-
             weights[k] = resample_counts(k, n_resamples, _rng(seed, 2, k))
         S = np.array([ss[i] for i in idx], dtype=np.float64).T
         N = np.array([ns[i] for i in idx], dtype=np.float64).T

@@ -62,8 +62,7 @@ def load_results(store: Any, run_prefix: str) -> tuple[dict[str, pl.DataFrame], 
 def _pct(df: pl.DataFrame) -> list[str]:
     keep = {"tsr", "naive_low", "naive_high", "cluster_low", "cluster_high", "emm", "low", "high", "se", "d_bar",
             "recall", "hit", "acc", "f1", "share_styles_ge3"}
-    return [c for c in df.columns if c in keep or c.endswith(" Acc") or c.endswith(" F1")
-            or c.startswith(("gemini", "qwen")) or " J=" in c]
+    return [c for c in df.columns if c in keep or c.endswith(" Acc") or c.endswith(" F1")]
 
 
 def _dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions) -> list[Section]:
