@@ -263,10 +263,12 @@ def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
     rows = plan_rows(variants, prefix, cfg.image_format, existing)
     table_key = f"{prefix}/catalog.parquet" if len(variants) == len(catalog.variants) else f"{prefix}/catalog-first{len(variants)}.parquet"
     prev: dict[str, dict[str, Any]] = {}
-    if table_key in existing:  # rows recorded by an earlier run whose images are all still there
-        for r in store.read_table(table_key).iter_rows(named=True):
-            if r["with_cue_key"] in existing and r["base_key"] in existing:
-                prev[r["url_hash"]] = {k: r[k] for k in ("url_hash",) + IMAGE_COLUMNS} | {"generated": False}
+    # rows recorded by earlier runs (this subset's table or the full one) whose images are still there
+    for key in dict.fromkeys((table_key, f"{prefix}/catalog.parquet")):
+        if key in existing:
+            for r in store.read_table(key).iter_rows(named=True):
+                if r["with_cue_key"] in existing and r["base_key"] in existing:
+                    prev[r["url_hash"]] = {k: r[k] for k in ("url_hash",) + IMAGE_COLUMNS} | {"generated": False}
     todo = [r for r in rows if r["url_hash"] not in prev]
     ctx.manifest.component("image_source", source_spec(cfg))
     t_job = time.perf_counter()
