@@ -120,6 +120,15 @@ def build_llm_app(models: list[str], **kwargs: Any):
     return build_openai_app({"llm_configs": configs})
 
 
+def llm_app_builder(args: dict[str, Any]):
+    """Serve config builder (``import_path: serve.apps:llm_app_builder``, ``args: {models: [...]}``),
+    the entry point of ``infra/kuberay/rayservice.yaml``."""
+    models = args.get("models")
+    if not models:
+        raise ValueError("llm_app_builder needs args.models: a list of model spec names (serve/models/*.yaml)")
+    return build_llm_app(list(models))
+
+
 def run_app(app: Any, *, name: str = "vismem-model", route_prefix: str = "/", host: str = "127.0.0.1",
             port: int = 8000) -> str:
     """Start Serve's HTTP proxy on ``host:port`` (if not running), deploy ``app`` and return its
