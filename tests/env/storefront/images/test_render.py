@@ -85,3 +85,17 @@ def test_cue_pixels_carry_the_cue_colour(one_per_collection):
         lab = srgb_to_lab(px.mean(axis=0))
         nearest = min(CUE_COLORS, key=lambda c: float(delta_e(lab, nominal[c])))
         assert nearest == v.cue_color, f"{v.url_hash}: {v.cue_color} cue reads as {nearest}"
+
+
+@pytest.mark.slow
+def test_all_thousand_products_place_their_cue_and_are_distinct(catalog, renderer):
+    """Every variant renders, keeps its cue off the product, and no two photos are the same."""
+    seen: set[str] = set()
+    for v in catalog.variants:
+        out = renderer.render(spec_of(v))
+        product, cue = np.asarray(out.product_mask) > 0, np.asarray(out.cue_mask) > 0
+        assert not (product & cue).any(), v.url_hash
+        x0, y0, x1, y1 = out.cue_bbox
+        assert 0 <= x0 < x1 <= SIZE and 0 <= y0 < y1 <= SIZE, v.url_hash
+        seen.add(hashlib.sha256(out.with_cue.tobytes()).hexdigest())
+    assert len(seen) == len(catalog.variants)
