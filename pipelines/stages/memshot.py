@@ -177,7 +177,7 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
     ranked = rank_units(units, qs, dict(zip(ids, vecs)), max(cfg.k))
     n_units = units.height  # items are units first, then questions
     unit_secs = units.select("variant", "conversation_id").with_columns(
-        pl.Series("embed_s", np.asarray(secs[:n_units], dtype=np.float64)))
+        pl.Series("embed_s", np.asarray(secs[:n_units], dtype=np.float64)), pl.lit(name).alias("embedder"))
     ctx.logger.info("memshot: %s embedded %d items (%s)", name, len(ids), "ray" if on_ray else "driver")
     return ranked, unit_secs, name
 
@@ -203,10 +203,14 @@ def embedder_label(spec: dict[str, Any]) -> str:
 
 
 def _latency(render_s: Any, embed_s: Any, units: Any) -> Any:
-    """Construction seconds per (conversation, variant): render + embedding of its units."""
+    """Construction seconds per (conversation, variant): render + embedding of its units.
+
+    Variants without an embedder (image units when ``image_embedder`` is None) have a null
+    ``embedder`` and count render time only.
+    """
     import polars as pl
 
-    emb = embed_s.group_by(["conversation_id", "variant"]).agg(pl.col("embed_s").sum())
+    emb = embed_s.group_by(["conversation_id", "variant"]).agg(pl.col("embed_s").sum(), pl.col("embedder").first())
     n_units = units.group_by(["conversation_id", "variant"]).agg(pl.len().cast(pl.Int64).alias("units"))
     out = (render_s.join(emb, on=["conversation_id", "variant"], how="full", coalesce=True)
            .join(n_units, on=["conversation_id", "variant"], how="left")

@@ -46,6 +46,7 @@ def test_stage_recall_on_ray_and_s3(s3_store, ray_local, tmp_path):
     assert {"overall", "multi-hop", "temporal", "single-hop"} <= set(table["category"].to_list())
     lat = s3_store.read_table(f"{ctx.run_prefix}/results/memshot_latency.parquet")
     assert lat.height == 2 and (lat["construction_s"] > 0).all() and (lat["paper_construction_s"] == 9.56).all()
+    assert lat["embedder"].to_list() == ["minilm", "minilm"] and (lat["embed_s"] > 0).all()
     assert summary["answers"].startswith("skipped")
     comps = ctx.manifest.data["components"]
     assert comps["memshot.text_embedder"] == {"name": "minilm", "args": {}}
@@ -93,3 +94,24 @@ def test_cli_hooks_build_overrides():
 
     with pytest.raises(ConfigError, match="--judge"):
         memshot.cli_overrides(p.parse_args(["--judge", "{not json"]))
+
+
+@pytest.mark.slow
+def test_stage_shots_with_tiny_qwen3vl_embedder_and_image_answers(s3_store, ray_local, tmp_path):
+    """Image units end to end: rendered shots → tiny random Qwen3-VL embedder on a Ray actor →
+    shots sent as images to the answering endpoint (a stand-in that reports what it received)."""
+    from pipelines.stages import memshot
+
+    answerer = ScriptedVLM(fn="describe", label="describe")
+    with LocalOpenAIServer(answerer, model_id="scripted-describe") as a:
+        ctx = _ctx(s3_store, tmp_path, {
+            "dataset": "locomo", "conversations": 1, "variants": ["memshot"], "k": [3],
+            "image_embedder": {"model": "tiny-qwen3-vl-embedding"}, "embed_on_ray": True, "max_questions": 2,
+            "vlm": {"name": "openai", "args": {"model": a.model_id, "base_url": a.base_url, "api_key_env": None}}})
+        summary = memshot.run(ctx)
+    recall = s3_store.read_table(f"{ctx.run_prefix}/results/memshot_recall.parquet")
+    assert recall["embedder"].unique().to_list() == ["qwen3-vl-embedding (stand-in tiny:qwen3-vl-embedding)"]
+    ans = s3_store.read_table(f"{ctx.run_prefix}/results/memshot_answers.parquet")
+    assert ans.height == 2 and (ans["n_images"] == 3).all()
+    assert all(p.startswith("images=3 ") for p in ans["prediction"].to_list())  # 3 PNGs crossed the wire
+    assert ans["judge_status"].unique().to_list() == ["skipped"] and summary["answers"]["answers"] == 2
