@@ -9,6 +9,7 @@ shading intact and a mean colour on the intended hue.
 from __future__ import annotations
 
 import json
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from env.storefront.images.pictos import PICTOS, draw_picto
 TABLE_PATH = Path(__file__).with_name("cue_glyphs.json")
 EMOJI_FONT = "/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf"
 EMOJI_SIZE = 109  # the only size of Noto Color Emoji's CBDT bitmaps
+_FONT_LOCK = threading.Lock()  # a FreeType face must not render from two threads at once
 
 
 @lru_cache(maxsize=1)
@@ -69,7 +71,8 @@ def base_glyph(cue_object: str) -> Image.Image:
     else:
         ch = chr(int(spec["codepoint"], 16))
         im = Image.new("RGBA", (160, 160), (0, 0, 0, 0))
-        ImageDraw.Draw(im).text((0, 0), ch, font=_emoji_font(), embedded_color=True)
+        with _FONT_LOCK:
+            ImageDraw.Draw(im).text((0, 0), ch, font=_emoji_font(), embedded_color=True)
     bbox = im.getchannel("A").point(lambda a: 255 if a > 8 else 0).getbbox()
     if bbox is None:
         raise ValueError(f"glyph for cue object {cue_object!r} rendered empty (font lacks it?)")

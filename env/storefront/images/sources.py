@@ -16,6 +16,7 @@ pixels (a substitute glyph for the few objects without one), so probes can name 
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -41,19 +42,22 @@ class ProceduralImageSource:
         self.format, self.compress_level = format, int(compress_level)
         self._cache: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
         self._cache_items = int(cache_items)
+        self._lock = threading.Lock()  # the shop serves requests from a thread pool
 
     def get_pair(self, url_hash: str) -> tuple[bytes, bytes]:
         """``(with_cue, base)`` encoded images of one product (rendered once for both)."""
-        hit = self._cache.get(url_hash)
-        if hit is not None:
-            self._cache.move_to_end(url_hash)
-            return hit
+        with self._lock:
+            hit = self._cache.get(url_hash)
+            if hit is not None:
+                self._cache.move_to_end(url_hash)
+                return hit
         v = self.catalog.by_hash[url_hash]  # KeyError for an unknown hash
         out = self.renderer.render(spec_of(v))
         pair = (encode(out.with_cue, self.format, self.compress_level), encode(out.base, self.format, self.compress_level))
-        self._cache[url_hash] = pair
-        while len(self._cache) > self._cache_items:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[url_hash] = pair
+            while len(self._cache) > self._cache_items:
+                self._cache.popitem(last=False)
         return pair
 
     def get(self, url_hash: str, with_cue: bool = True) -> bytes:

@@ -63,3 +63,13 @@ def test_official_source_reads_published_layout(tmp_path, catalog):
 def test_official_source_missing_set_is_a_clear_error(tmp_path, catalog):
     with pytest.raises(DataError, match="with_cue"):
         build_image_source({"name": "official", "args": {"root": str(tmp_path / "nope")}}, catalog)
+
+
+def test_procedural_source_is_thread_safe(catalog):
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = build_image_source({"name": "procedural", "args": {"size": 128, "cache_items": 3}}, catalog)
+    hashes = [v.url_hash for v in catalog.variants[:12]] * 3
+    with ThreadPoolExecutor(6) as pool:
+        got = list(pool.map(src.get, hashes))
+    assert got[:12] == got[12:24] == got[24:]
