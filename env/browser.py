@@ -12,6 +12,11 @@
 * ``step(action)`` executes an :class:`env.actions.Action` (or parses a reply string).
   An invalid action leaves the page unchanged, returns an error message and counts as a step.
   ``add_to_wishlist`` (success exit) and ``done`` (failure exit) end the episode.
+
+In ``product_image`` mode the browser runs with images disabled (``block_images``): the agent
+never sees page pixels, so Chromium need not fetch and decode a page's dozen card images.
+Change ``mode`` between episodes: the next ``reset`` relaunches Chromium if the flags differ.
+Playwright's sync API allows one environment per thread at a time.
 """
 
 from __future__ import annotations
@@ -88,13 +93,15 @@ class BrowserEnv:
 
     def __init__(self, base_url: str, *, observation: ObservationMode = "product_image",
                  viewport: tuple[int, int] = (1280, 900), chromium_path: str = CHROMIUM_PATH,
-                 timeout_ms: int = 15_000) -> None:
+                 timeout_ms: int = 15_000, block_images: bool = True) -> None:
         if observation not in ("product_image", "screenshot"):
             raise ValueError(f"observation must be 'product_image' or 'screenshot', not {observation!r}")
         self.base_url = base_url.rstrip("/")
         self.mode: ObservationMode = observation
         self.viewport = {"width": viewport[0], "height": viewport[1]}
         self.chromium_path, self.timeout_ms = chromium_path, timeout_ms
+        self.block_images = block_images  # only in product_image mode
+        self._images_on: bool | None = None
         self._pw = self._browser = self._context = self._page = None
         self._client = None
         self.steps = 0
@@ -102,14 +109,33 @@ class BrowserEnv:
         self._status: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
+    def _wants_images(self) -> bool:
+        # In product_image mode the agent never sees page pixels: the browser need not fetch or
+        # decode the dozen card images of a page (the observation fetches the one it needs).
+        return self.mode == "screenshot" or not self.block_images
+
     def start(self) -> "BrowserEnv":
         from playwright.sync_api import sync_playwright
 
-        if self._browser is None:
+        if self._browser is not None and self._images_on != self._wants_images():
+            self._close_browser()  # the observation mode changed: relaunch with the right flags
+        if self._pw is None:
             self._pw = sync_playwright().start()
+        if self._browser is None:
+            self._images_on = self._wants_images()
+            args = CHROMIUM_ARGS + ([] if self._images_on else ["--blink-settings=imagesEnabled=false"])
             self._browser = self._pw.chromium.launch(executable_path=self.chromium_path,
-                                                     args=CHROMIUM_ARGS, headless=True)
+                                                     args=args, headless=True)
         return self
+
+    def _close_browser(self) -> None:
+        for obj in (self._context, self._browser):
+            try:
+                if obj is not None:
+                    obj.close()
+            except Exception:  # noqa: BLE001 - closing a dead browser must not mask errors
+                pass
+        self._browser = self._context = self._page = None
 
     def _http(self):
         if self._client is None:
@@ -122,12 +148,7 @@ class BrowserEnv:
         if self._client is not None:
             self._client.close()
             self._client = None
-        for obj in (self._context, self._browser):
-            try:
-                if obj is not None:
-                    obj.close()
-            except Exception:  # noqa: BLE001 - closing a dead browser must not mask errors
-                pass
+        self._close_browser()
         if self._pw is not None:
             self._pw.stop()
         self._pw = self._browser = self._context = self._page = None

@@ -43,6 +43,8 @@ def test_episode_through_every_action_product_image_mode(env, catalog):
     assert _is_png(r.observation.image)
     assert r.observation.image == env._context.request.get(f"{env.base_url}/images/{v.url_hash}.png").body()
     assert r.observation.description.startswith(v.name)
+    # the browser itself loads no images in this mode (block_images); the observation has them
+    assert env.page.evaluate("document.querySelector('main .card img').naturalWidth") == 0
     # on a product page click_index addresses the nine siblings (breadcrumbs sit outside <main>)
     assert env.click_targets() == [f"/product/{s.url_hash}" for s in catalog.variants_of(col.slug) if s != v]
 
@@ -89,6 +91,7 @@ def test_screenshot_mode(env, catalog):
     import io
 
     assert Image.open(io.BytesIO(obs.image)).size == (1280, 900)
+    assert env.page.evaluate("document.querySelector('main .card img').naturalWidth") > 0
     r = env.step("Action: click_index(0)")
     assert r.ok and r.observation.url_hash == catalog.variants_of("lamp-japandi")[0].url_hash
     assert _is_png(r.observation.image) and r.observation.image != obs.image
