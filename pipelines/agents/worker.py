@@ -26,11 +26,36 @@ TRANSPORT_ARGS = frozenset({"base_url", "api_key_env", "timeout_s", "connect_tim
 
 
 def resolve_spec(spec: dict[str, Any], run_seed: int) -> dict[str, Any]:
-    """Fill defaults that flow from the run: the scripted shopper's seed is the run seed."""
+    """A buildable ``{name, args}`` spec.
+
+    A name that is not a registered backend but a model variant in ``serve/models/`` (e.g.
+    ``qwen2.5-vl-7b``) expands to that variant's spec (env-expanded here, on the driver), with
+    the given args on top. The scripted shopper's seed defaults to the run seed.
+    """
+    import pipelines.agents.scripted  # noqa: F401  (registers scripted-shopper)
+    import serve.backends  # noqa: F401
+    from serve.vlm import VLMS
+
     spec = {"name": spec["name"], "args": dict(spec.get("args") or {})}
+    if spec["name"] not in VLMS:
+        from serve.models import list_models, load_model_spec
+
+        if spec["name"] not in list_models("vlm"):
+            from pipelines.errors import ConfigError
+
+            raise ConfigError(f"encode.backends: unknown VLM {spec['name']!r}; backends: {', '.join(VLMS.names())}; "
+                              f"model variants: {', '.join(list_models('vlm'))}")
+        m = load_model_spec(spec["name"])
+        spec = {"name": m.name, "args": {**m.args, **spec["args"]}}
     if spec["name"] == "scripted-shopper":
         spec["args"].setdefault("seed", run_seed)
     return spec
+
+
+def is_stand_in(spec: dict[str, Any]) -> bool:
+    """Scripted backends and tiny random models built from a config are stand-ins."""
+    path = str((spec.get("args") or {}).get("path", ""))
+    return spec["name"].startswith("scripted") or path.startswith("tiny:")
 
 
 def backend_label(spec: dict[str, Any]) -> str:
@@ -110,7 +135,13 @@ class EncodeWorker:
             import pipelines.agents.scripted  # noqa: F401  (registers scripted-shopper)
             from serve.vlm import build_vlm
 
-            self._vlms[i] = build_vlm(self.backends[i])
+            vlm = build_vlm(self.backends[i])
+            if is_stand_in(self.backends[i]) and not getattr(vlm, "stand_in", False):
+                try:  # results must never pass a stand-in off as a model
+                    vlm.display_name, vlm.stand_in = f"{vlm.name} (stand-in)", True
+                except AttributeError:
+                    pass
+            self._vlms[i] = vlm
         return self._vlms[i]
 
     def run_key(self, backend: int, seed: int, j: int) -> dict[str, Any]:

@@ -12,22 +12,26 @@ from pipelines.configs.base import Frozen
 class EncodeConfig(Frozen):
     """Agents browsing chains of sessions; trajectories cached in the store.
 
-    Chain ``i`` uses seed ``run.seed + i`` (so the default run seed 0 gives the official chain
-    seeds 0..N-1); session ``j`` of chain ``seed`` follows the official seeding
-    (``pipelines.agents.chains``).
+    Chain ``i`` uses seed ``first_seed + i`` (default: the run seed, so seed 0 gives the official
+    chain seeds 0..N-1); session ``j`` of chain ``seed`` follows the official seeding
+    (``pipelines.agents.chains``). The storefront (colour permutation) uses the run seed.
     """
 
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")
-    chains: int = Field(1, ge=1, le=10_000, description="Number of chains N; chain i has seed run.seed + i.")
+    chains: int = Field(1, ge=1, le=10_000, description="Number of chains N; chain i has seed first_seed + i.")
+    first_seed: int | None = Field(
+        None, ge=0, description="Seed of the first chain; None = the run seed (official chains 0..N-1 at seed 0)."
+    )
     J: int = Field(2, ge=1, le=1_000, description="Sessions per chain (a prefix of every longer chain).")
     backends: tuple[dict[str, Any], ...] = Field(
         ({"name": "scripted-shopper", "args": {}},),
         min_length=1,
         description=(
-            "VLM specs {name, args} from serve.vlm.VLMS that browse (each its own trajectories): "
-            "`scripted-shopper` (deterministic stand-in; its `seed` defaults to the run seed), "
-            "`openai` (vLLM / Ray Serve LLM / hosted API: args model, base_url, ...), "
-            "`transformers` (local checkpoint: args path)."
+            "VLMs that browse (each its own trajectories): a {name, args} spec from serve.vlm.VLMS "
+            "(`scripted-shopper`: deterministic stand-in, its `seed` defaults to the run seed; "
+            "`openai`: vLLM / Ray Serve LLM / hosted API; `transformers`: local checkpoint), or a "
+            "model variant from serve/models/ by name (`qwen2.5-vl-7b`, `gemini-2.5-flash`), "
+            "optionally as {model: NAME, args: overrides}."
         ),
     )
     observation: Literal["product_image", "screenshot"] = Field(
@@ -52,8 +56,13 @@ class EncodeConfig(Frozen):
         ),
     )
     images: str | dict[str, Any] = Field(
-        "placeholder",
-        description="Storefront image source spec (env.storefront.imagesource): a name or {name, args}.",
+        "catalog",
+        description=(
+            "Product images the storefront serves: `catalog` = the catalogue stage's images (read "
+            "from the store when this run's catalog stage wrote them, else rendered on demand by "
+            "the same source with the same settings), or an image-source spec (a name such as "
+            "`placeholder`, or {name, args}) from env.storefront.imagesource."
+        ),
     )
     max_tokens: int = Field(512, ge=1, le=32_768, description="Max completion tokens per agent step (official 512).")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature of the agent (0 = greedy).")
@@ -74,6 +83,9 @@ class EncodeConfig(Frozen):
         for item in v:
             if isinstance(item, str):
                 item = {"name": item, "args": {}}
+            if isinstance(item, dict) and "model" in item and "name" not in item:
+                item = {"name": item["model"], "args": item.get("args") or {}, **{k: v for k, v in item.items()
+                                                                                   if k not in ("model", "args")}}
             if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                 raise ValueError(f"backend spec must be a name or {{name, args}}, got {item!r}")
             extra = set(item) - {"name", "args"}

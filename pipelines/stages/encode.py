@@ -11,7 +11,11 @@ Flags (also config fields ``encode.*``): ``--chains N`` (chain i has seed run.se
 ``--J J`` (sessions per chain), ``--backend NAME|JSON`` (repeatable; replaces
 ``encode.backends``). Backends: ``scripted-shopper`` (deterministic stand-in, named
 ``scripted-shopper (stand-in)`` in results), ``openai`` (any OpenAI-compatible endpoint: vLLM,
-Ray Serve LLM, the local ``serve.openai_server``), ``transformers`` (a local checkpoint).
+Ray Serve LLM, the local ``serve.openai_server``), ``transformers`` (a local checkpoint), or a
+model variant from ``serve/models/`` by name: ``qwen2.5-vl-7b``, ``gemini-2.5-flash``,
+``tiny-qwen2.5-vl``. Other knobs via ``--set encode.FIELD=VALUE``: ``first_seed``,
+``observation`` (product_image|screenshot), ``page_text`` (url|page), ``env`` (browser|http),
+``workers``, ``max_tokens``, ``temperature``, ``images``.
 
 What it does: lists every ``(backend, seed, j)`` key, drops those whose trajectory is already
 cached (``trajectories/<backend-slug>/<seed>/<j>.done.json``), and runs the rest on a pool of
@@ -35,11 +39,12 @@ WORKER_COLUMNS = ("backend", "seed", "j", "ok", "error", "summary")
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
     """``vismem run`` flags of this stage."""
     g = parser.add_argument_group("encode (DMV-Bench encoding chains)")
-    g.add_argument("--chains", type=int, metavar="N", help="number of chains (chain i has seed run.seed + i)")
+    g.add_argument("--chains", type=int, metavar="N", help="number of chains (chain i has seed encode.first_seed + i)")
     g.add_argument("--J", dest="J", type=int, metavar="J", help="sessions per chain")
     g.add_argument("--backend", dest="encode_backends", action="append", metavar="NAME|JSON",
-                   help="VLM backend that browses: scripted-shopper, openai, transformers, or a JSON "
-                        "{name, args} spec (repeatable)")
+                   help="VLM backend that browses: scripted-shopper (stand-in), a model variant "
+                        "(qwen2.5-vl-7b, gemini-2.5-flash, tiny-qwen2.5-vl), or a JSON {name, args} "
+                        "spec for openai/transformers (repeatable)")
 
 
 def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -55,20 +60,54 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"encode": over} if over else {}
 
 
+def images_identity(config: Any) -> Any:
+    """What the served pixels are, for the cache key: the catalogue image prefix, or the spec."""
+    if config.encode.images != "catalog":
+        return config.encode.images
+    from env.storefront.catalog import catalog_from_config
+    from pipelines.stages.catalog import image_params, params_hash
+
+    return f"catalog/{params_hash(image_params(config.catalog, catalog_from_config(config).variants))}"
+
+
+def image_source(ctx: Any) -> Any:
+    """The image-source spec the workers' storefronts use (see ``EncodeConfig.images``)."""
+    cfg = ctx.config
+    if cfg.encode.images != "catalog":
+        return cfg.encode.images
+    from pipelines.stages.catalog import source_spec
+
+    pointer_key = f"{ctx.run_prefix}/catalog.json"
+    if ctx.store.exists(pointer_key):
+        pointer = ctx.store.get_json(pointer_key)
+        # Only a complete image set (a `catalog.limit` run stores just the first N products).
+        if (pointer.get("prefix") == images_identity(cfg) and pointer.get("serve_spec")
+                and pointer.get("variants", 0) >= 1000):
+            spec = pointer["serve_spec"]
+            st = ctx.store.spec
+            if ctx.store.is_s3:  # workers may not share the driver's environment
+                spec = {"name": spec["name"], "args": {**spec["args"], "endpoint_url": st.endpoint_url,
+                                                        "region": st.region, "access_key": st.access_key,
+                                                        "secret_key": st.secret_key}}
+            return spec
+    return source_spec(cfg.catalog)
+
+
 def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, int, int]]]:
     """Resolved backend specs, their cache slugs and every ``(backend index, seed, j)`` key."""
     from pipelines.agents.worker import cache_slug, protocol_settings, resolve_spec
 
     enc = config.encode
     specs = [resolve_spec(s, config.seed) for s in enc.backends]
-    proto = protocol_settings(options(config), observation=enc.observation, images=enc.images,
+    proto = protocol_settings(options(config), observation=enc.observation, images=images_identity(config),
                               colour_order=config.catalog.colour_order, catalog_seed=config.seed)
     slugs = [cache_slug(s, proto) for s in specs]
     if len(set(slugs)) != len(slugs):
         from pipelines.errors import ConfigError
 
         raise ConfigError(f"encode.backends has duplicate backends: {slugs}")
-    seeds = [config.seed + i for i in range(enc.chains)]
+    first = config.seed if enc.first_seed is None else enc.first_seed
+    seeds = [first + i for i in range(enc.chains)]
     keys = [(b, s, j) for b in range(len(specs)) for s in seeds for j in range(enc.J)]
     return specs, slugs, keys
 
@@ -86,7 +125,7 @@ def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> di
 
     cfg = ctx.config
     return {"store": ctx.store, "backends": specs, "slugs": slugs, "data_dir": str(ctx.data_dir),
-            "catalog_seed": cfg.seed, "colour_order": cfg.catalog.colour_order, "images": cfg.encode.images,
+            "catalog_seed": cfg.seed, "colour_order": cfg.catalog.colour_order, "images": image_source(ctx),
             "options": options(cfg), "observation": cfg.encode.observation,
             "step_timeout_s": cfg.encode.step_timeout_s, "env_factory": env_factory(cfg.encode.env)}
 

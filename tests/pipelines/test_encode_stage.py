@@ -95,3 +95,25 @@ def test_cli_flags_map_to_config() -> None:
     assert specs[0]["args"]["seed"] == cfg.seed
     with pytest.raises(Exception):
         load_config(overrides={"encode": {"backends": [{"name": "x", "argz": {}}]}})
+
+
+def test_storefront_serves_the_catalogue_images(file_store) -> None:
+    from types import SimpleNamespace
+
+    from pipelines.stages import encode
+    from pipelines.stages.catalog import source_spec
+
+    cfg = load_config()
+    ctx = SimpleNamespace(config=cfg, store=file_store, run_prefix="runs/x")
+    # Without the catalogue stage's images: the same source renders on demand.
+    assert encode.image_source(ctx) == source_spec(cfg.catalog)
+    prefix = encode.images_identity(cfg)
+    serve = {"name": "store", "args": {"uri": file_store.uri, "prefix": prefix}}
+    file_store.put_json("runs/x/catalog.json", {"prefix": prefix, "serve_spec": serve, "variants": 20})
+    assert encode.image_source(ctx) == source_spec(cfg.catalog)  # partial (catalog.limit) image set
+    file_store.put_json("runs/x/catalog.json", {"prefix": prefix, "serve_spec": serve, "variants": 1000})
+    assert encode.image_source(ctx) == serve
+    # Pixels identity, not serving route, keys the cache; a different image size is a new key.
+    other = load_config(overrides={"catalog": {"image_size": 256}})
+    assert encode.plan(other)[1] != encode.plan(cfg)[1]
+    assert encode.plan(load_config(overrides={"encode": {"images": "placeholder"}}))[1] != encode.plan(cfg)[1]
