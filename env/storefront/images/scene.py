@@ -27,7 +27,7 @@ from env.storefront.images.paint import Painter
 from env.storefront.images.styles import STYLES
 
 #: Renderer version: bump when drawing changes, so content-addressed outputs change key.
-RENDERER_VERSION = "proc-3"
+RENDERER_VERSION = "proc-4"
 
 PAINTERS: dict[str, Callable[[Painter], None]] = {
     "chair": furniture.chair, "sofa": furniture.sofa, "lamp": furniture.lamp, "table": furniture.table,
@@ -138,11 +138,13 @@ class ProceduralRenderer:
         # product on its own supersampled layer, cropped to its box (+ margin for outlines)
         pad = 6
         lw_, lh_ = int(pw + 2 * pad), int(ph + 2 * pad)
-        layer = Image.new("RGBA", (lw_ * SS, lh_ * SS), (0, 0, 0, 0))
+        # transparent pixels carry the backdrop's colour, so reducing the bands separately (2x
+        # cheaper than Pillow's premultiplied RGBA reduce) blends edges towards the backdrop, not black
+        layer = Image.new("RGBA", (lw_ * SS, lh_ * SS), st.floor + (0,))
         fabric = st.fabrics[(v.idx + rng.randrange(len(st.fabrics))) % len(st.fabrics)]
         painter = Painter(ImageDraw.Draw(layer), pad * SS, pad * SS, pw * SS, ph * SS, st, rng, fabric)
         PAINTERS[v.cat](painter)
-        layer = layer.reduce(SS)
+        layer = Image.merge("RGBA", [band.reduce(SS) for band in layer.split()])
         ox, oy = int(round(px0 - pad)), int(round(py0 - pad))
 
         base = backdrop(v.style, S).copy()
