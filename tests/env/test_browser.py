@@ -92,6 +92,10 @@ def test_screenshot_mode(env, catalog):
 
     assert Image.open(io.BytesIO(obs.image)).size == (1280, 900)
     assert env.page.evaluate("document.querySelector('main .card img').naturalWidth") > 0
+    # cards show the whole square image (a cropped card could cut the cue off)
+    w, h = env.page.evaluate("(() => { const r = document.querySelector('main .card img')"
+                             ".getBoundingClientRect(); return [r.width, r.height]; })()")
+    assert abs(w - h) < 1.0
     r = env.step("Action: click_index(0)")
     assert r.ok and r.observation.url_hash == catalog.variants_of("lamp-japandi")[0].url_hash
     assert _is_png(r.observation.image) and r.observation.image != obs.image
