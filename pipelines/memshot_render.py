@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 from env.dialogue.model import Conversation, session_from_dict, session_to_dict
 from memory.dialogue.variants import Variant
-from pipelines.errors import ConfigError, DataError
+from pipelines.errors import ConfigError, DataError, VismemError
 
 SCHEMA_VERSION = 1
 #: Columns of the job's input rows (one per session).
@@ -147,6 +147,30 @@ def _check_variant(store: Any, prefix: str, variant: Variant, image_format: str)
     store.put_json(key, spec)
 
 
+def _user_error(err: BaseException) -> VismemError | None:
+    """The ``VismemError`` inside a Ray-wrapped worker exception, if there is one."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, VismemError):
+            return type(e)(str(e))
+        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
+    # Ray Data keeps only the worker's formatted traceback (UserCodeException): recover the
+    # error's class and message from its last line so the CLI prints one line and exits 3/4.
+    import pipelines.errors as errors
+
+    found = re.findall(r"pipelines\.errors\.(\w+): (.+)", str(err))
+    if found:
+        cls = getattr(errors, found[-1][0], None)
+        if isinstance(cls, type) and issubclass(cls, VismemError):
+            return cls(found[-1][1].strip())
+    return None
+
+
 def _list_shards(store: Any, prefix: str) -> list[str]:
     """Keys of the finished sessions' shards (``Store.list`` returns keys from the store root)."""
     return [k for k in store.list(f"{prefix}/shards") if k.endswith(".json")]
@@ -181,7 +205,10 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
         ds = ray.data.from_items(todo, override_num_blocks=max(1, min(len(todo), (len(todo) + batch_size - 1) // batch_size)))
         out = ds.map_batches(_render_batch, fn_kwargs=kw, batch_size=batch_size, batch_format="numpy",
                              **task_pool(ray_cfg))
-        results = out.take_all()
+        try:
+            results = out.take_all()
+        except Exception as err:  # a DataError raised in a worker reaches us wrapped by Ray
+            raise _user_error(err) or err
         if len(results) != len(todo):  # one output row per input row, or the stage is broken
             raise RuntimeError(f"render job returned {len(results)} rows for {len(todo)} sessions")
     elif todo:

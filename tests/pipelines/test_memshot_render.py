@@ -119,3 +119,13 @@ def test_run_render_job_for_the_stage(file_store, shared_dir):
     rs = out.render_seconds
     assert rs.columns == ["conversation_id", "variant", "render_s"] and rs.height == 2
     assert (rs["render_s"] > 0).all() and [c.conversation_id for c in out.conversations] == ["conv-26"]
+
+
+def test_worker_data_error_reaches_the_driver(ray_local, file_store, small, tmp_path):
+    """A turn-pair taller than a LoCoMo shot is a DataError in a worker, and a DataError here."""
+    from pipelines.errors import DataError
+
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text("kind: shots\nmax_height: 128\noversize: error\n")
+    with pytest.raises(DataError, match=r"conv-26/session_1: turn-pair 0 is \d+ px tall alone"):
+        render_units(file_store, small[:1], str(spec), ray_local, "p/tiny")
