@@ -134,11 +134,11 @@ def _py(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _check_variant(store: Any, prefix: str, variant: Variant, image_format: str) -> None:
+def _check_variant(store: Any, prefix: str, variant: Variant, image_format: str, compress_level: int) -> None:
     """Refuse to mix units of two different variant specs under one prefix."""
     key = f"{prefix}/variant.json"
     spec = {"variant": variant.model_dump(mode="json"), "style_digest": variant.style.digest,
-            "image_format": image_format, "schema_version": SCHEMA_VERSION}
+            "image_format": image_format, "compress_level": compress_level, "schema_version": SCHEMA_VERSION}
     if store.exists(key):
         old = store.get_json(key)
         if old != json.loads(json.dumps(spec, sort_keys=True, default=str)):
@@ -191,7 +191,7 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
     prefix = prefix.strip("/")
     t0 = time.perf_counter()
     rows = session_rows(conversations)
-    _check_variant(store, prefix, variant, image_format)
+    _check_variant(store, prefix, variant, image_format, compress_level)
     done = set(_list_shards(store, prefix))
     todo = [r for r in rows if shard_key(prefix, r["conversation_id"], r["session_id"]) not in done]
     kw = dict(store=store, variant=variant, prefix=prefix, image_format=image_format, compress_level=compress_level)
