@@ -165,20 +165,39 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
     on_ray = cfg.embed_on_ray if cfg.embed_on_ray is not None else items.height > 2000
     ctx.manifest.component(f"memshot.{role}", spec)
     name = embedder_label(spec)
-    if on_ray:
-        vecs, secs = embed_items_ray(items, spec, store=ctx.store, ray_cfg=ctx.config.ray,
-                                     batch_size=cfg.embed_batch_size, actors=cfg.embed_actors)
-    else:
-        from serve.embed import build_embedder
+    # Resumable: vectors already in the run's embedding cache are not recomputed (a killed run
+    # re-embeds only what is missing; same config → same run prefix → same cache).
+    cache_key = f"{ctx.run_prefix}/memshot/embeddings/{role}.parquet"
+    cache: dict[str, tuple[np.ndarray, float]] = {}
+    if ctx.store.exists(cache_key):
+        old = ctx.store.read_table(cache_key)
+        cache = {i: (np.asarray(v, dtype=np.float32), float(t)) for i, v, t in
+                 zip(old["item_id"].to_list(), old["embedding"].to_list(), old["embed_s"].to_list())}
+    todo = items.filter(~pl.col("item_id").is_in(list(cache)))
+    if todo.height:
+        if on_ray:
+            vecs, secs = embed_items_ray(todo, spec, store=ctx.store, ray_cfg=ctx.config.ray,
+                                         batch_size=cfg.embed_batch_size, actors=cfg.embed_actors)
+        else:
+            from serve.embed import build_embedder
 
-        vecs, secs = embed_items(items, build_embedder(spec), read_image=ctx.store.get_bytes,
-                                 batch_size=cfg.embed_batch_size)
+            vecs, secs = embed_items(todo, build_embedder(spec), read_image=ctx.store.get_bytes,
+                                     batch_size=cfg.embed_batch_size)
+        cache.update({i: (v, float(t)) for i, v, t in zip(todo["item_id"].to_list(), vecs, secs)})
+        ids_all = list(cache)
+        ctx.store.write_table(cache_key, pl.DataFrame({
+            "item_id": ids_all, "embedding": [cache[i][0].tolist() for i in ids_all],
+            "embed_s": [cache[i][1] for i in ids_all]}, schema={"item_id": pl.Utf8, "embedding": pl.List(pl.Float32),
+                                                             "embed_s": pl.Float64}),
+            schema_version=SUMMARY_SCHEMA_VERSION)
     ids = items["item_id"].to_list()
+    vecs = np.stack([cache[i][0] for i in ids])
+    secs = np.asarray([cache[i][1] for i in ids])
     ranked = rank_units(units, qs, dict(zip(ids, vecs)), max(cfg.k))
     n_units = units.height  # items are units first, then questions
     unit_secs = units.select("variant", "conversation_id").with_columns(
         pl.Series("embed_s", np.asarray(secs[:n_units], dtype=np.float64)), pl.lit(name).alias("embedder"))
-    ctx.logger.info("memshot: %s embedded %d items (%s)", name, len(ids), "ray" if on_ray else "driver")
+    ctx.logger.info("memshot: %s embedded %d of %d items (%s)", name, todo.height, len(ids), "ray" if on_ray else "driver")
     return ranked, unit_secs, name
 
 
@@ -237,13 +256,30 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     vlm_spec = cfg.vlm.spec()
     vlm = build_vlm(vlm_spec)
     ctx.manifest.component("memshot.vlm", vlm_spec)
-    answers = generate_answers(tasks, units, questions, vlm, dataset=dataset, read_image=ctx.store.get_bytes,
-                               max_tokens=cfg.answer_max_tokens, concurrency=cfg.request_concurrency,
-                               order=cfg.context_order)
+    keys = ["variant", "k", "conversation_id", "question_id"]
+    # Resumable: final answers (ok / malformed) of an earlier attempt are kept; only missing
+    # tasks and transport errors are asked again.
+    a_key = f"{ctx.run_prefix}/memshot/answers_raw.parquet"
+    done = _cached(ctx, a_key, pl.col("answer_status").is_in(["ok", "malformed"]))
+    todo = tasks.join(done.select(keys), on=keys, how="anti") if done is not None else tasks
+    new = generate_answers(todo, units, questions, vlm, dataset=dataset, read_image=ctx.store.get_bytes,
+                           max_tokens=cfg.answer_max_tokens, concurrency=cfg.request_concurrency,
+                           order=cfg.context_order)
+    answers = (pl.concat([done.select(new.columns), new]) if done is not None else new).sort(keys)
+    answers = answers.join(tasks.select(keys), on=keys, how="semi")
+    ctx.store.write_table(a_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
     if cfg.judge is not None:
-        ctx.manifest.component("memshot.judge", cfg.judge.spec())
-        answers = judge_answers(answers, questions, build_vlm(cfg.judge.spec()), dataset=dataset,
-                                max_tokens=cfg.judge_max_tokens, concurrency=cfg.request_concurrency)
+        judge_spec = cfg.judge.spec()
+        ctx.manifest.component("memshot.judge", judge_spec)
+        j_key = f"{ctx.run_prefix}/memshot/judged_raw.parquet"
+        jdone = _cached(ctx, j_key, ~pl.col("judge_status").str.starts_with("error"))
+        if jdone is not None:  # a verdict is reused only for the very same prediction
+            jdone = jdone.join(answers.select(keys + ["prediction"]), on=keys + ["prediction"], how="semi", nulls_equal=True)
+        jtodo = answers.join(jdone.select(keys), on=keys, how="anti") if jdone is not None else answers
+        jnew = judge_answers(jtodo, questions, build_vlm(judge_spec), dataset=dataset,
+                             max_tokens=cfg.judge_max_tokens, concurrency=cfg.request_concurrency)
+        answers = (pl.concat([jdone.select(jnew.columns), jnew]) if jdone is not None else jnew).sort(keys)
+        ctx.store.write_table(j_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
     else:
         answers = answers.with_columns(pl.lit(None, pl.Boolean).alias("judge_label"),
                                        pl.lit("skipped", pl.Utf8).alias("judge_status"))
@@ -267,6 +303,15 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
                                   + scored["judge_status"].str.starts_with("error").sum()),
             "overall": {f"{r['variant']}@{r['k']}": {"accuracy": r["accuracy"], "f1": r["f1"], "f1_mem0": r["f1_mem0"]}
                         for r in overall.iter_rows(named=True)}}
+
+
+def _cached(ctx: Any, key: str, keep: Any) -> Any:
+    """Rows of an earlier attempt's table at ``key`` that pass ``keep`` (None when there is none)."""
+    if not ctx.store.exists(key):
+        return None
+    df = ctx.store.read_table(key)
+    df = df.drop("schema_version") if "schema_version" in df.columns else df
+    return df.filter(keep)
 
 
 def _write_result(ctx: Any, kind: str, df: Any) -> None:

@@ -52,7 +52,7 @@ def test_stage_recall_on_ray_and_s3(s3_store, ray_local, tmp_path):
     assert comps["memshot.text_embedder"] == {"name": "minilm", "args": {}}
 
 
-def test_stage_answers_and_judge_via_local_openai_server(file_store, tmp_path):
+def test_stage_answers_and_judge_via_local_openai_server(file_store, ray_local, tmp_path):
     """Answers + judge from scripted HTTP endpoints; malformed replies are rows, not crashes."""
     from pipelines.stages import memshot
 
@@ -61,7 +61,7 @@ def test_stage_answers_and_judge_via_local_openai_server(file_store, tmp_path):
     with LocalOpenAIServer(answerer, model_id="scripted-answers") as a, LocalOpenAIServer(judge, model_id="scripted-judge") as j:
         spec = lambda srv: {"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url,  # noqa: E731
                                                        "api_key_env": None, "max_retries": 0, "timeout_s": 10}}
-        ctx = _ctx(file_store, tmp_path, {"dataset": "locomo", "conversations": 1, "variants": ["no-render"],
+        ctx = _ctx(file_store, tmp_path, {"dataset": "locomo", "conversations": 1, "variants": ["text-rag"],
                                           "k": [5], "embed_on_ray": False, "max_questions": 6,
                                           "vlm": spec(a), "judge": spec(j), "request_concurrency": 2})
         summary = memshot.run(ctx)
@@ -115,3 +115,26 @@ def test_stage_shots_with_tiny_qwen3vl_embedder_and_image_answers(s3_store, ray_
     assert ans.height == 2 and (ans["n_images"] == 3).all()
     assert all(p.startswith("images=3 ") for p in ans["prediction"].to_list())  # 3 PNGs crossed the wire
     assert ans["judge_status"].unique().to_list() == ["skipped"] and summary["answers"]["answers"] == 2
+
+
+def test_stage_resumes_answers_and_embeddings(file_store, ray_local, tmp_path):
+    """A re-run reuses cached embeddings and final answers; transport errors are retried."""
+    from pipelines.stages import memshot
+
+    flaky = ScriptedVLM(["an answer"], label="flaky", fail_first=2, fail_status=503)
+    with LocalOpenAIServer(flaky, model_id="flaky") as a:
+        over = {"dataset": "locomo", "conversations": 1, "variants": ["text-rag"], "k": [5],
+                "embed_on_ray": False, "max_questions": 3, "request_concurrency": 1,
+                "vlm": {"name": "openai", "args": {"model": a.model_id, "base_url": a.base_url,
+                                                   "api_key_env": None, "max_retries": 0}}}
+        ctx = _ctx(file_store, tmp_path, over)
+        first = memshot.run(ctx)
+        assert first["answers"]["answer_failures"] == 2           # two 503s, no retries allowed
+        calls = flaky.calls
+        cache_key = f"{ctx.run_prefix}/memshot/embeddings/text_embedder.parquet"
+        stamp = file_store.read_table(cache_key)["embed_s"].to_list()
+        second = memshot.run(_ctx(file_store, tmp_path, over))
+    assert second["answers"]["answer_failures"] == 0
+    assert flaky.calls == calls + 2                                  # only the two failed tasks re-asked
+    assert file_store.read_table(cache_key)["embed_s"].to_list() == stamp  # nothing re-embedded
+    assert second["recall"] == first["recall"]
