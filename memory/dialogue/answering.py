@@ -14,7 +14,6 @@ model reply: a :class:`serve.vlm.VLMError` or a malformed reply becomes a row wh
 from __future__ import annotations
 
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
@@ -166,10 +165,3 @@ def _pool_map(fn: Callable[[dict[str, Any]], dict[str, Any]], rows: list[dict[st
         return [fn(r) for r in rows]
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="memshot-vlm") as pool:
         return list(pool.map(fn, rows))
-
-
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    """``(fn(), seconds)``."""
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0

@@ -146,7 +146,7 @@ class _EmbedActor:
 
 
 def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: Any = None, ray_cfg: Any = None,
-                    batch_size: int = 64, actors: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                    batch_size: int = 64, actors: int = 1, num_gpus: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Ray Data version of :func:`embed_items`: an actor pool, one embedder per actor.
 
     Returns ``(vectors, per-item seconds)`` in items order (measured inside the actors); order is kept
@@ -160,6 +160,8 @@ def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: Any = N
         return np.zeros((0, 0), dtype=np.float32), np.zeros(0)
     ds = ray.data.from_arrow(items.select("item_id", "modality", "text", "image_key").to_arrow())
     kwargs = actor_pool(ray_cfg, size=actors) if ray_cfg is not None else {}
+    if num_gpus:
+        kwargs["num_gpus"] = num_gpus  # one GPU (or a share) per embedder replica on the cluster
     out = ds.map_batches(_EmbedActor, fn_constructor_kwargs={"spec": spec, "store": store},
                          batch_size=batch_size, batch_format="numpy", **kwargs)
     ids: list[str] = []

@@ -92,6 +92,7 @@ class MemShotConfig(Frozen):
     )
     embed_batch_size: int = Field(64, ge=1, description="Items per embedding batch (one model call).")
     embed_actors: int = Field(1, ge=1, description="Ray Data embedding actors (one embedder copy each).")
+    embed_gpus: float = Field(0.0, ge=0, description="GPUs per Ray Data embedding actor (paper: 1 for Qwen3-VL-Embedding-8B).")
     embed_on_ray: bool | None = Field(
         None,
         description="Embed as a Ray Data actor-pool job (True) or in the driver (False); None: Ray above 2,000 items.",

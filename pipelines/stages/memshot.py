@@ -177,7 +177,8 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
     if todo.height:
         if on_ray:
             vecs, secs = embed_items_ray(todo, spec, store=ctx.store, ray_cfg=ctx.config.ray,
-                                         batch_size=cfg.embed_batch_size, actors=cfg.embed_actors)
+                                         batch_size=cfg.embed_batch_size, actors=cfg.embed_actors,
+                                         num_gpus=cfg.embed_gpus)
         else:
             from serve.embed import build_embedder
 
