@@ -136,3 +136,28 @@ def test_session_survives_a_storefront_restart(shop, browser) -> None:
     assert all(s.exec_error is None for s in res.steps[7:])
     assert res.steps[-1].url.startswith(("/collection/", "/product/"))
     assert len(res.visited) >= 3
+
+
+def test_memory_hook_images_follow_the_observation(shop) -> None:
+    from pipelines.agents.session import MemoryContext
+
+    class Mem:
+        def __init__(self):
+            self.calls = []
+
+        def context(self, *, spec, step, url, subtask):
+            self.calls.append((step, url))
+            return MemoryContext(text="(1) Memory — product page /product/x [memory image 1]\n  (2) ... [memory image 2]",
+                                 images=(b"mem-1", b"mem-2"))
+
+    mem = Mem()
+    rec = Recorder(ScriptedShopper(seed=5))
+    spec = replace(session_spec(5, 0), n_steps=4)
+    with HttpEnv(shop.url) as env:
+        res = run_session(spec, vlm=rec, env=env, backend="t", memory=mem)
+    assert [c[0] for c in mem.calls] == [1, 2, 3, 4] and mem.calls[0][1] == spec.start_url
+    for s, sent in zip(res.steps, rec.sent):
+        imgs = sent[1].images
+        assert imgs[-2:] == (b"mem-1", b"mem-2")
+        assert len(imgs) == (3 if s.url_hash else 2) and (not s.url_hash or imgs[0].startswith(b"\x89PNG"))
+        assert "[Memory context retrieved this step]\n  (1) Memory — product page /product/x" in sent[1].text
