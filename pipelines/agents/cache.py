@@ -3,6 +3,7 @@
 Layout (relative to the store root, shared by every run that uses the same backend)::
 
     trajectories/<backend-slug>/<seed>/<j>.parquet     the step rows (``records.steps_table``)
+    trajectories/<backend-slug>/<seed>/<j>.timing.parquet  per-step latency (varies run to run)
     trajectories/<backend-slug>/<seed>/<j>.done.json   the session summary, written LAST
     blobs/sha256/<hex>.<ext>                           observation images, content-addressed
 
@@ -24,7 +25,7 @@ import re
 import threading
 from typing import Any, Iterable
 
-from pipelines.agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table
+from pipelines.agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table, timing_table
 
 TRAJECTORY_ROOT = "trajectories"
 BLOB_ROOT = "blobs/sha256"
@@ -71,6 +72,9 @@ class TrajectoryCache:
     def steps_key(self, seed: int, j: int) -> str:
         return f"{self.prefix(seed)}/{j}.parquet"
 
+    def timing_key(self, seed: int, j: int) -> str:
+        return f"{self.prefix(seed)}/{j}.timing.parquet"
+
     def done_key(self, seed: int, j: int) -> str:
         return f"{self.prefix(seed)}/{j}.done.json"
 
@@ -107,8 +111,14 @@ class TrajectoryCache:
 
     # -- sessions -----------------------------------------------------------------------------
     def write(self, result: SessionResult) -> dict[str, Any]:
-        """Write the steps, then the done marker (the commit point). Returns the summary."""
-        self.store.write_table(self.steps_key(result.seed, result.j), steps_table(result.steps),
+        """Write the steps and their timings, then the done marker (the commit point).
+
+        The steps object holds no wall-clock values, so a deterministic backend writes the same
+        bytes every time. Returns the summary.
+        """
+        self.store.write_table(self.steps_key(result.seed, result.j), steps_table(result.steps, timing=False),
+                               schema_version=TRAJECTORY_SCHEMA_VERSION)
+        self.store.write_table(self.timing_key(result.seed, result.j), timing_table(result.steps),
                                schema_version=TRAJECTORY_SCHEMA_VERSION)
         summary = result.summary()
         self.store.put_json(self.done_key(result.seed, result.j), summary)
@@ -118,12 +128,14 @@ class TrajectoryCache:
         return self.store.get_json(self.done_key(seed, j))
 
     def read_steps(self, seed: int, j: int) -> Any:
-        """The step rows of a finished session as a Polars frame."""
+        """The step rows of a finished session as a Polars frame, with ``latency_s`` joined in."""
         import polars as pl
 
         if not self.is_done(seed, j):
             raise FileNotFoundError(f"session (seed={seed}, j={j}) of {self.backend} is not finished")
-        return pl.read_parquet(io.BytesIO(self.store.get_bytes(self.steps_key(seed, j))))
+        steps = pl.read_parquet(io.BytesIO(self.store.get_bytes(self.steps_key(seed, j))))
+        timing = pl.read_parquet(io.BytesIO(self.store.get_bytes(self.timing_key(seed, j))))
+        return steps.join(timing.select("step", "latency_s"), on="step", how="left", maintain_order="left")
 
     def visited(self, seed: int, j: int) -> list[str]:
         """Distinct products the session visited, first-seen order (the recall probes)."""

@@ -129,24 +129,43 @@ class SessionResult:
         }
 
 
-def steps_table(steps: list[StepRecord]) -> Any:
-    """The steps as a Polars frame with fixed dtypes (empty sessions keep the schema)."""
+#: Columns that vary from run to run (wall-clock measurements). They live in a sidecar table so
+#: the trajectory itself is byte-identical for deterministic backends.
+TIMING_COLUMNS: tuple[str, ...] = ("latency_s",)
+
+_SCHEMA_NAMES = {
+    "backend": "String", "seed": "Int64", "j": "Int64", "category": "String", "n_steps": "Int64",
+    "step": "Int64", "url": "String", "title": "String", "description": "String",
+    "url_hash": "String", "style": "String", "image_key": "String", "n_images": "Int64",
+    "status": "String", "action_type": "String", "action_arg": "String", "action_text": "String",
+    "thought": "String", "reply": "String", "error": "String", "exec_error": "String",
+    "forced_nav": "Boolean", "latency_s": "Float64", "prompt_tokens": "Int64",
+    "completion_tokens": "Int64", "valid": "Boolean",
+}
+
+
+def steps_table(steps: list[StepRecord], *, timing: bool = True) -> Any:
+    """The steps as a Polars frame with fixed dtypes (empty sessions keep the schema).
+
+    ``timing=False`` leaves out :data:`TIMING_COLUMNS` (what the cache stores as the trajectory).
+    """
     import polars as pl
 
-    schema = {
-        "backend": pl.String, "seed": pl.Int64, "j": pl.Int64, "category": pl.String, "n_steps": pl.Int64,
-        "step": pl.Int64, "url": pl.String, "title": pl.String, "description": pl.String,
-        "url_hash": pl.String, "style": pl.String, "image_key": pl.String, "n_images": pl.Int64,
-        "status": pl.String, "action_type": pl.String, "action_arg": pl.String, "action_text": pl.String,
-        "thought": pl.String, "reply": pl.String, "error": pl.String, "exec_error": pl.String,
-        "forced_nav": pl.Boolean, "latency_s": pl.Float64, "prompt_tokens": pl.Int64,
-        "completion_tokens": pl.Int64, "valid": pl.Boolean,
-    }
-    rows = [{**asdict(s), "valid": s.valid} for s in steps]
-    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    schema = {k: getattr(pl, v) for k, v in _SCHEMA_NAMES.items() if timing or k not in TIMING_COLUMNS}
+    rows = [{k: v for k, v in {**asdict(s), "valid": s.valid}.items() if k in schema} for s in steps]
+    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def timing_table(steps: list[StepRecord]) -> Any:
+    """``step`` plus :data:`TIMING_COLUMNS` of every step."""
+    import polars as pl
+
+    return pl.DataFrame({"step": [s.step for s in steps], "latency_s": [float(s.latency_s) for s in steps]},
+                        schema={"step": pl.Int64, "latency_s": pl.Float64})
 
 
 def steps_from_table(df: Any) -> list[StepRecord]:
-    """Rebuild step records from a trajectory table."""
+    """Rebuild step records from a trajectory table (timing columns default to 0 when absent)."""
     names = [f.name for f in fields(StepRecord)]
-    return [StepRecord(**{k: row[k] for k in names}) for row in df.iter_rows(named=True)]
+    return [StepRecord(**{k: row.get(k, 0.0 if k in TIMING_COLUMNS else None) for k in names})
+            for row in df.iter_rows(named=True)]

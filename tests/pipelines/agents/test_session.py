@@ -161,3 +161,20 @@ def test_memory_hook_images_follow_the_observation(shop) -> None:
         assert imgs[-2:] == (b"mem-1", b"mem-2")
         assert len(imgs) == (3 if s.url_hash else 2) and (not s.url_hash or imgs[0].startswith(b"\x89PNG"))
         assert "[Memory context retrieved this step]\n  (1) Memory — product page /product/x" in sent[1].text
+
+
+def test_trajectory_bytes_are_deterministic(shop, tmp_path) -> None:
+    from pipelines.agents.cache import TrajectoryCache
+    from pipelines.store import Store
+
+    spec = replace(session_spec(4, 1), n_steps=10)
+    blobs = []
+    for run in ("a", "b"):
+        cache = TrajectoryCache(Store.open(f"file://{tmp_path}/{run}"), "t")
+        with HttpEnv(shop.url) as env:
+            res = run_session(spec, vlm=ScriptedShopper(seed=4), env=env, backend="t", blob_sink=cache.put_blob)
+        cache.write(res)
+        blobs.append(cache.store.get_bytes(cache.steps_key(4, 1)))
+        steps = cache.read_steps(4, 1)
+        assert steps["latency_s"].null_count() == 0 and steps.height == 10
+    assert blobs[0] == blobs[1]  # wall-clock values live in the timing sidecar
