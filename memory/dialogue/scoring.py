@@ -273,8 +273,10 @@ def accuracy_table(scored: pl.DataFrame, by: tuple[str, ...] = ("variant", "k"))
         return frame.group_by(keys, maintain_order=True).agg(
             pl.len().alias("n"),
             pl.col("correct").is_null().sum().alias("judge_failures"),
-            (pl.col("correct").fill_null(False).cast(pl.Float64).sum()
-             / pl.col("correct").is_not_null().sum().cast(pl.Float64)).alias("accuracy"),
+            # null (not NaN) when nothing in the group was judged
+            pl.when(pl.col("correct").is_not_null().sum() > 0)
+            .then(pl.col("correct").fill_null(False).cast(pl.Float64).sum()
+                  / pl.col("correct").is_not_null().sum().cast(pl.Float64)).alias("accuracy"),
             pl.col("correct").fill_null(False).cast(pl.Float64).mean().alias("accuracy_strict"),
             pl.col("f1").mean().alias("f1"),
             pl.col("f1_mem0").mean().alias("f1_mem0"),

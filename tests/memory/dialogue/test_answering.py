@@ -90,3 +90,28 @@ def test_unreadable_shot_is_a_row_not_a_crash():
 @pytest.mark.parametrize("text,bad", [("Paris", False), ("", True), (None, True), (MALFORMED_TEXT, True)])
 def test_is_malformed_answer(text, bad):
     assert A.is_malformed_answer(text) is bad
+
+
+def test_longmemeval_judging_uses_the_question_type_prompt():
+    """LongMemEval: per-type prompts (the judge sees which), yes/no parsing, abstention ids."""
+    seen = []
+
+    class Recorder:
+        name = "recorder"
+
+        def chat(self, messages, *, max_tokens=512, temperature=0.0):
+            from serve.vlm import ChatResult
+
+            seen.append(messages[0].text)
+            return ChatResult(text=["Yes.", "no", "unsure"][len(seen) - 1], latency_s=0.0)
+
+    qs = pl.DataFrame({"conversation_id": ["r1", "r2", "r3"], "question_id": ["q1", "q2", "q3_abs"],
+                       "question": ["How many days?", "Where now?", "Who?"], "answer": ["18", "Paris", "unknown"],
+                       "category": ["temporal-reasoning", "knowledge-update", "single-session-user"],
+                       "category_code": ["temporal-reasoning", "knowledge-update", "single-session-user"]})
+    answers = pl.DataFrame({"variant": ["memshot"] * 3, "k": [5] * 3, "conversation_id": ["r1", "r2", "r3"],
+                            "question_id": ["q1", "q2", "q3_abs"], "prediction": ["19 days", "Rome", "Bob"]})
+    out = A.judge_answers(answers, qs, Recorder(), dataset="longmemeval", concurrency=1)
+    assert out["judge_label"].to_list() == [True, False, None]
+    assert out["judge_status"].to_list() == ["ok", "ok", "malformed"]
+    assert "off-by-one" in seen[0] and "updated answer" in seen[1] and "unanswerable" in seen[2]

@@ -112,3 +112,11 @@ def test_score_answers_and_accuracy_table():
     assert overall["accuracy_strict"] == pytest.approx(0.5)
     cat2 = table.filter(pl.col("category") == "2").row(0, named=True)
     assert cat2["n"] == 2 and cat2["accuracy"] == pytest.approx(1.0) and cat2["f1"] == pytest.approx(0.5)
+
+
+def test_accuracy_is_null_when_nothing_was_judged():
+    df = S.score_answers(pl.DataFrame({"variant": ["v"], "k": [5], "category": [4], "answer": ["blue"],
+                                       "prediction": ["blue"], "correct": [None]}, schema_overrides={"correct": pl.Boolean}),
+                         "locomo")
+    row = S.accuracy_table(df).filter(pl.col("category") == "overall").row(0, named=True)
+    assert row["accuracy"] is None and row["judge_failures"] == 1 and row["f1"] == 1.0
