@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
 import threading
 from typing import Any, Iterable
