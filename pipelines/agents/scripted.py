@@ -173,3 +173,10 @@ class ScriptedShopper:
         prompt_tokens = sum(len(m.text.split()) for m in messages)
         return ChatResult(text=text, latency_s=time.perf_counter() - t0,
                           prompt_tokens=prompt_tokens, completion_tokens=len(text.split()))
+
+
+def shopper_reply(messages: list[Message]) -> str:
+    """The seed-0 policy as a plain function, so any host can serve it, e.g.
+    ``python -m serve.openai_server --backend scripted --args '{"fn": "pipelines.agents.scripted:shopper_reply"}'``.
+    """
+    return ScriptedShopper(seed=0).chat(messages).text

@@ -65,3 +65,11 @@ def test_same_message_same_reply() -> None:
     text = _msg("lamp", 5, 27, "/category/lamp", ["done"])
     a, b = ScriptedShopper(seed=9), ScriptedShopper(seed=9)
     assert a.chat([Message("user", text)]).text == b.chat([Message("user", text)]).text
+
+
+def test_servable_as_a_scripted_fn() -> None:
+    from serve.backends.scripted import ScriptedVLM
+
+    text = _msg("rug", 1, 22, "/category/rug", [])
+    hosted = ScriptedVLM(fn="pipelines.agents.scripted:shopper_reply")
+    assert hosted.chat([Message("user", text)]).text == ScriptedShopper(seed=0).chat([Message("user", text)]).text
