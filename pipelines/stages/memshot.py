@@ -12,6 +12,11 @@
 5. When a VLM is configured: **answers**, then (with a judge) **judge labels**; token F1 always →
    ``results/memshot_answers.parquet`` and ``results/memshot_scores.parquet``.
 
+Intermediates (resumption): ``<run>/memshot/embeddings/<role>.parquet`` (vectors per item),
+``<run>/memshot/ranked.parquet`` (top-k per question), ``<run>/memshot/answers_raw.parquet`` and
+``judged_raw.parquet``. Every result table carries ``schema_version``; ``memshot_recall`` and
+``memshot_answers`` are validated against :mod:`analysis.schemas`.
+
 Top-level imports stay light (the CLI imports this module for its flags).
 """
 
@@ -84,7 +89,8 @@ def run(ctx: Any) -> dict[str, Any]:
     if not ranked_parts:
         return {"status": "no-retrieval", "units": units.height, "reason": "no embedder for any variant"}
     ranked = pl.concat(ranked_parts)
-    ctx.store.write_table(f"{results}/memshot_ranked.parquet", ranked, schema_version=SUMMARY_SCHEMA_VERSION)
+    # The ranking is an intermediate (answers and any re-scoring start from it), not a result table.
+    ctx.store.write_table(f"{ctx.run_prefix}/memshot/ranked.parquet", ranked, schema_version=SUMMARY_SCHEMA_VERSION)
 
     recall = evidence_recall(ranked, units, questions, cfg.k)
     recall = recall.with_columns(
@@ -106,7 +112,7 @@ def run(ctx: Any) -> dict[str, Any]:
         "construction_latency_s": _latency_dict(latency),
         "paper_construction_latency_s": PAPER_CONSTRUCTION_LATENCY_S,
         "results": [f"{results}/{n}.parquet" for n in
-                    ("memshot_recall", "memshot_recall_summary", "memshot_latency", "memshot_ranked")],
+                    ("memshot_recall", "memshot_recall_summary", "memshot_latency")],
     }
     if cfg.vlm is not None:
         summary["answers"] = _answer_and_score(ctx, ranked, units, questions, recall)

@@ -138,3 +138,19 @@ def test_stage_resumes_answers_and_embeddings(file_store, ray_local, tmp_path):
     assert flaky.calls == calls + 2                                  # only the two failed tasks re-asked
     assert file_store.read_table(cache_key)["embed_s"].to_list() == stamp  # nothing re-embedded
     assert second["recall"] == first["recall"]
+
+
+@pytest.mark.slow
+def test_cli_vismem_run_memshot(tmp_path):
+    """`vismem run memshot --dataset locomo --variant text-rag --k 5` through the real CLI (local-s3
+    store, its own Ray), in a subprocess so the session's Ray is left alone."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pipelines", "run", "memshot", "--dataset", "locomo",
+                           "--variant", "text-rag", "--k", "5", "--no-progress", "--set", f"runs_dir={tmp_path}",
+                           "--set", "memshot.conversations=1"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert summary["memshot"]["status"] == "done" and set(summary["memshot"]["recall"]) == {"text-rag@5"}
