@@ -177,8 +177,8 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
     cache: dict[str, tuple[np.ndarray, float]] = {}
     if ctx.store.exists(cache_key):
         old = ctx.store.read_table(cache_key)
-        cache = {i: (np.asarray(v, dtype=np.float32), float(t)) for i, v, t in
-                 zip(old["item_id"].to_list(), old["embedding"].to_list(), old["embed_s"].to_list())}
+        mat = np.asarray(old["embedding"].to_numpy(), dtype=np.float32)
+        cache = {i: (mat[j], float(t)) for j, (i, t) in enumerate(zip(old["item_id"].to_list(), old["embed_s"].to_list()))}
     todo = items.filter(~pl.col("item_id").is_in(list(cache)))
     if todo.height:
         if on_ray:
@@ -192,10 +192,10 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
                                      batch_size=cfg.embed_batch_size)
         cache.update({i: (v, float(t)) for i, v, t in zip(todo["item_id"].to_list(), vecs, secs)})
         ids_all = list(cache)
+        # A fixed-width Array column: written from / read into one (n, d) matrix, no Python floats.
         ctx.store.write_table(cache_key, pl.DataFrame({
-            "item_id": ids_all, "embedding": [cache[i][0].tolist() for i in ids_all],
-            "embed_s": [cache[i][1] for i in ids_all]}, schema={"item_id": pl.Utf8, "embedding": pl.List(pl.Float32),
-                                                             "embed_s": pl.Float64}),
+            "item_id": ids_all, "embedding": np.stack([cache[i][0] for i in ids_all]).astype(np.float32),
+            "embed_s": np.asarray([cache[i][1] for i in ids_all], dtype=np.float64)}),
             schema_version=SUMMARY_SCHEMA_VERSION)
     ids = items["item_id"].to_list()
     vecs = np.stack([cache[i][0] for i in ids])
