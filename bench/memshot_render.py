@@ -1,9 +1,9 @@
 """``memshot-render-locomo``: all of LoCoMo (272 sessions) → MemShot PNG shots in the store.
 
 Measured path: exactly the render job's task function (``render_rows``: layout, draw, encode,
-write each shot, write each session's shard) over every LoCoMo session, fanned out to 2 forked
-worker processes (the target machine has 2 cores) in small chunks so neither idles. Loading
-the JSON and starting the workers is outside ``wall_s``; Ray's own start-up (seconds) is not
+write each shot, write each session's shard) over every LoCoMo session, fanned out to 2 worker
+processes (the target machine has 2 cores) in small chunks so neither idles. Loading
+the JSON and starting the workers are outside ``wall_s``; Ray's own start-up (seconds) is not
 part of it either — the Ray Data path runs the same function and is covered by the tests.
 
 Stores: ``file://`` in a temp dir (the target metric ``wall_s``) and the local weed S3 server
@@ -52,14 +52,16 @@ def _locomo_path() -> Path:
 
 
 def run_once(store: Any, prefix: str, rows: list[dict[str, Any]], processes: int = PROCESSES) -> dict[str, float]:
-    """Render ``rows`` into ``store`` with ``processes`` forked workers; per-phase times."""
+    """Render ``rows`` into ``store`` with ``processes`` worker processes; per-phase times."""
     from pipelines.memshot_render import collect_units
 
     chunks = [rows[i:i + CHUNK] for i in range(0, len(rows), CHUNK)]
-    # fork: workers inherit the imported modules, so start-up is milliseconds, not seconds.
-    with ProcessPoolExecutor(processes, mp_context=mp.get_context("fork"), initializer=_init,
+    # spawn, not fork: another benchmark may have started Ray (threads) in this process. Both
+    # workers are started, and have imported the renderer, before the clock starts; their font
+    # and word caches start empty, as in a fresh Ray worker.
+    with ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn"), initializer=_init,
                              initargs=(store, prefix)) as pool:
-        list(pool.map(_init_probe, range(processes)))  # workers are up before the clock starts
+        list(pool.map(_init_probe, [0.3] * processes))
         load = os.getloadavg()[0]
         t0 = time.perf_counter()
         res = list(pool.map(_work, chunks))
@@ -77,8 +79,9 @@ def run_once(store: Any, prefix: str, rows: list[dict[str, Any]], processes: int
             "mb": sum(units.column("bytes").to_pylist()) / 1e6}
 
 
-def _init_probe(_: int) -> int:
-    return 0
+def _init_probe(wait_s: float) -> int:
+    time.sleep(wait_s)  # keeps the first worker busy so the second one is started too
+    return os.getpid()
 
 
 @benchmark(NAME, "All of LoCoMo (272 sessions) → MemShot 768-px PNG shots in the store on 2 processes")
