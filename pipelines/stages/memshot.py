@@ -74,6 +74,8 @@ def run(ctx: Any) -> dict[str, Any]:
     from memory.dialogue.retrieval import evidence_recall, rank_units, recall_summary
 
     cfg = ctx.config.memshot
+    if not cfg.enabled:
+        return {"status": "disabled"}
     results = f"{ctx.run_prefix}/results"
     units, render_s, conversations = _render(ctx)
     questions = _questions(conversations, cfg)
@@ -111,6 +113,7 @@ def run(ctx: Any) -> dict[str, Any]:
         "recall": _recall_dict(summary_tbl),
         "construction_latency_s": _latency_dict(latency),
         "paper_construction_latency_s": PAPER_CONSTRUCTION_LATENCY_S,
+        "rendered_not_retrieved": sorted(set(units["variant"].unique().to_list()) - set(embedder_names)),
         "results": [f"{results}/{n}.parquet" for n in
                     ("memshot_recall", "memshot_recall_summary", "memshot_latency")],
     }
