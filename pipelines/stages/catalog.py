@@ -284,8 +284,9 @@ def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION, "store": store.uri, "prefix": prefix, "table": table_key,
         "params": params, "image_source": source_spec(cfg), "colour_order": catalog.colour_order,
         "seed": catalog.seed, "variants": len(variants), "generated": generated,
-        # what the shop serves from: the images this job wrote, in the official layout
-        "serve_spec": {"name": "store", "args": {"uri": store.uri, "prefix": prefix}},
+        # what the shop serves from: the images this job wrote, in the official layout (the
+        # store source reads NN.png names, so only PNG sets are servable as stored)
+        "serve_spec": {"name": "store", "args": {"uri": store.uri, "prefix": prefix}} if cfg.image_format == "png" else None,
     }
     store.put_json(f"{ctx.run_prefix}/catalog.json", pointer)
     return {"status": "done", "prefix": prefix, "table": table_key, "variants": len(variants),
