@@ -64,6 +64,14 @@ def source_spec(cfg: Any) -> dict[str, Any]:
     return {"name": cfg.image_source, "args": args}
 
 
+_SECRET_ARGS = ("access_key", "secret_key", "aws_access_key_id", "aws_secret_access_key", "token")
+
+
+def public_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec without credentials (what goes into params.json, the manifest and the pointer)."""
+    return {"name": spec["name"], "args": {k: v for k, v in spec["args"].items() if k not in _SECRET_ARGS}}
+
+
 def image_params(cfg: Any, variants: Any) -> dict[str, Any]:
     """Everything the stored pixels depend on (hashed into the prefix)."""
     from env.storefront.images.scene import RENDERER_VERSION
@@ -72,7 +80,7 @@ def image_params(cfg: Any, variants: Any) -> dict[str, Any]:
                            for v in sorted(variants, key=lambda v: v.url_hash))
     spec = source_spec(cfg)
     return {
-        "source": spec,
+        "source": public_spec(spec),
         "renderer": RENDERER_VERSION if cfg.image_source == "procedural" else None,
         "size": cfg.image_size, "format": cfg.image_format, "png_compress_level": cfg.png_compress_level,
         "assignment_sha256": hashlib.sha256(assignment.encode()).hexdigest(),
@@ -270,7 +278,7 @@ def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
                 if r["with_cue_key"] in existing and r["base_key"] in existing:
                     prev[r["url_hash"]] = {k: r[k] for k in ("url_hash",) + IMAGE_COLUMNS} | {"generated": False}
     todo = [r for r in rows if r["url_hash"] not in prev]
-    ctx.manifest.component("image_source", source_spec(cfg))
+    ctx.manifest.component("image_source", public_spec(source_spec(cfg)))
     t_job = time.perf_counter()
     results = generate(todo, store=store, cfg=cfg, ray_cfg=ctx.config.ray, use_ray=use_ray)
     t_job = time.perf_counter() - t_job
@@ -282,7 +290,7 @@ def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
     generated = sum(1 for r in results if r.get("generated"))
     pointer = {
         "schema_version": SCHEMA_VERSION, "store": store.uri, "prefix": prefix, "table": table_key,
-        "params": params, "image_source": source_spec(cfg), "colour_order": catalog.colour_order,
+        "params": params, "image_source": public_spec(source_spec(cfg)), "colour_order": catalog.colour_order,
         "seed": catalog.seed, "variants": len(variants), "generated": generated,
         # what the shop serves from: the images this job wrote, in the official layout (the
         # store source reads NN.png names, so only PNG sets are servable as stored)

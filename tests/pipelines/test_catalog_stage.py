@@ -136,3 +136,13 @@ def test_unknown_image_source_is_an_error(tmp_path, file_store, shared_dir):
     with pytest.raises(DataError, match="with_cue"):
         stage.run(ctx, use_ray=False)
     assert file_store.list("catalog") == []  # nothing half-written
+
+
+def test_credentials_never_reach_params_or_manifest():
+    from pipelines.configs.catalog import CatalogConfig
+
+    cfg = CatalogConfig(image_source="official", image_source_args={"root": "s3://b/imgs", "access_key": "AK",
+                                                                     "secret_key": "SK"})
+    params = stage.image_params(cfg, [])
+    assert "AK" not in str(params) and "SK" not in str(params)
+    assert params["source"]["args"] == {"root": "s3://b/imgs"}
