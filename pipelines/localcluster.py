@@ -59,6 +59,15 @@ class LocalRayCluster:
         if r.returncode != 0:
             raise RuntimeError(f"`ray {' '.join(args[:2])}` failed: {r.stderr[-1500:] or r.stdout[-1500:]}")
 
+    @staticmethod
+    def _node_ports() -> list[str]:
+        """Free ports for every per-node listener. Ray's defaults are fixed (e.g. the dashboard
+        agent on 52365), so a second Ray on the machine — a test session's, a user's — would
+        collide and leave the node without a job agent."""
+        return [f"--node-manager-port={_free_port()}", f"--object-manager-port={_free_port()}",
+                f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
+                f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}"]
+
     def start(self) -> "LocalRayCluster":
         self.temp_dir.mkdir(parents=True, exist_ok=True)
         self.gcs_port, self.dashboard_port = _free_port(), _free_port()
@@ -67,9 +76,10 @@ class LocalRayCluster:
         self._run(["start", "--head", f"--port={self.gcs_port}", f"--num-cpus={self.head_cpus}",
                    "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
                    f"--ray-client-server-port={_free_port()}", f"--temp-dir={self.temp_dir}",
-                   "--include-dashboard=true", *common])
+                   "--include-dashboard=true", *common, *self._node_ports()])
         for _ in range(self.workers):
-            self._run(["start", f"--address={self.address}", f"--num-cpus={self.worker_cpus}", *common])
+            self._run(["start", f"--address={self.address}", f"--num-cpus={self.worker_cpus}", *common,
+                       *self._node_ports()])
         self._wait_nodes(1 + self.workers)
         return self
 
