@@ -3,7 +3,7 @@
     with ShopServer.from_data("../shared/data", seed=0) as shop:
         httpx.get(shop.url + "/")
 
-    python -m env.storefront --data-dir ../shared/data --port 8000 --images placeholder
+    python -m env.storefront --data-dir ../shared/data --port 8000            # procedural images
 """
 
 from __future__ import annotations
@@ -85,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder holding dmv-bench/seed_v2.json and cue_registry.json")
     p.add_argument("--seed", type=int, default=0, help="run seed (colour permutation)")
     p.add_argument("--colour-order", choices=["seeded", "official"], default="seeded")
-    p.add_argument("--images", default="placeholder",
-                   help='image source: a registered name or a JSON spec {"name":..,"args":{..}}')
+    p.add_argument("--images", default="procedural",
+                   help='image source: a registered name (procedural, official, store, placeholder) or a '
+                        'JSON spec {"name":..,"args":{..}}')
     p.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     a = p.parse_args(argv)

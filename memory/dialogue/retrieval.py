@@ -71,7 +71,9 @@ def embedding_items(units: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFram
     """Everything one embedder must encode: each unit once, each question once.
 
     Columns: ``item_id`` (``u:<variant>:<unit_id>`` / ``q:<conversation_id>:<question_id>``),
-    ``modality`` (``text``/``image``; questions are text), ``text``, ``image_key``.
+    ``modality`` (``text``/``image`` for units, ``query`` for questions), ``text``, ``image_key``.
+    Questions are ``query`` rows because instruction-aware embedders (Qwen3-VL-Embedding) encode
+    queries with a different instruction than documents.
     """
     _require(units, UNIT_COLUMNS, "units")
     _require(questions, QUESTION_COLUMNS, "questions")
@@ -83,21 +85,28 @@ def embedding_items(units: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFram
     )
     q = questions.select(
         (pl.lit("q:") + pl.col("conversation_id") + pl.lit(":") + pl.col("question_id")).alias("item_id"),
-        pl.lit("text").alias("modality"), pl.col("question").alias("text"), pl.lit(None, pl.Utf8).alias("image_key"),
+        pl.lit("query").alias("modality"), pl.col("question").alias("text"), pl.lit(None, pl.Utf8).alias("image_key"),
     ).unique("item_id", maintain_order=True)
     return pl.concat([u, q])
 
 
 def _embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | None],
                  image_key: Sequence[str | None], read_image: Callable[[str], bytes]) -> np.ndarray:
-    """Embed one mixed batch, text rows through ``embed_texts`` and image rows through ``embed_images``."""
+    """Embed one mixed batch: text rows through ``embed_texts``, query rows through
+    ``serve.embed.embed_queries`` and image rows through ``embed_images``."""
+    from serve.embed import embed_queries
+
     n = len(modality)
     out: np.ndarray | None = None
-    txt_idx = [i for i in range(n) if modality[i] != "image"]
+    txt_idx = [i for i in range(n) if modality[i] == "text"]
+    qry_idx = [i for i in range(n) if modality[i] == "query"]
     img_idx = [i for i in range(n) if modality[i] == "image"]
     parts: list[tuple[list[int], np.ndarray]] = []
     if txt_idx:
         parts.append((txt_idx, np.asarray(embedder.embed_texts([text[i] or "" for i in txt_idx]), dtype=np.float32)))
+    if qry_idx:
+        parts.append((qry_idx, np.asarray(embed_queries(embedder, [text[i] or "" for i in qry_idx]),
+                                          dtype=np.float32)))
     if img_idx:
         images = [read_image(image_key[i]) for i in img_idx]
         parts.append((img_idx, np.asarray(embedder.embed_images(images), dtype=np.float32)))

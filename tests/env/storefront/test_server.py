@@ -29,6 +29,15 @@ def test_python_m_storefront_serves(shared_dir):
         assert "storefront serving 1000 products at http://127.0.0.1:" in line, line
         url = line.strip().rsplit(" ", 1)[-1]
         assert httpx.get(url + "/product/df5b5fde").status_code == 200
+        # The default image source is the procedural one (a real product picture, not the placeholder).
+        from env.storefront.catalog import load_catalog
+        from env.storefront.imagesource import build_image_source
+
+        img_paths = [a for a in httpx.get(url + "/product/df5b5fde").text.split('"') if a.startswith("/images/")]
+        assert img_paths, "product page shows no image"
+        served = httpx.get(url + img_paths[0]).content
+        cat = load_catalog(shared_dir / "data", seed=3)
+        assert served == build_image_source("procedural", cat).get("df5b5fde")
     finally:
         p.send_signal(signal.SIGINT)
         p.wait(timeout=20)

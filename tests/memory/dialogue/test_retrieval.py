@@ -117,3 +117,20 @@ def test_missing_columns_raise_data_error():
 
     with pytest.raises(DataError, match="dia_ids"):
         R.embedding_items(_units().drop("dia_ids"), _questions())
+
+
+def test_questions_use_the_query_instruction_of_instruction_aware_embedders():
+    class Instructed(BagOfWords):
+        def __init__(self):
+            self.queries: list[str] = []
+
+        def embed_queries(self, texts):
+            self.queries += list(texts)
+            return self.embed_texts(texts)
+
+    units, qs = _units(), _questions()
+    items = R.embedding_items(units, qs)
+    assert set(items.filter(pl.col("item_id").str.starts_with("q:"))["modality"]) == {"query"}
+    emb = Instructed()
+    R.embed_items(items, emb, read_image=IMAGES.__getitem__)
+    assert emb.queries == qs["question"].to_list()  # units never go through the query path
