@@ -21,14 +21,13 @@ import argparse
 import asyncio
 import json
 import logging
-import socket
 import sys
-import threading
 import time
 from typing import Any
 
 from fastapi import Request  # module level: FastAPI resolves the handlers' string annotations here
 
+from serve.asgi_thread import ThreadedASGIServer, bind_socket  # noqa: F401 (re-exported)
 from serve.openai_format import completion_response, from_data_url, messages_from_openai
 
 log = logging.getLogger(__name__)
@@ -145,65 +144,21 @@ def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = 
     return app
 
 
-def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    """A bound listening socket; port 0 picks a free port with no bind race."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    return sock
-
-
-class LocalOpenAIServer:
+class LocalOpenAIServer(ThreadedASGIServer):
     """Runs :func:`create_app` under uvicorn on a background thread (context manager)."""
+
+    thread_name = "openai-server"
 
     def __init__(self, vlm: Any = None, embedder: Any = None, *, host: str = "127.0.0.1",
                  port: int = 0, model_id: str | None = None, app: Any = None) -> None:
         # ``app``: serve any ASGI app instead (e.g. a deliberately broken upstream in tests).
-        self.app = app if app is not None else create_app(vlm, embedder, model_id=model_id)
+        super().__init__(app if app is not None else create_app(vlm, embedder, model_id=model_id),
+                         host=host, port=port)
         self.model_id = model_id or (vlm.name if vlm is not None else embedder.name if embedder else "app")
-        self.host, self.port = host, port
-        self._server = None
-        self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
-
-    def start(self, timeout_s: float = 15.0) -> "LocalOpenAIServer":
-        import uvicorn
-
-        self._sock = bind_socket(self.host, self.port)
-        self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._server.serve(sockets=[self._sock])),
-            name=f"openai-server-{self.port}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + timeout_s
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"local OpenAI server on port {self.port} did not start")
-            time.sleep(0.02)
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._sock is not None:
-            self._sock.close()
-        self._server = self._thread = self._sock = None
-
-    def __enter__(self) -> "LocalOpenAIServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,19 +17,18 @@ from typing import Any
 from env.storefront.app import create_app
 from env.storefront.catalog import Catalog, ColourOrder, load_catalog
 from env.storefront.imagesource import ImageSource, build_image_source
+from serve.asgi_thread import ThreadedASGIServer
 
 
-class ShopServer:
-    """A uvicorn server for the shop on a socket bound before start (no port race)."""
+class ShopServer(ThreadedASGIServer):
+    """The shop under uvicorn on a background thread, on a socket bound before start (no port race)."""
+
+    thread_name = "shop"
 
     def __init__(self, catalog: Catalog, images: ImageSource, host: str = "127.0.0.1",
                  port: int = 0) -> None:
         self.catalog, self.images = catalog, images
-        self.host, self.port = host, port
-        self.app = create_app(catalog, images)
-        self._server = None
-        self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
+        super().__init__(create_app(catalog, images), host=host, port=port)
 
     @classmethod
     def from_data(cls, data_dir: str | Path, *, seed: int = 0, colour_order: ColourOrder = "seeded",
@@ -42,41 +39,6 @@ class ShopServer:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
-
-    def start(self, timeout: float = 20.0) -> "ShopServer":
-        import uvicorn
-
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((self.host, self.port))
-        self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
-                                        name=f"shop:{self.port}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"storefront failed to start on {self.url}")
-            time.sleep(0.02)
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._sock is not None:
-            self._sock.close()
-        self._server = self._thread = self._sock = None
-
-    def __enter__(self) -> "ShopServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

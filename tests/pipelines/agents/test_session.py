@@ -132,7 +132,10 @@ def test_session_survives_a_storefront_restart(shop, browser) -> None:
         browser.base_url, browser.timeout_ms = saved
         state["srv"].stop()
     assert len(res.steps) == 12
-    assert res.steps[3].exec_error and "failed" in res.steps[3].exec_error
+    # The step whose page load hits the stopped shop is recorded as failed; Playwright words the
+    # error differently depending on timing (connection refused, context destroyed), so only
+    # its presence is checked.
+    assert res.steps[3].exec_error
     assert all(s.exec_error is None for s in res.steps[7:])
     assert res.steps[-1].url.startswith(("/collection/", "/product/"))
     assert len(res.visited) >= 3
