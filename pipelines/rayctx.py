@@ -71,7 +71,9 @@ def actor_pool(cfg: RayConfig, *, size: int | None = None) -> dict[str, Any]:
 
 def task_pool(cfg: RayConfig) -> dict[str, Any]:
     """``map``/``map_batches`` kwargs for a stateless task stage."""
-    return {"concurrency": cfg.concurrency, "num_cpus": cfg.actor_cpus}
+    from ray.data import TaskPoolStrategy
+
+    return {"compute": TaskPoolStrategy(size=cfg.concurrency), "num_cpus": cfg.actor_cpus}
 
 
 def shutdown_ray() -> None:
