@@ -112,6 +112,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     run_dir = Path(config.runs_dir).resolve() / config.run_id
     os.environ["VISMEM_PROGRESS"] = "1" if progress else "0"
     results: dict[str, Any] = {}
+    partial: list[str] = []
     handler: logging.Handler | None = None
     started_ray = False
     try:
@@ -134,11 +135,19 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 except BaseException as err:
                     manifest.stage(name, "failed", error=f"{type(err).__name__}: {err}")
                     raise
-                manifest.stage(name, "done", **{"summary": summary})
-                log.info("stage %s done in %.1fs", name, time.time() - t0)
+                # A stage that finished with failed shards (e.g. encode sessions whose model calls
+                # kept failing) is recorded as partial, later stages still run, and the run ends
+                # with an error so scripts notice; a re-run retries only what is missing.
+                status = "partial" if summary.get("status") == "partial" else "done"
+                manifest.stage(name, status, **{"summary": summary})
+                log.info("stage %s %s in %.1fs", name, status, time.time() - t0)
                 results[name] = summary
+                if status == "partial":
+                    partial.append(name)
             results["_store"] = store.uri
             results["_run_id"] = config.run_id
+            if partial:
+                results["_partial"] = partial
     finally:
         from pipelines.rayctx import shutdown_ray
 

@@ -218,7 +218,9 @@ def evidence_recall(ranked: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
                     ks: Sequence[int]) -> pl.DataFrame:
     """Per (variant, question, k): ``recall`` (evidence fraction shown), ``hit``, ``n_evidence``.
 
-    Questions without evidence dia_ids are left out (recall is undefined for them).
+    Questions without evidence dia_ids are left out (recall is undefined for them). Every other
+    question of every ranked variant gets a row: one with no ranked unit (its conversation has no
+    units in that variant) scores 0 rather than silently leaving the mean.
     """
     shown = units.select("variant", "conversation_id", pl.col("unit_id").cast(pl.Utf8), "dia_ids")
     ev = (questions.select("conversation_id", "question_id", "category", "evidence")
@@ -231,8 +233,10 @@ def evidence_recall(ranked: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
                .explode("dia_ids")
                .group_by(["variant", "conversation_id", "question_id"])
                .agg(pl.col("dia_ids").drop_nulls().unique().alias("shown")))
+        base = ranked.select("variant").unique().join(ev, how="cross")
         outs.append(
-            top.join(ev, on=["conversation_id", "question_id"], how="inner")
+            base.join(top, on=["variant", "conversation_id", "question_id"], how="left")
+            .with_columns(pl.col("shown").fill_null(pl.lit([], dtype=pl.List(pl.Utf8))))
             .with_columns(
                 pl.lit(k, pl.Int64).alias("k"),
                 pl.col("evidence").list.len().cast(pl.Int64).alias("n_evidence"),

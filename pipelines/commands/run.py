@@ -85,4 +85,9 @@ def _run(args: argparse.Namespace) -> int:
 
     results = run(cfg, progress=not args.no_progress)
     print(json.dumps(results, indent=2, default=str))
+    if results.get("_partial"):
+        from pipelines.errors import VismemError
+
+        raise VismemError(f"stage(s) {', '.join(results['_partial'])} finished partially (failed shards are "
+                          f"listed above and in runs/{cfg.run_id}/manifest.json); re-run to retry them")
     return 0

@@ -46,3 +46,23 @@ def test_unknown_stage_fails_before_anything_starts(tmp_path):
     with pytest.raises(ConfigError):
         run(cfg, stages=("nope",))
     assert not (tmp_path / "runs").exists()
+
+
+def test_partial_stage_is_recorded_and_later_stages_still_run(tmp_path, ray_local, monkeypatch):
+    import pipelines.stages
+
+    calls = []
+
+    def stage(ctx):
+        calls.append(len(calls))
+        return {"status": "partial", "failed": ["k1"]} if len(calls) == 1 else {"status": "done"}
+
+    monkeypatch.setattr(pipelines.stages, "get_stage", lambda name: stage)
+    cfg = load_config(overrides={"stages": ["encode", "report"], "store": {"uri": f"file://{tmp_path}/st"},
+                                 "runs_dir": str(tmp_path / "runs")})
+    res = run(cfg, progress=False)
+    assert res["_partial"] == ["encode"] and calls == [0, 1]
+    from pipelines.store import Store
+
+    man = Store.open(f"file://{tmp_path}/st").get_json(f"runs/{cfg.run_id}/manifest.json")
+    assert man["stages"]["encode"]["status"] == "partial" and man["stages"]["report"]["status"] == "done"

@@ -134,3 +134,13 @@ def test_questions_use_the_query_instruction_of_instruction_aware_embedders():
     emb = Instructed()
     R.embed_items(items, emb, read_image=IMAGES.__getitem__)
     assert emb.queries == qs["question"].to_list()  # units never go through the query path
+
+
+def test_a_question_with_no_ranked_unit_scores_zero_not_dropped():
+    ranked, units, qs = _ranked(k_max=3)
+    extra = pl.DataFrame({"conversation_id": ["c2"], "question_id": ["q9"], "question": ["dog?"],
+                          "evidence": [["D9:1"]], "category": ["single-hop"]})
+    rec = R.evidence_recall(ranked, units, pl.concat([qs, extra]), ks=[5])
+    row = rec.filter(pl.col("question_id") == "q9")
+    assert row.height == 2  # one per ranked variant
+    assert row["recall"].to_list() == [0.0, 0.0] and row["hit"].to_list() == [False, False]
