@@ -70,7 +70,10 @@ def backend_label(spec: dict[str, Any]) -> str:
 def protocol_settings(opts: SessionOptions, *, observation: str, images: Any, colour_order: str,
                       catalog_seed: int) -> dict[str, Any]:
     """Everything besides the model that changes what a session produces."""
-    return {"page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
+    from pipelines.agents import prompts
+
+    return {"prompts": prompts.fingerprint(),
+            "page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
             "observation": observation, "images": images, "colour_order": colour_order,
             "catalog_seed": catalog_seed}
 

@@ -6,7 +6,10 @@ Texts follow the official runner (``dualmem/agent/dmvbench_live_runner.py`` and
 - ``system.txt``: the system prompt, sent once per session. Two stale parts of the official text
   are corrected (and only those): the action line listed four styles and ``N=0..3``; the site has
   ten styles and ten cards per collection, so it lists all ten and says ``N=0..9``.
-- ``session_task.txt``: the encoding session's task (first user turn), ``{cat}`` = category noun.
+- ``session_task.txt``: the encoding session's task (first user turn), ``{cat}`` = category noun,
+  ``{slug}`` = category slug. One more correction: the official text fills the URL hint
+  ``navigate("/collection/{cat}-<style>")`` with the noun too, which sends the agent to
+  ``/collection/plant pot-<style>`` (a 404) for two of the ten categories; the hint uses the slug.
 - ``subtask.txt``: the per-step subtask with browsing progress.
 - ``step.txt``: the per-step user message.
 - ``nudge.txt``: sent after the agent terminates during encoding (official behaviour).
@@ -33,6 +36,19 @@ def load(name: str) -> str:
     return resources.files(__name__).joinpath(f"{name}.txt").read_text(encoding="utf-8")
 
 
+@lru_cache(maxsize=None)
+def fingerprint() -> str:
+    """sha256 (16 hex) over every prompt file: part of the trajectory cache key, so editing a
+    prompt re-browses instead of reusing trajectories produced under the old text."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(resources.files(__name__).iterdir(), key=lambda p: p.name):
+        if f.name.endswith(".txt"):
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def system_prompt() -> str:
     """The system prompt (corrected official text)."""
     return load("system")
@@ -45,7 +61,7 @@ def category_noun(cat: str) -> str:
 
 def session_task(cat: str) -> str:
     """The encoding session's task text for category slug ``cat``."""
-    return load("session_task").format(cat=category_noun(cat))
+    return load("session_task").format(cat=category_noun(cat), slug=cat)
 
 
 def subtask(cat: str, step: int, cap: int, n_products: int, n_styles: int) -> str:

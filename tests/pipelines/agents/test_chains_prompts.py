@@ -52,6 +52,7 @@ def test_session_task_and_step_message() -> None:
     assert task.startswith("You are comparison-shopping for a wall-art piece on a furniture store website.")
     assert "AT LEAST 3 different wall-art piece collections" in task
     assert "DO NOT emit add_to_wishlist or done" in task
+    assert 'navigate("/collection/wall_art-<style>")' in task  # the URL hint uses the slug, not the noun
     sub = prompts.subtask("chair", 7, 25, 5, 3)
     assert sub == ("Comparison-shop for a chair — open a wide range (step 7/25). So far: 5 distinct products "
                    "viewed across 3 styles. Aim for >=3 styles and ~12 products; open NEW products you have "
@@ -75,3 +76,18 @@ def test_history_elision_keeps_first_turn() -> None:
     lines = out.splitlines()
     assert lines[0] == "  User: task" and "(10 earlier turns elided)" in lines[1]
     assert lines[-1] == "  Agent: a129" and len(lines) == 122
+
+
+def test_prompt_fingerprint_is_part_of_the_cache_key(monkeypatch) -> None:
+    from pipelines.agents import worker
+    from pipelines.agents.session import SessionOptions
+
+    def slug():
+        proto = worker.protocol_settings(SessionOptions(), observation="product_image", images="placeholder",
+                                         colour_order="seeded", catalog_seed=0)
+        return worker.cache_slug({"name": "scripted-shopper", "args": {}}, proto)
+
+    before = slug()
+    assert len(prompts.fingerprint()) == 16 and slug() == before
+    monkeypatch.setattr(prompts, "fingerprint", lambda: "0" * 16)
+    assert slug() != before
