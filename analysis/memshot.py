@@ -107,6 +107,20 @@ def height_table(answers: pl.DataFrame, **kw) -> pl.DataFrame:
     return t.sort(["dataset", "model", "max_height", "variant"], nulls_last=True) if t.height else t
 
 
+def recall_category_table(recall: pl.DataFrame | None) -> pl.DataFrame:
+    """Evidence recall@k per category (columns in the paper's category order) plus ``Overall``,
+    one row per (dataset, variant[, embedder], k); empty when there is no recall table."""
+    if recall is None or not recall.height:
+        return pl.DataFrame(schema={"dataset": pl.String, "variant": pl.String, "k": pl.Int64})
+    by = [c for c in ("dataset", "variant", "embedder") if c in recall.columns] + ["k"]
+    per = recall.group_by([*by, "category"]).agg(pl.col("recall").mean())
+    overall = recall.group_by(by).agg(pl.col("recall").mean(), pl.len().cast(pl.Int64).alias("n"))
+    cats = _order(per["category"].unique().to_list())
+    wide = per.pivot(on="category", index=by, values="recall")
+    return (wide.join(overall.rename({"recall": "Overall"}), on=by, how="left", nulls_equal=True)
+            .select(*by, *cats, "Overall", "n").sort(by, nulls_last=True))
+
+
 def recall_table(recall: pl.DataFrame | None, answers: pl.DataFrame | None = None) -> pl.DataFrame:
     """Evidence recall@k and hit@k per (dataset, variant[, embedder]) and k.
 

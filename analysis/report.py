@@ -173,6 +173,11 @@ def _memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: R
     if rt.height:
         rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt, percent=["recall", "hit"]))
         rsec.figures.append(Figure("memshot-recall", "Evidence recall@k", *figures.render(figures.recall_at_k(rt))))
+        ct = memshot.recall_category_table(rec)
+        if ct.height:
+            cols = [c for c in ct.columns if c not in ("dataset", "variant", "embedder", "k", "n")]
+            rsec.tables.append(Table("memshot-recall-category", "Evidence recall@k per category (%)", ct,
+                                     percent=cols))
     else:
         rsec.empty = "no memshot_recall table and no recall_hit in the answers"
     return [main, abl, rsec]

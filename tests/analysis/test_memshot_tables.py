@@ -91,3 +91,17 @@ def test_latency_is_averaged_per_conversation():
     t = memshot.category_table(two)
     assert t["Latency (s)"].to_list() == [3.0, 3.0]
     assert "Latency (s)" not in memshot.category_table(base).columns
+
+
+def test_recall_per_category_in_paper_order_with_overall():
+    rec = validate(pl.DataFrame({"dataset": ["locomo"] * 4, "conversation_id": ["c"] * 4,
+                                 "question_id": ["a", "b", "c", "d"],
+                                 "category": ["single-hop", "multi-hop", "single-hop", "temporal"],
+                                 "variant": ["memshot"] * 4, "k": [5] * 4, "recall": [1.0, 0.5, 0.0, 0.25],
+                                 "hit": [True, True, False, True]}), "memshot_recall")
+    t = memshot.recall_category_table(rec)
+    assert t.columns[t.columns.index("k") + 1:] == ["multi-hop", "temporal", "single-hop", "Overall", "n"]
+    row = t.row(0, named=True)
+    assert (row["multi-hop"], row["temporal"], row["single-hop"]) == (0.5, 0.25, 0.5)
+    assert row["Overall"] == 1.75 / 4 and row["n"] == 4
+    assert memshot.recall_category_table(None).height == 0
