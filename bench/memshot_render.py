@@ -121,3 +121,31 @@ def memshot_render_locomo() -> list[dict[str, Any]]:
                 record(NAME, "s3.write_ms_per_shot", res["write_ms"], "ms"),
             ]
     return out
+
+
+FORMATS = (("png", 1), ("png", 6), ("webp", None))
+
+
+@benchmark("memshot-shot-format", "MemShot shot encoding: PNG level 1 vs PNG level 6 vs lossless WebP (ms and KB per shot)")
+def memshot_shot_format() -> list[dict[str, Any]]:
+    """The measurement behind the render job's format choice: same shots, three lossless encoders.
+
+    Conversation conv-26 (19 sessions); one process; draw + encode time per shot and bytes per shot.
+    """
+    from env.dialogue import load_locomo
+    from memory.dialogue import conversation_units, load_variant
+
+    conv = load_locomo(_locomo_path())[0]
+    variant = load_variant("memshot")
+    out: list[dict[str, Any]] = []
+    name = "memshot-shot-format"
+    for fmt, level in FORMATS:
+        label = f"{fmt}{level or ''}"
+        conversation_units(conv, variant, image_format=fmt, compress_level=level or 1)  # warm fonts/caches
+        t0 = time.perf_counter()
+        units = conversation_units(conv, variant, image_format=fmt, compress_level=level or 1)
+        wall = time.perf_counter() - t0
+        n = len(units)
+        out += [record(name, f"{label}.ms_per_shot", wall * 1e3 / n, "ms"),
+                record(name, f"{label}.kb_per_shot", sum(len(u.image or b"") for u in units) / n / 1024, "KiB")]
+    return out
