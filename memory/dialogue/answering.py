@@ -100,7 +100,7 @@ def generate_answers(tasks: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
         out = _answer_one(vlm, msg, max_tokens, temperature)
         return {**_key(task), **out, "n_images": len(msg.images)}
 
-    rows = _pool_map(work, list(tasks.iter_rows(named=True)), concurrency)
+    rows = _pool_map(work, list(tasks.iter_rows(named=True)), concurrency, "memshot answers")
     return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
 
 
@@ -131,7 +131,7 @@ def judge_answers(answers: pl.DataFrame, questions: pl.DataFrame, judge: Any, *,
         label, status, reason = parse_judge(dataset, res.text)
         return {"judge_label": label, "judge_status": status, "judge_reason": reason, "judge_latency_s": res.latency_s}
 
-    judged = _pool_map(work, list(answers.iter_rows(named=True)), concurrency)
+    judged = _pool_map(work, list(answers.iter_rows(named=True)), concurrency, "memshot judge")
     extra = pl.DataFrame(judged, schema={"judge_label": pl.Boolean, "judge_status": pl.Utf8,
                                          "judge_reason": pl.Utf8, "judge_latency_s": pl.Float64})
     return pl.concat([answers, extra], how="horizontal")
@@ -159,9 +159,11 @@ def _key(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pool_map(fn: Callable[[dict[str, Any]], dict[str, Any]], rows: list[dict[str, Any]],
-              concurrency: int) -> list[dict[str, Any]]:
-    """``map`` over a thread pool, results in input order (deterministic tables)."""
+              concurrency: int, description: str = "memshot model calls") -> list[dict[str, Any]]:
+    """``map`` over a thread pool with a progress bar; results in input order (deterministic tables)."""
+    from pipelines.progress import track
+
     if concurrency <= 1 or len(rows) <= 1:
-        return [fn(r) for r in rows]
+        return [fn(r) for r in track(rows, description, total=len(rows))]
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="memshot-vlm") as pool:
-        return list(pool.map(fn, rows))
+        return list(track(pool.map(fn, rows), description, total=len(rows)))
