@@ -219,7 +219,8 @@ def encoding_stats(encoding: pl.DataFrame, *, min_styles: int = 3) -> pl.DataFra
             .cast(schema | {"invalid_actions_mean": pl.Float64}).sort("backend"))
 
 
-def paired_test(probes: pl.DataFrame, a: str, b: str, block: Sequence[str] = BLOCK) -> pl.DataFrame:
+def paired_test(probes: pl.DataFrame, a: str, b: str, block: Sequence[str] = BLOCK, *,
+                seed: int = 0) -> pl.DataFrame:
     """Exact paired cluster sign-permutation test of ``a`` vs ``b`` per block (Table 10).
 
     Pairs main-grid probes by (backend, J, seed, probe_id); d = correct_a - correct_b.
@@ -237,7 +238,7 @@ def paired_test(probes: pl.DataFrame, a: str, b: str, block: Sequence[str] = BLO
         sel = pairs.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(block, key)]))
         d = (sel["ca"].cast(pl.Int64) - sel["cb"].cast(pl.Int64))
         sums = (sel.with_columns(d.alias("d")).group_by("seed").agg(pl.col("d").sum()).sort("seed")["d"].to_numpy())
-        res = chain_sum_test(sums, n_probes=sel.height)
+        res = chain_sum_test(sums, n_probes=sel.height, seed=seed)
         rows.append(dict(zip(block, key)) | {"a": a, "b": b, "n_chains": res.n_chains, "n_probes": res.n_probes,
                                               "d_bar": res.d_bar, "p_value": res.p_value, "min_p": res.min_p,
                                               "note": res.note})

@@ -89,7 +89,7 @@ def _dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions) -> list[Secti
                                  caption=f"{opt.n_resamples:,} resamples; 2.5/97.5 percentiles.", percent=_pct(ci)))
         pair = opt.compare or dmv.top_two(cells)
         if pair:
-            perm = dmv.paired_test(probes, *pair)
+            perm = dmv.paired_test(probes, *pair, seed=opt.seed)
             main.tables.append(Table("permutation", f"Paired cluster sign-permutation test: {pair[0]} vs {pair[1]}",
                                      perm, caption="Exact: all 2^K chain sign assignments; d_bar in points.",
                                      percent=["d_bar"]))
