@@ -43,8 +43,9 @@ class ShopServer(ThreadedASGIServer):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m env.storefront", description="Serve the DMV-Bench shop.")
-    p.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"),
-                   help="folder holding dmv-bench/seed_v2.json and cue_registry.json")
+    p.add_argument("--data-dir", default=None,
+                   help="folder holding dmv-bench/seed_v2.json and cue_registry.json "
+                        "(default: the run config's data_dir)")
     p.add_argument("--seed", type=int, default=0, help="run seed (colour permutation)")
     p.add_argument("--colour-order", choices=["seeded", "official"], default="seeded")
     p.add_argument("--images", default="procedural",
@@ -53,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     a = p.parse_args(argv)
+    if a.data_dir is None:
+        from pipelines.config import RunConfig
+        from pipelines.runner import resolve_data_dir
+
+        a.data_dir = str(resolve_data_dir(RunConfig()))
     spec = json.loads(a.images) if a.images.strip().startswith("{") else a.images
     shop = ShopServer.from_data(a.data_dir, seed=a.seed, colour_order=a.colour_order, images=spec,
                                 host=a.host, port=a.port)
