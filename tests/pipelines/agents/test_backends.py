@@ -8,7 +8,7 @@ import time
 from dataclasses import replace
 
 from pipelines.agents.chains import session_spec
-from pipelines.agents.envs import HttpEnv
+from env.http_env import HttpEnv
 from pipelines.agents.scripted import ScriptedShopper
 from pipelines.agents.session import SessionOptions, run_session
 from serve.backends.scripted import MALFORMED_TEXT, ScriptedFault, ScriptedVLM

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from pipelines.agents import prompts
 from pipelines.agents.chains import session_spec
-from pipelines.agents.envs import HttpEnv, click_targets
+from env.http_env import HttpEnv, click_targets
 from pipelines.agents.scripted import STAND_IN_NAME, ScriptedShopper
 from pipelines.agents.session import run_session
 from serve.backends.scripted import ScriptedVLM
