@@ -16,17 +16,22 @@ from typing import Any
 from serve.vlm import ChatResult, Message
 
 
-def image_mime(data: bytes) -> str:
-    """Sniff the MIME type of encoded image bytes (PNG, JPEG, WebP, GIF); PNG if unknown."""
+def image_kind(data: bytes) -> str | None:
+    """Sniff encoded image bytes: ``png``, ``jpeg``, ``webp``, ``gif`` or None when unknown."""
     if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return "image/png"
+        return "png"
     if data[:3] == b"\xff\xd8\xff":
-        return "image/jpeg"
+        return "jpeg"
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
+        return "webp"
     if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    return "image/png"
+        return "gif"
+    return None
+
+
+def image_mime(data: bytes) -> str:
+    """The MIME type of encoded image bytes; PNG if unknown."""
+    return f"image/{image_kind(data) or 'png'}"
 
 
 def to_data_url(data: bytes) -> str:

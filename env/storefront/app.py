@@ -77,6 +77,12 @@ def create_app(catalog: Catalog, images: ImageSource, *, image_cache: int = 512)
     def session_of(request: Request) -> tuple[str, ShopSession, bool]:
         return sessions.get(request.cookies.get(COOKIE))
 
+    def with_session_cookie(resp: Any, sid: str, new: bool) -> Any:
+        """Hand a client that arrived without a session its cookie (wishlist/cart/recent state)."""
+        if new:
+            resp.set_cookie(COOKIE, sid, httponly=True, samesite="lax")
+        return resp
+
     def render(request: Request, name: str, *, title: str, description: str,
                status: int = 200, session: tuple | None = None, **ctx: Any) -> HTMLResponse:
         sid, sess, new = session or session_of(request)
@@ -85,9 +91,7 @@ def create_app(catalog: Catalog, images: ImageSource, *, image_cache: int = 512)
             title=title, description=description, categories=cats, session=sess,
             cart_count=sum(sess.cart.values()), recent=recent, crumbs=ctx.pop("crumbs", None), **ctx)
         resp = HTMLResponse(html, status_code=status)
-        if new:
-            resp.set_cookie(COOKIE, sid, httponly=True, samesite="lax")
-        return resp
+        return with_session_cookie(resp, sid, new)
 
     def not_found(request: Request) -> HTMLResponse:
         return render(request, "listing.html", title="Page not found", status=404,
@@ -160,9 +164,7 @@ def create_app(catalog: Catalog, images: ImageSource, *, image_cache: int = 512)
             return not_found(request)
         sess.wish(url_hash)
         resp = RedirectResponse(f"/product/{url_hash}", status_code=303)
-        if new:
-            resp.set_cookie(COOKIE, sid, httponly=True, samesite="lax")
-        return resp
+        return with_session_cookie(resp, sid, new)
 
     @app.post("/cart/add/{url_hash}")
     def cart_add(request: Request, url_hash: str):
@@ -171,9 +173,7 @@ def create_app(catalog: Catalog, images: ImageSource, *, image_cache: int = 512)
             return not_found(request)
         sess.add_to_cart(url_hash)
         resp = RedirectResponse("/cart", status_code=303)
-        if new:
-            resp.set_cookie(COOKIE, sid, httponly=True, samesite="lax")
-        return resp
+        return with_session_cookie(resp, sid, new)
 
     @app.get("/wishlist", response_class=HTMLResponse)
     def wishlist(request: Request):

@@ -39,13 +39,10 @@ def slugify(text: str) -> str:
 
 
 def _image_ext(data: bytes) -> str:
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return "png"
-    if data[:3] == b"\xff\xd8\xff":
-        return "jpg"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "webp"
-    return "bin"
+    from serve.openai_format import image_kind
+
+    kind = image_kind(data)
+    return "bin" if kind is None else "jpg" if kind == "jpeg" else kind
 
 
 class TrajectoryCache:
