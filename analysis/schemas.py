@@ -20,7 +20,7 @@ Call :func:`validate` before writing (or use :func:`write_results`, which valida
 
 ``validate`` casts columns to the declared dtypes where that is lossless, adds missing optional
 columns as nulls, keeps extra columns (after the declared ones), and raises
-:class:`SchemaError` (a :class:`pipelines.errors.DataError`, exit code 4) naming the kind, the
+:class:`SchemaError` (a :class:`core.errors.DataError`, exit code 4) naming the kind, the
 column and the first offending row otherwise.
 
 Kinds
@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import polars as pl
 
-from pipelines.errors import DataError
+from core.errors import DataError
 
 
 class SchemaError(DataError):

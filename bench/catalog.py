@@ -27,10 +27,10 @@ def catalog_generate() -> list[dict[str, Any]]:
     from pipelines.config import parse_config
     from pipelines.manifest import Manifest
     from pipelines.rayctx import init_ray, shutdown_ray
-    from pipelines.runner import RunContext
-    from pipelines.s3server import LocalS3Server
+    from pipelines.context import RunContext
+    from core.s3server import LocalS3Server
     from pipelines.stages import catalog as stage
-    from pipelines.store import Store
+    from core.store import Store
 
     name = "catalog-generate"
     cfg = parse_config({"name": "bench-catalog", "ray": {"num_cpus": 2, "object_store_mb": 400,

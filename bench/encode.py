@@ -22,7 +22,7 @@ THROUGHPUT_SESSIONS = 4
 
 def _data_dir() -> str:
     from pipelines.config import RunConfig
-    from pipelines.runner import resolve_data_dir
+    from pipelines.context import resolve_data_dir
 
     return str(resolve_data_dir(RunConfig()))
 
@@ -30,10 +30,10 @@ def _data_dir() -> str:
 @benchmark("encode-session", "one 25-step scripted-shopper session through Chromium; sessions/min with 1 and 2 workers")
 def encode_session() -> list[dict]:
     from env.storefront.server import ShopServer
-    from pipelines.agents.chains import session_spec
-    from pipelines.agents.session import run_session
-    from pipelines.agents.worker import EncodeWorker
-    from pipelines.store import Store
+    from agents.chains import session_spec
+    from agents.session import run_session
+    from pipelines.jobs.encode import EncodeWorker
+    from core.store import Store
 
     records = []
     from pipelines.config import RunConfig

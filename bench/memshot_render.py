@@ -37,7 +37,7 @@ def _init(store: Any, prefix: str) -> None:
 
 
 def _work(rows: list[dict[str, Any]]) -> tuple[int, float]:
-    from pipelines.memshot_render import render_rows
+    from pipelines.jobs.render import render_rows
 
     c0 = time.process_time()
     out = render_rows(rows, store=_STATE["store"], variant=_STATE["variant"], prefix=_STATE["prefix"])
@@ -46,14 +46,14 @@ def _work(rows: list[dict[str, Any]]) -> tuple[int, float]:
 
 def _locomo_path() -> Path:
     from pipelines.config import RunConfig
-    from pipelines.runner import resolve_data_dir
+    from pipelines.context import resolve_data_dir
 
     return resolve_data_dir(RunConfig()) / "locomo/locomo10.json"
 
 
 def run_once(store: Any, prefix: str, rows: list[dict[str, Any]], processes: int = PROCESSES) -> dict[str, float]:
     """Render ``rows`` into ``store`` with ``processes`` worker processes; per-phase times."""
-    from pipelines.memshot_render import collect_units
+    from pipelines.jobs.render import collect_units
 
     chunks = [rows[i:i + CHUNK] for i in range(0, len(rows), CHUNK)]
     # spawn, not fork: another benchmark may have started Ray (threads) in this process. Both
@@ -87,9 +87,9 @@ def _init_probe(wait_s: float) -> int:
 @benchmark(NAME, "All of LoCoMo (272 sessions) → MemShot 768-px PNG shots in the store on 2 processes")
 def memshot_render_locomo() -> list[dict[str, Any]]:
     from env.dialogue import load_locomo
-    from pipelines.memshot_render import session_rows
-    from pipelines.s3server import LocalS3Server
-    from pipelines.store import Store
+    from pipelines.jobs.render import session_rows
+    from core.s3server import LocalS3Server
+    from core.store import Store
 
     rows = session_rows(load_locomo(_locomo_path()))
     assert len(rows) == 272

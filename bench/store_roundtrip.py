@@ -57,8 +57,8 @@ def _measure(store: Any, label: str, table: Any) -> list[dict[str, Any]]:
 
 @benchmark("store-roundtrip", "1,000 small objects + a 100 MB Parquet table through file:// and local S3")
 def store_roundtrip() -> list[dict[str, Any]]:
-    from pipelines.s3server import LocalS3Server
-    from pipelines.store import Store
+    from core.s3server import LocalS3Server
+    from core.store import Store
 
     table = _table()
     out: list[dict[str, Any]] = []

@@ -23,7 +23,7 @@ def _shop():
     from env.storefront.imagesource import IMAGE_SOURCES, build_image_source
     from env.storefront.server import ShopServer
     from pipelines.config import load_config
-    from pipelines.runner import resolve_data_dir
+    from pipelines.context import resolve_data_dir
 
     cat = load_catalog(resolve_data_dir(load_config(None)), seed=0)
     build_image_source("placeholder", cat)  # loads image plugins if present

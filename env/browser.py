@@ -21,22 +21,21 @@ Playwright's sync API allows one environment per thread at a time.
 
 from __future__ import annotations
 
-import re
-import time
-from dataclasses import dataclass, field
-from typing import Literal
 from urllib.parse import urlsplit
 
-from env.actions import Action, parse_action
+from env.pageenv import (  # noqa: F401  (Observation/StepResult re-exported for callers)
+    MAX_INDEX,
+    PRODUCT_PATH,
+    BasePageEnv,
+    Observation,
+    ObservationMode,
+    StepResult,
+)
 
-ObservationMode = Literal["product_image", "screenshot"]
 CHROMIUM_PATH = "/usr/bin/chromium"
 #: Flags for Chromium on a closed network as root (same as tests/conftest.py).
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-PRODUCT_PATH = re.compile(r"^/product/([0-9a-f]{8})$")
-MAX_INDEX = 9
-
 # N-th distinct /product/ or /collection/ link inside <main>, in DOM order (click_index).
 _TARGETS_JS = """() => {
   const main = document.querySelector('main');
@@ -59,41 +58,13 @@ _META_JS = """() => {
 }"""
 
 
-@dataclass(frozen=True)
-class Observation:
-    url: str                      # site-relative: "/product/df5b5fde"
-    title: str
-    description: str              # the page's meta description
-    mode: ObservationMode
-    image: bytes | None           # PNG: product image (product pages) or screenshot; else None
-    url_hash: str | None          # product hash on product pages
-    status: int | None = None     # HTTP status of the last navigation
-
-    @property
-    def is_product_page(self) -> bool:
-        return self.url_hash is not None
-
-
-@dataclass(frozen=True)
-class StepResult:
-    observation: Observation
-    action: Action
-    ok: bool                      # False: invalid/failed action, page unchanged
-    error: str | None
-    terminal: bool
-    step: int                     # steps taken so far in this episode (this one included)
-    terminated_by: str | None = None
-    wishlisted: str | None = None  # product path added to the wishlist (success exit)
-    elapsed_ms: float = 0.0
-    info: dict = field(default_factory=dict)
-
-
-class BrowserEnv:
+class BrowserEnv(BasePageEnv):
     """One Chromium, one fresh context per episode."""
 
     def __init__(self, base_url: str, *, observation: ObservationMode = "product_image",
                  viewport: tuple[int, int] = (1280, 900), chromium_path: str = CHROMIUM_PATH,
                  timeout_ms: int = 15_000, block_images: bool = True) -> None:
+        super().__init__()
         if observation not in ("product_image", "screenshot"):
             raise ValueError(f"observation must be 'product_image' or 'screenshot', not {observation!r}")
         self.base_url = base_url.rstrip("/")
@@ -104,8 +75,6 @@ class BrowserEnv:
         self._images_on: bool | None = None
         self._pw = self._browser = self._context = self._page = None
         self._client = None
-        self.steps = 0
-        self.finished: str | None = None
         self._status: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -156,9 +125,6 @@ class BrowserEnv:
     def __enter__(self) -> "BrowserEnv":
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @property
     def page(self):
         if self._page is None:
@@ -174,7 +140,7 @@ class BrowserEnv:
         self._context = self._browser.new_context(viewport=self.viewport)
         self._context.set_default_timeout(self.timeout_ms)
         self._page = self._context.new_page()
-        self.steps, self.finished = 0, None
+        self._begin_episode()
         self._goto(start_url)
         return self.observe()
 
@@ -212,55 +178,11 @@ class BrowserEnv:
         """The click_index targets of the current page, in order."""
         return self.page.evaluate(_TARGETS_JS)
 
-    def step(self, action: Action | str) -> StepResult:
-        """Execute one action; every call (valid or not) counts as a step."""
-        t0 = time.perf_counter()
-        if isinstance(action, str):
-            action = parse_action(action)
-        self.steps += 1
-        error, terminal, by, wished, info = None, False, None, None, {}
-        if self.finished is not None:
-            error = f"episode already ended by {self.finished}; call reset()"
-        elif action.type in ("navigate", "click_product"):
-            if not action.url or not action.url.startswith("/") or action.url.startswith("//"):
-                error = f"navigate needs a site path starting with '/', got {action.url!r}"
-            else:
-                error = self._nav(action.url, info)
-        elif action.type == "click_index":
-            targets = self.click_targets()
-            n = action.index
-            if n is None or not 0 <= n <= MAX_INDEX or n >= len(targets):
-                error = f"click_index({n}) out of range: this page has {len(targets)} clickable items"
-            else:
-                info["target"] = targets[n]
-                error = self._nav(targets[n], info)
-        elif action.type == "add_to_wishlist":
-            terminal, by = True, "add_to_wishlist"
-            if action.url_hash and self.current_path() != f"/product/{action.url_hash}":
-                error = self._nav(f"/product/{action.url_hash}", info)
-            if error is None:
-                btn = self.page.locator("[data-dmv-action='add-to-wishlist']")
-                if btn.count() == 0:
-                    error = "add_to_wishlist: there is no wishlist button on this page"
-                else:
-                    with self.page.expect_navigation(wait_until="domcontentloaded"):
-                        btn.first.click()
-                    wished = self.current_path()
-        elif action.type == "done":
-            terminal, by = True, "done"
-        else:
-            error = f"invalid action: {action.raw[:200]!r}"
-        if terminal:
-            self.finished = by
-        obs = self.observe()
-        return StepResult(observation=obs, action=action, ok=error is None, error=error,
-                          terminal=terminal, step=self.steps, terminated_by=by, wishlisted=wished,
-                          elapsed_ms=(time.perf_counter() - t0) * 1000, info=info)
-
-    def _nav(self, path: str, info: dict) -> str | None:
-        try:
-            status = self._goto(path)
-        except Exception as e:  # noqa: BLE001 - a timeout/network error is the agent's failed step
-            return f"navigation to {path} failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
-        info["status"] = status
+    def _wishlist(self, info: dict) -> str | None:
+        btn = self.page.locator("[data-dmv-action='add-to-wishlist']")
+        if btn.count() == 0:
+            return "add_to_wishlist: there is no wishlist button on this page"
+        with self.page.expect_navigation(wait_until="domcontentloaded"):
+            btn.first.click()
+        info["wishlisted"] = self.current_path()
         return None

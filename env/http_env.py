@@ -5,18 +5,15 @@ browser's contract and the same ``click_index`` semantics, for tests that need m
 (policy compliance over 20 seeds) and for quick local runs. :func:`click_targets` is the pure
 form of ``click_index``: it mirrors ``env.browser._TARGETS_JS`` (the N-th distinct same-origin
 ``/product/`` or ``/collection/`` link inside ``<main>``, DOM order); a test checks the two
-agree on real pages.
+agree on real pages. Action semantics come from :class:`env.pageenv.BasePageEnv`.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-PRODUCT_PATH = re.compile(r"^/product/([0-9a-f]{8})$")
-MAX_INDEX = 9
+from env.pageenv import PRODUCT_PATH, BasePageEnv, Observation
 
 
 def click_targets(html: str, page_url: str) -> list[str]:
@@ -37,27 +34,11 @@ def click_targets(html: str, page_url: str) -> list[str]:
     return list(seen)
 
 
-@dataclass(frozen=True)
-class HttpObservation:
-    url: str
-    title: str
-    description: str
-    image: bytes | None
-    url_hash: str | None
-    status: int | None
-
-
-@dataclass(frozen=True)
-class HttpStepResult:
-    observation: HttpObservation
-    ok: bool
-    error: str | None
-
-
-class HttpEnv:
+class HttpEnv(BasePageEnv):
     """The browser contract over plain HTTP (``product_image`` observations only)."""
 
     def __init__(self, base_url: str, *, timeout_s: float = 30.0) -> None:
+        super().__init__()
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._client: Any = None
@@ -65,28 +46,32 @@ class HttpEnv:
         self._html = ""
         self._status: int | None = None
 
-    def reset(self, start_url: str = "/") -> HttpObservation:
+    def reset(self, start_url: str = "/") -> Observation:
         import httpx
 
         self.close()  # a fresh client: no cookies, no shop session (the context wipe)
         self._client = httpx.Client(base_url=self.base_url, timeout=self.timeout_s, follow_redirects=True)
         self._url, self._html, self._status = "/", "", None
-        err = self._goto(start_url)
+        self._begin_episode()
+        err = self._nav(start_url, {})
         if err:
             raise ConnectionError(err)
         return self.observe()
 
-    def _goto(self, path: str) -> str | None:
-        try:
-            r = self._client.get(path)
-        except Exception as e:  # noqa: BLE001 - the step records it
-            return f"navigation to {path} failed: {type(e).__name__}: {e}"
+    def _goto(self, path: str) -> int | None:
+        r = self._client.get(path)
         u = urlsplit(str(r.url))
         self._url = u.path + (f"?{u.query}" if u.query else "")
         self._html, self._status = r.text, r.status_code
-        return None
+        return self._status
 
-    def observe(self) -> HttpObservation:
+    def current_path(self) -> str:
+        return self._url
+
+    def click_targets(self) -> list[str]:
+        return click_targets(self._html, self.base_url + self._url)
+
+    def observe(self) -> Observation:
         from bs4 import BeautifulSoup
 
         soup = BeautifulSoup(self._html, "html.parser")
@@ -99,41 +84,18 @@ class HttpEnv:
             if img is not None and img.get("src"):
                 r = self._client.get(img["src"])
                 image = r.content if r.status_code == 200 else None
-        return HttpObservation(url=self._url, title=title, description=(meta.get("content") if meta else "") or "",
-                               image=image, url_hash=m.group(1) if m else None, status=self._status)
-
-    def step(self, action: Any) -> HttpStepResult:
-        error = None
-        if action.type in ("navigate", "click_product"):
-            if not action.url or not action.url.startswith("/") or action.url.startswith("//"):
-                error = f"navigate needs a site path starting with '/', got {action.url!r}"
-            else:
-                error = self._goto(action.url)
-        elif action.type == "click_index":
-            targets = click_targets(self._html, self.base_url + self._url)
-            n = action.index
-            if n is None or not 0 <= n <= MAX_INDEX or n >= len(targets):
-                error = f"click_index({n}) out of range: this page has {len(targets)} clickable items"
-            else:
-                error = self._goto(targets[n])
-        else:
-            error = f"{action.type} is not executed by the HTTP env"
-        return HttpStepResult(observation=self.observe(), ok=error is None, error=error)
+        return Observation(url=self._url, title=title, description=(meta.get("content") if meta else "") or "",
+                           mode="product_image", image=image, url_hash=m.group(1) if m else None,
+                           status=self._status)
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
 
-    def __enter__(self) -> "HttpEnv":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def http_env(shop_url: str, *, observation: str = "product_image", step_timeout_s: float = 30.0) -> HttpEnv:
-    """Env factory for :class:`EncodeWorker` (``observation`` must be ``product_image``)."""
-    if observation != "product_image":
-        raise ValueError("the HTTP env only supports product_image observations")
-    return HttpEnv(shop_url, timeout_s=step_timeout_s)
+    """An :class:`HttpEnv` on ``shop_url`` (``observation`` must be ``product_image``)."""
+    from env.pageenv import make_env
+
+    return make_env("http", shop_url, observation=observation, step_timeout_s=step_timeout_s)

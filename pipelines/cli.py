@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from pipelines.commands import COMMAND_MODULES
-from pipelines.errors import VismemError
+from core.errors import VismemError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,15 +17,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for mod in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(mod)
-        except ModuleNotFoundError as err:
-            if err.name == mod:  # a capability that has not landed yet
-                continue
-            raise
-        module.add_parser(sub)
+    for mod in list(COMMAND_MODULES) + _plugin_commands():
+        importlib.import_module(mod).add_parser(sub)
     return parser
+
+
+def _plugin_commands() -> list[str]:
+    """Command modules of higher floors, declared as ``vismem.commands`` entry points."""
+    from importlib.metadata import entry_points
+
+    return [ep.value for ep in sorted(entry_points(group="vismem.commands"), key=lambda e: e.name)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,16 +16,15 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from pipelines.configs.base import Frozen
+from core.config import Frozen
 from pipelines.configs.catalog import CatalogConfig
 from pipelines.configs.encode import EncodeConfig
 from pipelines.configs.memshot import MemShotConfig
 from pipelines.configs.report import ReportConfig
 from pipelines.configs.store import RayConfig, StoreConfig
-from pipelines.errors import ConfigError
+from core.errors import ConfigError
 
-#: Stages in the order a run executes them. ``pipelines.stages`` maps each to its function.
-STAGE_ORDER: tuple[str, ...] = ("memshot", "catalog", "encode", "report")
+from pipelines.stages import STAGE_ORDER  # noqa: E402  (the one list of stages, in run order)
 
 #: Presets shipped with the package, by name (``pipelines/presets/NAME.yaml``).
 PRESETS: tuple[str, ...] = ("local", "paper")

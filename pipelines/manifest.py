@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipelines.store import Store
+from core.store import Store
 
 MANIFEST_SCHEMA_VERSION = 1
 

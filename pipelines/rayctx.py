@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from pipelines.configs.store import RayConfig
-from pipelines.errors import VismemError
+from core.errors import VismemError
 
 
 def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = None) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Running a config: open the store (starting the local S3 server if asked), start Ray, run stages.
 
-Every stage is a function ``run(ctx: RunContext) -> dict`` registered in ``pipelines.stages``.
+Every stage is a :class:`pipelines.stages.Stage` (``run(ctx: RunContext) -> dict``) listed in
+``pipelines.stages.STAGE_ORDER``.
 Stages are idempotent: each checks the store for finished shards and does only what is missing,
 so a killed run completes on re-run with identical results.
 """
@@ -11,55 +12,16 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from core.s3server import LocalS3Server
+from core.store import Store
 from pipelines.config import RunConfig
+from pipelines.context import RunContext
 from pipelines.manifest import Manifest
-from pipelines.s3server import LocalS3Server
-from pipelines.store import Store
 
 log = logging.getLogger("vismem")
-
-
-@dataclass
-class RunContext:
-    """What a stage gets: the config, the store, the run's id/dirs, the manifest and a logger."""
-
-    config: RunConfig
-    store: Store
-    run_dir: Path
-    manifest: Manifest
-    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("vismem"))
-
-    @property
-    def run_id(self) -> str:
-        return self.config.run_id
-
-    @property
-    def run_prefix(self) -> str:
-        """Store prefix of this run's own outputs: ``runs/<run_id>``."""
-        return f"runs/{self.run_id}"
-
-    @property
-    def data_dir(self) -> Path:
-        return resolve_data_dir(self.config)
-
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
-
-
-def resolve_data_dir(config: RunConfig) -> Path:
-    """``config.data_dir`` resolved against the repo root (then the cwd)."""
-    p = Path(config.data_dir)
-    if p.is_absolute():
-        return p
-    for base in (repo_root(), Path.cwd()):
-        if (base / p).exists():
-            return (base / p).resolve()
-    return (repo_root() / p).resolve()
 
 
 @contextlib.contextmanager
@@ -108,7 +70,9 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
 
     todo = stages or config.stages
     for name in todo:
-        get_stage(name)  # fail fast on unknown stages, before anything is started or written
+        # Fail fast, before anything is started or written: unknown stages, and components
+        # (models, embedders, image sources) that do not resolve.
+        get_stage(name).check(config)
     run_dir = Path(config.runs_dir).resolve() / config.run_id
     os.environ["VISMEM_PROGRESS"] = "1" if progress else "0"
     results: dict[str, Any] = {}
@@ -125,13 +89,13 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             init_ray(config.ray, env_vars=env)
             manifest = Manifest(store, config.run_id)
             manifest.begin(config, seeds={"root": config.seed})
-            ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest)
+            ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
             for name in todo:
                 manifest.stage(name, "running")
                 t0 = time.time()
                 try:
-                    summary = get_stage(name)(ctx) or {}
+                    summary = get_stage(name).run(ctx) or {}
                 except BaseException as err:
                     manifest.stage(name, "failed", error=f"{type(err).__name__}: {err}")
                     raise

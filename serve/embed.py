@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from serve.registry import Registry
+from core.registry import Registry
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -36,8 +36,22 @@ class Embedder(Protocol):
         ...
 
 
-#: Registry of embedders; ``EMBEDDERS.build({"name": "minilm", "args": {}})``.
-EMBEDDERS: Registry[Embedder] = Registry("embedder")
+def _variant(name: str) -> dict | None:
+    from serve.models import variant_spec
+
+    return variant_spec(name, "embedder")
+
+
+def _variant_names() -> list[str]:
+    from serve.models import list_models
+
+    return list_models("embedder")
+
+
+#: Registry of embedders; ``EMBEDDERS.build({"name": "minilm", "args": {}})``; model variants
+#: (``serve/models/*.yaml`` of kind embedder) resolve as names too.
+EMBEDDERS: Registry[Embedder] = Registry("embedder", builtins=("serve.embedders",), aliases=_variant,
+                                         variant_names=_variant_names)
 
 
 def l2_normalise(x: np.ndarray) -> np.ndarray:
@@ -48,9 +62,7 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
 
 
 def build_embedder(spec: dict | str) -> Embedder:
-    """Build an embedder from a spec, importing the built-in backends first."""
-    import serve.embedders  # noqa: F401  (registers minilm, qwen3-vl-embedding, siglip2)
-
+    """Build an embedder from a spec, a registered name or a model variant name."""
     return EMBEDDERS.build(spec)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from fastapi import Request  # module level: FastAPI resolves the handlers' string annotations here
 
+from core.errors import VismemError
 from serve.asgi_thread import ThreadedASGIServer, bind_socket  # noqa: F401 (re-exported)
 from serve.openai_format import completion_response, from_data_url, messages_from_openai
 
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             vlm = build_vlm({"name": a.backend, "args": json.loads(a.args)})
         if a.embedder:
             embedder = build_embedder({"name": a.embedder, "args": json.loads(a.embedder_args)})
-    except (KeyError, ValueError, TypeError) as e:
+    except (KeyError, ValueError, TypeError, VismemError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if vlm is None and embedder is None:

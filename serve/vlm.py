@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from serve.registry import Registry
+from core.registry import Registry
 
 Role = Literal["system", "user", "assistant"]
 
@@ -57,12 +57,26 @@ class VLM(Protocol):
              temperature: float = 0.0) -> ChatResult: ...
 
 
-#: Registry of VLM backends; ``VLMS.build({"name": "openai", "args": {...}})``.
-VLMS: Registry[VLM] = Registry("vlm")
+def _variant(name: str) -> dict | None:
+    from serve.models import variant_spec
+
+    return variant_spec(name, "vlm")
+
+
+def _variant_names() -> list[str]:
+    from serve.models import list_models
+
+    return list_models("vlm")
+
+
+#: Registry of VLM backends; ``VLMS.build({"name": "openai", "args": {...}})``. Built-ins live
+#: in ``serve.backends``; other packages register through the ``vismem.vlm`` entry points
+#: (e.g. the scripted shopper in ``agents``); model variants (``serve/models/*.yaml``) resolve
+#: as names too.
+VLMS: Registry[VLM] = Registry("vlm", builtins=("serve.backends",), aliases=_variant,
+                               variant_names=_variant_names)
 
 
 def build_vlm(spec: dict | str) -> VLM:
-    """Build a VLM from a spec, importing the built-in backends first so their names resolve."""
-    import serve.backends  # noqa: F401  (registers openai, scripted, transformers)
-
+    """Build a VLM from a spec, a registered name or a model variant name."""
     return VLMS.build(spec)

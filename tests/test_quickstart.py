@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.mark.slow
 def test_local_preset_runs_every_stage_and_resumes(tmp_path):
-    from pipelines.store import Store
+    from core.store import Store
 
     env = {**os.environ, "VISMEM_PROGRESS": "0"}
     cmd = [sys.executable, "-m", "pipelines", "run", "--store", f"file://{tmp_path}/store", "--no-progress",

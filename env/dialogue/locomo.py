@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from env.dialogue.model import LOCOMO_CATEGORIES, Conversation, Question, Session, Turn
-from pipelines.errors import DataError
+from core.errors import DataError
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DIA_ID = re.compile(r"D:?(\d+):0*(\d+)")

@@ -10,10 +10,8 @@ from env.storefront.catalog import (
     Category,
     Collection,
     Variant,
-    catalog_from_config,
     load_catalog,
     url_hash,
 )
 
-__all__ = ["COLOURS", "Catalog", "Category", "Collection", "Variant", "catalog_from_config",
-           "load_catalog", "url_hash"]
+__all__ = ["COLOURS", "Catalog", "Category", "Collection", "Variant", "load_catalog", "url_hash"]

@@ -8,7 +8,7 @@ checks what the benchmark's ground truth rests on:
 * the registry and the seed agree on every variant's cue;
 * the cue map is a bijection: 100 objects x 10 colours = 1,000 distinct cues, one per variant.
 
-Malformed data raises :class:`pipelines.errors.DataError` naming the file and record.
+Malformed data raises :class:`core.errors.DataError` naming the file and record.
 
 **Colour order.** In the official data the price-ascending card position of a variant equals
 the index of its cue colour in :data:`COLOURS` (card 01 is always red), so a policy that learns
@@ -32,7 +32,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pipelines.errors import ConfigError, DataError
+from core.errors import ConfigError, DataError
 
 #: The ten basic cue colours, in the official index order.
 COLOURS: tuple[str, ...] = (
@@ -373,10 +373,3 @@ def load_catalog(
         colour_order=colour_order, seed=seed, categories=tuple(categories),
         collections=tuple(collections), variants=tuple(variants))
 
-
-def catalog_from_config(config) -> Catalog:
-    """The catalogue of a :class:`pipelines.config.RunConfig` (seed + ``catalog.colour_order``)."""
-    from pipelines.runner import resolve_data_dir
-
-    order = getattr(getattr(config, "catalog", None), "colour_order", "seeded")
-    return load_catalog(resolve_data_dir(config), seed=config.seed, colour_order=order)

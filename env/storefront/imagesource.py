@@ -25,7 +25,7 @@ import io
 import threading
 from typing import Any, Protocol, runtime_checkable
 
-from serve.registry import Registry
+from core.registry import Registry
 
 from env.storefront.catalog import Catalog
 
@@ -39,27 +39,24 @@ class ImageSource(Protocol):
         ...
 
 
-IMAGE_SOURCES: Registry[ImageSource] = Registry("image source")
+#: Registry of image sources; the procedural and official ones live in ``env.storefront.images``.
+IMAGE_SOURCES: Registry[ImageSource] = Registry("image_source", builtins=("env.storefront.images.sources",))
 
 
 def build_image_source(spec: dict[str, Any] | str, catalog: Catalog) -> ImageSource:
     """Build a registered source from ``{"name", "args"}``, handing it the catalogue."""
-    _load_plugins()
-    if isinstance(spec, str):
-        spec = {"name": spec, "args": {}}
-    name = spec.get("name")
-    args = dict(spec.get("args") or {})
-    if name in IMAGE_SOURCES:
-        factory = IMAGE_SOURCES._factories[name]  # noqa: SLF001 - check the signature first
-        try:
-            params = inspect.signature(factory).parameters
-            if "catalog" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
-                args["catalog"] = catalog
-        except (TypeError, ValueError):
-            pass
+    resolved = IMAGE_SOURCES.resolve(spec, field="image source")
+    name, args = resolved["name"], dict(resolved["args"])
+    factory = IMAGE_SOURCES._factories[name]  # noqa: SLF001 - check the signature first
+    try:
+        params = inspect.signature(factory).parameters
+        if "catalog" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            args["catalog"] = catalog
+    except (TypeError, ValueError):
+        pass
     src = IMAGE_SOURCES.build({"name": name, "args": args})
     try:
-        src.spec = {"name": name, "args": dict(spec.get("args") or {})}  # type: ignore[attr-defined]
+        src.spec = resolved  # type: ignore[attr-defined]  (the catalogue is not part of the spec)
     except (AttributeError, TypeError):
         pass
     return src
@@ -90,13 +87,6 @@ class CachedImageSource:
                 self._lru.popitem(last=False)
         return data
 
-
-def _load_plugins() -> None:
-    """Import the images package so its sources register themselves (absent is fine)."""
-    try:
-        import env.storefront.images  # noqa: F401
-    except ImportError:
-        pass
 
 
 def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
@@ -135,7 +125,7 @@ class StoreImageSource:
     """Images in an object store under ``prefix`` in the official layout."""
 
     def __init__(self, catalog: Catalog, uri: str, prefix: str = "", **store_kwargs: Any) -> None:
-        from pipelines.store import Store
+        from core.store import Store
 
         self.catalog = catalog
         self.store = Store.open(uri, **store_kwargs)

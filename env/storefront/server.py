@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m env.storefront", description="Serve the DMV-Bench shop.")
     p.add_argument("--data-dir", default=None,
                    help="folder holding dmv-bench/seed_v2.json and cue_registry.json "
-                        "(default: the run config's data_dir)")
+                        "(default: the run config's default data_dir, ../shared/data)")
     p.add_argument("--seed", type=int, default=0, help="run seed (colour permutation)")
     p.add_argument("--colour-order", choices=["seeded", "official"], default="seeded")
     p.add_argument("--images", default="procedural",
@@ -55,10 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     a = p.parse_args(argv)
     if a.data_dir is None:
-        from pipelines.config import RunConfig
-        from pipelines.runner import resolve_data_dir
+        from core.paths import resolve_data_dir
 
-        a.data_dir = str(resolve_data_dir(RunConfig()))
+        a.data_dir = str(resolve_data_dir())
     spec = json.loads(a.images) if a.images.strip().startswith("{") else a.images
     shop = ShopServer.from_data(a.data_dir, seed=a.seed, colour_order=a.colour_order, images=spec,
                                 host=a.host, port=a.port)

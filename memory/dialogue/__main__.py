@@ -14,7 +14,7 @@ from pathlib import Path
 from env.dialogue import load_dataset
 from memory.dialogue.render import conversation_units, session_units
 from memory.dialogue.variants import list_variants, load_variant
-from pipelines.errors import VismemError
+from core.errors import VismemError
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[2].parent / "shared/data/locomo/locomo10.json"
 

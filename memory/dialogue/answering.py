@@ -161,7 +161,7 @@ def _key(task: dict[str, Any]) -> dict[str, Any]:
 def _pool_map(fn: Callable[[dict[str, Any]], dict[str, Any]], rows: list[dict[str, Any]],
               concurrency: int, description: str = "memshot model calls") -> list[dict[str, Any]]:
     """``map`` over a thread pool with a progress bar; results in input order (deterministic tables)."""
-    from pipelines.progress import track
+    from core.progress import track
 
     if concurrency <= 1 or len(rows) <= 1:
         return [fn(r) for r in track(rows, description, total=len(rows))]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from pipelines.errors import DataError
+from core.errors import DataError
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,8 @@ Three layers, each usable alone:
 * **Embedding** goes through the :class:`serve.embed.Embedder` protocol only. Text units
   (Text RAG, w/o Rendering) use ``embed_texts``; image units (memory shots) use
   ``embed_images`` with the shot PNG read from the store. :func:`embed_items` runs in-process
-  (small local sizes); :func:`embed_items_ray` is the same work as a Ray Data job with one
-  embedder per actor (fractional CPUs) and batches, never a model load per row.
+  (small local sizes); the same work as a Ray Data job, one embedder per actor, is
+  :func:`pipelines.jobs.embed.embed_items_ray` (jobs live in the orchestration package).
 * **Ranking** (:func:`rank_units`) is cosine top-k within the question's own conversation.
 * **Recall** (:func:`evidence_recall`, :func:`recall_summary`) are pure functions over Polars
   frames: a unit *shows* a dia_id when the renderer recorded it in the unit's ``dia_ids``;
@@ -36,7 +36,7 @@ QUESTION_COLUMNS = ("conversation_id", "question_id", "question", "evidence", "c
 def _require(df: pl.DataFrame, cols: Iterable[str], what: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        from pipelines.errors import DataError
+        from core.errors import DataError
 
         raise DataError(f"{what} frame lacks column(s) {missing}; has {df.columns}")
 
@@ -90,7 +90,7 @@ def embedding_items(units: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFram
     return pl.concat([u, q])
 
 
-def _embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | None],
+def embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | None],
                  image_key: Sequence[str | None], read_image: Callable[[str], bytes]) -> np.ndarray:
     """Embed one mixed batch: text rows through ``embed_texts``, query rows through
     ``serve.embed.embed_queries`` and image rows through ``embed_images``."""
@@ -129,60 +129,11 @@ def embed_items(items: pl.DataFrame, embedder: Any, *, read_image: Callable[[str
     for start in range(0, items.height, batch_size):
         b = items.slice(start, batch_size)
         t0 = time.perf_counter()
-        chunks.append(_embed_batch(embedder, b["modality"].to_list(), b["text"].to_list(),
+        chunks.append(embed_batch(embedder, b["modality"].to_list(), b["text"].to_list(),
                                    b["image_key"].to_list(), reader))
         secs.append(np.full(b.height, (time.perf_counter() - t0) / max(b.height, 1)))
     vecs = np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
     return vecs, (np.concatenate(secs) if secs else np.zeros(0))
-
-
-class _EmbedActor:
-    """Ray Data actor: builds the embedder once, embeds batches of items (text or image rows)."""
-
-    def __init__(self, spec: dict[str, Any], store: Any = None) -> None:
-        from serve.embed import build_embedder
-
-        self.embedder = build_embedder(spec)
-        self.store = store
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        t0 = time.perf_counter()
-        reader = self.store.get_bytes if self.store is not None else None
-        vecs = _embed_batch(self.embedder, list(batch["modality"]), list(batch["text"]),
-                            list(batch["image_key"]), reader)
-        return {"item_id": batch["item_id"], "embedding": vecs,
-                "embed_s": np.full(len(vecs), (time.perf_counter() - t0) / max(len(vecs), 1))}
-
-
-def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: Any = None, ray_cfg: Any = None,
-                    batch_size: int = 64, actors: int = 1, num_gpus: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Ray Data version of :func:`embed_items`: an actor pool, one embedder per actor.
-
-    Returns ``(vectors, per-item seconds)`` in items order (measured inside the actors); order is kept
-    (the run's DataContext preserves order, and rows are re-aligned by ``item_id`` anyway).
-    """
-    import ray.data
-
-    from pipelines.rayctx import actor_pool
-
-    if items.height == 0:
-        return np.zeros((0, 0), dtype=np.float32), np.zeros(0)
-    ds = ray.data.from_arrow(items.select("item_id", "modality", "text", "image_key").to_arrow())
-    kwargs = actor_pool(ray_cfg, size=actors) if ray_cfg is not None else {}
-    if num_gpus:
-        kwargs["num_gpus"] = num_gpus  # one GPU (or a share) per embedder replica on the cluster
-    out = ds.map_batches(_EmbedActor, fn_constructor_kwargs={"spec": spec, "store": store},
-                         batch_size=batch_size, batch_format="numpy", **kwargs)
-    ids: list[str] = []
-    vecs: list[np.ndarray] = []
-    secs: list[np.ndarray] = []
-    for b in out.iter_batches(batch_size=None, batch_format="numpy"):
-        ids.extend(str(x) for x in b["item_id"])
-        vecs.append(np.asarray(b["embedding"], dtype=np.float32))
-        secs.append(np.asarray(b["embed_s"], dtype=np.float64))
-    pos = {item: i for i, item in enumerate(ids)}
-    order = [pos[i] for i in items["item_id"].to_list()]
-    return np.concatenate(vecs)[order], np.concatenate(secs)[order]
 
 
 # -- ranking -------------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from pipelines.configs.base import Frozen
-from pipelines.errors import ConfigError
+from core.config import Frozen
+from core.errors import ConfigError
 from memory.dialogue.style import Style
 
 VARIANTS_DIR = Path(__file__).resolve().parent / "variants"

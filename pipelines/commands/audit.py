@@ -38,7 +38,7 @@ def _audit(args: argparse.Namespace) -> int:
         data_dir = args.data_dir
     else:
         from pipelines.config import load_config
-        from pipelines.runner import resolve_data_dir
+        from pipelines.context import resolve_data_dir
 
         data_dir = resolve_data_dir(load_config(None))
     catalog = load_catalog(data_dir, seed=args.seed, colour_order=args.colour_order)

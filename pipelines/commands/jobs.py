@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.commands.run import add_config_args, config_from_args
-from pipelines.errors import VismemError
+from core.errors import VismemError
 
 #: Never shipped in a job's working_dir: venvs, runs, caches and generated data.
 RUNTIME_EXCLUDES = [".venv/", "runs/", ".runs/", ".git/", "**/__pycache__/", ".pytest_cache/", "*.egg-info/",
@@ -112,7 +112,7 @@ _FORWARD = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_END
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from pipelines.runner import repo_root
+    from core.paths import repo_root
 
     cfg = config_from_args(args)
     if cfg.store.uri.startswith("local-s3://"):

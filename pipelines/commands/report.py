@@ -24,16 +24,14 @@ def _with_stage_defaults(args: argparse.Namespace) -> argparse.Namespace:
     ``config_from_args`` calls each stage's ``cli_overrides(args)``, which reads the flags that
     stage added to ``vismem run``; this parser does not have them, so their defaults are filled in.
     """
-    from pipelines.commands.run import _stage_modules
+    from pipelines.stages import all_stages
 
     probe = argparse.ArgumentParser(add_help=False)
-    for mod in _stage_modules():
-        hook = getattr(mod, "add_cli_args", None)
-        if hook is not None:
-            try:
-                hook(probe)
-            except argparse.ArgumentError:
-                continue
+    for stage in all_stages():
+        try:
+            stage.add_cli_args(probe)
+        except argparse.ArgumentError:
+            continue
     try:
         defaults, _ = probe.parse_known_args([])
     except SystemExit:  # a stage with a required flag: nothing to fill in
@@ -50,7 +48,7 @@ def _report(args: argparse.Namespace) -> int:
 
     from analysis.report import report_run
     from pipelines.commands.run import config_from_args
-    from pipelines.errors import VismemError
+    from core.errors import VismemError
     from pipelines.runner import open_store
     from pipelines.stages.report import options_from
 

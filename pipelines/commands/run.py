@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from typing import Any
 
-from pipelines.config import STAGE_ORDER
-
-
-def _stage_modules() -> list[Any]:
-    """Stage modules that contribute their own flags via ``add_cli_args``/``cli_overrides``."""
-    mods = []
-    for name in STAGE_ORDER:
-        try:
-            mods.append(importlib.import_module(f"pipelines.stages.{name}"))
-        except ModuleNotFoundError:
-            continue
-    return mods
+from pipelines.stages import STAGE_ORDER, all_stages
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -45,10 +33,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
     stages = list(getattr(args, "stages", None) or [])
     if stages:
         over["stages"] = stages
-    for mod in _stage_modules():
-        hook = getattr(mod, "cli_overrides", None)
-        if hook is not None:
-            over = _deep_merge(over, hook(args) or {})
+    for stage in all_stages():
+        over = _deep_merge(over, stage.cli_overrides(args) or {})
     return load_config(args.config, preset=args.preset, overrides=over)
 
 
@@ -63,15 +49,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_config_args(p)
     p.add_argument("--print-config", action="store_true", help="print the resolved config and run id, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    for mod in _stage_modules():
-        hook = getattr(mod, "add_cli_args", None)
-        if hook is not None:
-            hook(p)
+    for stage in all_stages():
+        stage.add_cli_args(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pipelines.errors import ConfigError
+    from core.errors import ConfigError
 
     bad = [s for s in args.stages if s not in STAGE_ORDER]
     if bad:
@@ -86,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     results = run(cfg, progress=not args.no_progress)
     print(json.dumps(results, indent=2, default=str))
     if results.get("_partial"):
-        from pipelines.errors import VismemError
+        from core.errors import VismemError
 
         raise VismemError(f"stage(s) {', '.join(results['_partial'])} finished partially (failed shards are "
                           f"listed above and in runs/{cfg.run_id}/manifest.json); re-run to retry them")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from pipelines.configs.base import Frozen
+from core.config import Frozen
+from core.registry import ComponentSpec
 
 
 class CatalogConfig(Frozen):
@@ -23,17 +24,30 @@ class CatalogConfig(Frozen):
     )
 
     # -- product images (images engineer) ----------------------------------------------------
-    image_source: str = Field(
-        "procedural",
-        description="Registered image source that produces the product images: 'procedural' (offline "
-        "renderer, the local default), 'official' (the paper's published with_cue/ and base/ images; "
-        "give image_source_args.root), or any other name in env.storefront.imagesource.IMAGE_SOURCES.",
+    image_source: ComponentSpec = Field(
+        default_factory=lambda: ComponentSpec(name="procedural"),
+        description="Image source that produces the product images, a name or {name, args}: 'procedural' "
+        "(offline renderer, the local default; args e.g. {salt: v1}), 'official' (the paper's published "
+        "with_cue/ and base/ images; args {root: s3://bucket/dmv-images}), or any other name in "
+        "env.storefront.imagesource.IMAGE_SOURCES. `image_source_args` (a mapping) is accepted as input "
+        "and merged into image_source.args.",
     )
-    image_source_args: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Extra JSON arguments for the image source, e.g. {\"root\": \"s3://bucket/dmv-images\"} "
-        "for 'official' or {\"salt\": \"v1\"} for 'procedural'.",
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_args(cls, data: Any) -> Any:
+        # `image_source_args` (the flag --image-root and older configs write it) folds into the
+        # one component spec, so the frozen config has a single shape.
+        if isinstance(data, dict) and "image_source_args" in data:
+            data = dict(data)
+            extra = data.pop("image_source_args") or {}
+            if not isinstance(extra, dict):
+                raise ValueError("image_source_args must be a mapping")
+            src = data.get("image_source", "procedural")
+            src = {"name": src} if isinstance(src, str) else dict(src)
+            src["args"] = {**dict(src.get("args") or {}), **extra}
+            data["image_source"] = src
+        return data
     image_size: int = Field(512, ge=128, le=2048, description="Side of the square product images in pixels "
                             "(the official set is 512).")
     image_format: Literal["png", "jpeg", "webp"] = Field("png", description="Encoding of the stored images.")

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from pipelines.configs.base import Frozen
+from core.config import Frozen
 
 
 class EncodeConfig(Frozen):
@@ -14,7 +14,7 @@ class EncodeConfig(Frozen):
 
     Chain ``i`` uses seed ``first_seed + i`` (default: the run seed, so seed 0 gives the official
     chain seeds 0..N-1); session ``j`` of chain ``seed`` follows the official seeding
-    (``pipelines.agents.chains``). The storefront (colour permutation) uses the run seed.
+    (``agents.chains``). The storefront (colour permutation) uses the run seed.
     """
 
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")

@@ -4,37 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from pipelines.configs.base import Frozen
-
-
-class ComponentSpec(Frozen):
-    """A component (VLM, embedder): a registry ``{name, args}`` spec, or a named model YAML.
-
-    ``model: qwen3-vl-8b`` resolves ``serve/models/qwen3-vl-8b.yaml`` (env-expanded) when the
-    stage runs; the resolved ``{name, args}`` is what the manifest records.
-    """
-
-    name: str | None = Field(None, min_length=1, description="Registered name (e.g. minilm, openai, scripted).")
-    args: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments of the factory.")
-    model: str | None = Field(
-        None, min_length=1, description="Named model spec in serve/models/ (e.g. qwen3-vl-8b, glm-5); replaces name/args.",
-    )
-
-    @model_validator(mode="after")
-    def _one_source(self) -> "ComponentSpec":
-        if (self.name is None) == (self.model is None):
-            raise ValueError("give exactly one of `name` (+ `args`) or `model`")
-        return self
-
-    def spec(self) -> dict[str, Any]:
-        """The ``{name, args}`` registry spec (a named model resolved now, from the environment)."""
-        if self.model is not None:
-            from serve.models import load_model_spec
-
-            return load_model_spec(self.model).spec
-        return {"name": self.name, "args": dict(self.args)}
+from core.config import Frozen
+from core.registry import ComponentSpec
 
 
 class MemShotConfig(Frozen):
@@ -42,7 +15,7 @@ class MemShotConfig(Frozen):
 
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")
 
-    # -- data and rendering (env/dialogue loaders, memory/dialogue renderer, pipelines/memshot_render.py) --
+    # -- data and rendering (env/dialogue loaders, memory/dialogue renderer, pipelines/jobs/render.py) --
     dataset: Literal["locomo", "longmemeval"] = Field(
         "locomo", description="Benchmark to evaluate: LoCoMo (in data_dir) or LongMemEval (longmemeval_path).",
     )

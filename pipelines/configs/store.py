@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipelines.configs.base import Frozen
+from core.config import Frozen
 
 
 class StoreConfig(Frozen):

@@ -1,26 +1,86 @@
-"""Stage registry: name → ``run(ctx) -> summary``. Imported lazily so the CLI starts fast."""
+"""The stages of a run: one :class:`Stage` contract and one registry, in run order.
+
+Each stage module (``pipelines/stages/<name>.py``) defines ``STAGE = Stage(...)``: its name,
+the config section it reads, its ``vismem run`` flags, a ``check`` that validates the config's
+components before any work starts, and ``run(ctx) -> summary``. :data:`STAGE_ORDER` is the one
+list of stages; the run config, the runner and the CLI all read it. Modules load on use so the
+CLI starts fast.
+
+============  ==========================================================================
+stage         what it does (module)
+============  ==========================================================================
+memshot       render dialogue shots, retrieve, recall@k, answers and judge (``memshot``)
+catalog       the storefront catalogue's 2,000 product images (``catalog``)
+encode        agents browse chains of sessions; the trajectory cache (``encode``)
+report        Polars scoring, statistics, figures, HTML/Markdown report (``report``)
+============  ==========================================================================
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
-from pipelines.config import STAGE_ORDER
-from pipelines.errors import ConfigError
+from core.errors import ConfigError
 
-#: ``module:function`` of every stage, in run order. Each capability owns its module.
-_STAGES: dict[str, str] = {
-    "memshot": "pipelines.stages.memshot:run",
-    "catalog": "pipelines.stages.catalog:run",
-    "encode": "pipelines.stages.encode:run",
-    "report": "pipelines.stages.report:run",
-}
-assert tuple(_STAGES) == STAGE_ORDER
+if TYPE_CHECKING:
+    from pipelines.context import RunContext
+
+#: Every stage, in the order a run executes them (each is ``pipelines.stages.<name>``).
+STAGE_ORDER: tuple[str, ...] = ("memshot", "catalog", "encode", "report")
 
 
-def get_stage(name: str) -> Callable[[Any], dict[str, Any]]:
-    """The stage function for ``name`` (ConfigError naming the allowed stages otherwise)."""
-    if name not in _STAGES:
-        raise ConfigError(f"unknown stage {name!r}; allowed: {', '.join(_STAGES)}")
-    mod, fn = _STAGES[name].split(":")
-    return getattr(importlib.import_module(mod), fn)
+def _no_flags(parser: argparse.ArgumentParser) -> None:
+    return None
+
+
+def _no_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {}
+
+
+def _no_check(config: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a run.
+
+    Attributes:
+        name: the stage's name in ``stages:`` and on the command line.
+        section: the ``RunConfig`` field holding its settings (None: none of its own).
+        run: ``run(ctx) -> summary`` (JSON-able; ``status: partial`` marks failed shards).
+        add_cli_args: adds the stage's ``vismem run`` flags to a parser.
+        cli_overrides: turns those flags into nested config overrides.
+        check: validates the config's components (specs resolve, paths exist) before any work;
+            raises :class:`core.errors.ConfigError` naming the field.
+    """
+
+    name: str
+    section: str | None
+    run: Callable[["RunContext"], dict[str, Any]]
+    add_cli_args: Callable[[argparse.ArgumentParser], None] = _no_flags
+    cli_overrides: Callable[[argparse.Namespace], dict[str, Any]] = _no_overrides
+    check: Callable[[Any], None] = _no_check
+
+    def enabled(self, config: Any) -> bool:
+        """Whether the config's section switches the stage on (``<section>.enabled``)."""
+        section = getattr(config, self.section, None) if self.section else None
+        return bool(getattr(section, "enabled", True))
+
+
+def get_stage(name: str) -> Stage:
+    """The stage called ``name`` (ConfigError naming the allowed stages otherwise)."""
+    if name not in STAGE_ORDER:
+        raise ConfigError(f"unknown stage {name!r}; allowed: {', '.join(STAGE_ORDER)}")
+    stage = importlib.import_module(f"pipelines.stages.{name}").STAGE
+    if stage.name != name:
+        raise RuntimeError(f"pipelines.stages.{name} defines stage {stage.name!r}")
+    return stage
+
+
+def all_stages() -> list[Stage]:
+    """Every stage, in run order."""
+    return [get_stage(n) for n in STAGE_ORDER]

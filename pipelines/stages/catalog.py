@@ -4,7 +4,8 @@
    under a content-addressed prefix ``catalog/<params-hash>/``. The hash covers everything the
    pixels depend on (image source and its arguments, renderer version, size, format, and the
    cue assignment), so different seeds or colour orders never collide and equal ones share.
-2. **Generate** (Ray Data): ``from_items(rows) → map_batches`` with fractional CPUs; each batch
+2. **Generate** (Ray Data, :mod:`pipelines.jobs.catalog`): ``from_items(rows) → map_batches``
+   with fractional CPUs; each batch
    renders its products (with and without cue) and uploads them straight from the worker,
    ``with_cue/<cat>/<style>/NN.png`` and ``base/...`` (the official layout, so the ``store``
    image source and the official tooling read it). One output row per input row: keys, byte
@@ -22,7 +23,12 @@ import argparse
 import hashlib
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pipelines.stages import Stage
+
+if TYPE_CHECKING:
+    from pipelines.context import RunContext
 
 SCHEMA_VERSION = 1
 #: Columns of ``catalog.parquet`` added to the catalogue's own (Catalog.to_polars()).
@@ -56,12 +62,15 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def source_spec(cfg: Any) -> dict[str, Any]:
     """The image source spec ``{name, args}`` the workers build (size/format folded in for procedural)."""
-    args = dict(cfg.image_source_args)
-    if cfg.image_source == "procedural":
+    from env.storefront.imagesource import IMAGE_SOURCES
+
+    resolved = IMAGE_SOURCES.resolve(cfg.image_source, field="catalog.image_source")
+    args = dict(resolved["args"])
+    if resolved["name"] == "procedural":
         args.setdefault("size", cfg.image_size)
         args.setdefault("format", cfg.image_format)
         args.setdefault("compress_level", cfg.png_compress_level)
-    return {"name": cfg.image_source, "args": args}
+    return {"name": resolved["name"], "args": args}
 
 
 _SECRET_ARGS = ("access_key", "secret_key", "aws_access_key_id", "aws_secret_access_key", "token")
@@ -81,7 +90,7 @@ def image_params(cfg: Any, variants: Any) -> dict[str, Any]:
     spec = source_spec(cfg)
     return {
         "source": public_spec(spec),
-        "renderer": RENDERER_VERSION if cfg.image_source == "procedural" else None,
+        "renderer": RENDERER_VERSION if spec["name"] == "procedural" else None,
         "size": cfg.image_size, "format": cfg.image_format, "png_compress_level": cfg.png_compress_level,
         "assignment_sha256": hashlib.sha256(assignment.encode()).hexdigest(),
     }
@@ -124,139 +133,24 @@ def build_table(catalog_df: Any, results: list[dict[str, Any]]) -> Any:
     return out
 
 
-# -- the worker side (runs inside Ray tasks) ------------------------------------------------------
-
-class _RowCatalog:
-    """Just enough of a Catalog for the image sources, built from job rows (no data dir on workers)."""
-
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
-        from types import SimpleNamespace
-
-        def ns(r: dict[str, Any]) -> Any:
-            v = SimpleNamespace(**r)
-            v.image_path = f"with_cue/{r['cat']}/{r['style']}/{int(r['image_idx']):02d}.png"
-            v.base_image_path = f"base/{r['cat']}/{r['style']}/{int(r['image_idx']):02d}.png"
-            return v
-
-        self.variants = [ns(r) for r in rows]
-        self.by_hash = {v.url_hash: v for v in self.variants}
-
-
-def _conform(data: bytes, size: int, fmt: str, compress_level: int) -> bytes:
-    """Re-encode a foreign image (official set) to the configured size/format when they differ."""
-    import io
-
-    from PIL import Image
-
-    from env.storefront.images.scene import encode
-
-    im = Image.open(io.BytesIO(data))
-    if im.size == (size, size) and (im.format or "").lower() == ("jpeg" if fmt == "jpeg" else fmt):
-        return data
-    return encode(im.convert("RGB").resize((size, size), Image.LANCZOS), fmt, compress_level)
-
-
-def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], size: int, fmt: str,
-                  compress_level: int, upload_threads: int = 8) -> list[dict[str, Any]]:
-    """Render + upload the images of ``rows`` (or read back those that exist); one result per row."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from env.storefront.imagesource import build_image_source
-
-    if not rows:
-        return []
-    cat = _RowCatalog(rows)
-    src = build_image_source(spec, cat)  # type: ignore[arg-type]
-    procedural = spec["name"] == "procedural"
-    store.exists(rows[0]["with_cue_key"])  # creates the client before threads share it
-    out: list[dict[str, Any]] = []
-    cpu0 = time.process_time()
-    with ThreadPoolExecutor(max_workers=upload_threads) as pool:
-        futures = []
-        for r in rows:
-            t0 = time.perf_counter()
-            if r["exists"]:
-                cue_b, base_b = store.get_bytes(r["with_cue_key"]), store.get_bytes(r["base_key"])
-            else:
-                if hasattr(src, "get_pair"):
-                    cue_b, base_b = src.get_pair(r["url_hash"])
-                else:
-                    cue_b, base_b = src.get(r["url_hash"], True), src.get(r["url_hash"], False)
-                if not procedural:
-                    cue_b, base_b = (_conform(b, size, fmt, compress_level) for b in (cue_b, base_b))
-                ctype = f"image/{'jpeg' if fmt == 'jpeg' else fmt}"
-                futures.append(pool.submit(store.put_bytes, r["base_key"], base_b, content_type=ctype))
-                # with_cue last: its presence (with base) marks the row done for resumption
-                futures.append(pool.submit(store.put_bytes, r["with_cue_key"], cue_b, content_type=ctype))
-            depicted = src.depicted_object(r["url_hash"]) if hasattr(src, "depicted_object") else r["cue_object"]
-            out.append({"url_hash": r["url_hash"], "with_cue_key": r["with_cue_key"], "base_key": r["base_key"],
-                        "with_cue_bytes": len(cue_b), "base_bytes": len(base_b),
-                        "with_cue_sha256": hashlib.sha256(cue_b).hexdigest(),
-                        "base_sha256": hashlib.sha256(base_b).hexdigest(), "depicted_object": depicted,
-                        "generated": not r["exists"], "seconds": time.perf_counter() - t0})
-        for f in futures:
-            f.result()  # surface upload errors
-    cpu = (time.process_time() - cpu0) / len(out)  # this process's CPU (render, encode, upload threads)
-    for r in out:
-        r["cpu_s"] = cpu
-    return out
-
-
-def _generate_batch(batch: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    """Ray Data ``map_batches`` adapter: column batch in, column batch out, same row count."""
-    import numpy as np
-
-    n = len(batch["url_hash"])
-    rows = [{k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in batch.items()} for i in range(n)]
-    res = generate_rows(rows, **kw)
-    return {k: np.array([r[k] for r in res]) for k in res[0]} if res else {k: np.array([]) for k in batch}
-
-
-# -- the stage -------------------------------------------------------------------------------------
-
-def generate(rows: list[dict[str, Any]], *, store: Any, cfg: Any, ray_cfg: Any, use_ray: bool = True) -> list[dict[str, Any]]:
-    """Run the generation job over ``rows`` (Ray Data, or in-process with ``use_ray=False``)."""
-    kw = dict(store=store, spec=source_spec(cfg), size=cfg.image_size, fmt=cfg.image_format,
-              compress_level=cfg.png_compress_level, upload_threads=cfg.upload_threads)
-    if not rows:
-        return []
-    if not use_ray:
-        return generate_rows(rows, **kw)
-    import ray.data
-
-    from pipelines.rayctx import init_ray, task_pool
-
-    init_ray(ray_cfg)
-    bs = cfg.batch_size
-    ds = ray.data.from_items(rows, override_num_blocks=max(1, (len(rows) + bs - 1) // bs))
-    out = ds.map_batches(_generate_batch, fn_kwargs=kw, batch_size=bs, batch_format="numpy", **task_pool(ray_cfg))
-    results = out.take_all()
-    if len(results) != len(rows):  # one output row per input row, or the job is broken
-        raise RuntimeError(f"catalog job returned {len(results)} rows for {len(rows)} variants")
-    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in results]
-
-
 def _check_source(cfg: Any, variants: Any) -> None:
     """Build the configured source once in the driver: unknown names or bad args → ConfigError."""
-    from env.storefront.imagesource import IMAGE_SOURCES, _load_plugins, build_image_source
-    from pipelines.errors import ConfigError
+    from core.errors import ConfigError
+    from env.storefront.imagesource import build_image_source
+    from pipelines.jobs.catalog import RowCatalog
 
-    _load_plugins()
-    if cfg.image_source not in IMAGE_SOURCES:
-        raise ConfigError(f"catalog.image_source {cfg.image_source!r} is not a registered image source "
-                          f"(known: {', '.join(IMAGE_SOURCES.names())})")
     rows = plan_rows(variants[:1], "check", cfg.image_format, set())
     try:
-        build_image_source(source_spec(cfg), _RowCatalog(rows))  # type: ignore[arg-type]
+        build_image_source(source_spec(cfg), RowCatalog(rows))  # type: ignore[arg-type]
     except TypeError as err:
-        raise ConfigError(f"catalog.image_source_args do not fit image source {cfg.image_source!r}: {err}") from None
+        raise ConfigError(f"catalog.image_source.args do not fit image source {cfg.image_source.key!r}: {err}") from None
 
 
-def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
+def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
     """Generate (or resume) the catalogue images and table; returns a summary."""
     import polars as pl
 
-    from env.storefront.catalog import catalog_from_config
+    from pipelines.context import catalog_from_config
 
     t0 = time.perf_counter()
     cfg, store = ctx.config.catalog, ctx.store
@@ -280,7 +174,9 @@ def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
     todo = [r for r in rows if r["url_hash"] not in prev]
     ctx.manifest.component("image_source", public_spec(source_spec(cfg)))
     t_job = time.perf_counter()
-    results = generate(todo, store=store, cfg=cfg, ray_cfg=ctx.config.ray, use_ray=use_ray)
+    from pipelines.jobs.catalog import generate
+
+    results = generate(todo, store=store, spec=source_spec(cfg), cfg=cfg, ray_cfg=ctx.config.ray, use_ray=use_ray)
     t_job = time.perf_counter() - t_job
     by_hash = prev | {r["url_hash"]: r for r in results}
     ordered = [by_hash[r["url_hash"]] for r in rows]
@@ -302,3 +198,15 @@ def run(ctx: Any, *, use_ray: bool = True) -> dict[str, Any]:
             "worker_cpu_s": round(sum(r.get("cpu_s", 0.0) for r in results), 3),
             "bytes": int(table["with_cue_bytes"].sum() + table["base_bytes"].sum()),
             "wall_s": round(time.perf_counter() - t0, 3)}
+
+
+def check(config: Any) -> None:
+    """The image source is a registered name (its args are checked when the stage builds it)."""
+    from env.storefront.imagesource import IMAGE_SOURCES
+
+    if config.catalog.enabled:
+        IMAGE_SOURCES.resolve(config.catalog.image_source, field="catalog.image_source")
+
+
+STAGE = Stage(name="catalog", section="catalog", run=run, add_cli_args=add_cli_args,
+              cli_overrides=cli_overrides, check=check)

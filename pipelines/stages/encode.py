@@ -19,7 +19,7 @@ model variant from ``serve/models/`` by name: ``qwen2.5-vl-7b``, ``gemini-2.5-fl
 
 What it does: lists every ``(backend, seed, j)`` key, drops those whose trajectory is already
 cached (``trajectories/<backend-slug>/<seed>/<j>.done.json``), and runs the rest on a pool of
-Ray actors (:class:`pipelines.agents.worker.EncodeWorker`), each with its own storefront and
+Ray actors (:class:`pipelines.jobs.encode.EncodeWorker`), each with its own storefront and
 browser; sessions of one key never depend on J, so a longer chain runs only its new sessions and
 a killed run resumes. Output: ``runs/<run_id>/results/encoding.parquet`` (the analysis
 ``encoding`` schema: one row per session, ``j`` 1-based = official index + 1, plus the backend's
@@ -30,7 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pipelines.stages import Stage
+
+if TYPE_CHECKING:
+    from pipelines.context import RunContext
 
 #: Columns of the Ray Data rows the workers return (one per input key).
 WORKER_COLUMNS = ("backend", "seed", "j", "ok", "error", "summary")
@@ -56,15 +61,30 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
         over["J"] = args.J
     specs = getattr(args, "encode_backends", None)
     if specs:
-        over["backends"] = [json.loads(s) if s.strip().startswith("{") else s for s in specs]
+        from core.errors import ConfigError
+
+        try:
+            over["backends"] = [json.loads(s) if s.strip().startswith("{") else s for s in specs]
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"--backend must be a name or a JSON object like {{\"name\": ..., \"args\": {{...}}}}: {err}") from None
     return {"encode": over} if over else {}
+
+
+def check(config: Any) -> None:
+    """Every backend spec resolves and the env kind exists (ConfigError naming the field)."""
+    from pipelines.jobs.encode import resolve_spec
+
+    if not config.encode.enabled:
+        return
+    for i, spec in enumerate(config.encode.backends):
+        resolve_spec(spec, config.seed, field=f"encode.backends[{i}]")
 
 
 def images_identity(config: Any) -> Any:
     """What the served pixels are, for the cache key: the catalogue image prefix, or the spec."""
     if config.encode.images != "catalog":
         return config.encode.images
-    from env.storefront.catalog import catalog_from_config
+    from pipelines.context import catalog_from_config
     from pipelines.stages.catalog import image_params, params_hash
 
     return f"catalog/{params_hash(image_params(config.catalog, catalog_from_config(config).variants))}"
@@ -95,7 +115,7 @@ def image_source(ctx: Any) -> Any:
 
 def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, int, int]]]:
     """Resolved backend specs, their cache slugs and every ``(backend index, seed, j)`` key."""
-    from pipelines.agents.worker import cache_slug, protocol_settings, resolve_spec
+    from pipelines.jobs.encode import cache_slug, protocol_settings, resolve_spec
 
     enc = config.encode
     specs = [resolve_spec(s, config.seed) for s in enc.backends]
@@ -103,7 +123,7 @@ def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, 
                               colour_order=config.catalog.colour_order, catalog_seed=config.seed)
     slugs = [cache_slug(s, proto) for s in specs]
     if len(set(slugs)) != len(slugs):
-        from pipelines.errors import ConfigError
+        from core.errors import ConfigError
 
         raise ConfigError(f"encode.backends has duplicate backends: {slugs}")
     first = config.seed if enc.first_seed is None else enc.first_seed
@@ -113,7 +133,7 @@ def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, 
 
 
 def options(config: Any) -> Any:
-    from pipelines.agents.session import SessionOptions
+    from agents.session import SessionOptions
 
     enc = config.encode
     return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)
@@ -121,7 +141,7 @@ def options(config: Any) -> Any:
 
 def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> dict[str, Any]:
     """Constructor kwargs of :class:`EncodeWorker` for this run."""
-    from pipelines.agents.worker import env_factory
+    from pipelines.jobs.encode import env_factory
 
     cfg = ctx.config
     return {"store": ctx.store, "backends": specs, "slugs": slugs, "data_dir": str(ctx.data_dir),
@@ -135,7 +155,7 @@ def run_keys(ctx: Any, specs: list[dict[str, Any]], slugs: list[str],
     """Run the pending keys on Ray actors; one output row per key."""
     import ray.data
 
-    from pipelines.agents.worker import EncodeWorker
+    from pipelines.jobs.encode import EncodeWorker
     from pipelines.rayctx import actor_pool
 
     if not todo:
@@ -181,10 +201,10 @@ def table3(df: Any) -> list[dict[str, Any]]:
     return agg.to_dicts()
 
 
-def run(ctx: Any) -> dict[str, Any]:
+def run(ctx: "RunContext") -> dict[str, Any]:
     """Encode every pending session, then write the run's ``encoding`` result table."""
     from analysis.schemas import result_key, write_results
-    from pipelines.agents.cache import TrajectoryCache
+    from pipelines.trajectories import TrajectoryCache
 
     enc = ctx.config.encode
     if not enc.enabled:
@@ -209,3 +229,7 @@ def run(ctx: Any) -> dict[str, Any]:
         "results": key, "backends": slugs, "table3": table3(df),
         "workers": min(enc.workers or ctx.config.ray.concurrency, max(1, len(todo))),
     }
+
+
+STAGE = Stage(name="encode", section="encode", run=run, add_cli_args=add_cli_args,
+              cli_overrides=cli_overrides, check=check)

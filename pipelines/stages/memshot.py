@@ -1,6 +1,6 @@
 """The ``memshot`` stage: render → retrieve → recall@k → (answers → judge) → scores and latency.
 
-1. **Render** every configured variant with the render job (:mod:`pipelines.memshot_render`):
+1. **Render** every configured variant with the render job (:mod:`pipelines.jobs.render`):
    shots and a Parquet unit table in the store, with render seconds per conversation.
 2. **Retrieve**: embed units and questions through the Embedder protocol (text units with
    ``text_embedder``, image units with ``image_embedder``), as a Ray Data actor-pool job for
@@ -24,7 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pipelines.stages import Stage
+
+if TYPE_CHECKING:
+    from pipelines.context import RunContext
 
 #: The paper's MemShot memory-construction latency (Table 1), seconds per conversation.
 PAPER_CONSTRUCTION_LATENCY_S = 9.56
@@ -46,7 +51,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Nested overrides from the flags above (only those given)."""
-    from pipelines.errors import ConfigError
+    from core.errors import ConfigError
 
     out: dict[str, Any] = {}
     if getattr(args, "dataset", None):
@@ -67,7 +72,23 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 # -- the stage -------------------------------------------------------------------------------------
 
-def run(ctx: Any) -> dict[str, Any]:
+def check(config: Any) -> None:
+    """Every component spec resolves and the dataset file exists (ConfigError naming the field)."""
+    from serve.embed import EMBEDDERS
+    from serve.vlm import VLMS
+
+    cfg = config.memshot
+    if not cfg.enabled:
+        return
+    EMBEDDERS.resolve(cfg.text_embedder, field="memshot.text_embedder")
+    if cfg.image_embedder is not None:
+        EMBEDDERS.resolve(cfg.image_embedder, field="memshot.image_embedder")
+    for name in ("vlm", "judge"):
+        if getattr(cfg, name) is not None:
+            VLMS.resolve(getattr(cfg, name), field=f"memshot.{name}")
+
+
+def run(ctx: "RunContext") -> dict[str, Any]:
     """Run the MemShot evaluation for ``ctx.config.memshot``; returns a JSON-able summary."""
     import polars as pl
 
@@ -133,7 +154,7 @@ def _dataset(cfg: Any) -> str:
 
 def _render(ctx: Any) -> tuple[Any, Any, list[Any]]:
     """Run the render job; return ``(units, render seconds per conversation x variant, conversations)``."""
-    from pipelines.memshot_render import run_render_job
+    from pipelines.jobs.render import run_render_job
 
     out = run_render_job(ctx)
     return out.units, out.render_seconds, out.conversations
@@ -154,11 +175,13 @@ def _embedder_groups(units: Any, cfg: Any):
     """``(role, spec, units)`` per embedder: text units → text_embedder, image units → image_embedder."""
     import polars as pl
 
+    from serve.embed import EMBEDDERS
+
     for role, modality, spec in (("text_embedder", "text", cfg.text_embedder),
                                  ("image_embedder", "image", cfg.image_embedder)):
         group = units.filter(pl.col("modality") == modality)
         if group.height and spec is not None:
-            yield role, spec.spec(), group
+            yield role, EMBEDDERS.resolve(spec, field=f"memshot.{role}"), group
 
 
 def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: Any) -> tuple[Any, Any, str]:
@@ -166,7 +189,8 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
     import numpy as np
     import polars as pl
 
-    from memory.dialogue.retrieval import embed_items, embed_items_ray, embedding_items, rank_units
+    from memory.dialogue.retrieval import embed_items, embedding_items, rank_units
+    from pipelines.jobs.embed import embed_items_ray
 
     cfg = ctx.config.memshot
     qs = questions.filter(pl.col("conversation_id").is_in(units["conversation_id"].unique().to_list()))
@@ -221,13 +245,15 @@ def _max_heights(units: Any) -> dict[str, int | None]:
 def embedder_label(spec: dict[str, Any]) -> str:
     """How results name an embedder: the registry name, plus its label, and a stand-in mark.
 
-    Tiny randomly initialised models (``path: tiny:...``) stand in for checkpoints that cannot
-    run here; their rows say so, so no one mistakes their recall for a real model's.
+    Stand-ins (tiny randomly initialised models, OCR or pocket encoders; declared by their
+    factories) are marked, so no one mistakes their recall for a real model's.
     """
+    from serve.embed import EMBEDDERS
+
     args = spec.get("args") or {}
     name = spec["name"] + (f":{args['label']}" if args.get("label") else "")
-    if str(args.get("path", "")).startswith("tiny:"):
-        name += f" (stand-in {args['path']})"
+    if EMBEDDERS.is_stand_in(spec):
+        name += f" (stand-in {args['path']})" if args.get("path") else " (stand-in)"
     return name
 
 
@@ -263,7 +289,9 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
         keep = (questions.group_by("conversation_id", maintain_order=True)
                 .head(cfg.max_questions).select("conversation_id", "question_id"))
         tasks = tasks.join(keep, on=["conversation_id", "question_id"], how="semi")
-    vlm_spec = cfg.vlm.spec()
+    from serve.vlm import VLMS
+
+    vlm_spec = VLMS.resolve(cfg.vlm, field="memshot.vlm")
     vlm = build_vlm(vlm_spec)
     ctx.manifest.component("memshot.vlm", vlm_spec)
     keys = ["variant", "k", "conversation_id", "question_id"]
@@ -279,7 +307,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     answers = answers.join(tasks.select(keys), on=keys, how="semi")
     ctx.store.write_table(a_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
     if cfg.judge is not None:
-        judge_spec = cfg.judge.spec()
+        judge_spec = VLMS.resolve(cfg.judge, field="memshot.judge")
         ctx.manifest.component("memshot.judge", judge_spec)
         j_key = f"{ctx.run_prefix}/memshot/judged_raw.parquet"
         jdone = _cached(ctx, j_key, ~pl.col("judge_status").str.starts_with("error"))
@@ -345,3 +373,7 @@ def _latency_dict(lat: Any) -> dict[str, float]:
 
     agg = lat.group_by("variant").agg(pl.col("construction_s").mean()).sort("variant")
     return {r["variant"]: round(r["construction_s"], 3) for r in agg.iter_rows(named=True)}
+
+
+STAGE = Stage(name="memshot", section="memshot", run=run, add_cli_args=add_cli_args,
+              cli_overrides=cli_overrides, check=check)

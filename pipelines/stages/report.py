@@ -7,7 +7,12 @@ Sections without data say so; a malformed table is reported, not fatal.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pipelines.stages import Stage
+
+if TYPE_CHECKING:
+    from pipelines.context import RunContext
 
 
 def options_from(config: Any) -> Any:
@@ -20,7 +25,7 @@ def options_from(config: Any) -> Any:
                          exclude_categories=tuple(rc.exclude_categories))
 
 
-def run(ctx: Any) -> dict[str, Any]:
+def run(ctx: "RunContext") -> dict[str, Any]:
     """Build and write the run's report; returns what was found and where the report is."""
     from analysis.report import report_run
 
@@ -30,3 +35,6 @@ def run(ctx: Any) -> dict[str, Any]:
     summary = report_run(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest)
     ctx.logger.info("report: %s (found %s)", summary["html"], ", ".join(summary["found"]) or "no results")
     return summary
+
+
+STAGE = Stage(name="report", section="report", run=run)

@@ -53,7 +53,7 @@ def _resolve_fn(fn: Callable[[list[Message]], str] | str | None) -> Callable[[li
     return getattr(importlib.import_module(mod), attr)
 
 
-@VLMS.register("scripted")
+@VLMS.register("scripted", stand_in=True)
 class ScriptedVLM:
     """Deterministic stand-in VLM. Thread-safe: call counting is under a lock.
 

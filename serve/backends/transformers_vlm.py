@@ -13,7 +13,7 @@ from serve.qwen_inputs import QwenVLInputs, chat_parts, model_class_for, torch_d
 from serve.vlm import VLMS, ChatResult, Message
 
 
-@VLMS.register("transformers")
+@VLMS.register("transformers", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
 class TransformersVLM:
     """Args:
         path: local checkpoint directory (config, weights, tokenizer, preprocessor config), or

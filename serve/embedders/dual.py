@@ -96,7 +96,7 @@ class HFDualEncoder:
         return vecs
 
 
-@EMBEDDERS.register("siglip2")
+@EMBEDDERS.register("siglip2", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
 class Siglip2Embedder(HFDualEncoder):
     """SigLIP-2 (``Siglip2Model``); texts are padded to max length, as the model was trained."""
 
@@ -108,7 +108,7 @@ class Siglip2Embedder(HFDualEncoder):
         return int(self.model.config.vision_config.hidden_size)
 
 
-@EMBEDDERS.register("clip")
+@EMBEDDERS.register("clip", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
 class ClipEmbedder(HFDualEncoder):
     """CLIP (``CLIPModel``) with its projection head."""
 

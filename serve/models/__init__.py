@@ -85,6 +85,17 @@ def list_models(kind: str | None = None) -> list[str]:
     return [n for n in names if _raw(n).get("kind") == kind]
 
 
+def variant_spec(name: str, kind: str) -> dict[str, Any] | None:
+    """The ``{name, args}`` of model variant ``name`` when it is of ``kind``, else None.
+
+    The alias table of the VLM and embedder registries: a config naming ``qwen2.5-vl-7b``
+    (or ``{model: qwen2.5-vl-7b}``) resolves through here, env-expanded at that moment.
+    """
+    if not (MODELS_DIR / f"{name}.yaml").is_file() or _raw(name).get("kind") != kind:
+        return None
+    return load_model_spec(name).spec
+
+
 def _raw(name: str) -> dict[str, Any]:
     path = MODELS_DIR / f"{name}.yaml"
     if not path.is_file():

@@ -126,7 +126,7 @@ def test_report_stage_on_real_s3(s3_store):
     from pipelines.config import RunConfig
     from pipelines.configs.report import ReportConfig
     from pipelines.manifest import Manifest
-    from pipelines.runner import RunContext
+    from pipelines.context import RunContext
     from pipelines.stages.report import run
 
     cfg = RunConfig(name="reptest", seed=3, report=ReportConfig(n_resamples=300, compare=("dualmem", "caption")))
@@ -163,7 +163,7 @@ def test_full_runner_report_stage_end_to_end(tmp_path):
     """Through ``pipelines.runner.run``: local Ray, store, manifest, the report stage."""
     from pipelines.config import load_config
     from pipelines.runner import run
-    from pipelines.store import Store
+    from core.store import Store
 
     store_uri = f"file://{tmp_path}/store"
     cfg = load_config(overrides={"name": "e2e", "stages": ["report"], "store": {"uri": store_uri},

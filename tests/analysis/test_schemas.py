@@ -7,7 +7,7 @@ import pytest
 
 from analysis import synthetic
 from analysis.schemas import KINDS, SchemaError, describe, empty, result_key, validate, write_results
-from pipelines.errors import DataError
+from core.errors import DataError
 
 
 def test_every_kind_validates_its_synthetic_table_and_empty_table():

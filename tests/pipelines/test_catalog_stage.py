@@ -15,7 +15,7 @@ from pipelines.stages import catalog as stage
 def _ctx(store, tmp_path, data_dir, **catalog_cfg):
     from pipelines.config import parse_config
     from pipelines.manifest import Manifest
-    from pipelines.runner import RunContext
+    from pipelines.context import RunContext
 
     cfg = parse_config({"name": "t-catalog", "data_dir": str(data_dir),
                         "catalog": catalog_cfg,
@@ -123,7 +123,7 @@ def test_official_source_through_the_job(tmp_path, file_store, shared_dir):
 
 
 def test_unknown_image_source_is_an_error(tmp_path, file_store, shared_dir):
-    from pipelines.errors import ConfigError, DataError
+    from core.errors import ConfigError, DataError
 
     ctx = _ctx(file_store, tmp_path, shared_dir / "data", limit=2, image_source="nope")
     with pytest.raises(ConfigError, match="nope"):

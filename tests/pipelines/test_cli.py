@@ -27,7 +27,7 @@ def test_report_command_is_registered():
 
 
 def test_store_ls_on_file_store(tmp_path):
-    from pipelines.store import Store
+    from core.store import Store
 
     s = Store.open(f"file://{tmp_path}/st")
     s.put_bytes("runs/a/x.json", b"{}")

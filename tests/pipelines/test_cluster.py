@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.localcluster import LocalRayCluster
-from pipelines.store import Store
+from core.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 

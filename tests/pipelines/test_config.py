@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from pipelines.config import PRESETS, RunConfig, load_config, parse_config
-from pipelines.configs.base import Frozen
-from pipelines.errors import ConfigError
+from core.config import Frozen
+from core.errors import ConfigError
 
 
 @pytest.mark.parametrize("preset", PRESETS)

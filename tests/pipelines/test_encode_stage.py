@@ -16,8 +16,8 @@ def _cfg(tmp_path, **encode):
 
 
 def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
-    from pipelines.agents.cache import TrajectoryCache
-    from pipelines.store import Store
+    from pipelines.trajectories import TrajectoryCache
+    from core.store import Store
 
     out = run(_cfg(tmp_path, J=1, workers=1), progress=False)["encode"]
     assert out["status"] == "ok" and (out["ran"], out["cached"]) == (1, 0)
@@ -31,8 +31,8 @@ def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
 def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
     # The HTTP fast path keeps this multi-run test quick; the browser path runs on Ray above.
     from analysis.schemas import validate
-    from pipelines.agents.cache import TrajectoryCache
-    from pipelines.store import Store
+    from pipelines.trajectories import TrajectoryCache
+    from core.store import Store
 
     first = run(_cfg(tmp_path, J=3, env="http"), progress=False)["encode"]
     assert first["status"] == "ok" and (first["ran"], first["cached"]) == (3, 0)

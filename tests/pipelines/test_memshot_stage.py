@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.config import load_config
 from pipelines.manifest import Manifest
-from pipelines.runner import RunContext
+from pipelines.context import RunContext
 from serve.backends.scripted import MALFORMED_TEXT, ScriptedVLM
 from serve.openai_server import LocalOpenAIServer
 
@@ -90,7 +90,7 @@ def test_cli_hooks_build_overrides():
                                 "vlm": {"name": "scripted", "args": {"replies": ["x"]}}}}
     cfg = load_config(overrides=over)
     assert cfg.memshot.k == (5,) and cfg.memshot.vlm.name == "scripted"
-    from pipelines.errors import ConfigError
+    from core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="--judge"):
         memshot.cli_overrides(p.parse_args(["--judge", "{not json"]))

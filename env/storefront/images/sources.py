@@ -77,8 +77,8 @@ class OfficialImageSource(StoreImageSource):
     """
 
     def __init__(self, catalog: Any, root: str, check: bool = True, **store_kwargs: Any) -> None:
-        from pipelines.errors import DataError
-        from pipelines.store import Store
+        from core.errors import DataError
+        from core.store import Store
 
         uri = root if "://" in root else Path(root).resolve().as_uri()
         if uri.startswith("file://") and check and not Path(uri[len("file://"):]).joinpath("with_cue").is_dir():

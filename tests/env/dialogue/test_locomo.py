@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from env.dialogue import LOCOMO_COLUMNS, load_locomo, parse_evidence
-from pipelines.errors import DataError
+from core.errors import DataError
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 
 from env.dialogue import LONGMEMEVAL_COLUMNS, load_dataset, load_longmemeval
 from env.dialogue.model import CATEGORY_LABELS
-from pipelines.errors import DataError
+from core.errors import DataError
 
 
 def lme_records() -> list[dict]:

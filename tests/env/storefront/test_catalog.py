@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from env.storefront.catalog import COLOURS, load_catalog, url_hash
-from pipelines.errors import DataError
+from core.errors import DataError
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +95,9 @@ def test_missing_and_broken_files(tmp_path):
 
 
 def test_config_drives_seed_and_colour_order(shared_dir):
-    from env.storefront.catalog import catalog_from_config
+    from pipelines.context import catalog_from_config
     from pipelines.config import load_config
-    from pipelines.errors import ConfigError
+    from core.errors import ConfigError
 
     cfg = load_config(None, overrides={"seed": 5, "data_dir": str(shared_dir / "data"),
                                        "catalog": {"colour_order": "official"}})

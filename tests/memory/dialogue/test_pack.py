@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.dialogue.pack import pack
-from pipelines.errors import DataError
+from core.errors import DataError
 
 
 def covered(spans, n):

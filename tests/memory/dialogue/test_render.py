@@ -14,7 +14,7 @@ from PIL import Image
 from env.dialogue import Conversation, Session, Turn, load_locomo
 from memory.dialogue import conversation_units, list_variants, load_variant, plan_session, session_text, session_units
 from memory.dialogue.layout import get_font, turn_pairs
-from pipelines.errors import ConfigError, DataError
+from core.errors import ConfigError, DataError
 
 
 @pytest.fixture(scope="module")

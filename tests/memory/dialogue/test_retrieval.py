@@ -113,7 +113,7 @@ def test_recall_skips_questions_without_evidence_and_summarises():
 
 
 def test_missing_columns_raise_data_error():
-    from pipelines.errors import DataError
+    from core.errors import DataError
 
     with pytest.raises(DataError, match="dia_ids"):
         R.embedding_items(_units().drop("dia_ids"), _questions())

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from env.storefront.imagesource import IMAGE_SOURCES, ImageSource, build_image_source
-from pipelines.errors import DataError
+from core.errors import DataError
 
 
 def test_registered_by_name():

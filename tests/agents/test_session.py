@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipelines.agents import prompts
-from pipelines.agents.chains import session_spec
+from agents import prompts
+from agents.chains import session_spec
 from env.http_env import HttpEnv, click_targets
-from pipelines.agents.scripted import STAND_IN_NAME, ScriptedShopper
-from pipelines.agents.session import run_session
+from agents.scripted import STAND_IN_NAME, ScriptedShopper
+from agents.session import run_session
 from serve.backends.scripted import ScriptedVLM
 
 
@@ -26,7 +26,7 @@ class Recorder:
 
 
 def test_browser_session_records_visits_images_and_history(browser, file_store) -> None:
-    from pipelines.agents.cache import TrajectoryCache
+    from pipelines.trajectories import TrajectoryCache
 
     cache = TrajectoryCache(file_store, "t")
     spec = replace(session_spec(0, 0), n_steps=9)
@@ -142,7 +142,7 @@ def test_session_survives_a_storefront_restart(shop, browser) -> None:
 
 
 def test_memory_hook_images_follow_the_observation(shop) -> None:
-    from pipelines.agents.session import MemoryContext
+    from agents.session import MemoryContext
 
     class Mem:
         def __init__(self):
@@ -167,8 +167,8 @@ def test_memory_hook_images_follow_the_observation(shop) -> None:
 
 
 def test_trajectory_bytes_are_deterministic(shop, tmp_path) -> None:
-    from pipelines.agents.cache import TrajectoryCache
-    from pipelines.store import Store
+    from pipelines.trajectories import TrajectoryCache
+    from core.store import Store
 
     spec = replace(session_spec(4, 1), n_steps=10)
     blobs = []

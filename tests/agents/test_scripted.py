@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipelines.agents import prompts
-from pipelines.agents.scripted import STAND_IN_NAME, ScriptedShopper, make_plan, read_state
+from agents import prompts
+from agents.scripted import STAND_IN_NAME, ScriptedShopper, make_plan, read_state
 from serve.vlm import VLMS, Message
 
 
@@ -71,5 +71,5 @@ def test_servable_as_a_scripted_fn() -> None:
     from serve.backends.scripted import ScriptedVLM
 
     text = _msg("rug", 1, 22, "/category/rug", [])
-    hosted = ScriptedVLM(fn="pipelines.agents.scripted:shopper_reply")
+    hosted = ScriptedVLM(fn="agents.scripted:shopper_reply")
     assert hosted.chat([Message("user", text)]).text == ScriptedShopper(seed=0).chat([Message("user", text)]).text

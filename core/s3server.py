@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.errors import StoreError
+from core.errors import StoreError
 
 # weed mini opens many listeners; every one we know of gets a free port so that several
 # servers (parallel tests, two runs) never collide. Iceberg/Lance catalogues are switched off.

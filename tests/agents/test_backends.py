@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from pipelines.agents.chains import session_spec
+from agents.chains import session_spec
 from env.http_env import HttpEnv
-from pipelines.agents.scripted import ScriptedShopper
-from pipelines.agents.session import SessionOptions, run_session
+from agents.scripted import ScriptedShopper
+from agents.session import SessionOptions, run_session
 from serve.backends.scripted import MALFORMED_TEXT, ScriptedFault, ScriptedVLM
 from serve.openai_server import LocalOpenAIServer
 from serve.vlm import Message, build_vlm

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
-from pipelines.errors import StoreError
+from core.errors import StoreError
 
 _S3_BUCKET_OK = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
 

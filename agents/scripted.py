@@ -23,8 +23,8 @@ import re
 import time
 from dataclasses import dataclass
 
-from pipelines.agents.chains import CATEGORIES, STYLES
-from pipelines.agents.prompts import category_noun
+from agents.chains import CATEGORIES, STYLES
+from agents.prompts import category_noun
 from serve.vlm import VLMS, ChatResult, Message
 
 STAND_IN_NAME = "scripted-shopper (stand-in)"
@@ -148,7 +148,7 @@ def decide(seed: int, st: PageState) -> tuple[str, str]:
     return (f"Return to the {noun} listing.", f'navigate("/category/{st.cat}")')
 
 
-@VLMS.register("scripted-shopper")
+@VLMS.register("scripted-shopper", stand_in=True)
 class ScriptedShopper:
     """Stand-in encoding agent (see module docstring). ``seed`` varies its plans."""
 
@@ -177,6 +177,6 @@ class ScriptedShopper:
 
 def shopper_reply(messages: list[Message]) -> str:
     """The seed-0 policy as a plain function, so any host can serve it, e.g.
-    ``python -m serve.openai_server --backend scripted --args '{"fn": "pipelines.agents.scripted:shopper_reply"}'``.
+    ``python -m serve.openai_server --backend scripted --args '{"fn": "agents.scripted:shopper_reply"}'``.
     """
     return ScriptedShopper(seed=0).chat(messages).text

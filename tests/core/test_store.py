@@ -10,8 +10,8 @@ import threading
 import polars as pl
 import pytest
 
-from pipelines.errors import StoreError
-from pipelines.store import Store
+from core.errors import StoreError
+from core.store import Store
 
 
 @pytest.fixture(params=["file", "s3"])

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 from env.dialogue.model import Conversation, session_from_dict, session_to_dict
 from memory.dialogue.variants import Variant
-from pipelines.errors import ConfigError, DataError, VismemError
+from core.errors import ConfigError, DataError, VismemError
 
 SCHEMA_VERSION = 1
 #: Columns of the job's input rows (one per session).
@@ -161,9 +161,9 @@ def _user_error(err: BaseException) -> VismemError | None:
         todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
     # Ray Data keeps only the worker's formatted traceback (UserCodeException): recover the
     # error's class and message from its last line so the CLI prints one line and exits 3/4.
-    import pipelines.errors as errors
+    import core.errors as errors
 
-    found = re.findall(r"pipelines\.errors\.(\w+): (.+)", str(err))
+    found = re.findall(r"core\.errors\.(\w+): (.+)", str(err))
     if found:
         cls = getattr(errors, found[-1][0], None)
         if isinstance(cls, type) and issubclass(cls, VismemError):

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
-from pipelines.agents.chains import CATEGORIES, STYLES
+from agents.chains import CATEGORIES, STYLES
 
 #: Bump when a column changes meaning or type; readers check it.
 TRAJECTORY_SCHEMA_VERSION = 1

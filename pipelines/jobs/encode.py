@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipelines.agents.cache import PROTOCOL_VERSION, TrajectoryCache, slugify
-from pipelines.agents.chains import session_spec
-from pipelines.agents.session import SessionOptions, run_session
+from pipelines.trajectories import PROTOCOL_VERSION, TrajectoryCache, slugify
+from agents.chains import session_spec
+from agents.session import SessionOptions, run_session
 
 log = logging.getLogger("vismem.encode")
 
@@ -25,37 +25,22 @@ TRANSPORT_ARGS = frozenset({"base_url", "api_key_env", "timeout_s", "connect_tim
                             "backoff_s", "backoff_max_s", "max_concurrency", "sleep_s", "label", "device"})
 
 
-def resolve_spec(spec: dict[str, Any], run_seed: int) -> dict[str, Any]:
-    """A buildable ``{name, args}`` spec.
-
-    A name that is not a registered backend but a model variant in ``serve/models/`` (e.g.
-    ``qwen2.5-vl-7b``) expands to that variant's spec (env-expanded here, on the driver), with
-    the given args on top. The scripted shopper's seed defaults to the run seed.
-    """
-    import pipelines.agents.scripted  # noqa: F401  (registers scripted-shopper)
-    import serve.backends  # noqa: F401
+def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") -> dict[str, Any]:
+    """A buildable ``{name, args}`` spec (a model variant such as ``qwen2.5-vl-7b`` expanded,
+    env-expanded here on the driver). The scripted shopper's seed defaults to the run seed."""
     from serve.vlm import VLMS
 
-    spec = {"name": spec["name"], "args": dict(spec.get("args") or {})}
-    if spec["name"] not in VLMS:
-        from serve.models import list_models, load_model_spec
-
-        if spec["name"] not in list_models("vlm"):
-            from pipelines.errors import ConfigError
-
-            raise ConfigError(f"encode.backends: unknown VLM {spec['name']!r}; backends: {', '.join(VLMS.names())}; "
-                              f"model variants: {', '.join(list_models('vlm'))}")
-        m = load_model_spec(spec["name"])
-        spec = {"name": m.name, "args": {**m.args, **spec["args"]}}
+    spec = VLMS.resolve(spec, field=field)
     if spec["name"] == "scripted-shopper":
         spec["args"].setdefault("seed", run_seed)
     return spec
 
 
 def is_stand_in(spec: dict[str, Any]) -> bool:
-    """Scripted backends and tiny random models built from a config are stand-ins."""
-    path = str((spec.get("args") or {}).get("path", ""))
-    return spec["name"].startswith("scripted") or path.startswith("tiny:")
+    """Whether a resolved backend spec builds a stand-in (as its factory declared)."""
+    from serve.vlm import VLMS
+
+    return VLMS.is_stand_in(spec)
 
 
 def backend_label(spec: dict[str, Any]) -> str:
@@ -70,7 +55,7 @@ def backend_label(spec: dict[str, Any]) -> str:
 def protocol_settings(opts: SessionOptions, *, observation: str, images: Any, colour_order: str,
                       catalog_seed: int) -> dict[str, Any]:
     """Everything besides the model that changes what a session produces."""
-    from pipelines.agents import prompts
+    from agents import prompts
 
     return {"prompts": prompts.fingerprint(),
             "page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
@@ -135,13 +120,12 @@ class EncodeWorker:
 
     def vlm(self, i: int) -> Any:
         if i not in self._vlms:
-            import pipelines.agents.scripted  # noqa: F401  (registers scripted-shopper)
             from serve.vlm import build_vlm
 
             vlm = build_vlm(self.backends[i])
-            if is_stand_in(self.backends[i]) and not getattr(vlm, "stand_in", False):
+            if getattr(vlm, "stand_in", False) and not getattr(vlm, "display_name", None):
                 try:  # results must never pass a stand-in off as a model
-                    vlm.display_name, vlm.stand_in = f"{vlm.name} (stand-in)", True
+                    vlm.display_name = f"{vlm.name} (stand-in)"
                 except AttributeError:
                     pass
             self._vlms[i] = vlm
@@ -210,18 +194,18 @@ class EncodeWorker:
 
 
 def default_env_factory(shop_url: str, *, observation: str, step_timeout_s: float) -> Any:
-    """The Playwright browser environment of ``env.browser``."""
-    from pipelines.agents.envs import browser_env
+    """The Playwright browser environment (``env.browser``)."""
+    from env.pageenv import make_env
 
-    return browser_env(shop_url, observation=observation, step_timeout_s=step_timeout_s)
+    return make_env("browser", shop_url, observation=observation, step_timeout_s=step_timeout_s)
 
 
 def env_factory(name: str) -> Any:
     """The env factory for ``encode.env``: ``browser`` (Chromium) or ``http`` (fast path)."""
-    if name == "browser":
-        return default_env_factory
-    if name == "http":
-        from pipelines.agents.envs import http_env
+    from functools import partial
 
-        return http_env
-    raise ValueError(f"unknown env {name!r}; allowed: browser, http")
+    from env.pageenv import ENV_KINDS, make_env
+
+    if name not in ENV_KINDS:
+        raise ValueError(f"unknown env {name!r}; allowed: {', '.join(ENV_KINDS)}")
+    return default_env_factory if name == "browser" else partial(make_env, "http")

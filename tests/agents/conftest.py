@@ -15,8 +15,8 @@ def shop(shared_dir):
 
 @pytest.fixture(scope="module")
 def browser(shop, chromium_path):
-    from pipelines.agents.envs import browser_env
+    from env.pageenv import make_env
 
-    env = browser_env(shop.url)
+    env = make_env("browser", shop.url)
     yield env
     env.close()

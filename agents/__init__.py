@@ -1,7 +1,7 @@
 """DMV-Bench agents: prompts (as data), official chain seeding, the ReAct encoding loop, the
 scripted shopper stand-in, trajectory records and their cache in the store.
 
-Entry points: :func:`pipelines.agents.chains.session_spec`,
-:func:`pipelines.agents.session.run_session`, :class:`pipelines.agents.cache.TrajectoryCache`.
+Entry points: :func:`agents.chains.session_spec`,
+:func:`agents.session.run_session`, :class:`pipelines.trajectories.TrajectoryCache`.
 Submodules are imported on use so this package stays light.
 """

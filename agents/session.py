@@ -30,36 +30,18 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from pipelines.agents import prompts
-from pipelines.agents.chains import SessionSpec
-from pipelines.agents.records import SessionResult, StepRecord, product_hash, style_of_hash
+from agents import prompts
+from agents.chains import SessionSpec
+from agents.memory import MemoryContext, MemoryHook  # noqa: F401  (re-exported)
+from agents.records import SessionResult, StepRecord, product_hash, style_of_hash
 from serve.vlm import Message
 
+if TYPE_CHECKING:
+    from env.pageenv import PageEnv
+
 _THOUGHT_RE = re.compile(r"thought\s*:\s*(.+)", re.I)
-
-
-@dataclass(frozen=True)
-class MemoryContext:
-    """What a memory architecture injects into one step: a text block and its images."""
-
-    text: str
-    images: tuple[bytes, ...] = ()
-
-
-class MemoryHook(Protocol):
-    """The hook a memory architecture plugs into the loop (empty during encoding)."""
-
-    def context(self, *, spec: SessionSpec, step: int, url: str, subtask: str) -> MemoryContext: ...
-
-
-class PageEnv(Protocol):
-    """The browser environment as the loop uses it (``env.browser`` implements it)."""
-
-    def reset(self, start_url: str) -> Any: ...
-    def observe(self) -> Any: ...
-    def step(self, action: Any) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -93,7 +75,7 @@ def _action_arg(action: Any) -> str | None:
     return action.url_hash
 
 
-def run_session(spec: SessionSpec, *, vlm: Any, env: PageEnv, backend: str,
+def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
                 options: SessionOptions = SessionOptions(), memory: MemoryHook | None = None,
                 blob_sink: BlobSink | None = None) -> SessionResult:
     """Run one encoding session and return its records.

@@ -1,0 +1,62 @@
+"""The typed run context every stage gets, and the run's view of its data.
+
+A stage's ``run(ctx)`` sees the frozen config, the open store, the run's local log folder, the
+manifest and a logger; nothing else is global. Helpers here turn config fields into the things
+stages share (the data folder, the storefront catalogue).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.paths import resolve_data_dir as _resolve
+
+if TYPE_CHECKING:
+    from core.store import Store
+    from env.storefront.catalog import Catalog
+    from pipelines.config import RunConfig
+    from pipelines.manifest import Manifest
+
+
+@dataclass
+class RunContext:
+    """What a stage gets: the config, the store, the run's id/dirs, the manifest and a logger.
+
+    ``store_env`` holds the variables workers need to reach the store (credentials, endpoint).
+    """
+
+    config: "RunConfig"
+    store: "Store"
+    run_dir: Path
+    manifest: "Manifest"
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("vismem"))
+    store_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+    @property
+    def run_prefix(self) -> str:
+        """Store prefix of this run's own outputs: ``runs/<run_id>``."""
+        return f"runs/{self.run_id}"
+
+    @property
+    def data_dir(self) -> Path:
+        return resolve_data_dir(self.config)
+
+
+def resolve_data_dir(config: Any) -> Path:
+    """``config.data_dir`` resolved against the repo root (then the cwd)."""
+    return _resolve(config.data_dir)
+
+
+def catalog_from_config(config: Any) -> "Catalog":
+    """The storefront catalogue of a run config (its seed and ``catalog.colour_order``)."""
+    from env.storefront.catalog import load_catalog
+
+    order = getattr(getattr(config, "catalog", None), "colour_order", "seeded")
+    return load_catalog(resolve_data_dir(config), seed=config.seed, colour_order=order)

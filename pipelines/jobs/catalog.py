@@ -1,0 +1,132 @@
+"""Ray Data job: render (or read back) catalogue product images and upload them from the workers.
+
+Input rows come from :func:`pipelines.stages.catalog.plan_rows` (one per product variant: what
+to render and the two store keys); each task builds the image source once, renders its batch
+with and without cue, and uploads both images straight from the worker (with_cue last: its
+presence marks the row done). One output row per input row: keys, byte sizes, sha256 and the
+depicted cue object. The rendering itself is ``env.storefront`` (pure per product).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+#: Columns of the job's output rows (one per input row).
+OUTPUT_COLUMNS = ("url_hash", "with_cue_key", "base_key", "with_cue_bytes", "base_bytes", "with_cue_sha256",
+                  "base_sha256", "depicted_object", "generated", "seconds", "cpu_s")
+
+
+
+class RowCatalog:
+    """Just enough of a Catalog for the image sources, built from job rows (no data dir on workers)."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        from types import SimpleNamespace
+
+        def ns(r: dict[str, Any]) -> Any:
+            v = SimpleNamespace(**r)
+            v.image_path = f"with_cue/{r['cat']}/{r['style']}/{int(r['image_idx']):02d}.png"
+            v.base_image_path = f"base/{r['cat']}/{r['style']}/{int(r['image_idx']):02d}.png"
+            return v
+
+        self.variants = [ns(r) for r in rows]
+        self.by_hash = {v.url_hash: v for v in self.variants}
+
+
+def _conform(data: bytes, size: int, fmt: str, compress_level: int) -> bytes:
+    """Re-encode a foreign image (official set) to the configured size/format when they differ."""
+    import io
+
+    from PIL import Image
+
+    from env.storefront.images.scene import encode
+
+    im = Image.open(io.BytesIO(data))
+    if im.size == (size, size) and (im.format or "").lower() == ("jpeg" if fmt == "jpeg" else fmt):
+        return data
+    return encode(im.convert("RGB").resize((size, size), Image.LANCZOS), fmt, compress_level)
+
+
+def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], size: int, fmt: str,
+                  compress_level: int, upload_threads: int = 8) -> list[dict[str, Any]]:
+    """Render + upload the images of ``rows`` (or read back those that exist); one result per row."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from env.storefront.imagesource import build_image_source
+
+    if not rows:
+        return []
+    cat = RowCatalog(rows)
+    src = build_image_source(spec, cat)  # type: ignore[arg-type]
+    procedural = spec["name"] == "procedural"
+    store.exists(rows[0]["with_cue_key"])  # creates the client before threads share it
+    out: list[dict[str, Any]] = []
+    cpu0 = time.process_time()
+    with ThreadPoolExecutor(max_workers=upload_threads) as pool:
+        futures = []
+        for r in rows:
+            t0 = time.perf_counter()
+            if r["exists"]:
+                cue_b, base_b = store.get_bytes(r["with_cue_key"]), store.get_bytes(r["base_key"])
+            else:
+                if hasattr(src, "get_pair"):
+                    cue_b, base_b = src.get_pair(r["url_hash"])
+                else:
+                    cue_b, base_b = src.get(r["url_hash"], True), src.get(r["url_hash"], False)
+                if not procedural:
+                    cue_b, base_b = (_conform(b, size, fmt, compress_level) for b in (cue_b, base_b))
+                ctype = f"image/{'jpeg' if fmt == 'jpeg' else fmt}"
+                futures.append(pool.submit(store.put_bytes, r["base_key"], base_b, content_type=ctype))
+                # with_cue last: its presence (with base) marks the row done for resumption
+                futures.append(pool.submit(store.put_bytes, r["with_cue_key"], cue_b, content_type=ctype))
+            depicted = src.depicted_object(r["url_hash"]) if hasattr(src, "depicted_object") else r["cue_object"]
+            out.append({"url_hash": r["url_hash"], "with_cue_key": r["with_cue_key"], "base_key": r["base_key"],
+                        "with_cue_bytes": len(cue_b), "base_bytes": len(base_b),
+                        "with_cue_sha256": hashlib.sha256(cue_b).hexdigest(),
+                        "base_sha256": hashlib.sha256(base_b).hexdigest(), "depicted_object": depicted,
+                        "generated": not r["exists"], "seconds": time.perf_counter() - t0})
+        for f in futures:
+            f.result()  # surface upload errors
+    cpu = (time.process_time() - cpu0) / len(out)  # this process's CPU (render, encode, upload threads)
+    for r in out:
+        r["cpu_s"] = cpu
+    return out
+
+
+def _generate_batch(batch: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    """Ray Data ``map_batches`` adapter: column batch in, column batch out, same row count."""
+    import numpy as np
+
+    n = len(batch["url_hash"])
+    rows = [{k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in batch.items()} for i in range(n)]
+    res = generate_rows(rows, **kw)
+    return {k: np.array([r[k] for r in res]) for k in res[0]} if res else {k: np.array([]) for k in batch}
+
+
+def generate(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], cfg: Any, ray_cfg: Any,
+             use_ray: bool = True) -> list[dict[str, Any]]:
+    """Run the generation job over ``rows`` (Ray Data, or in-process with ``use_ray=False``).
+
+    ``spec`` is the image source's ``{name, args}``; ``cfg`` the catalogue section (size,
+    format, batch and upload settings).
+    """
+    kw = dict(store=store, spec=spec, size=cfg.image_size, fmt=cfg.image_format,
+              compress_level=cfg.png_compress_level, upload_threads=cfg.upload_threads)
+    if not rows:
+        return []
+    if not use_ray:
+        return generate_rows(rows, **kw)
+    import ray.data
+
+    from pipelines.rayctx import init_ray, task_pool
+
+    init_ray(ray_cfg)
+    bs = cfg.batch_size
+    ds = ray.data.from_items(rows, override_num_blocks=max(1, (len(rows) + bs - 1) // bs))
+    out = ds.map_batches(_generate_batch, fn_kwargs=kw, batch_size=bs, batch_format="numpy", **task_pool(ray_cfg))
+    results = out.take_all()
+    if len(results) != len(rows):  # one output row per input row, or the job is broken
+        raise RuntimeError(f"catalog job returned {len(results)} rows for {len(rows)} variants")
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in results]
