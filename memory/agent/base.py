@@ -1,0 +1,390 @@
+"""The memory-architecture contract, the shared bank, and the one registry.
+
+An architecture ingests *observations* (product-page visits replayed from cached trajectories),
+keeps a bank of unique products in encode order, retrieves for a query, and injects recalled
+items into a :class:`agents.memory.MemoryContext` (text block + images). Every architecture and
+variant is data: ``{name, args}`` builds it through :data:`ARCHITECTURES` (the names are the
+families below; the YAML variants in ``variants/`` resolve as names too), and its nested
+components (text/visual encoder, captioner) are specs resolved through serve's registries and
+:data:`memory.agent.captioner.CAPTIONERS`, never constructed inline.
+
+Families (registered names): ``no-memory``, ``verbal`` (TextOnly, Caption), ``dual`` (DualMem
+and its ablations), ``worldmm``, ``mma``, ``m2a``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import ValidationError
+
+from agents.memory import MemoryContext
+from core.config import Frozen
+from core.errors import ConfigError
+from core.registry import ComponentSpec, Registry
+from memory.agent.inject import INJECTORS, Rendered, entry_url, format_block
+from memory.agent.scoring import rank
+
+if TYPE_CHECKING:
+    from memory.agent.features import FeatureSource, FeatureSpec
+
+#: The official probe query (``f2_session_runner.py:342-343``).
+PROBE_QUERY = "product with {cue} CURRENT: {url}"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One product-page visit: the page a step *started* on, with the image the agent saw.
+
+    ``category`` is the product's own category slug (``item`` when the hash is not in the
+    catalogue, as the official registry lookup falls back); ``position`` is the visit's index in
+    its chain's stream of visits (all sessions, repeats included).
+    """
+
+    url: str
+    url_hash: str
+    category: str
+    style: str | None
+    j: int
+    step: int
+    image_key: str | None
+    position: int
+    backend: str | None = None
+    seed: int | None = None
+
+    @property
+    def encode_text(self) -> str:
+        """What every bank stores as the verbal text: ``"a " + cat.replace("_", " ")``."""
+        return f"a {self.category.replace('_', ' ')}"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A retrieval query (the official ``RetrievalQuery.recall_text``; ``anchor_slug`` is
+    always None in F2)."""
+
+    text: str
+
+    @classmethod
+    def probe(cls, cue: str, url: str) -> "Query":
+        """The probe step's query: ``product with {cue} CURRENT: {url}``."""
+        return cls(PROBE_QUERY.format(cue=cue, url=url))
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One bank entry (``MemoryEntry``): ``position`` is its 0-based encode order, ``session``
+    the replay clock when it was encoded, ``score`` what retrieval gave it."""
+
+    slug: str
+    image_key: str | None
+    encode_text: str
+    caption: str | None
+    session: int
+    position: int
+    score: float = 0.0
+
+    @property
+    def url(self) -> str:
+        return entry_url(self.slug)
+
+
+@runtime_checkable
+class MemoryArchitecture(Protocol):
+    """What replay, the probe hook and the pipelines see of an architecture."""
+
+    name: str
+
+    def reset(self) -> None: ...
+    def set_session(self, j: int) -> None: ...
+    def encode(self, obs: Observation) -> None: ...
+    def retrieve(self, query: Query, k: int) -> list[MemoryItem]: ...
+    def inject(self, items: list[MemoryItem]) -> MemoryContext: ...
+    def _other_components(self) -> dict[str, tuple[str, bool]]:
+        """Role → (label, stand_in) of components that are not features (a routing VLM)."""
+        return {}
+
+    def _roles(self) -> dict[str, tuple[str, bool]]:
+        out = {role: (fs.label, fs.stand_in) for role, fs in self._specs.items()}
+        out.update(self._other_components())
+        return out
+
+    def required_features(self) -> list["FeatureSpec"]: ...
+    def describe(self) -> dict[str, Any]: ...
+    def __contains__(self, slug: object) -> bool: ...
+    def __len__(self) -> int: ...
+
+
+class VectorChannel:
+    """One embedding channel of a bank: rows deduplicated by content, appended as the bank grows.
+
+    Identical content (every ``"a chair"``, a product seen under two keys) shares one row, so its
+    entries score *exactly* alike and ties fall to insertion order, as in the official lists.
+    """
+
+    def __init__(self) -> None:
+        self._rows: np.ndarray | None = None
+        self._n_rows = 0
+        self._row_of: dict[str, int] = {}
+        self._idx = np.zeros(16, dtype=np.int64)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def append(self, content: str | None, vec: np.ndarray | None) -> None:
+        """Add one entry; ``vec=None`` is a missing value (scored ``-inf``)."""
+        row = -1
+        if vec is not None:
+            row = self._row_of.get(content) if content is not None else None
+            if row is None:
+                row = self._add_row(np.asarray(vec, dtype=np.float32))
+                if content is not None:
+                    self._row_of[content] = row
+        if self._n == len(self._idx):
+            self._idx = np.concatenate([self._idx, np.zeros(len(self._idx), dtype=np.int64)])
+        self._idx[self._n] = row
+        self._n += 1
+
+    def _add_row(self, vec: np.ndarray) -> int:
+        if self._rows is None:
+            self._rows = np.zeros((16, vec.shape[0]), dtype=np.float32)
+        elif self._n_rows == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.zeros_like(self._rows)])
+        self._rows[self._n_rows] = vec
+        self._n_rows += 1
+        return self._n_rows - 1
+
+    @property
+    def any_present(self) -> bool:
+        return self._n_rows > 0
+
+    def present(self) -> np.ndarray:
+        """Which entries have a value."""
+        return self._idx[: self._n] >= 0
+
+    def vectors(self) -> np.ndarray:
+        """``(n, dim)`` entry vectors (zeros where missing)."""
+        if self._rows is None:
+            return np.zeros((self._n, 0), dtype=np.float32)
+        idx = self._idx[: self._n]
+        out = self._rows[np.maximum(idx, 0)].copy()
+        out[idx < 0] = 0.0
+        return out
+
+    def scores(self, q: np.ndarray) -> np.ndarray:
+        """Cosine (dot of unit vectors) of every entry with ``q``; ``-inf`` where missing."""
+        out = np.full(self._n, -np.inf, dtype=np.float32)
+        if self._rows is None or self._n == 0:
+            return out
+        uniq = self._rows[: self._n_rows] @ np.asarray(q, dtype=np.float32)
+        idx = self._idx[: self._n]
+        ok = idx >= 0
+        out[ok] = uniq[idx[ok]]
+        return out
+
+
+class ArchitectureBase:
+    """The bank every family shares: unique products in encode order, the session clock, the
+    injector, feature binding, and naming (components and stand-ins).
+
+    Subclasses set ``family``, ``Config`` (a pydantic model: every arg documented, unknown args
+    an error), and implement ``_components`` / ``_ingest`` / ``_scores`` (and ``documents`` when
+    they embed texts).
+    """
+
+    family: ClassVar[str] = "base"
+    Config: ClassVar[type[Frozen]]
+
+    def __init__(self, **args: Any) -> None:
+        try:
+            self.config = self.Config(**args)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "args"
+            raise ConfigError(f"memory {self.family}: {where}: {first.get('msg')}") from None
+        self.name = self.family
+        self.variant: str | None = None
+        self.features: "FeatureSource | None" = None
+        self._specs: dict[str, FeatureSpec] = self._components()
+        self._inject = INJECTORS[getattr(self.config, "inject", "text")]
+        self.reset()
+
+    # -- components and naming ---------------------------------------------------------------
+    def _components(self) -> dict[str, "FeatureSpec"]:
+        """Role → FeatureSpec of every nested component (``visual``, ``text``, ``captioner``...)."""
+        return {}
+
+    def _other_components(self) -> dict[str, tuple[str, bool]]:
+        """Role → (label, stand_in) of components that are not features (a routing VLM)."""
+        return {}
+
+    def _roles(self) -> dict[str, tuple[str, bool]]:
+        out = {role: (fs.label, fs.stand_in) for role, fs in self._specs.items()}
+        out.update(self._other_components())
+        return out
+
+    def required_features(self) -> list["FeatureSpec"]:
+        """The (kind, spec) features this architecture reads; a job precomputes their union."""
+        return list(dict.fromkeys(self._specs.values()))
+
+    def documents(self, obs: Observation, features: "FeatureSource") -> list[tuple["FeatureSpec", str]]:
+        """The document texts ``encode(obs)`` will embed (with their encoder), given captions."""
+        return []
+
+    @property
+    def stand_in(self) -> bool:
+        """Whether any component stands in for a model that cannot run here."""
+        return any(flag for _, flag in self._roles().values())
+
+    def describe(self) -> dict[str, Any]:
+        """Name, family and every component with its stand-in status (for manifests/results)."""
+        comps: dict[str, dict[str, Any]] = {role: {"label": label, "stand_in": flag}
+                                            for role, (label, flag) in self._roles().items()}
+        for role, fs in self._specs.items():
+            comps[role].update(kind=fs.kind, key=fs.key)
+        return {"name": self.name, "family": self.family, "variant": self.variant, "components": comps,
+                "stand_in": self.stand_in, "label": self.label}
+
+    @property
+    def label(self) -> str:
+        """``dualmem [visual=tiny-siglip2 (stand-in), text=minilm, captioner=catalogue/caption (stand-in)]``."""
+        roles = self._roles()
+        if not roles:
+            return self.name
+        parts = [f"{role}={label}{' (stand-in)' if flag else ''}" for role, (label, flag) in roles.items()]
+        return f"{self.name} [{', '.join(parts)}]"
+
+    def bind(self, features: "FeatureSource") -> "ArchitectureBase":
+        """Attach the feature source encode/retrieve/inject read from."""
+        self.features = features
+        return self
+
+    @property
+    def _f(self) -> "FeatureSource":
+        if self.features is None:
+            raise RuntimeError(f"memory {self.name}: no feature source bound (build_architecture(..., features=...))")
+        return self.features
+
+    # -- the bank ----------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Empty the bank (a new chain) and set the clock to session 0."""
+        self.items: list[MemoryItem] = []
+        self._index: dict[str, int] = {}
+        self.session = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        """Subclasses clear their channels here."""
+
+    def set_session(self, j: int) -> None:
+        """The replay clock: the 0-based session being replayed (or probed)."""
+        self.session = int(j)
+
+    def __contains__(self, slug: object) -> bool:
+        return slug in self._index
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def entries(self) -> list[MemoryItem]:
+        """The bank in encode order."""
+        return list(self.items)
+
+    def encode(self, obs: Observation) -> None:
+        """Ingest one visit. A product already banked is left as it is (the replay rule; the
+        official banks rely on the replay for it, ours also hold it themselves)."""
+        if obs.url_hash in self._index:
+            return
+        item = self._ingest(obs)
+        self._index[item.slug] = len(self.items)
+        self.items.append(item)
+
+    def _ingest(self, obs: Observation) -> MemoryItem:
+        raise NotImplementedError
+
+    def _item(self, obs: Observation, caption: str | None) -> MemoryItem:
+        return MemoryItem(slug=obs.url_hash, image_key=obs.image_key or None, encode_text=obs.encode_text,
+                          caption=caption, session=self.session, position=len(self.items))
+
+    # -- retrieval and injection -------------------------------------------------------------
+    def retrieve(self, query: Query, k: int = 10) -> list[MemoryItem]:
+        """The top ``k`` entries for ``query``, best first (ties in encode order)."""
+        if not self.items or k <= 0:
+            return []
+        scores = self._scores(query)
+        return [replace(self.items[i], score=float(scores[i])) for i in rank(scores, k)]
+
+    def _scores(self, query: Query) -> np.ndarray:
+        raise NotImplementedError
+
+    def render(self, item: MemoryItem) -> Rendered:
+        """One item as this architecture's injector writes it."""
+        return self._inject(item)
+
+    def inject(self, items: list[MemoryItem]) -> MemoryContext:
+        """The memory block (official §3.4 format) and its images, in reference order."""
+        text, keys = format_block([self.render(i) for i in items])
+        return MemoryContext(text=text, images=tuple(self._f.image_bytes(k) for k in keys))
+
+
+def _variant_alias(name: str) -> dict | None:
+    from memory.agent.variants import variant_spec
+
+    return variant_spec(name)
+
+
+def _variant_names() -> list[str]:
+    from memory.agent.variants import list_variants
+
+    return list_variants()
+
+
+#: Registry of memory architectures: the families, plus every YAML variant as a named spec.
+ARCHITECTURES: Registry[ArchitectureBase] = Registry(
+    "memory",
+    builtins=("memory.agent.verbal", "memory.agent.dualmem", "memory.agent.worldmm", "memory.agent.mma",
+              "memory.agent.m2a"),
+    aliases=_variant_alias, variant_names=_variant_names)
+
+
+def _raw(spec: Any) -> Any:
+    return spec.raw() if isinstance(spec, ComponentSpec) else spec
+
+
+def build_architecture(spec: ComponentSpec | Mapping[str, Any] | str, *, features: "FeatureSource | None" = None,
+                       field: str | None = None) -> ArchitectureBase:
+    """Build from ``{name, args}``, ``{model: VARIANT, args}`` or a bare family/variant name, and
+    bind ``features``. A variant's name becomes the architecture's ``name`` (results use it)."""
+    raw = _raw(spec)
+    arch = ARCHITECTURES.build(raw, field=field)
+    key = ComponentSpec.model_validate(raw).key
+    if key not in ARCHITECTURES:  # it named a variant
+        arch.name = arch.variant = key
+    if features is not None:
+        arch.bind(features)
+    return arch
+
+
+def with_components(spec: ComponentSpec | Mapping[str, Any] | str, components: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with component args replaced where its family has them (e.g. the local preset's
+    ``{"captioner": "catalogue", "visual_encoder": "tiny-siglip2"}`` over a paper variant); other
+    keys are ignored. Keeps a variant a variant (``{model, args}``) so it keeps its name."""
+    raw = ComponentSpec.model_validate(_raw(spec))
+    resolved = ARCHITECTURES.resolve(raw)
+    fields = ARCHITECTURES._factories[resolved["name"]].Config.model_fields  # type: ignore[attr-defined]
+    extra = {k: v for k, v in components.items() if k in fields}
+    out = raw.raw()
+    out["args"] = {**out["args"], **extra}
+    return out
+
+
+def replay_all(arch: ArchitectureBase, observations: Iterable[Observation]) -> ArchitectureBase:
+    """Convenience: replay a chain's observations (see :mod:`memory.agent.replay`)."""
+    from memory.agent.replay import replay_chain
+
+    for _ in replay_chain(arch, observations):
+        pass
+    return arch

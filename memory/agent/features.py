@@ -1,0 +1,434 @@
+"""Features the architectures read: captions, image embeddings, text embeddings — computed once.
+
+Every feature is a function of *(content, model spec)*: a caption of (image hash, captioner spec
+with its task), an image embedding of (image hash, encoder spec), a text embedding of (text hash,
+encoder spec). :class:`FeatureSpec` names one (kind, resolved spec) with a content-address
+``key`` that leaves out transport-only arguments (endpoints, keys, timeouts, device, batch size,
+display labels, the directory a model sits in), so the same model reached another way shares its
+features, and a different model or prompt never does.
+
+Two sources implement :class:`FeatureSource`:
+
+* :class:`InProcessFeatures` builds encoders/captioners from their specs on demand and memoises
+  every result (tests, the benchmark, small local runs); :meth:`InProcessFeatures.precompute`
+  batches the union of what a set of architectures needs over a set of observations;
+* :class:`TableFeatures` answers from precomputed tables (what a pipeline job loads from the
+  store), optionally falling back to another source for what is missing (query embeddings).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from memory.agent.base import Observation
+
+FeatureKind = Literal["caption", "image_embedding", "text_embedding"]
+FEATURE_KINDS: tuple[str, ...] = ("caption", "image_embedding", "text_embedding")
+
+#: Bump when how a feature is computed changes (invalidates every stored feature).
+FEATURE_VERSION = 1
+
+#: Arguments that change how a model is reached, never what it computes.
+TRANSPORT_ARGS = frozenset({
+    "base_url", "api_key", "api_key_env", "timeout_s", "connect_timeout_s", "max_retries", "backoff_s",
+    "backoff_max_s", "max_concurrency", "concurrency", "device", "batch_size", "label", "data_dir",
+    "on_error", "image_detail",
+})
+_BLOB_RE = re.compile(r"(?:^|/)sha256/([0-9a-f]{16,64})(?:\.[A-Za-z0-9]+)?$")
+
+
+def content_key(spec: Any) -> Any:
+    """The spec with transport-only args removed (recursively) and model paths cut to their
+    directory name (``/models/siglip2-base-patch16-384`` and ``/mnt/m/siglip2-...`` agree)."""
+    if isinstance(spec, Mapping):
+        out = {}
+        for k, v in spec.items():
+            if k in TRANSPORT_ARGS:
+                continue
+            if k == "path" and isinstance(v, str) and not v.startswith("tiny:"):
+                v = os.path.basename(v.rstrip("/"))
+            out[k] = content_key(v)
+        return out
+    if isinstance(spec, (list, tuple)):
+        return [content_key(v) for v in spec]
+    return spec
+
+
+def spec_key(kind: str, resolved: Mapping[str, Any]) -> str:
+    """16-hex content address of a (kind, resolved spec)."""
+    doc = json.dumps({"v": FEATURE_VERSION, "kind": kind, "spec": content_key(resolved)}, sort_keys=True,
+                     separators=(",", ":"), default=str)
+    return hashlib.sha256(doc.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureSpec:
+    """One feature family: ``kind`` computed by the resolved ``spec``; ``key`` addresses it.
+
+    ``label`` is how results name the component (``tiny-siglip2``, ``catalogue/caption``) and
+    ``stand_in`` whether it stands in for a model that cannot run here.
+    """
+
+    kind: str
+    spec: dict[str, Any] = field(repr=False)
+    key: str
+    label: str
+    stand_in: bool
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.key))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FeatureSpec) and (self.kind, self.key) == (other.kind, other.key)
+
+
+def _label(spec: Any) -> str:
+    from core.registry import ComponentSpec
+
+    if isinstance(spec, str):
+        return spec
+    try:
+        return ComponentSpec.model_validate(spec).key
+    except Exception:  # noqa: BLE001 - a label is cosmetic
+        return str(spec)
+
+
+def embedder_feature(kind: str, spec: Any) -> FeatureSpec:
+    """A FeatureSpec for an embedder (``image_embedding`` or ``text_embedding``)."""
+    from core.registry import ComponentSpec
+    from serve.embed import EMBEDDERS
+
+    raw = spec.raw() if isinstance(spec, ComponentSpec) else spec
+    resolved = EMBEDDERS.resolve(raw, field=kind)
+    return FeatureSpec(kind, resolved, spec_key(kind, resolved), _label(raw), EMBEDDERS.is_stand_in(resolved))
+
+
+def caption_feature(backend: Any, task: str) -> FeatureSpec:
+    """A FeatureSpec for captioner ``backend`` doing official ``task``."""
+    from core.registry import ComponentSpec
+    from memory.agent.captioner import CAPTIONERS, captioner_spec
+
+    raw = backend.raw() if isinstance(backend, ComponentSpec) else backend
+    resolved = captioner_spec(raw, task)
+    label = _label(raw)
+    if resolved["name"] == "vlm":
+        label = f"vlm({_label(raw.get('args', {}).get('vlm') if isinstance(raw, Mapping) else raw)})"
+    return FeatureSpec("caption", resolved, spec_key("caption", resolved), f"{label}/{task}",
+                       CAPTIONERS.is_stand_in(resolved))
+
+
+def content_id(image_key: str) -> str:
+    """The content hash of a blob key (``blobs/sha256/<hex>.png`` → ``<hex>``); other keys hash."""
+    m = _BLOB_RE.search(image_key)
+    return m.group(1) if m else hashlib.sha256(image_key.encode()).hexdigest()
+
+
+def caption_id(image_key: str | None, url_hash: str | None) -> str:
+    """What a caption is addressed by: the image's content, or the product when there is no image
+    (the adapters' captioner calls are then made without one)."""
+    return content_id(image_key) if image_key else f"noimage:{url_hash or ''}"
+
+
+def text_id(text: str) -> str:
+    """The content hash of a text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class MissingFeature(KeyError):
+    """A table-backed source was asked for a feature it does not hold (and has no fallback)."""
+
+
+@runtime_checkable
+class FeatureSource(Protocol):
+    """What the architectures read. Vectors are L2-normalised float32 rows."""
+
+    def caption(self, image_key: str | None, url_hash: str | None, spec: FeatureSpec) -> str | None:
+        """The caption of one visit's image by captioner ``spec`` (None: no caption)."""
+        ...
+
+    def image_embedding(self, image_key: str | None, spec: FeatureSpec) -> np.ndarray | None:
+        """The image's embedding by encoder ``spec`` (None without an image)."""
+        ...
+
+    def text_embedding(self, text: str, spec: FeatureSpec) -> np.ndarray:
+        """A document text's embedding by encoder ``spec``."""
+        ...
+
+    def query_embedding(self, text: str, spec: FeatureSpec) -> np.ndarray:
+        """A retrieval query's embedding (the encoder's query form)."""
+        ...
+
+    def image_bytes(self, image_key: str) -> bytes:
+        """The image itself (for injection into the agent's prompt)."""
+        ...
+
+
+@dataclass
+class FeatureTables:
+    """Precomputed features, keyed ``(FeatureSpec.key, content id)``; ``specs`` maps each key to
+    its ``{kind, spec, label, stand_in}`` (for manifests and frames)."""
+
+    captions: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    image_embeddings: dict[tuple[str, str], np.ndarray | None] = field(default_factory=dict)
+    text_embeddings: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add_spec(self, fs: FeatureSpec) -> None:
+        self.specs[fs.key] = {"kind": fs.kind, "spec": fs.spec, "label": fs.label, "stand_in": fs.stand_in}
+
+
+def _first_vector(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x[0], dtype=np.float32)
+
+
+class InProcessFeatures:
+    """Builds each encoder/captioner once from its spec and memoises every feature.
+
+    Args:
+        read_blob: ``image_key -> bytes`` (the store's blob reader, a dict's ``__getitem__``).
+        build_embedder / build_captioner: factories from a resolved spec (defaults: the serve
+            registry and :data:`memory.agent.captioner.CAPTIONERS`); tests pass fakes.
+    """
+
+    def __init__(self, read_blob: Callable[[str], bytes], *, build_embedder: Callable[[dict], Any] | None = None,
+                 build_captioner: Callable[[dict], Any] | None = None) -> None:
+        from memory.agent.captioner import build_captioner as _bc
+        from serve.embed import build_embedder as _be
+
+        self.read_blob = read_blob
+        self._build_embedder = build_embedder or _be
+        self._build_captioner = build_captioner or _bc
+        self._models: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self.tables = FeatureTables()
+        self._texts: dict[tuple[str, str], np.ndarray] = {}
+        self._queries: dict[tuple[str, str], np.ndarray] = {}
+        #: model calls per (kind, spec label): the "computed once" contract is testable.
+        self.calls: Counter = Counter()
+        self.seconds: Counter = Counter()
+
+    def model(self, fs: FeatureSpec) -> Any:
+        """The component for ``fs`` (built on first use)."""
+        with self._lock:
+            if fs.key not in self._models:
+                build = self._build_captioner if fs.kind == "caption" else self._build_embedder
+                self._models[fs.key] = build(fs.spec)
+                self.tables.add_spec(fs)
+            return self._models[fs.key]
+
+    # -- the FeatureSource protocol ----------------------------------------------------------
+    def caption(self, image_key: str | None, url_hash: str | None, spec: FeatureSpec) -> str | None:
+        k = (spec.key, caption_id(image_key, url_hash))
+        if k not in self.tables.captions:
+            self._caption_batch(spec, [(image_key, url_hash)])
+        return self.tables.captions[k]
+
+    def image_embedding(self, image_key: str | None, spec: FeatureSpec) -> np.ndarray | None:
+        if not image_key:
+            return None
+        k = (spec.key, content_id(image_key))
+        if k not in self.tables.image_embeddings:
+            self._image_batch(spec, [image_key])
+        return self.tables.image_embeddings[k]
+
+    def text_embedding(self, text: str, spec: FeatureSpec) -> np.ndarray:
+        k = (spec.key, text)
+        if k not in self._texts:
+            self._text_batch(spec, [text])
+        return self._texts[k]
+
+    def query_embedding(self, text: str, spec: FeatureSpec) -> np.ndarray:
+        k = (spec.key, text)
+        vec = self._queries.get(k)
+        if vec is None:
+            from serve.embed import embed_queries
+
+            t0 = time.perf_counter()
+            vec = _first_vector(embed_queries(self.model(spec), [text]))
+            self._count(spec, "query", 1, t0)
+            self._queries[k] = vec
+        return vec
+
+    def image_bytes(self, image_key: str) -> bytes:
+        return self.read_blob(image_key)
+
+    # -- batched computation -----------------------------------------------------------------
+    def _count(self, spec: FeatureSpec, what: str, n: int, t0: float) -> None:
+        self.calls[(spec.kind if what == "doc" else what, spec.label)] += n
+        self.seconds[spec.kind if what == "doc" else what] += time.perf_counter() - t0
+
+    def _caption_batch(self, spec: FeatureSpec, items: list[tuple[str | None, str | None]]) -> None:
+        cap = self.model(spec)
+        t0 = time.perf_counter()
+        for image_key, url_hash in items:
+            image = self.read_blob(image_key) if image_key else None
+            self.tables.captions[(spec.key, caption_id(image_key, url_hash))] = cap.caption(image, url_hash=url_hash)
+        self._count(spec, "doc", len(items), t0)
+
+    def _image_batch(self, spec: FeatureSpec, image_keys: list[str]) -> None:
+        enc = self.model(spec)
+        t0 = time.perf_counter()
+        vecs = np.asarray(enc.embed_images([self.read_blob(k) for k in image_keys]), dtype=np.float32)
+        for key, vec in zip(image_keys, vecs):
+            self.tables.image_embeddings[(spec.key, content_id(key))] = vec
+        self._count(spec, "doc", len(image_keys), t0)
+
+    def _text_batch(self, spec: FeatureSpec, texts: list[str]) -> None:
+        enc = self.model(spec)
+        t0 = time.perf_counter()
+        vecs = np.asarray(enc.embed_texts(list(texts)), dtype=np.float32)
+        for text, vec in zip(texts, vecs):
+            self._texts[(spec.key, text)] = vec
+            self.tables.text_embeddings[(spec.key, text_id(text))] = vec
+        self._count(spec, "doc", len(texts), t0)
+
+    def precompute(self, observations: Iterable["Observation"], architectures: Iterable[Any], *,
+                   batch_size: int = 32) -> dict[str, int]:
+        """Compute, in batches, every feature ``architectures`` need for ``observations``:
+        captions, then image embeddings, then the document texts (which may contain captions).
+        Returns the number of features computed per kind."""
+        obs = list(observations)
+        archs = list(architectures)
+        needed = {fs for a in archs for fs in a.required_features()}
+        done: Counter = Counter()
+        visits: dict[str, tuple[str | None, str | None]] = {}
+        for o in obs:
+            visits.setdefault(caption_id(o.image_key, o.url_hash), (o.image_key, o.url_hash))
+        for fs in sorted((f for f in needed if f.kind == "caption"), key=lambda f: f.key):
+            todo = [v for cid, v in visits.items() if (fs.key, cid) not in self.tables.captions]
+            for i in range(0, len(todo), batch_size):
+                self._caption_batch(fs, todo[i:i + batch_size])
+            done["caption"] += len(todo)
+        images = list(dict.fromkeys(o.image_key for o in obs if o.image_key))
+        for fs in sorted((f for f in needed if f.kind == "image_embedding"), key=lambda f: f.key):
+            todo = [k for k in images if (fs.key, content_id(k)) not in self.tables.image_embeddings]
+            for i in range(0, len(todo), batch_size):
+                self._image_batch(fs, todo[i:i + batch_size])
+            done["image_embedding"] += len(todo)
+        docs: dict[FeatureSpec, dict[str, None]] = {}
+        for a in archs:
+            for o in obs:
+                for fs, text in a.documents(o, self):
+                    docs.setdefault(fs, {})[text] = None
+        for fs, texts in sorted(docs.items(), key=lambda kv: kv[0].key):
+            todo = [t for t in texts if (fs.key, t) not in self._texts]
+            for i in range(0, len(todo), batch_size):
+                self._text_batch(fs, todo[i:i + batch_size])
+            done["text_embedding"] += len(todo)
+        return dict(done)
+
+
+class TableFeatures:
+    """A :class:`FeatureSource` over precomputed :class:`FeatureTables`.
+
+    Args:
+        tables: the features (e.g. loaded from the store with :func:`tables_from_frames`).
+        read_blob: ``image_key -> bytes`` for injection (None: ``image_bytes`` falls back).
+        fallback: asked for anything the tables lack (typically an :class:`InProcessFeatures`
+            for query embeddings, which depend on the probe step's URL); None raises
+            :class:`MissingFeature`.
+    """
+
+    def __init__(self, tables: FeatureTables, *, read_blob: Callable[[str], bytes] | None = None,
+                 fallback: FeatureSource | None = None) -> None:
+        self.tables = tables
+        self.read_blob = read_blob
+        self.fallback = fallback
+        self._texts: dict[tuple[str, str], np.ndarray] = {}
+
+    def _missing(self, what: str, spec: FeatureSpec, key: str) -> MissingFeature:
+        return MissingFeature(f"no {what} for {key!r} under {spec.label} ({spec.key}) and no fallback source")
+
+    def caption(self, image_key: str | None, url_hash: str | None, spec: FeatureSpec) -> str | None:
+        k = (spec.key, caption_id(image_key, url_hash))
+        if k in self.tables.captions:
+            return self.tables.captions[k]
+        if self.fallback is None:
+            raise self._missing("caption", spec, k[1])
+        return self.fallback.caption(image_key, url_hash, spec)
+
+    def image_embedding(self, image_key: str | None, spec: FeatureSpec) -> np.ndarray | None:
+        if not image_key:
+            return None
+        k = (spec.key, content_id(image_key))
+        if k in self.tables.image_embeddings:
+            return self.tables.image_embeddings[k]
+        if self.fallback is None:
+            raise self._missing("image embedding", spec, image_key)
+        return self.fallback.image_embedding(image_key, spec)
+
+    def text_embedding(self, text: str, spec: FeatureSpec) -> np.ndarray:
+        k = (spec.key, text)
+        vec = self._texts.get(k)
+        if vec is None:
+            vec = self.tables.text_embeddings.get((spec.key, text_id(text)))
+            if vec is None:
+                if self.fallback is None:
+                    raise self._missing("text embedding", spec, text[:60])
+                vec = self.fallback.text_embedding(text, spec)
+            self._texts[k] = vec
+        return vec
+
+    def query_embedding(self, text: str, spec: FeatureSpec) -> np.ndarray:
+        if self.fallback is None:
+            raise self._missing("query embedding", spec, text[:60])
+        return self.fallback.query_embedding(text, spec)
+
+    def image_bytes(self, image_key: str) -> bytes:
+        if self.read_blob is not None:
+            return self.read_blob(image_key)
+        if self.fallback is None:
+            raise MissingFeature(f"no blob reader for {image_key!r}")
+        return self.fallback.image_bytes(image_key)
+
+
+def tables_to_frames(tables: FeatureTables) -> dict[str, Any]:
+    """The tables as Polars frames (what a pipeline writes to the store as Parquet):
+
+    * ``specs``: ``spec_key, kind, label, stand_in, spec_json``;
+    * ``captions``: ``spec_key, content_id, caption`` (null caption kept);
+    * ``vectors``: ``kind, spec_key, content_id, vector`` (float32 lists; a null vector is an
+      image the encoder was asked about but could not embed).
+    """
+    import polars as pl
+
+    specs = pl.DataFrame(
+        [{"spec_key": k, "kind": v["kind"], "label": v["label"], "stand_in": bool(v["stand_in"]),
+          "spec_json": json.dumps(v["spec"], sort_keys=True, default=str)} for k, v in sorted(tables.specs.items())],
+        schema={"spec_key": pl.String, "kind": pl.String, "label": pl.String, "stand_in": pl.Boolean,
+                "spec_json": pl.String})
+    captions = pl.DataFrame([{"spec_key": s, "content_id": c, "caption": t} for (s, c), t in tables.captions.items()],
+                            schema={"spec_key": pl.String, "content_id": pl.String, "caption": pl.String})
+    rows = [{"kind": "image_embedding", "spec_key": s, "content_id": c, "vector": None if v is None else v.tolist()}
+            for (s, c), v in tables.image_embeddings.items()]
+    rows += [{"kind": "text_embedding", "spec_key": s, "content_id": c, "vector": v.tolist()}
+             for (s, c), v in tables.text_embeddings.items()]
+    vectors = pl.DataFrame(rows, schema={"kind": pl.String, "spec_key": pl.String, "content_id": pl.String,
+                                         "vector": pl.List(pl.Float32)})
+    return {"specs": specs, "captions": captions, "vectors": vectors}
+
+
+def tables_from_frames(frames: Mapping[str, Any]) -> FeatureTables:
+    """Inverse of :func:`tables_to_frames`."""
+    t = FeatureTables()
+    for r in frames["specs"].iter_rows(named=True):
+        t.specs[r["spec_key"]] = {"kind": r["kind"], "spec": json.loads(r["spec_json"]), "label": r["label"],
+                                  "stand_in": r["stand_in"]}
+    for r in frames["captions"].iter_rows(named=True):
+        t.captions[(r["spec_key"], r["content_id"])] = r["caption"]
+    for r in frames["vectors"].iter_rows(named=True):
+        vec = None if r["vector"] is None else np.asarray(r["vector"], dtype=np.float32)
+        target = t.image_embeddings if r["kind"] == "image_embedding" else t.text_embeddings
+        target[(r["spec_key"], r["content_id"])] = vec
+    return t

@@ -1,0 +1,150 @@
+"""The official retrieval formulas as pure functions over numpy arrays and token sets.
+
+Every function mirrors one piece of the official code (``/work/notes/dmv-official.md`` §1.6,
+§1.10-§1.13) so the architectures stay thin and the formulas can be tested on hand-computed
+banks. Conventions shared by all of them:
+
+* a *missing* channel value (no image, no caption) is ``-inf`` in raw cosine arrays, as the
+  official retrievers score it;
+* ranking is a **stable** sort on the negated score, so ties keep bank insertion order (the
+  official code sorts Python lists with ``key=lambda x: -x[0]``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Iterable, Sequence
+
+import numpy as np
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+_BM25_SPLIT = re.compile(r"\W+")
+
+
+def tokens(text: str) -> frozenset[str]:
+    """The adapters' tokenizer (``_common.tokens``): lower-cased ASCII ``[a-z0-9]+`` runs, as a set."""
+    return frozenset(_TOKEN_RE.findall(text.lower()))
+
+
+def token_overlap(a: str | frozenset[str], b: str | frozenset[str]) -> int:
+    """``len(tokens(a) & tokens(b))``; either side may be given as a token set already."""
+    ta = a if isinstance(a, frozenset) else tokens(a)
+    tb = b if isinstance(b, frozenset) else tokens(b)
+    return len(ta & tb)
+
+
+def minmax(xs: np.ndarray) -> np.ndarray:
+    """Min-max normalisation of one channel over the bank (``hybrid_retriever._minmax``).
+
+    ``-inf`` (missing) maps to 0; all missing gives all 0; zero span gives 0.5 to every present
+    value. The arithmetic stays in the input dtype (float32 for embedding cosines), as the
+    official code's numpy scalars do.
+    """
+    xs = np.asarray(xs)
+    present = np.isfinite(xs)
+    out = np.zeros(xs.shape, dtype=xs.dtype if xs.dtype.kind == "f" else np.float64)
+    if not present.any():
+        return out
+    finite = xs[present]
+    lo, hi = finite.min(), finite.max()
+    span = hi - lo
+    if span == 0:
+        out[present] = 0.5
+        return out
+    out[present] = (finite - lo) / span
+    return out
+
+
+def hybrid_scores(v: np.ndarray, t: np.ndarray, alpha: float) -> np.ndarray:
+    """DualMem's ``HybridNormRetriever``: ``alpha * minmax(v) + (1 - alpha) * minmax(t)``.
+
+    ``alpha`` weights the visual channel. The official code multiplies numpy float32 scalars by
+    Python floats, which NumPy keeps in float32; so do we.
+    """
+    mv, mt = minmax(v), minmax(t)
+    dtype = np.result_type(mv.dtype, mt.dtype)
+    return dtype.type(alpha) * mv.astype(dtype) + dtype.type(1.0 - alpha) * mt.astype(dtype)
+
+
+def rank(scores: Sequence[float] | np.ndarray, k: int | None = None) -> np.ndarray:
+    """Indices by descending score, ties in insertion order; the first ``k`` (all when None)."""
+    s = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-s, kind="stable")
+    return order if k is None else order[: max(int(k), 0)]
+
+
+def maxabs(xs: np.ndarray) -> np.ndarray:
+    """M2A-lite's ``_norm``: divide by the largest absolute value (1 when that is 0)."""
+    xs = np.asarray(xs, dtype=np.float64)
+    if xs.size == 0:
+        return xs
+    mx = float(np.max(np.abs(xs))) or 1.0
+    return xs / mx
+
+
+def exp_decay(age_sessions: float, half_life: float) -> float:
+    """MMA-lite's temporal term: 1 at age 0, 0.5 at ``half_life`` sessions."""
+    return math.exp(-math.log(2.0) * age_sessions / max(half_life, 1e-6))
+
+
+def bm25_tokens(text: str) -> list[str]:
+    """M2A-lite's BM25 tokenizer: split on ``\\W+`` (Unicode-aware, keeps ``_``), drop empties,
+    keep duplicates."""
+    return [t for t in _BM25_SPLIT.split(text.lower()) if t]
+
+
+class BM25Index:
+    """Okapi BM25 exactly as M2A-lite's ``_bm25_scores`` (k1 1.5, b 0.75, Lucene-style idf
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``, query tokens counted *with* repeats).
+
+    Documents are appended as the bank grows; per-document term counts and the document
+    frequencies are kept incrementally so a query costs ``O(docs × query tokens)`` dict lookups.
+    """
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = float(k1), float(b)
+        self.tf: list[Counter] = []
+        self.dl: list[int] = []
+        self.df: Counter = Counter()
+
+    def __len__(self) -> int:
+        return len(self.tf)
+
+    def add(self, text: str) -> None:
+        """Append one document."""
+        toks = bm25_tokens(text)
+        tf = Counter(toks)
+        self.tf.append(tf)
+        self.dl.append(len(toks))
+        self.df.update(tf.keys())
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every document for ``query`` (float64, insertion order)."""
+        n = len(self.tf)
+        out = np.zeros(n, dtype=np.float64)
+        if n == 0:
+            return out
+        avgdl = (sum(self.dl) / n) or 1.0
+        q_toks = bm25_tokens(query)
+        idf = {q: math.log(1 + (n - self.df[q] + 0.5) / (self.df[q] + 0.5)) for q in set(q_toks) if self.df[q]}
+        k1, b = self.k1, self.b
+        for i, (tf, dl) in enumerate(zip(self.tf, self.dl)):
+            score = 0.0
+            norm = k1 * (1 - b + b * dl / avgdl)
+            for q in q_toks:  # repeats count, as in the official loop
+                f = tf.get(q)
+                if not f or q not in idf:
+                    continue
+                score += idf[q] * (f * (k1 + 1)) / (f + norm)
+            out[i] = score
+        return out
+
+
+def bm25_scores(query: str, docs: Iterable[str], k1: float = 1.5, b: float = 0.75) -> np.ndarray:
+    """One-shot BM25 over ``docs`` (for tests and small banks)."""
+    idx = BM25Index(k1, b)
+    for d in docs:
+        idx.add(d)
+    return idx.scores(query)
