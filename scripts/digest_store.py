@@ -45,7 +45,15 @@ def digest(path: Path) -> str:
         data = (",".join(f"{c}:{t}" for c, t in df.schema.items()) + "\n" + buf.getvalue()).encode()
     elif path.suffix == ".json":
         data = json.dumps(_clean(json.loads(data)), sort_keys=True).encode()
+    # Run ids and catalogue prefixes inside values (keys of shots, pointers) are normalised too.
+    for pat, repl in VALUE_HASHES:
+        data = pat.sub(repl, data)
     return hashlib.sha256(data).hexdigest()
+
+
+VALUE_HASHES = [(re.compile(rb"runs/[a-z0-9][a-z0-9_.-]*-[0-9a-f]{10}/"), b"runs/RUN/"),
+                (re.compile(rb"catalog/[0-9a-f]{16}"), b"catalog/H"),
+                (re.compile(rb"started: \d{4}-\d\d-\d\dT[\d:]+Z"), b"started: T")]
 
 
 #: Content hashes inside keys (run ids, catalogue prefixes) are normalised away, so a run whose

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-Dataset = Literal["locomo", "longmemeval"]
+#: A dataset name (``memory.dialogue.datasets`` registers the benchmarks).
+Dataset = str
 
 #: LoCoMo's numeric QA categories. The mapping is the one the MemShot tables imply: Table 1's
 #: Open-Domain accuracies are multiples of 1/96 (category 3 has 96 questions), Multi-Hop of
@@ -33,11 +34,6 @@ CATEGORY_LABELS: dict[str, str] = {
     "single-session-preference": "SS-pref", "multi-session": "Multi-S",
     "knowledge-update": "Know. Upd", "temporal-reasoning": "Temp. Reas",
 }
-
-
-def table_columns(dataset: Dataset) -> tuple[str, ...]:
-    """The scored categories of a dataset, in the paper's table column order."""
-    return LOCOMO_COLUMNS if dataset == "locomo" else LONGMEMEVAL_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,18 +11,21 @@ import json
 import sys
 from pathlib import Path
 
-from env.dialogue import load_dataset
+from memory.dialogue.datasets import dataset_names, get_dataset
 from memory.dialogue.render import conversation_units, session_units
 from memory.dialogue.variants import list_variants, load_variant
 from core.errors import VismemError
 
-DEFAULT_LOCOMO = Path(__file__).resolve().parents[2].parent / "shared/data/locomo/locomo10.json"
+def _default_path() -> Path:
+    from core.paths import resolve_data_dir
+
+    return resolve_data_dir() / "locomo/locomo10.json"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m memory.dialogue", description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", choices=("locomo", "longmemeval"), default="locomo")
-    ap.add_argument("--path", type=Path, default=DEFAULT_LOCOMO, help="dataset file (LoCoMo default: shared/data)")
+    ap.add_argument("--dataset", choices=dataset_names(), default="locomo")
+    ap.add_argument("--path", type=Path, default=None, help="dataset file (default: LoCoMo in ../shared/data)")
     ap.add_argument("--variant", default="memshot", help=f"one of {', '.join(list_variants())}")
     ap.add_argument("--conversation", help="conversation id (default: the first)")
     ap.add_argument("--session", type=int, help="session index (1-based; default: all sessions)")
@@ -30,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     try:
-        convs = load_dataset(a.dataset, a.path)
+        convs = get_dataset(a.dataset).load(a.path or _default_path())
         conv = next((c for c in convs if c.conversation_id == a.conversation), None) if a.conversation else convs[0]
         if conv is None:
             raise VismemError(f"no conversation {a.conversation!r} in {a.path}")

@@ -19,10 +19,7 @@ from typing import Any, Callable, Sequence
 
 import polars as pl
 
-from memory.dialogue.scoring import fill, judge_prompt, load_prompt, parse_judge
-
-#: Official LoCoMo suffix for temporal (category 2) questions (``evaluate_gpts.py``).
-LOCOMO_TEMPORAL_SUFFIX = " Use DATE of CONVERSATION to answer with an approximate date."
+from memory.dialogue.datasets import get_dataset
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -46,17 +43,7 @@ def build_answer_message(dataset: str, question: dict[str, Any], units: Sequence
         raise ValueError("image units need a read_image function")
     texts = [str(u.get("text") or "") for u in units if u.get("modality") != "image"]
     mode = "shots" if images and not texts else "text"
-    q_text = str(question["question"])
-    if dataset == "locomo":
-        if str(question.get("category")) == "temporal" or str(question.get("category_code")) == "2":
-            q_text += LOCOMO_TEMPORAL_SUFFIX
-        text = fill(load_prompt(f"answer_locomo_{mode}"), speaker_a=question.get("speaker_a") or "Speaker A",
-                    speaker_b=question.get("speaker_b") or "Speaker B", context="\n\n".join(texts), question=q_text)
-    elif dataset == "longmemeval":
-        text = fill(load_prompt(f"answer_longmemeval_{mode}"), context="\n\n".join(texts),
-                    question_date=question.get("question_date") or "", question=q_text)
-    else:
-        raise ValueError(f"unknown dataset {dataset!r}; allowed: locomo, longmemeval")
+    text = get_dataset(dataset).answer_prompt(question, texts, mode=mode)
     return Message(role="user", text=text, images=images)
 
 
@@ -115,20 +102,19 @@ def judge_answers(answers: pl.DataFrame, questions: pl.DataFrame, judge: Any, *,
     from serve.vlm import Message, VLMError
 
     q_rows = {(r["conversation_id"], r["question_id"]): r for r in questions.iter_rows(named=True)}
+    ds = get_dataset(dataset)
 
     def work(row: dict[str, Any]) -> dict[str, Any]:
         if row["prediction"] is None:
             return {"judge_label": None, "judge_status": "skipped", "judge_reason": None, "judge_latency_s": None}
         q = q_rows[(row["conversation_id"], row["question_id"])]
-        prompt = judge_prompt(dataset, question=q["question"], gold=q.get("answer") or "",
-                              prediction=row["prediction"], category=q.get("category_code") if dataset == "longmemeval"
-                              else q.get("category"), question_id=row["question_id"])
+        prompt = ds.judge_prompt({**q, "question_id": row["question_id"]}, row["prediction"])
         try:
             res = judge.chat([Message(role="user", text=prompt)], max_tokens=max_tokens, temperature=0.0)
         except VLMError as err:
             return {"judge_label": None, "judge_status": f"error:{err.reason}", "judge_reason": str(err)[:300],
                     "judge_latency_s": None}
-        label, status, reason = parse_judge(dataset, res.text)
+        label, status, reason = ds.parse_judge(res.text)
         return {"judge_label": label, "judge_status": status, "judge_reason": reason, "judge_latency_s": res.latency_s}
 
     judged = _pool_map(work, list(answers.iter_rows(named=True)), concurrency, "memshot judge")

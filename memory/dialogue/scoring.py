@@ -113,9 +113,6 @@ def mem0_f1(prediction: Any, gold: Any) -> float:
 
 # -- prompts (data files) ---------------------------------------------------------------------
 
-Dataset = Literal["locomo", "longmemeval"]
-
-
 def load_prompt(name: str) -> str:
     """The text of ``memory/dialogue/prompts/<name>.txt`` (kept verbatim as data)."""
     try:
@@ -132,38 +129,16 @@ def fill(template: str, **fields: Any) -> str:
     return out
 
 
-#: LongMemEval question types → the official judge template (``evaluate_qa.py``).
-LME_JUDGE_PROMPTS = {
-    "single-session-user": "judge_longmemeval_default",
-    "single-session-assistant": "judge_longmemeval_default",
-    "multi-session": "judge_longmemeval_default",
-    "temporal-reasoning": "judge_longmemeval_temporal",
-    "knowledge-update": "judge_longmemeval_knowledge_update",
-    "single-session-preference": "judge_longmemeval_preference",
-}
-
-
-def judge_prompt(dataset: Dataset, *, question: str, gold: Any, prediction: str,
+def judge_prompt(dataset: str, *, question: str, gold: Any, prediction: str,
                  category: Any = None, question_id: str = "") -> str:
-    """The judge's user message for one answer.
+    """The judge's user message for one answer (the dataset's own prompt; see
+    :mod:`memory.dialogue.datasets`). LoCoMo: the mem0-style CORRECT/WRONG prompt with a JSON
+    label. LongMemEval: the official per-type yes/no prompt, the abstention one for ``_abs`` ids."""
+    from memory.dialogue.datasets import get_dataset
 
-    LoCoMo: the mem0-style CORRECT/WRONG prompt with a JSON label. LongMemEval: the official
-    per-type yes/no prompt; abstention questions (ids ending in ``_abs``) get the abstention one.
-    """
-    if dataset == "locomo":
-        return fill(load_prompt("judge_locomo"), question=question, gold_answer=gold,
-                    generated_answer=prediction)
-    if dataset == "longmemeval":
-        if str(question_id).endswith("_abs") or "_abs" in str(question_id):
-            name = "judge_longmemeval_abstention"
-        else:
-            qtype = str(category)
-            if qtype not in LME_JUDGE_PROMPTS:
-                raise ValueError(f"LongMemEval question type {qtype!r} has no judge prompt; "
-                                 f"known: {', '.join(LME_JUDGE_PROMPTS)}")
-            name = LME_JUDGE_PROMPTS[qtype]
-        return fill(load_prompt(name), question=question, answer=gold, response=prediction)
-    raise ValueError(f"unknown dataset {dataset!r}; allowed: locomo, longmemeval")
+    row = {"question": question, "answer": gold, "category": category, "category_code": category,
+           "question_id": question_id}
+    return get_dataset(dataset).judge_prompt(row, prediction)
 
 
 # -- judge replies ----------------------------------------------------------------------------
@@ -236,26 +211,27 @@ def parse_yes_no_judge(reply: str | None) -> tuple[bool | None, JudgeStatus, str
     return None, "malformed", text[:200]
 
 
-def parse_judge(dataset: Dataset, reply: str | None) -> tuple[bool | None, JudgeStatus, str]:
-    """Dispatch to the parser of the dataset's judge prompt."""
-    return parse_locomo_judge(reply) if dataset == "locomo" else parse_yes_no_judge(reply)
+def parse_judge(dataset: str, reply: str | None) -> tuple[bool | None, JudgeStatus, str]:
+    """The parser of the dataset's judge prompt."""
+    from memory.dialogue.datasets import get_dataset
+
+    return get_dataset(dataset).parse_judge(reply)  # type: ignore[return-value]
 
 
 # -- per-answer scores and tables -------------------------------------------------------------
 
-def score_answers(answers: pl.DataFrame, dataset: Dataset) -> pl.DataFrame:
-    """Add ``f1`` (official) and ``f1_mem0`` columns to an answers frame.
+def score_answers(answers: pl.DataFrame, dataset: str) -> pl.DataFrame:
+    """Add ``f1`` (the dataset's official rule) and ``f1_mem0`` columns to an answers frame.
 
-    Needs ``prediction``, ``answer`` and ``category`` columns. LongMemEval has no per-category
-    F1 rule, so its categories (question types) use plain token F1.
+    Needs ``prediction``, ``answer`` and ``category`` (the category code) columns.
     """
+    from memory.dialogue.datasets import get_dataset
+
+    rule = get_dataset(dataset).f1
     preds = answers["prediction"].to_list()
     golds = answers["answer"].to_list()
     cats = answers["category"].to_list()
-    if dataset == "locomo":
-        f1 = [locomo_f1(p, g, c) for p, g, c in zip(preds, golds, cats)]
-    else:
-        f1 = [token_f1(p or "", g) for p, g in zip(preds, golds)]
+    f1 = [rule(p, g, c) for p, g, c in zip(preds, golds, cats)]
     f1m = [mem0_f1(p, g) for p, g in zip(preds, golds)]
     return answers.with_columns(pl.Series("f1", f1, dtype=pl.Float64), pl.Series("f1_mem0", f1m, dtype=pl.Float64))
 

@@ -41,9 +41,12 @@ class Variant(Frozen):
         return self.kind == "shots" and self.render
 
     def oversize_for(self, dataset: str) -> Literal["grow", "error"]:
+        """The oversize policy for ``dataset``: the variant's own, or (``auto``) the dataset's."""
         if self.oversize != "auto":
             return self.oversize
-        return "grow" if dataset == "longmemeval" else "error"
+        from memory.dialogue.datasets import get_dataset
+
+        return get_dataset(dataset).oversize
 
 
 def list_variants() -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from core.config import Frozen
+from core.registry import ComponentSpec
 
 
 class EncodeConfig(Frozen):
@@ -23,8 +24,8 @@ class EncodeConfig(Frozen):
         None, ge=0, description="Seed of the first chain; None = the run seed (official chains 0..N-1 at seed 0)."
     )
     J: int = Field(2, ge=1, le=1_000, description="Sessions per chain (a prefix of every longer chain).")
-    backends: tuple[dict[str, Any], ...] = Field(
-        ({"name": "scripted-shopper", "args": {}},),
+    backends: tuple[ComponentSpec, ...] = Field(
+        (ComponentSpec(name="scripted-shopper"),),
         min_length=1,
         description=(
             "VLMs that browse (each its own trajectories): a {name, args} spec from serve.vlm.VLMS "
@@ -75,21 +76,6 @@ class EncodeConfig(Frozen):
 
     @field_validator("backends", mode="before")
     @classmethod
-    def _specs(cls, v: Any) -> Any:
-        # Accept bare names ("scripted-shopper") as well as {name, args} mappings.
-        if isinstance(v, (str, dict)):
-            v = [v]
-        out = []
-        for item in v:
-            if isinstance(item, str):
-                item = {"name": item, "args": {}}
-            if isinstance(item, dict) and "model" in item and "name" not in item:
-                item = {"name": item["model"], "args": item.get("args") or {}, **{k: v for k, v in item.items()
-                                                                                   if k not in ("model", "args")}}
-            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-                raise ValueError(f"backend spec must be a name or {{name, args}}, got {item!r}")
-            extra = set(item) - {"name", "args"}
-            if extra:
-                raise ValueError(f"backend spec {item['name']!r} has unknown keys {sorted(extra)}; allowed: name, args")
-            out.append({"name": item["name"], "args": dict(item.get("args") or {})})
-        return tuple(out)
+    def _one_or_many(cls, v: Any) -> Any:
+        # A single spec (a bare name or one mapping) is a list of one.
+        return [v] if isinstance(v, (str, dict)) else v

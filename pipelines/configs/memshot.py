@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from core.config import Frozen
 from core.registry import ComponentSpec
@@ -16,8 +16,13 @@ class MemShotConfig(Frozen):
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")
 
     # -- data and rendering (env/dialogue loaders, memory/dialogue renderer, pipelines/jobs/render.py) --
-    dataset: Literal["locomo", "longmemeval"] = Field(
-        "locomo", description="Benchmark to evaluate: LoCoMo (in data_dir) or LongMemEval (longmemeval_path).",
+    dataset: str = Field(
+        "locomo", description="Benchmark to evaluate, a name in memory.dialogue.datasets: locomo (in data_dir) "
+        "or longmemeval (give longmemeval_path).",
+    )
+    dataset_path: str | None = Field(
+        None, description="The dataset's file, absolute or relative to data_dir; None: the dataset's own "
+        "field below (locomo_path, longmemeval_path), then its default location.",
     )
     locomo_path: str = Field(
         "locomo/locomo10.json", description="LoCoMo file, relative to the run's data_dir (or absolute).",
@@ -90,3 +95,12 @@ class MemShotConfig(Frozen):
     context_order: Literal["rank", "chronological"] = Field(
         "rank", description="Order of retrieved units in the prompt: best first, or by session/unit position.",
     )
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, v: str) -> str:
+        from memory.dialogue.datasets import dataset_names
+
+        if v not in dataset_names():
+            raise ValueError(f"unknown dataset {v!r}; registered: {', '.join(dataset_names())}")
+        return v

@@ -256,20 +256,28 @@ def units_prefix(run_prefix: str, dataset: str, variant: str) -> str:
     return f"{run_prefix.strip('/')}/memshot/{dataset}/{variant}"
 
 
-def load_conversations(cfg: Any, data_dir: str | Path) -> list[Conversation]:
-    """The conversations a ``MemShotConfig`` asks for (paths relative to ``data_dir``)."""
-    from env.dialogue import load_dataset
+def dataset_path(cfg: Any, data_dir: str | Path) -> Path:
+    """The file a ``MemShotConfig`` names for its dataset (relative paths under ``data_dir``).
 
-    if cfg.dataset == "locomo":
-        path = Path(cfg.locomo_path)
-    else:
-        if not cfg.longmemeval_path:
-            raise ConfigError("memshot.dataset is 'longmemeval' but memshot.longmemeval_path is not set "
-                              "(LongMemEval is not shipped: download longmemeval_s/_m/_oracle and give its path)")
-        path = Path(cfg.longmemeval_path)
-    if not path.is_absolute():
-        path = Path(data_dir) / path
-    return load_dataset(cfg.dataset, path, limit=cfg.conversations)
+    ``memshot.dataset_path`` wins, then the dataset's own field (``locomo_path``,
+    ``longmemeval_path``), then the dataset's default location.
+    """
+    from memory.dialogue.datasets import get_dataset
+
+    ds = get_dataset(cfg.dataset)
+    raw = cfg.dataset_path or getattr(cfg, f"{ds.name}_path", None) or ds.default_path
+    if not raw:
+        raise ConfigError(f"memshot.dataset is {ds.name!r} but no file is given: set memshot.dataset_path "
+                          f"(or memshot.{ds.name}_path); {ds.name} is not shipped with the project")
+    path = Path(raw)
+    return path if path.is_absolute() else Path(data_dir) / path
+
+
+def load_conversations(cfg: Any, data_dir: str | Path) -> list[Conversation]:
+    """The conversations a ``MemShotConfig`` asks for."""
+    from memory.dialogue.datasets import get_dataset
+
+    return get_dataset(cfg.dataset).load(dataset_path(cfg, data_dir), limit=cfg.conversations)
 
 
 def render_all(store: Any, cfg: Any, conversations: list[Conversation], ray_cfg: Any, run_prefix: str, *,

@@ -41,7 +41,8 @@ SUMMARY_SCHEMA_VERSION = 1
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
     """``vismem run memshot --dataset locomo --variant memshot --variant text-rag --k 5 --k 10``."""
     g = parser.add_argument_group("memshot")
-    g.add_argument("--dataset", choices=("locomo", "longmemeval"), help="memshot: dialogue benchmark")
+    g.add_argument("--dataset", metavar="NAME", help="memshot: dialogue benchmark (locomo, longmemeval; "
+                   "memory.dialogue.datasets)")
     g.add_argument("--variant", action="append", metavar="NAME",
                    help="memshot: unit variant to evaluate (repeatable; see memory/dialogue/variants/)")
     g.add_argument("--k", action="append", type=int, metavar="K", help="memshot: top-k cut-off (repeatable)")

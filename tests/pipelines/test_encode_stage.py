@@ -89,7 +89,8 @@ def test_cli_flags_map_to_config() -> None:
     over = encode.cli_overrides(args)
     cfg = load_config(overrides=over)
     assert cfg.encode.chains == 4 and cfg.encode.J == 15
-    assert cfg.encode.backends == ({"name": "scripted-shopper", "args": {}}, {"name": "openai", "args": {"model": "m"}})
+    assert [b.raw() for b in cfg.encode.backends] == [{"name": "scripted-shopper", "args": {}},
+                                                      {"name": "openai", "args": {"model": "m"}}]
     specs, slugs, keys = encode.plan(cfg)
     assert len(keys) == 2 * 4 * 15 and len(set(slugs)) == 2
     assert specs[0]["args"]["seed"] == cfg.seed

@@ -92,7 +92,7 @@ def test_render_all_from_config(file_store, shared_dir):
     out = render_all(file_store, cfg, convs, None, "runs/r1", use_ray=False)
     assert out["text-rag"]["units"] == 19 and out["no-render"]["units"] > 19
     assert out["no-render"]["table"] == "runs/r1/memshot/locomo/no-render/units.parquet"
-    with pytest.raises(ConfigError, match="longmemeval_path is not set"):
+    with pytest.raises(ConfigError, match="no file is given: set memshot.dataset_path"):
         load_conversations(MemShotConfig(dataset="longmemeval"), shared_dir / "data")
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from env.dialogue import LONGMEMEVAL_COLUMNS, load_dataset, load_longmemeval
+from env.dialogue import LONGMEMEVAL_COLUMNS, load_longmemeval
 from env.dialogue.model import CATEGORY_LABELS
 from core.errors import DataError
 
@@ -76,7 +76,9 @@ def test_columns_match_paper():
 
 
 def test_load_dataset_limit(lme_file):
-    assert len(load_dataset("longmemeval", lme_file, limit=1)) == 1
+    from memory.dialogue.datasets import get_dataset
+
+    assert len(get_dataset("longmemeval").load(lme_file, limit=1)) == 1
 
 
 @pytest.mark.parametrize("mutate, field", [
