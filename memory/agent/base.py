@@ -369,13 +369,15 @@ def build_architecture(spec: ComponentSpec | Mapping[str, Any] | str, *, feature
 
 
 def with_components(spec: ComponentSpec | Mapping[str, Any] | str, components: Mapping[str, Any]) -> dict[str, Any]:
-    """``spec`` with component args replaced where its family has them (e.g. the local preset's
-    ``{"captioner": "catalogue", "visual_encoder": "tiny-siglip2"}`` over a paper variant); other
-    keys are ignored. Keeps a variant a variant (``{model, args}``) so it keeps its name."""
+    """``spec`` with component args replaced where its family uses them (e.g. the local preset's
+    ``{"captioner": "catalogue", "visual_encoder": "tiny-siglip2"}`` over a paper variant); a key
+    the family lacks, or leaves unset (TextOnly's captioner), is ignored. Keeps a variant a
+    variant (``{model, args}``) so it keeps its name."""
     raw = ComponentSpec.model_validate(_raw(spec))
     resolved = ARCHITECTURES.resolve(raw)
     fields = ARCHITECTURES._factories[resolved["name"]].Config.model_fields  # type: ignore[attr-defined]
-    extra = {k: v for k, v in components.items() if k in fields}
+    extra = {k: v for k, v in components.items()
+             if k in fields and resolved["args"].get(k, fields[k].default) is not None}
     out = raw.raw()
     out["args"] = {**out["args"], **extra}
     return out
