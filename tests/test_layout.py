@@ -142,6 +142,13 @@ for name in list_models():
     built[name] = {"stand_in": bool(getattr(obj, "stand_in", False))}
 shopper = build_vlm("scripted-shopper")   # a plugin of a higher floor, by name only
 built["scripted-shopper"] = {"stand_in": shopper.stand_in}
+from core.paths import resolve_data_dir
+from env.storefront.catalog import load_catalog
+from env.storefront.imagesource import build_image_source
+cat = load_catalog(resolve_data_dir(), seed=0)
+for name in ("placeholder", "procedural"):
+    src = build_image_source(name, cat)
+    built[name] = {"png": src.get(cat.variants[0].url_hash)[:8] == b"\x89PNG\r\n\x1a\n"}
 print(json.dumps(built))
 """
 
@@ -157,3 +164,4 @@ def test_every_local_model_and_plugin_builds_by_name_in_a_fresh_interpreter():
     assert built["minilm"]["stand_in"] is False  # a real model (packaged weights)
     tiny = [n for n in built if n.startswith("tiny-")]
     assert tiny and all(built[n]["stand_in"] for n in tiny), built
+    assert built["placeholder"]["png"] and built["procedural"]["png"]

@@ -15,6 +15,9 @@ Texts follow the official runner (``dualmem/agent/dmvbench_live_runner.py`` and
 - ``nudge.txt``: sent after the agent terminates during encoding (official behaviour).
 - ``invalid.txt``: ours, not official: tells the agent its last reply had no valid action (the
   official runner only logs ``noop`` in the history).
+- ``recall_task.txt`` / ``recall_subtask.txt``: a recall probe's first user turn and subtask,
+  verbatim from the official probe runner (``f2_session_runner.py:273-383``; the paper's appendix
+  paraphrases the first turn differently — the code's string is what produced its numbers).
 """
 
 from __future__ import annotations
@@ -36,16 +39,24 @@ def load(name: str) -> str:
     return resources.files(__name__).joinpath(f"{name}.txt").read_text(encoding="utf-8")
 
 
+#: The prompt files each protocol reads (their fingerprint keys that protocol's cache).
+PROMPT_SETS: dict[str, tuple[str, ...]] = {
+    "encode": ("invalid", "nudge", "session_task", "step", "subtask", "system"),
+    "recall": ("recall_subtask", "recall_task", "step", "system"),
+}
+
+
 @lru_cache(maxsize=None)
-def fingerprint() -> str:
-    """sha256 (16 hex) over every prompt file: part of the trajectory cache key, so editing a
-    prompt re-browses instead of reusing trajectories produced under the old text."""
+def fingerprint(kind: str = "encode") -> str:
+    """sha256 (16 hex) over the prompt files of one protocol (``encode`` or ``recall``): part of
+    that protocol's cache key, so editing a prompt re-runs instead of reusing results produced
+    under the old text (and editing a recall prompt never invalidates trajectories)."""
     import hashlib
 
     h = hashlib.sha256()
-    for f in sorted(resources.files(__name__).iterdir(), key=lambda p: p.name):
-        if f.name.endswith(".txt"):
-            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    for name in sorted(PROMPT_SETS[kind]):
+        f = resources.files(__name__).joinpath(f"{name}.txt")
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -113,6 +124,16 @@ def step_message(*, step: int, cap: int, subtask_text: str, history: list[Turn] 
     """The per-step user message (``Step k/cap. [Subtask] ... Reply with one Thought + one Action.``)."""
     return load("step").format(step=step, cap=cap, subtask=subtask_text, history=format_history(history),
                                memory=memory_text, url=url, title=title, description=description)
+
+
+def recall_task(cue: str) -> str:
+    """A recall probe's first user turn (official)."""
+    return load("recall_task").format(cue=cue)
+
+
+def recall_subtask(cue: str) -> str:
+    """A recall probe's subtask line (official)."""
+    return load("recall_subtask").format(cue=cue)
 
 
 def compact_action(action_type: str, url: str | None) -> str:
