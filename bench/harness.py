@@ -25,6 +25,7 @@ BENCH_MODULES = (
     "bench.storefront",
     "bench.encode",
     "bench.stats",
+    "bench.memory_replay",
 )
 
 

@@ -13,8 +13,8 @@ See ``base`` (contract), ``features`` (content-addressed features), ``replay``, 
 from memory.agent.base import (ARCHITECTURES, MemoryArchitecture, MemoryItem, Observation, Query,
                                build_architecture, with_components)
 from memory.agent.captioner import CAPTIONERS, Captioner, build_captioner
-from memory.agent.features import (FeatureSource, FeatureSpec, FeatureTables, InProcessFeatures, MissingFeature,
-                                   TableFeatures, tables_from_frames, tables_to_frames)
+from memory.agent.features import FeatureSource, FeatureSpec, FeatureTables, InProcessFeatures, MissingFeature
+from memory.agent.tables import TableFeatures, tables_from_frames, tables_to_frames
 from memory.agent.hook import ArchitectureHook, recall
 from memory.agent.replay import chain_streams, observations_from_steps, replay_chain, replay_session
 from memory.agent.variants import Variant, list_variants, load_variant

@@ -117,75 +117,6 @@ class MemoryArchitecture(Protocol):
     def __len__(self) -> int: ...
 
 
-class VectorChannel:
-    """One embedding channel of a bank: rows deduplicated by content, appended as the bank grows.
-
-    Identical content (every ``"a chair"``, a product seen under two keys) shares one row, so its
-    entries score *exactly* alike and ties fall to insertion order, as in the official lists.
-    """
-
-    def __init__(self) -> None:
-        self._rows: np.ndarray | None = None
-        self._n_rows = 0
-        self._row_of: dict[str, int] = {}
-        self._idx = np.zeros(16, dtype=np.int64)
-        self._n = 0
-
-    def __len__(self) -> int:
-        return self._n
-
-    def append(self, content: str | None, vec: np.ndarray | None) -> None:
-        """Add one entry; ``vec=None`` is a missing value (scored ``-inf``)."""
-        row = -1
-        if vec is not None:
-            row = self._row_of.get(content) if content is not None else None
-            if row is None:
-                row = self._add_row(np.asarray(vec, dtype=np.float32))
-                if content is not None:
-                    self._row_of[content] = row
-        if self._n == len(self._idx):
-            self._idx = np.concatenate([self._idx, np.zeros(len(self._idx), dtype=np.int64)])
-        self._idx[self._n] = row
-        self._n += 1
-
-    def _add_row(self, vec: np.ndarray) -> int:
-        if self._rows is None:
-            self._rows = np.zeros((16, vec.shape[0]), dtype=np.float32)
-        elif self._n_rows == len(self._rows):
-            self._rows = np.concatenate([self._rows, np.zeros_like(self._rows)])
-        self._rows[self._n_rows] = vec
-        self._n_rows += 1
-        return self._n_rows - 1
-
-    @property
-    def any_present(self) -> bool:
-        return self._n_rows > 0
-
-    def present(self) -> np.ndarray:
-        """Which entries have a value."""
-        return self._idx[: self._n] >= 0
-
-    def vectors(self) -> np.ndarray:
-        """``(n, dim)`` entry vectors (zeros where missing)."""
-        if self._rows is None:
-            return np.zeros((self._n, 0), dtype=np.float32)
-        idx = self._idx[: self._n]
-        out = self._rows[np.maximum(idx, 0)].copy()
-        out[idx < 0] = 0.0
-        return out
-
-    def scores(self, q: np.ndarray) -> np.ndarray:
-        """Cosine (dot of unit vectors) of every entry with ``q``; ``-inf`` where missing."""
-        out = np.full(self._n, -np.inf, dtype=np.float32)
-        if self._rows is None or self._n == 0:
-            return out
-        uniq = self._rows[: self._n_rows] @ np.asarray(q, dtype=np.float32)
-        idx = self._idx[: self._n]
-        ok = idx >= 0
-        out[ok] = uniq[idx[ok]]
-        return out
-
-
 class ArchitectureBase:
     """The bank every family shares: unique products in encode order, the session clock, the
     injector, feature binding, and naming (components and stand-ins).
@@ -245,8 +176,9 @@ class ArchitectureBase:
                                             for role, (label, flag) in self._roles().items()}
         for role, fs in self._specs.items():
             comps[role].update(kind=fs.kind, key=fs.key)
-        return {"name": self.name, "family": self.family, "variant": self.variant, "components": comps,
-                "stand_in": self.stand_in, "label": self.label}
+        return {"name": self.name, "family": self.family, "variant": self.variant,
+                "spec": getattr(self, "spec", None), "components": comps, "stand_in": self.stand_in,
+                "label": self.label}
 
     @property
     def label(self) -> str:

@@ -26,10 +26,10 @@ from pydantic import Field
 
 from core.config import Frozen
 from core.registry import ComponentSpec
-from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query, VectorChannel
+from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
 from memory.agent.captioner import PAPER_CAPTIONER
 from memory.agent.features import FeatureSource, FeatureSpec, caption_feature, content_id, embedder_feature
-from memory.agent.scoring import hybrid_scores, token_overlap, tokens
+from memory.agent.scoring import VectorChannel, hybrid_scores, token_overlap, tokens
 
 
 class DualConfig(Frozen):

@@ -23,10 +23,10 @@ from pydantic import Field
 
 from core.config import Frozen
 from core.registry import ComponentSpec
-from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query, VectorChannel
+from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
 from memory.agent.captioner import PAPER_CAPTIONER
 from memory.agent.features import FeatureSpec, caption_feature, content_id, embedder_feature
-from memory.agent.scoring import BM25Index, maxabs, tokens
+from memory.agent.scoring import BM25Index, VectorChannel, maxabs, tokens
 
 TEXT_W, BM25_W, VISUAL_W = 0.35, 0.25, 0.40
 

@@ -16,10 +16,10 @@ from pydantic import Field, model_validator
 from agents.memory import MemoryContext
 from core.config import Frozen
 from core.registry import ComponentSpec
-from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query, VectorChannel
+from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
 from memory.agent.features import FeatureSource, FeatureSpec, caption_feature, embedder_feature
 from memory.agent.inject import format_block
-from memory.agent.scoring import token_overlap, tokens
+from memory.agent.scoring import VectorChannel, token_overlap, tokens
 
 
 class NoMemoryConfig(Frozen):

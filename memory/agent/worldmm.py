@@ -66,9 +66,9 @@ def routing_prompt(query: str, queried: list[str], ctx: list[str]) -> str:
     return (f"Retrieval task. Query: {query!r}\n"
             f"Modules already queried: {queried}\n"
             f"Top candidates so far: " + " | ".join(ctx[-3:]) + "\n"
-            f"Reply with the NEXT memory module to query from "
-            f"[episodic, semantic, visual], or 'done' if the evidence "
-            f"so far is sufficient.\nFormat: 'NEXT: <module-or-done>'")
+            "Reply with the NEXT memory module to query from "
+            "[episodic, semantic, visual], or 'done' if the evidence "
+            "so far is sufficient.\nFormat: 'NEXT: <module-or-done>'")
 
 
 class WorldMMConfig(Frozen):
