@@ -131,6 +131,7 @@ def memory_replay() -> list[dict]:
                           better="higher"))
         out.append(_retrieval(specs, streams, feats, read_blob))
         out.append(record(NAME, "peak_rss_mib", _peak_rss_mib(), "MiB"))
+        out.append(record(NAME, "load_avg_1m (other processes on the machine)", os.getloadavg()[0], ""))
     return out
 
 

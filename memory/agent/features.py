@@ -46,6 +46,8 @@ TRANSPORT_ARGS = frozenset({
     "backoff_max_s", "max_concurrency", "concurrency", "device", "batch_size", "label", "data_dir",
     "on_error", "image_detail",
 })
+#: How the official captioner reports a failed call (kept out of the tables, retried next time).
+CAPTION_ERROR_PREFIX = "<caption error:"
 _BLOB_RE = re.compile(r"(?:^|/)sha256/([0-9a-f]{16,64})(?:\.[A-Za-z0-9]+)?$")
 
 
@@ -200,16 +202,22 @@ class InProcessFeatures:
         read_blob: ``image_key -> bytes`` (the store's blob reader, a dict's ``__getitem__``).
         build_embedder / build_captioner: factories from a resolved spec (defaults: the serve
             registry and :data:`memory.agent.captioner.CAPTIONERS`); tests pass fakes.
+        caption_workers: concurrent captioner calls in a batch (a remote VLM answers many at
+            once; the local stand-in needs 1).
+
+    A caption the captioner reports as failed (the official ``<caption error: ...>`` text) is
+    returned but not kept, as the official cache never stores one: the next ask retries.
     """
 
     def __init__(self, read_blob: Callable[[str], bytes], *, build_embedder: Callable[[dict], Any] | None = None,
-                 build_captioner: Callable[[dict], Any] | None = None) -> None:
+                 build_captioner: Callable[[dict], Any] | None = None, caption_workers: int = 1) -> None:
         from memory.agent.captioner import build_captioner as _bc
         from serve.embed import build_embedder as _be
 
         self.read_blob = read_blob
         self._build_embedder = build_embedder or _be
         self._build_captioner = build_captioner or _bc
+        self.caption_workers = max(1, int(caption_workers))
         self._models: dict[str, Any] = {}
         self._lock = threading.RLock()
         self.tables = FeatureTables()
@@ -231,9 +239,9 @@ class InProcessFeatures:
     # -- the FeatureSource protocol ----------------------------------------------------------
     def caption(self, image_key: str | None, url_hash: str | None, spec: FeatureSpec) -> str | None:
         k = (spec.key, caption_id(image_key, url_hash))
-        if k not in self.tables.captions:
-            self._caption_batch(spec, [(image_key, url_hash)])
-        return self.tables.captions[k]
+        if k in self.tables.captions:
+            return self.tables.captions[k]
+        return self._caption_batch(spec, [(image_key, url_hash)])[0]
 
     def image_embedding(self, image_key: str | None, spec: FeatureSpec) -> np.ndarray | None:
         if not image_key:
@@ -269,13 +277,26 @@ class InProcessFeatures:
         self.calls[(spec.kind if what == "doc" else what, spec.label)] += n
         self.seconds[spec.kind if what == "doc" else what] += time.perf_counter() - t0
 
-    def _caption_batch(self, spec: FeatureSpec, items: list[tuple[str | None, str | None]]) -> None:
+    def _caption_batch(self, spec: FeatureSpec, items: list[tuple[str | None, str | None]]) -> list[str]:
         cap = self.model(spec)
         t0 = time.perf_counter()
-        for image_key, url_hash in items:
-            image = self.read_blob(image_key) if image_key else None
-            self.tables.captions[(spec.key, caption_id(image_key, url_hash))] = cap.caption(image, url_hash=url_hash)
+
+        def one(item: tuple[str | None, str | None]) -> str:
+            image_key, url_hash = item
+            return cap.caption(self.read_blob(image_key) if image_key else None, url_hash=url_hash)
+
+        if self.caption_workers > 1 and len(items) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(self.caption_workers, len(items))) as pool:
+                texts = list(pool.map(one, items))
+        else:
+            texts = [one(i) for i in items]
+        for (image_key, url_hash), text in zip(items, texts):
+            if not (text or "").startswith(CAPTION_ERROR_PREFIX):
+                self.tables.captions[(spec.key, caption_id(image_key, url_hash))] = text
         self._count(spec, "doc", len(items), t0)
+        return texts
 
     def _image_batch(self, spec: FeatureSpec, image_keys: list[str]) -> None:
         enc = self.model(spec)

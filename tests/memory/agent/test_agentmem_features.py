@@ -117,3 +117,27 @@ def test_required_features_union_is_small():
     kinds = Counter(fs.kind for fs in union)
     # 5 caption tasks of one captioner; 1 visual encoder locally (clip swapped too); 1 text encoder
     assert kinds == {"caption": 5, "image_embedding": 1, "text_embedding": 1}
+
+
+class _Flaky:
+    """Fails (the official error text) on its first call for each product, then answers."""
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def caption(self, image, *, url_hash=None):
+        self.seen.append(url_hash)
+        return "<caption error: TimeoutError>" if self.seen.count(url_hash) == 1 else f"ok {url_hash}"
+
+
+def test_failed_captions_are_not_kept_and_workers_run_batches():
+    flaky = _Flaky()
+    feats = InProcessFeatures(lambda k: b"png", build_captioner=lambda spec: flaky, caption_workers=4)
+    fs = caption_feature("catalogue", "caption")
+    assert feats.caption("blobs/sha256/" + "a" * 64 + ".png", "h1", fs) == "<caption error: TimeoutError>"
+    assert feats.caption("blobs/sha256/" + "a" * 64 + ".png", "h1", fs) == "ok h1"      # retried, then kept
+    assert feats.caption("blobs/sha256/" + "a" * 64 + ".png", "h1", fs) == "ok h1"
+    assert flaky.seen == ["h1", "h1"]
+    items = [(f"blobs/sha256/{i:064x}.png", f"p{i}") for i in range(8)]
+    assert feats._caption_batch(fs, items) == ["<caption error: TimeoutError>"] * 8
+    assert feats._caption_batch(fs, items) == [f"ok p{i}" for i in range(8)]
