@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from agents.chains import CATEGORIES, STYLES
 from agents.prompts import category_noun
+from serve.layouts import check_layout, model_view
 from serve.vlm import VLMS, ChatResult, Message
 
 STAND_IN_NAME = "scripted-shopper (stand-in)"
@@ -150,10 +151,14 @@ def decide(seed: int, st: PageState) -> tuple[str, str]:
 
 @VLMS.register("scripted-shopper", stand_in=True)
 class ScriptedShopper:
-    """Stand-in encoding agent (see module docstring). ``seed`` varies its plans."""
+    """Stand-in encoding agent (see module docstring). ``seed`` varies its plans; ``layout``
+    (:mod:`serve.layouts`) is the message layout whose model view it reads: with
+    ``merged-user``/``parts`` the system prompt sits in front of the step message, which the
+    step parser tolerates (the prompt has no ``Step k/N.`` line and no ``[...]`` sections)."""
 
-    def __init__(self, seed: int = 0, *, sleep_s: float = 0.0) -> None:
+    def __init__(self, seed: int = 0, *, sleep_s: float = 0.0, layout: str = "chat") -> None:
         self.seed = int(seed)
+        self.layout = check_layout(layout)
         self.sleep_s = float(sleep_s)
         self.name = f"scripted-shopper:s{self.seed}"
         self.display_name = STAND_IN_NAME
@@ -163,6 +168,7 @@ class ScriptedShopper:
         t0 = time.perf_counter()
         if self.sleep_s:
             time.sleep(self.sleep_s)
+        messages = model_view(messages, self.layout)
         users = [m for m in messages if m.role == "user"]
         st = read_state(users[-1].text) if users else None
         if st is None:

@@ -71,6 +71,26 @@ class Report:
         return [t for s in self.sections for t in s.tables]
 
 
+_COLOUR_ORDERS = {
+    "official": "the released assignment (cue colour = card position, card 0 red)",
+    "seeded": "colours permuted per collection from the catalogue seed (not the official assignment)",
+}
+
+
+def catalogue_settings(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The DMV-Bench catalogue protocol a run used, from its manifest config: ``colour_order``,
+    ``catalog_seed`` (the run seed builds the catalogue) and a sentence saying what they mean.
+    None when the manifest records no config (results are only comparable within one setting)."""
+    cfg = (manifest or {}).get("config")
+    if not isinstance(cfg, dict):
+        return None
+    cat = cfg.get("catalog") if isinstance(cfg.get("catalog"), dict) else {}
+    order, seed = cat.get("colour_order"), cfg.get("seed")
+    meaning = _COLOUR_ORDERS.get(str(order), "not recorded")
+    return {"colour_order": order, "catalog_seed": seed,
+            "line": f"Cue colour order: {order or 'not recorded'}, {meaning}; catalogue seed {seed}."}
+
+
 def _fmt(v: Any, percent: bool) -> str:
     if v is None:
         return "—"
@@ -186,6 +206,9 @@ def to_html(rep: Report, *, svg_dir: str = "figures") -> str:
         m = rep.manifest
         rows = [("run id", m.get("run_id")), ("git revision", m.get("git_revision")),
                 ("started", m.get("started_at")), ("python", m.get("python")), ("platform", m.get("platform"))]
+        cs = catalogue_settings(m)
+        if cs:
+            rows += [("cue colour order", cs["colour_order"]), ("catalogue seed", cs["catalog_seed"])]
         rows += [(f"stage {k}", v.get("status") if isinstance(v, dict) else v) for k, v in (m.get("stages") or {}).items()]
         out.append('<table id="tbl-manifest"><tbody>' + "".join(
             f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows) + "</tbody></table>")
@@ -212,6 +235,10 @@ def to_markdown(rep: Report, *, fig_dir: str = "figures") -> str:
         for f in s.figures:
             out += [f"![{f.title}]({fig_dir}/{f.id}.png) ([SVG]({fig_dir}/{f.id}.svg))", ""]
     if rep.manifest:
+        cs = catalogue_settings(rep.manifest)
         out += ["## Run manifest", "", f"- git revision: `{rep.manifest.get('git_revision')}`",
-                f"- started: {rep.manifest.get('started_at')}", ""]
+                f"- started: {rep.manifest.get('started_at')}"]
+        if cs:
+            out += [f"- cue colour order: `{cs['colour_order']}`, catalogue seed {cs['catalog_seed']}"]
+        out += [""]
     return "\n".join(out)

@@ -18,7 +18,7 @@ import polars as pl
 
 from analysis import dmv, figures, memshot
 from analysis.bootstrap import N_RESAMPLES
-from analysis.render import Figure, Report, Section, Table, to_html, to_markdown
+from analysis.render import Figure, Report, Section, Table, catalogue_settings, to_html, to_markdown
 from analysis.schemas import KINDS, SchemaError, result_key, result_prefix, validate
 
 
@@ -186,8 +186,14 @@ def _memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: R
 def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict[str, Any] | None = None,
                  errors: dict[str, str] | None = None, options: ReportOptions = ReportOptions()) -> Report:
     """Score every available table and assemble the report (pure: no I/O)."""
-    sections = [*_dmv_sections(tables.get("probes"), options), _encoding_section(tables.get("encoding")),
-                *_memshot_sections(tables.get("memshot_answers"), tables.get("memshot_recall"), options)]
+    dmv_parts = [*_dmv_sections(tables.get("probes"), options), _encoding_section(tables.get("encoding"))]
+    cs = catalogue_settings(manifest)
+    if cs:
+        # Trajectories and probes under the two colour orders are not comparable: say which one.
+        for s in dmv_parts:
+            if s.has_data:
+                s.notes.insert(0, cs["line"])
+    sections = [*dmv_parts, *_memshot_sections(tables.get("memshot_answers"), tables.get("memshot_recall"), options)]
     found = ", ".join(k for k in KINDS if k in tables) or "none"
     return Report(title=f"vismem report — {run_id}", run_id=run_id, sections=sections, manifest=manifest,
                   errors=dict(errors or {}),

@@ -29,8 +29,10 @@ from agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table
 TRAJECTORY_ROOT = "trajectories"
 BLOB_ROOT = "blobs/sha256"
 
-#: Bump when the agent protocol (prompts, loop semantics) changes what a session produces.
-PROTOCOL_VERSION = "dmv-f2-encode.v1"
+#: Bump when the agent protocol (prompts, loop semantics, the shop's pages) changes what a
+#: session produces. v2: breadcrumbs inside ``<main>`` (product-page ``click_index`` targets are
+#: ``[collection, 9 siblings]``, as official) and per-backend message layouts.
+PROTOCOL_VERSION = "dmv-f2-encode.v2"
 
 
 def slugify(text: str) -> str:

@@ -2,7 +2,12 @@
 
 Shared by the HTTP client (:mod:`serve.backends.openai`) and the local server
 (:mod:`serve.openai_server`) so both ends agree byte for byte: images travel as base64 data
-URLs in ``image_url`` content parts, image parts first, then one text part.
+URLs in ``image_url`` content parts, in the order the back-end's message layout
+(:mod:`serve.layouts`) gives: ``chat`` puts a turn's image parts first, then one text part
+(plain-string content when there are no images); ``merged-user`` and ``parts`` send text parts
+first, then the images, always as a part list (as the official clients do). The server parses
+every layout back: the text parts of one message are joined by ``"\n\n"``, so a
+``merged-user`` request parses to exactly the merged text, and a ``parts`` request to the same.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import time
 import uuid
 from typing import Any
 
+from serve.layouts import TEXT_JOIN, Turn, apply_layout
 from serve.vlm import ChatResult, Message
 
 
@@ -51,18 +57,31 @@ def from_data_url(url: str) -> bytes:
         raise ValueError(f"invalid base64 in image data URL: {e}") from e
 
 
-def message_to_openai(msg: Message, *, image_detail: str | None = None) -> dict[str, Any]:
-    """One message in the wire format; plain-string content when there are no images."""
-    if not msg.images:
-        return {"role": msg.role, "content": msg.text}
+def turn_to_openai(turn: Turn, *, image_detail: str | None = None) -> dict[str, Any]:
+    """One laid-out turn in the wire format, its parts in order."""
+    if turn.collapse and not turn.images:
+        return {"role": turn.role, "content": TEXT_JOIN.join(turn.texts)}
     parts: list[dict[str, Any]] = []
-    for img in msg.images:
-        image_url: dict[str, Any] = {"url": to_data_url(img)}
+    for kind, value in turn.parts:
+        if kind == "text":
+            parts.append({"type": "text", "text": value})
+            continue
+        image_url: dict[str, Any] = {"url": to_data_url(value)}  # type: ignore[arg-type]
         if image_detail:
             image_url["detail"] = image_detail
         parts.append({"type": "image_url", "image_url": image_url})
-    parts.append({"type": "text", "text": msg.text})
-    return {"role": msg.role, "content": parts}
+    return {"role": turn.role, "content": parts}
+
+
+def messages_to_openai(messages: list[Message], *, layout: str = "chat",
+                       image_detail: str | None = None) -> list[dict[str, Any]]:
+    """A conversation in the wire format under a message layout (see :mod:`serve.layouts`)."""
+    return [turn_to_openai(t, image_detail=image_detail) for t in apply_layout(messages, layout)]
+
+
+def message_to_openai(msg: Message, *, image_detail: str | None = None) -> dict[str, Any]:
+    """One message in the ``chat`` layout: image parts, then the text; a plain string without images."""
+    return messages_to_openai([msg], image_detail=image_detail)[0]
 
 
 def messages_from_openai(raw: list[dict[str, Any]]) -> list[Message]:
@@ -93,7 +112,9 @@ def messages_from_openai(raw: list[dict[str, Any]]) -> list[Message]:
                     raise ValueError(f"messages[{i}].content[{j}]: {e}") from e
             else:
                 raise ValueError(f"messages[{i}].content[{j}].type {kind!r} is not text/image_url")
-        out.append(Message(role, "\n".join(texts), tuple(images)))
+        # Several text parts (the ``parts`` layout) read as one text, joined as ``merged-user``
+        # joins system and user: both layouts then reach a backend as the same Message.
+        out.append(Message(role, TEXT_JOIN.join(texts), tuple(images)))
     return out
 
 

@@ -1,7 +1,9 @@
 """A local OpenAI-compatible server (FastAPI + uvicorn on loopback) for any registered backend.
 
 ``/v1/chat/completions`` serves a :class:`serve.vlm.VLM` (data-URL images decoded back into
-bytes), ``/v1/embeddings`` an optional :class:`serve.embed.Embedder`, plus ``/v1/models`` and
+bytes; requests in any message layout of :mod:`serve.layouts` parse, a message's text parts
+joined by ``"\n\n"``, so the hosted backend reads what the layout's model view promises),
+``/v1/embeddings`` an optional :class:`serve.embed.Embedder`, plus ``/v1/models`` and
 ``/health``. In process::
 
     with LocalOpenAIServer(vlm=build_vlm("scripted")) as srv:

@@ -11,8 +11,13 @@ Routes (the official shop's layout, minus its dead v1 links):
 ``/images/<hash>.png``         product image from the :class:`ImageSource` (``/images/base/...``:
                                the cue-free image, used on no page; for tools)
 
-Breadcrumbs and the recently-viewed strip sit *outside* ``<main>``: ``click_index(N)`` counts
-links inside ``<main>`` only, so on a product page it addresses the nine siblings.
+``click_index(N)`` counts the distinct ``/product/`` and ``/collection/`` links inside ``<main>``
+in DOM order. As in the official shop, the breadcrumb is ``<main>``'s first child and the header,
+the recently-viewed strip and the footer sit outside it. Of the crumbs only the product page's
+collection link is a target (``/category/`` links are not), so the target lists equal the
+official ones: category page = its ten collections, collection page = its ten cards, home = none,
+product page = ``[/collection/<slug>, the nine siblings by price]``: ``click_index(0)`` goes back
+to the collection and ``click_index(N)`` for N >= 1 opens sibling N-1.
 
 Every string the shop shows is L2 (see ``env/storefront/audit.py``): product class, collection
 name, numbered names, prices. The shop's own copy avoids colour words and cue nouns.

@@ -7,7 +7,8 @@ import time
 from typing import Any
 
 from serve.http_client import RETRY_STATUSES, RetryingJSONClient  # noqa: F401  (re-export)
-from serve.openai_format import message_to_openai, parse_completion
+from serve.layouts import check_layout
+from serve.openai_format import messages_to_openai, parse_completion
 from serve.vlm import VLMS, ChatResult, Message, VLMError
 
 
@@ -29,6 +30,9 @@ class OpenAIChatVLM(RetryingJSONClient):
             ``mm_processor_kwargs``, ``chat_template_kwargs``).
         image_detail: OpenAI ``detail`` for image parts (``low``/``high``/``auto``), omitted if None.
         seed: sent as ``seed`` when set (vLLM and OpenAI honour it).
+        layout: the message layout (:mod:`serve.layouts`): ``chat`` (system + user turns, images
+            before text), ``merged-user`` (the official vLLM request), ``parts`` (the official
+            Gemini request). A model argument: it changes what the model reads.
     """
 
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", *,
@@ -36,7 +40,7 @@ class OpenAIChatVLM(RetryingJSONClient):
                  timeout_s: float = 120.0, connect_timeout_s: float = 10.0, max_retries: int = 4,
                  backoff_s: float = 1.0, backoff_max_s: float = 30.0, max_concurrency: int = 8,
                  extra_body: dict[str, Any] | None = None, image_detail: str | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, layout: str = "chat") -> None:
         super().__init__(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
                          connect_timeout_s=connect_timeout_s, max_retries=max_retries, backoff_s=backoff_s,
                          backoff_max_s=backoff_max_s, max_concurrency=max_concurrency)
@@ -45,11 +49,12 @@ class OpenAIChatVLM(RetryingJSONClient):
         self.extra_body = dict(extra_body or {})
         self.image_detail = image_detail
         self.seed = seed
+        self.layout = check_layout(layout)
 
     def request_body(self, messages: list[Message], *, max_tokens: int, temperature: float) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [message_to_openai(m, image_detail=self.image_detail) for m in messages],
+            "messages": messages_to_openai(messages, layout=self.layout, image_detail=self.image_detail),
             "max_tokens": int(max_tokens),
             "temperature": float(temperature),
         }

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Callable
 
+from serve.layouts import check_layout, model_view
 from serve.vlm import VLMS, ChatResult, Message
 
 MALFORMED_TEXT = "\x00<<garbled>> }{ not-a-valid-reply"
@@ -64,12 +65,14 @@ class ScriptedVLM:
         malformed: ``True`` → every reply is garbage; an int ``n`` → the first ``n`` replies are.
         sleep_s: seconds to sleep before replying, for the first ``sleep_first`` calls (all if None).
         fail_first: the first ``n`` calls raise :class:`ScriptedFault` with ``fail_status``.
+        layout: the message layout (:mod:`serve.layouts`) whose model view ``fn`` and the token
+            count read, so a stand-in sees a conversation the way the model it stands in for would.
     """
 
     def __init__(self, replies: list[str] | str | None = None, *, fn: Callable | str | None = None,
                  cycle: bool = True, label: str = "default", malformed: bool | int = False,
                  sleep_s: float = 0.0, sleep_first: int | None = None, fail_first: int = 0,
-                 fail_status: int = 500) -> None:
+                 fail_status: int = 500, layout: str = "chat") -> None:
         if isinstance(replies, str):
             replies = [replies]
         self.replies = list(replies or ["OK"])
@@ -81,6 +84,7 @@ class ScriptedVLM:
         self.sleep_first = sleep_first
         self.fail_first = int(fail_first)
         self.fail_status = int(fail_status)
+        self.layout = check_layout(layout)
         self.calls = 0
         self._lock = threading.Lock()
         self._it = itertools.cycle(self.replies) if cycle else iter(self.replies)
@@ -93,6 +97,7 @@ class ScriptedVLM:
 
     def chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0) -> ChatResult:
         t0 = time.perf_counter()
+        messages = model_view(messages, self.layout)
         with self._lock:
             self.calls += 1
             n = self.calls

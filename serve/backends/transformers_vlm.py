@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import threading
 import time
-from serve.qwen_inputs import QwenVLInputs, chat_parts, model_class_for, torch_device, torch_dtype
+from serve.layouts import Turn, apply_layout, check_layout
+from serve.qwen_inputs import QwenVLInputs, model_class_for, torch_device, torch_dtype
 from serve.vlm import VLMS, ChatResult, Message
+
+
+def template_content(turn: Turn) -> list[dict]:
+    """A laid-out turn as chat-template content parts, in order. Empty text parts are dropped,
+    as ``serve.qwen_inputs.chat_parts`` always did, so ``chat`` conversations render exactly as
+    before (images, then the text if any)."""
+    return [{"type": "image"} if kind == "image" else {"type": "text", "text": value}
+            for kind, value in turn.parts if kind == "image" or value]
 
 
 @VLMS.register("transformers", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
@@ -22,15 +31,20 @@ class TransformersVLM:
         device / dtype: ``auto`` → CUDA + bfloat16 when available, else CPU + float32.
         min_pixels / max_pixels: override the image resize bounds.
         seed: seeds sampling when ``temperature > 0``.
+        layout: the message layout (:mod:`serve.layouts`) of the chat-template conversation;
+            ``merged-user`` gives the official vLLM prompt (no system turn, so Qwen2.5-VL's
+            template adds its default one).
     """
 
     def __init__(self, path: str, *, label: str | None = None, device: str = "auto", dtype: str = "auto",
-                 min_pixels: int | None = None, max_pixels: int | None = None, seed: int = 0) -> None:
+                 min_pixels: int | None = None, max_pixels: int | None = None, seed: int = 0,
+                 layout: str = "chat") -> None:
         from serve.testing import default_label, resolve_model_path
 
         self.name = f"transformers:{label or default_label(str(path))}"
         self.path = path = resolve_model_path(str(path))
         self.seed = int(seed)
+        self.layout = check_layout(layout)
         self.device = torch_device(device)
         self.inputs = QwenVLInputs(path, min_pixels=min_pixels, max_pixels=max_pixels)
         cls = model_class_for(path)
@@ -39,13 +53,16 @@ class TransformersVLM:
         self._lock = threading.Lock()
 
     def conversation(self, messages: list[Message]) -> list[dict]:
-        return [{"role": m.role, "content": chat_parts(m.text, len(m.images))} for m in messages]
+        """The chat-template conversation of ``messages`` under this backend's layout."""
+        return [{"role": t.role, "content": template_content(t)} for t in apply_layout(messages, self.layout)]
 
     def chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0) -> ChatResult:
         import torch
 
         t0 = time.perf_counter()
-        batch = self.inputs.batch([self.conversation(messages)], [list(m_img for m in messages for m_img in m.images)])
+        # images in the order their slots appear in the laid-out conversation
+        images = [img for t in apply_layout(messages, self.layout) for img in t.images]
+        batch = self.inputs.batch([self.conversation(messages)], [images])
         batch = {k: v.to(self.device) for k, v in batch.items()}
         n_prompt = int(batch["input_ids"].shape[1])
         gen_kwargs = {"max_new_tokens": int(max_tokens), "do_sample": temperature > 0}

@@ -80,6 +80,11 @@ def test_http_click_targets_match_the_browser(browser, shop) -> None:
         html = httpx.get(shop.url + path).text
         assert click_targets(html, shop.url + path) == browser.click_targets(), path
     assert len(click_targets(httpx.get(shop.url + "/collection/sofa-rustic").text, shop.url)) == 10
+    # product page: the collection crumb first, then the nine siblings (official DOM order)
+    browser.reset("/product/df5b5fde")
+    targets = browser.click_targets()
+    assert len(targets) == 10 and targets[0].startswith("/collection/")
+    assert all(t.startswith("/product/") and t != "/product/df5b5fde" for t in targets[1:])
 
 
 def test_http_and_browser_trajectories_agree(browser, shop) -> None:
@@ -90,6 +95,28 @@ def test_http_and_browser_trajectories_agree(browser, shop) -> None:
         b = run_session(spec, vlm=vlm, env=env, backend="t")
     cols = ("url", "title", "url_hash", "action_type", "action_arg", "reply", "n_images", "status")
     assert [[getattr(s, c) for c in cols] for s in a.steps] == [[getattr(s, c) for c in cols] for s in b.steps]
+
+
+def test_scripted_shopper_browses_identically_under_every_layout(shop) -> None:
+    """The shopper parses the step message; with merged-user/parts the system prompt is merged in
+    front of it, in process and behind the OpenAI-compatible server. Its trajectory is the same."""
+    from serve.layouts import LAYOUTS
+    from serve.openai_server import LocalOpenAIServer
+    from serve.vlm import build_vlm
+
+    spec = replace(session_spec(1, 2), n_steps=10)
+    cols = ("url", "url_hash", "action_type", "action_arg", "reply", "status")
+    runs = {}
+    with HttpEnv(shop.url) as env:
+        for layout in LAYOUTS:
+            rec = Recorder(ScriptedShopper(seed=1, layout=layout))
+            runs[layout] = [[getattr(s, c) for c in cols] for s in run_session(spec, vlm=rec, env=env, backend="t").steps]
+        with LocalOpenAIServer(vlm=ScriptedShopper(seed=1)) as srv:
+            client = build_vlm({"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url,
+                                                           "api_key_env": None, "layout": "merged-user"}})
+            runs["http"] = [[getattr(s, c) for c in cols] for s in run_session(spec, vlm=client, env=env, backend="t").steps]
+    assert runs["merged-user"] == runs["parts"] == runs["chat"] == runs["http"]
+    assert sum(r[2] == "click_index" for r in runs["chat"]) >= 3 and all(r[5] == "ok" for r in runs["chat"])
 
 
 def test_scripted_policy_compliance_over_20_seeds(shop) -> None:

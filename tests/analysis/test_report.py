@@ -173,3 +173,22 @@ def test_full_runner_report_stage_end_to_end(tmp_path):
     assert results["report"]["status"] == "done"
     html = Store.open(store_uri).get_bytes(f"runs/{cfg.run_id}/report/index.html").decode()
     assert "stage report" in html
+
+
+def test_report_says_which_cue_colour_order_and_catalogue_seed_were_used():
+    from analysis.render import catalogue_settings, to_html, to_markdown
+    from analysis.report import build_report
+
+    tables = {"encoding": synthetic.encoding(chains=2, J=3)}
+    for order, seed in (("official", 0), ("seeded", 7)):
+        manifest = {"run_id": "r", "config": {"seed": seed, "catalog": {"colour_order": order}}}
+        rep = build_report(tables, "r", manifest=manifest, options=FAST)
+        enc = next(s for s in rep.sections if s.id == "dmv-encoding")
+        assert enc.notes[0].startswith(f"Cue colour order: {order}, ") and f"catalogue seed {seed}." in enc.notes[0]
+        assert ("not the official" in enc.notes[0]) == (order == "seeded")
+        assert not any(n.startswith("Cue colour") for s in rep.sections if not s.has_data for n in s.notes)
+        html = to_html(rep)
+        assert f"<tr><td>cue colour order</td><td>{order}</td></tr>" in html
+        assert f"<tr><td>catalogue seed</td><td>{seed}</td></tr>" in html
+        assert f"- cue colour order: `{order}`, catalogue seed {seed}" in to_markdown(rep)
+    assert catalogue_settings(None) is None and catalogue_settings({"run_id": "x"}) is None

@@ -45,14 +45,26 @@ def test_episode_through_every_action_product_image_mode(env, catalog):
     assert r.observation.description.startswith(v.name)
     # the browser itself loads no images in this mode (block_images); the observation has them
     assert env.page.evaluate("document.querySelector('main .card img').naturalWidth") == 0
-    # on a product page click_index addresses the nine siblings (breadcrumbs sit outside <main>)
-    assert env.click_targets() == [f"/product/{s.url_hash}" for s in catalog.variants_of(col.slug) if s != v]
+    # on a product page the collection crumb comes first (official DOM: crumbs inside <main>),
+    # then the nine siblings in price order
+    siblings = [f"/product/{s.url_hash}" for s in catalog.variants_of(col.slug) if s != v]
+    assert env.click_targets() == [f"/collection/{col.slug}"] + siblings
 
     before = r.observation.url
-    for bad in ("Action: fly to the moon", "Action: click_index(9)", 'Action: navigate("nowhere")', ""):
+    for bad in ("Action: fly to the moon", 'Action: navigate("nowhere")', ""):
         r = env.step(bad)
         assert not r.ok and r.error and r.observation.url == before and not r.terminal
-    assert r.step == 8
+    assert r.step == 7
+
+    r = env.step("Action: click_index(9)")  # the last sibling: in range now
+    assert r.ok and r.observation.url == siblings[8]
+    r = env.step("Action: click_index(0)")  # back to the product's collection
+    assert r.ok and r.observation.url == f"/collection/{col.slug}"
+    r = env.step("Action: click_index(7)")
+    assert r.ok and r.observation.url == f"/product/{v.url_hash}"
+    r = env.step("Action: click_index(1)")  # the first sibling (cheapest other than v)
+    assert r.ok and r.observation.url == siblings[0]
+    assert r.step == 11
 
     r = env.step("Action: click 1cbf7447")  # official click-on-hash form
     assert r.ok and r.observation.url == "/product/1cbf7447"

@@ -58,9 +58,12 @@ def test_product_page(client, catalog):
     r = client.get(f"/product/{v.url_hash}")
     assert r.status_code == 200
     html, main = r.text, _main(r.text)
-    crumbs = html[html.index('aria-label="Breadcrumb"'):html.index("<main>")]
+    # the breadcrumb is <main>'s first child, as in the official shop (click_index counts it)
+    assert main.startswith('<main>\n<nav class="crumbs" aria-label="Breadcrumb">')
+    crumbs = main[main.index('aria-label="Breadcrumb"'):main.index("</nav>")]
     assert re.findall(r'href="([^"]+)"', crumbs) == ["/", "/category/sofa", "/collection/sofa-rustic"]
     assert v.name in crumbs and "Sofas" in crumbs and v.collection in crumbs
+    assert f'<span aria-current="page">{v.name}</span>' in crumbs  # the product itself is no link
     assert f'id="product-image" src="/images/{v.url_hash}.png" alt="{v.name}"' in main
     assert f"<h1>{v.name}</h1>" in main and f"${v.price:,.2f}" in main
     assert "<dt>Material</dt><dd>varied</dd>" in main
@@ -68,6 +71,25 @@ def test_product_page(client, catalog):
     sib = re.findall(r'href="/product/([0-9a-f]{8})"', main)
     assert len(sib) == 9 and v.url_hash not in sib
     assert set(sib) == {s.url_hash for s in catalog.variants_of("sofa-rustic")} - {v.url_hash}
+
+
+@pytest.mark.parametrize("page", ["home", "category", "collection", "product"])
+def test_click_targets_equal_the_official_lists(client, catalog, page):
+    """The official F2 target lists (dmv-official.md §5.2): crumbs inside <main> contribute only
+    the product page's collection link, which comes first; cards and tiles keep their order."""
+    from env.http_env import click_targets
+
+    v = catalog.variants_of("sofa-rustic")[3]
+    path, want = {
+        "home": ("/", []),
+        "category": ("/category/sofa", [f"/collection/{c.slug}" for c in catalog.collections_of("sofa")]),
+        "collection": ("/collection/sofa-rustic", [f"/product/{s.url_hash}" for s in catalog.variants_of("sofa-rustic")]),
+        # click_index(0) = back to the collection; N >= 1 = sibling N-1, price ascending
+        "product": (f"/product/{v.url_hash}", ["/collection/sofa-rustic"] + sorted(
+            (f"/product/{s.url_hash}" for s in catalog.variants_of("sofa-rustic") if s != v),
+            key=lambda u: catalog.by_hash[u.rsplit("/", 1)[1]].price)),
+    }[page]
+    assert click_targets(client.get(path).text, "http://testserver" + path) == want
 
 
 def test_recently_viewed_is_per_client_and_outside_main(shop_app, catalog):
