@@ -10,6 +10,7 @@ figures (a section with no data says what is missing); ``write_report`` puts
 from __future__ import annotations
 
 import io
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -112,7 +113,9 @@ def _dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions) -> list[Secti
         bank = dmv.binned(probes, "bank_size", n_bins=opt.n_bins, common=opt.common_probes)
         pos = dmv.binned(probes, "encoding_position", n_bins=opt.n_bins, common=opt.common_probes)
         for backend in sorted(cells["backend"].unique().to_list()):
-            curves.figures.append(Figure(f"bins-{backend}", f"{backend}: TSR by bank size and encoding position",
+            # Figure ids become file names: back-end names may hold spaces, slashes and parentheses.
+            fid = "bins-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", backend).strip("-") or "backend")
+            curves.figures.append(Figure(fid, f"{backend}: TSR by bank size and encoding position",
                                          *figures.render(figures.bins(bank, pos, backend))))
         if pair:
             lead = dmv.leader_bins(bank, pair[0]).join(dmv.leader_bins(pos, pair[0]), on=["backend", "J"],

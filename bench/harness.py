@@ -21,11 +21,13 @@ from typing import Any, Callable, Literal
 BENCH_MODULES = (
     "bench.store_roundtrip",
     "bench.memshot_render",
+    "bench.memshot_ocr",
     "bench.catalog",
     "bench.storefront",
     "bench.encode",
     "bench.stats",
     "bench.memory_replay",
+    "bench.probes",
 )
 
 

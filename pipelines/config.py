@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from core.config import Frozen
 from pipelines.configs.catalog import CatalogConfig
 from pipelines.configs.encode import EncodeConfig
+from pipelines.configs.memory import MemoryConfig, ProbesConfig
 from pipelines.configs.memshot import MemShotConfig
 from pipelines.configs.report import ReportConfig
 from pipelines.configs.store import RayConfig, StoreConfig
@@ -58,6 +59,9 @@ class RunConfig(Frozen):
     memshot: MemShotConfig = Field(default_factory=MemShotConfig, description="MemShot stage settings.")
     catalog: CatalogConfig = Field(default_factory=CatalogConfig, description="DMV-Bench catalogue stage settings.")
     encode: EncodeConfig = Field(default_factory=EncodeConfig, description="DMV-Bench encoding-chain settings.")
+    memory: MemoryConfig = Field(default_factory=MemoryConfig,
+                                 description="DMV-Bench memory architectures replayed from the trajectories.")
+    probes: ProbesConfig = Field(default_factory=ProbesConfig, description="DMV-Bench recall probes.")
     report: ReportConfig = Field(default_factory=ReportConfig, description="Report stage settings.")
 
     @field_validator("stages")
@@ -69,14 +73,30 @@ class RunConfig(Frozen):
         # Canonical order and no duplicates, so equal intents give equal run ids.
         return tuple(s for s in STAGE_ORDER if s in v)
 
+    @model_validator(mode="after")
+    def _probes_fit_the_chains(self) -> "RunConfig":
+        too_long = [j for j in (self.probes.J or ()) if j > self.encode.J]
+        if too_long:
+            raise ValueError(f"probes.J {too_long} exceed encode.J = {self.encode.J} (a chain is scored only "
+                             "up to the sessions it has)")
+        if self.probes.backends is not None and len(self.probes.backends) not in (1, len(self.encode.backends)):
+            raise ValueError(f"probes.backends has {len(self.probes.backends)} entries for "
+                             f"{len(self.encode.backends)} encode.backends (give one recalling VLM for all, "
+                             "or one per browsing back-end)")
+        if self.probes.keep_k > self.probes.fetch_k:
+            raise ValueError("probes.keep_k must be <= probes.fetch_k")
+        return self
+
     # -- identity -----------------------------------------------------------------------------
     def content_hash(self) -> str:
         """sha256 of the config's canonical JSON, minus where-it-runs fields.
 
         Store location, Ray placement and local paths do not change results, so they do not
         change the run id: the same run can move from a laptop to a cluster and keep its id.
+        Nor does the stage list: ``vismem run report`` after ``vismem run encode`` adds to the
+        same run (each stage's results depend on its own settings, not on which stages ran).
         """
-        data = self.model_dump(mode="json", exclude={"store", "ray", "runs_dir", "data_dir"})
+        data = self.model_dump(mode="json", exclude={"store", "ray", "runs_dir", "data_dir", "stages"})
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -269,6 +269,19 @@ class InProcessFeatures:
             self._queries[k] = vec
         return vec
 
+    def prefetch_queries(self, texts: Iterable[str], spec: FeatureSpec) -> int:
+        """Embed, in one batch, the queries of ``texts`` not memoised yet (a probe unit knows its
+        first-step queries up front: one model call instead of one per probe). Returns how many."""
+        todo = [t for t in dict.fromkeys(texts) if (spec.key, t) not in self._queries]
+        if todo:
+            from serve.embed import embed_queries
+
+            t0 = time.perf_counter()
+            vecs = np.asarray(embed_queries(self.model(spec), todo), dtype=np.float32)
+            self._count(spec, "query", len(todo), t0)
+            self._queries.update({(spec.key, t): v for t, v in zip(todo, vecs)})
+        return len(todo)
+
     def image_bytes(self, image_key: str) -> bytes:
         return self.read_blob(image_key)
 

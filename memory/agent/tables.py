@@ -74,6 +74,11 @@ class TableFeatures:
             raise self._missing("query embedding", spec, text[:60])
         return self.fallback.query_embedding(text, spec)
 
+    def prefetch_queries(self, texts: Any, spec: FeatureSpec) -> int:
+        """Batch-embed queries through the fallback (which memoises them); 0 without one."""
+        fn = getattr(self.fallback, "prefetch_queries", None)
+        return fn(texts, spec) if fn is not None else 0
+
     def image_bytes(self, image_key: str) -> bytes:
         if self.read_blob is not None:
             return self.read_blob(image_key)

@@ -39,6 +39,9 @@ class Variant(Frozen):
     official: str | None = Field(None, description="The official SYSTEM_REGISTRY name it reproduces (None: ours only).")
     paper: str = Field("", description="Where it appears in the paper (table and row).")
     study: Literal["main", "ablation", "alpha_sweep"] = Field(..., description="Which result table it belongs to.")
+    also: tuple[Literal["main", "ablation", "alpha_sweep"], ...] = Field(
+        (), description="Other result tables that show this variant as a reference row (the headline DualMem "
+        "is the 0.75 point of the alpha sweep; DualMem at 0.5 is the reference row of the Table 4 ablations).")
     labels: dict[str, Any] = Field(default_factory=dict,
                                    description="Columns the result tables need (alpha, encoder, retrieval, injection).")
     name: str = Field(..., description="Registered architecture family (no-memory, verbal, dual, worldmm, mma, m2a).")
@@ -77,5 +80,5 @@ def variant_spec(name: str) -> dict[str, Any] | None:
 
 
 def variants_of_study(study: str) -> list[str]:
-    """The variants of one result table, by name."""
-    return [n for n in list_variants() if load_variant(n).study == study]
+    """The variants of one result table, by name (references included)."""
+    return [n for n in list_variants() if study == load_variant(n).study or study in load_variant(n).also]

@@ -12,6 +12,8 @@ stage         what it does (module)
 memshot       render dialogue shots, retrieve, recall@k, answers and judge (``memshot``)
 catalog       the storefront catalogue's 2,000 product images (``catalog``)
 encode        agents browse chains of sessions; the trajectory cache (``encode``)
+replay        features computed once; every memory architecture's banks from the trajectories
+probes        recall probes by reach over the replayed banks (``probes``)
 report        Polars scoring, statistics, figures, HTML/Markdown report (``report``)
 ============  ==========================================================================
 """
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from pipelines.context import RunContext
 
 #: Every stage, in the order a run executes them (each is ``pipelines.stages.<name>``).
-STAGE_ORDER: tuple[str, ...] = ("memshot", "catalog", "encode", "report")
+STAGE_ORDER: tuple[str, ...] = ("memshot", "catalog", "encode", "replay", "probes", "report")
 
 
 def _no_flags(parser: argparse.ArgumentParser) -> None:

@@ -51,7 +51,7 @@ def test_bad_value_names_field_and_allowed_values():
     assert "ray.mode" in str(e.value) and "'local'" in str(e.value) and "'cluster'" in str(e.value)
     with pytest.raises(ConfigError) as e:
         parse_config({"stages": ["memshot", "teleport"]})
-    assert "teleport" in str(e.value) and "memshot, catalog, encode, report" in str(e.value)
+    assert "teleport" in str(e.value) and "memshot, catalog, encode, replay, probes, report" in str(e.value)
 
 
 def test_stage_order_is_canonical():

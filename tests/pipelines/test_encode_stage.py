@@ -11,6 +11,7 @@ from pipelines.runner import run
 
 
 def _cfg(tmp_path, **encode):
+    encode.setdefault("chains", 1)
     return load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
                                   "store": {"uri": f"file://{tmp_path}/store"}, "encode": encode})
 

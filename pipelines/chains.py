@@ -1,0 +1,92 @@
+"""What the DMV-Bench memory stages share: the run's chains, their observations, its architectures.
+
+A *chain* is one browsing back-end's sessions of one seed in the trajectory cache
+(``pipelines.trajectories``); the ``replay`` and ``probes`` stages read the chains the
+``encode`` stage planned (same back-end specs and cache slugs, same seeds), session ``j`` for
+``j < encode.J``, and turn their step rows into memory observations
+(``memory.agent.observations_from_steps``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One chain: encode back-end ``backend`` (its index in ``encode.backends``), cache ``slug``, ``seed``."""
+
+    backend: int
+    slug: str
+    seed: int
+
+
+def plan_chains(config: Any) -> list[Chain]:
+    """Every chain of the run's encode plan, in plan order."""
+    from pipelines.stages.encode import plan
+
+    _, slugs, keys = plan(config)
+    seen: dict[tuple[int, int], None] = {}
+    for b, s, _j in keys:
+        seen.setdefault((b, s), None)
+    return [Chain(b, slugs[b], s) for b, s in seen]
+
+
+def missing_sessions(store: Any, chains: list[Chain], J: int) -> list[tuple[str, int, int]]:
+    """``(slug, seed, j)`` of sessions ``j < J`` that are not in the trajectory cache."""
+    from pipelines.trajectories import TrajectoryCache
+
+    out = []
+    for slug in dict.fromkeys(c.slug for c in chains):
+        done = TrajectoryCache(store, slug).done_keys()
+        out += [(slug, c.seed, j) for c in chains if c.slug == slug for j in range(J) if (c.seed, j) not in done]
+    return out
+
+
+def chain_steps(store: Any, chain: Chain, J: int) -> Any:
+    """The step rows of a chain's sessions ``0..J-1`` as one Polars frame (session, then step)."""
+    import polars as pl
+
+    from pipelines.trajectories import TrajectoryCache
+
+    cache = TrajectoryCache(store, chain.slug)
+    return pl.concat([cache.read_steps(chain.seed, j) for j in range(J)], how="vertical_relaxed")
+
+
+def chain_observations(store: Any, chain: Chain, J: int) -> list[Any]:
+    """A chain's visits (``memory.agent.Observation``) in stream order."""
+    from memory.agent import observations_from_steps
+
+    return observations_from_steps(chain_steps(store, chain, J))
+
+
+def architecture_specs(config: Any) -> list[dict[str, Any]]:
+    """The configured architectures with ``memory.components`` laid over each (raw specs)."""
+    from memory.agent import ARCHITECTURES, with_components
+
+    comps = dict(config.memory.components)
+    out = []
+    for i, spec in enumerate(config.memory.architectures):
+        ARCHITECTURES.resolve(spec.raw(), field=f"memory.architectures[{i}]")  # names the field when unknown
+        out.append(with_components(spec, comps) if comps else spec.raw())
+    return out
+
+
+def build_architectures(config: Any, features: Any = None) -> list[Any]:
+    """Every configured architecture, built (ConfigError naming the field on a bad spec)."""
+    from memory.agent import build_architecture
+
+    return [build_architecture(spec, features=features, field=f"memory.architectures[{i}]")
+            for i, spec in enumerate(architecture_specs(config))]
+
+
+def variant_info(arch: Any) -> dict[str, Any]:
+    """Study, labels and the studies it is a reference row of, for a built architecture."""
+    from memory.agent.variants import list_variants, load_variant
+
+    name = getattr(arch, "variant", None) or arch.name
+    if name in list_variants():
+        v = load_variant(name)
+        return {"study": v.study, "also": list(v.also), "labels": dict(v.labels)}
+    return {"study": "main", "also": [], "labels": {}}

@@ -1,0 +1,247 @@
+"""Probe workers: rebuild a chain's bank by replay, run its probes, cache the results.
+
+One Ray Data row is one *unit*: (chain, architecture, recall session ``j``, probe set). A worker
+holds a storefront and a page env, the recalling VLMs, the architectures bound to the stored
+features (``pipelines.features``), and each chain's observations; for a unit it resets the
+architecture, replays sessions ``0..j`` (cheap: features are cached) and runs the unit's probes
+in the official order (by reach) with ``agents.recall.run_probe``. The unit's rows are written to
+the probe cache, then its done marker (the commit point): a killed run re-runs only units
+without one, and adding an architecture runs only its units.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+from pipelines.probecache import ProbeCache, probe_rows_table
+
+log = logging.getLogger("vismem.probes")
+
+#: Columns of the job's input rows (one per unit) and of its output rows (one per input row).
+INPUT_COLUMNS = ("chain", "arch", "j", "set")
+OUTPUT_COLUMNS = ("chain", "arch", "j", "set", "ok", "error", "summary")
+
+
+class ProbeWorker:
+    """Runs probe units and writes them to the probe cache.
+
+    Args:
+        store: the run's store (picklable).
+        chains: ``[{"backend", "slug", "seed"}]`` in plan order; ``recallers`` the resolved recall
+            VLM spec of each encode back-end (same order as ``encode.backends``).
+        archs: raw architecture specs; ``arch_keys[arch][backend]`` their probe-cache keys.
+        feature_specs: the ``memory.agent.FeatureSpec`` list every architecture reads.
+        cues: ``url_hash -> [colour, depicted object]`` of the served catalogue.
+        shop: ``ShopServer.from_data`` kwargs (data_dir, seed, colour_order, images).
+        options: ``max_steps``, ``fetch_k``, ``keep_k``, ``max_tokens``, ``J`` (sessions to read), ``mc``,
+            ``mc_seed``.
+        env_factory: builds the page env on a shop URL (``pipelines.jobs.encode.env_factory``).
+    """
+
+    def __init__(self, store: Any, *, chains: list[dict[str, Any]], recallers: list[dict[str, Any]],
+                 archs: list[dict[str, Any]], arch_keys: list[list[str]], feature_specs: list[Any],
+                 cues: dict[str, list[str]], shop: dict[str, Any], options: dict[str, Any], env_factory: Any,
+                 env_kwargs: dict[str, Any] | None = None, shop_url: str | None = None) -> None:
+        from memory.agent import InProcessFeatures, build_architecture
+        from memory.agent.features import FeatureTables
+        from memory.agent.tables import TableFeatures
+        from pipelines.features import load_parts
+
+        _one_thread()
+        self.store = store
+        self.chains, self.recallers = chains, recallers
+        self.arch_keys = arch_keys
+        self.cues = {h: tuple(v) for h, v in cues.items()}
+        self.options = dict(options)
+        tables = FeatureTables()
+        for fs in feature_specs:
+            tables.add_spec(fs)
+            target = {"caption": tables.captions, "image_embedding": tables.image_embeddings,
+                      "text_embedding": tables.text_embeddings}[fs.kind]
+            for cid, value in load_parts(store, fs).items():
+                target[(fs.key, cid)] = value
+        # Query embeddings depend on the step's URL: computed here (memoised), never stored.
+        self.features = TableFeatures(tables, read_blob=store.get_bytes, fallback=InProcessFeatures(store.get_bytes))
+        self.archs = [build_architecture(a, features=self.features) for a in archs]
+        self._obs: dict[int, list[Any]] = {}
+        self._vlms: dict[int, Any] = {}
+        self.shop = None
+        if shop_url is None:
+            from env.storefront.server import ShopServer
+
+            self.shop = ShopServer.from_data(**shop).start()
+            shop_url = self.shop.url
+        self.shop_url = shop_url
+        self._factory, self._env_kwargs = env_factory, dict(env_kwargs or {})
+        self._env: Any = None
+        self._env_thread: int | None = None
+
+    @property
+    def env(self) -> Any:
+        """The page env, made in the calling thread (Playwright's sync API is thread-bound)."""
+        me = threading.get_ident()
+        if self._env is None or self._env_thread != me:
+            self._env = self._factory(self.shop_url, **self._env_kwargs)
+            self._env_thread = me
+        return self._env
+
+    def vlm(self, backend: int) -> Any:
+        if backend not in self._vlms:
+            from serve.vlm import build_vlm
+
+            self._vlms[backend] = build_vlm(self.recallers[backend])
+        return self._vlms[backend]
+
+    def observations(self, chain: int) -> list[Any]:
+        if chain not in self._obs:
+            from pipelines.chains import Chain, chain_observations
+
+            c = self.chains[chain]
+            self._obs[chain] = chain_observations(self.store, Chain(c["backend"], c["slug"], c["seed"]),
+                                                  int(self.options["J"]))
+        return self._obs[chain]
+
+    def unit_probes(self, chain: int, j: int, set_name: str) -> list[Any]:
+        """The probes of a unit, in the official order (pure: from the chain's observations)."""
+        from agents.probes import chain_probes, probes_at
+
+        obs = self.observations(chain)
+        visits: dict[int, list[str]] = {}
+        for o in obs:
+            visits.setdefault(o.j, []).append(o.url_hash)
+        seed = int(self.chains[chain]["seed"])
+        if set_name == "ex":
+            probes = chain_probes(visits, j + 1, seed, self.cues.get)
+        else:  # "mc<J>": the Monte Carlo draw of a chain of J sessions
+            J = int(set_name[2:])
+            probes = chain_probes(visits, J, seed, self.cues.get, mc=int(self.options["mc"]),
+                                  mc_seed=str(self.options["mc_seed"]))
+        return probes_at(probes, j)
+
+    def run_unit(self, chain: int, arch: int, j: int, set_name: str) -> dict[str, Any]:
+        """Replay sessions ``0..j`` into architecture ``arch`` and run the unit's probes."""
+        from agents.recall import run_probe
+        from memory.agent import ArchitectureHook, replay_chain
+
+        c = self.chains[chain]
+        cache = ProbeCache(self.store, c["slug"], int(c["seed"]), self.arch_keys[arch][int(c["backend"])])
+        if cache.is_done(set_name, j):
+            return {**cache.read_summary(set_name, j), "cached": True}
+        t0 = time.perf_counter()
+        a = self.archs[arch]
+        obs = self.observations(chain)
+        for _ in replay_chain(a, obs, sessions=range(j + 1)):
+            pass
+        first_pos: dict[str, int] = {}
+        for o in obs:
+            first_pos.setdefault(o.url_hash, o.position)
+        vlm = self.vlm(int(c["backend"]))
+        probes = self.unit_probes(chain, j, set_name)
+        # Every probe's first step starts at "/": embed those queries in one batch per encoder.
+        from memory.agent import Query
+
+        first = [Query.probe(p.cue, "/").text for p in probes]
+        for fs in a.required_features():
+            if fs.kind != "caption" and len(a):
+                self.features.prefetch_queries(first, fs)
+        rows = []
+        for p in probes:
+            hook = ArchitectureHook(a, p.cue, fetch_k=int(self.options["fetch_k"]), keep_k=int(self.options["keep_k"]))
+            res = run_probe(p, vlm=vlm, env=self.env, memory=hook, max_steps=int(self.options["max_steps"]),
+                            max_tokens=int(self.options["max_tokens"]))
+            rows.append({**res.row(), "bank_size": len(a), "encoding_position": first_pos.get(p.target_hash),
+                         "wall_s": res.wall_s})
+        failed_calls = sum(1 for r in rows for s in r["log"] if s["status"] == "failed")
+        summary = cache.write(set_name, j, rows, meta={"architecture": a.name, "label": a.label,
+                                                       "stand_in": bool(a.stand_in or getattr(vlm, "stand_in", False)),
+                                                       "recaller": getattr(vlm, "display_name", None) or vlm.name,
+                                                       "failed_calls": failed_calls})
+        log.info("probes %s seed=%s %s s%d/%s: %d probes, %.1fs", c["slug"], c["seed"], a.name, j, set_name,
+                 len(rows), time.perf_counter() - t0)
+        return {**summary, "cached": False}
+
+    # Ray Data actor entry point: one row in, one row out.
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, list[Any]] = {k: [] for k in OUTPUT_COLUMNS}
+        for chain, arch, j, set_name in zip(batch["chain"], batch["arch"], batch["j"], batch["set"]):
+            chain, arch, j, set_name = int(chain), int(arch), int(j), str(set_name)
+            try:
+                summary, err = self.run_unit(chain, arch, j, set_name), None
+            except Exception as e:  # noqa: BLE001 - reported per unit; no done marker, so a re-run retries
+                log.exception("probe unit chain=%d arch=%d j=%d %s failed", chain, arch, j, set_name)
+                summary, err = None, f"{type(e).__name__}: {e}"[:500]
+                self._recover()
+            for k, v in (("chain", chain), ("arch", arch), ("j", j), ("set", set_name), ("ok", err is None),
+                         ("error", err), ("summary", json.dumps(summary, default=str) if summary else None)):
+                out[k].append(v)
+        return out
+
+    def _recover(self) -> None:
+        env, self._env = self._env, None
+        try:
+            if env is not None:
+                env.close()
+        except Exception:  # noqa: BLE001 - a crashed browser may not close cleanly
+            log.exception("closing the env failed")
+
+    def close(self) -> None:
+        env, self._env = self._env, None
+        if env is not None and self._env_thread == threading.get_ident():
+            env.close()
+        for v in self._vlms.values():
+            closer = getattr(v, "close", None)
+            if closer:
+                closer()
+        if self.shop is not None:
+            self.shop.stop()
+            self.shop = None
+
+    def __del__(self) -> None:  # actors are torn down without an explicit close
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _one_thread() -> None:
+    """One torch thread per worker: probes embed one short query at a time, where more threads
+    only contend (measured here: 18 ms per MiniLM query with one thread, 500 ms with two on a
+    loaded 2-core machine); parallelism comes from the worker pool instead."""
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+
+
+def run_units(units: list[dict[str, Any]], worker_kwargs: dict[str, Any], *, on_ray: bool, ray_cfg: Any,
+              workers: int) -> list[dict[str, Any]]:
+    """Run units on Ray actors (or one in-process worker); one output row per unit, input order."""
+    if not units:
+        return []
+    if not on_ray:
+        w = ProbeWorker(**worker_kwargs)
+        try:
+            out = w({k: [u[k] for u in units] for k in INPUT_COLUMNS})
+        finally:
+            w.close()
+        return [dict(zip(OUTPUT_COLUMNS, vals)) for vals in zip(*(out[k] for k in OUTPUT_COLUMNS))]
+    import ray.data
+
+    from pipelines.rayctx import actor_pool
+
+    ds = ray.data.from_items(units, override_num_blocks=len(units))
+    ds = ds.map_batches(ProbeWorker, fn_constructor_kwargs=worker_kwargs, batch_size=1,
+                        **actor_pool(ray_cfg, size=min(workers, len(units))))
+    rows = ds.take_all()
+    if len(rows) != len(units):
+        raise RuntimeError(f"probe job returned {len(rows)} rows for {len(units)} units")
+    return rows
+
+
+__all__ = ["ProbeWorker", "run_units", "probe_rows_table"]

@@ -1,0 +1,221 @@
+"""The ``probes`` stage: recall probes for every architecture over every chain, as a Ray Data job.
+
+Usage::
+
+    vismem run probes                              # after encode + replay: every architecture, exhaustive
+    vismem run probes --set probes.J=[5,10,15]     # score several chain lengths (shared exhaustive probes)
+    vismem run probes --set probes.mc=10           # Monte Carlo probes (the J = 50 pilot)
+
+Probe sets follow the official generator (``agents.probes``); each probe is one recall episode
+(``agents.recall``) whose memory block comes from the architecture's bank after session ``j``
+(``memory.agent.ArchitectureHook``). The work is split into units — (chain, architecture, recall
+session, probe set) — run on a pool of Ray actors (:class:`pipelines.jobs.probes.ProbeWorker`),
+each with its own storefront and page env, and cached per unit (:mod:`pipelines.probecache`):
+a killed run resumes, adding an architecture runs only its units, and a second J reuses the
+exhaustive probes it shares with the first.
+
+Output: ``results/probes.parquet`` (the analysis ``probes`` schema: one row per (back-end, J,
+architecture, probe); ``study`` main / ablation / alpha_sweep from the variant's YAML, with
+reference rows repeated in the studies that show them), which the report's DMV-Bench sections
+(Table 2, Table 4, Figs 5-7, Tables 8-10) read.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from pipelines.stages import Stage
+
+if TYPE_CHECKING:
+    from pipelines.context import RunContext
+
+
+def recallers(config: Any) -> list[dict[str, Any]]:
+    """The resolved recalling VLM of each encode back-end (``probes.backends`` or the back-ends)."""
+    from pipelines.jobs.encode import resolve_spec
+
+    n = len(config.encode.backends)
+    specs = config.probes.backends if config.probes.backends is not None else config.encode.backends
+    field = "probes.backends" if config.probes.backends is not None else "encode.backends"
+    if len(specs) == 1 and n > 1:  # one recalling VLM for every browsing back-end
+        specs = tuple(specs) * n
+    return [resolve_spec(s, config.seed, field=f"{field}[{i if len(set(map(id, specs))) > 1 else 0}]")
+            for i, s in enumerate(specs)]
+
+
+def check(config: Any) -> None:
+    """The recalling VLMs and every architecture resolve."""
+    from pipelines.chains import build_architectures
+
+    if config.probes.enabled:
+        recallers(config)
+        build_architectures(config)
+
+
+def cue_lookup(config: Any) -> dict[str, list[str]]:
+    """``url_hash -> [colour, object as drawn]`` of the served catalogue (the probe's cue phrase
+    names the object actually in the pixels: procedural images draw a substitute for a few)."""
+    from pipelines.context import catalog_from_config
+
+    cat = catalog_from_config(config)
+    procedural = config.catalog.image_source.key == "procedural"
+    if procedural:
+        from env.storefront.images.glyphs import depicted_object
+    return {v.url_hash: [v.cue_color, depicted_object(v.cue_object) if procedural else v.cue_object]
+            for v in cat.variants}
+
+
+def plan_units(config: Any, chains: list[Any], n_archs: int) -> list[dict[str, Any]]:
+    """Every (chain, architecture, recall session, set) unit the configured J values need."""
+    Js = config.probes.J or (config.encode.J,)
+    units = []
+    for ci in range(len(chains)):
+        for ai in range(n_archs):
+            if config.probes.mc:
+                for J in Js:
+                    units += [{"chain": ci, "arch": ai, "j": j, "set": f"mc{J}"} for j in range(1, J)]
+            else:
+                units += [{"chain": ci, "arch": ai, "j": j, "set": "ex"} for j in range(1, max(Js))]
+    return units
+
+
+def _protocol(config: Any) -> dict[str, Any]:
+    from agents import prompts
+
+    p = config.probes
+    return {"prompts": prompts.fingerprint("recall"), "max_steps": p.max_steps, "fetch_k": p.fetch_k,
+            "keep_k": p.keep_k, "max_tokens": p.max_tokens, "mc_seed": p.mc_seed if p.mc else None, "mc": p.mc}
+
+
+def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: list[str],
+                  recall: list[dict[str, Any]]) -> dict[str, Any]:
+    from pipelines.chains import architecture_specs
+    from pipelines.jobs.encode import env_factory
+    from pipelines.stages.encode import image_source
+
+    cfg = ctx.config
+    feature_specs = list({fs for a in archs for fs in a.required_features()})
+    return {"store": ctx.store, "chains": [{"backend": c.backend, "slug": c.slug, "seed": c.seed} for c in chains],
+            "recallers": recall, "archs": architecture_specs(cfg), "arch_keys": keys, "feature_specs": feature_specs,
+            "cues": cue_lookup(cfg),
+            "shop": {"data_dir": str(ctx.data_dir), "seed": cfg.seed, "colour_order": cfg.catalog.colour_order,
+                     "images": image_source(ctx)},
+            "options": {"max_steps": cfg.probes.max_steps, "fetch_k": cfg.probes.fetch_k, "keep_k": cfg.probes.keep_k,
+                        "max_tokens": cfg.probes.max_tokens, "J": max(cfg.probes.J or (cfg.encode.J,)),
+                        "mc": cfg.probes.mc, "mc_seed": cfg.probes.mc_seed},
+            "env_factory": env_factory(cfg.probes.env or cfg.encode.env),
+            "env_kwargs": {"observation": cfg.encode.observation, "step_timeout_s": cfg.encode.step_timeout_s}}
+
+
+def results_frame(raw: Any, config: Any, chains: list[Any], archs: list[Any], recall_names: list[str]) -> Any:
+    """The ``probes`` result rows: one per (back-end, J, architecture, study, probe)."""
+    import polars as pl
+
+    from pipelines.chains import variant_info
+
+    Js = config.probes.J or (config.encode.J,)
+    slug_backend = {c.slug: c.backend for c in chains}
+    out = []
+    for ai, a in enumerate(archs):
+        info = variant_info(a)
+        labels = info["labels"]
+        variant = "default" if info["study"] == "main" else ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        part = raw.filter(pl.col("arch") == ai)
+        for J in Js:
+            sel = part.filter(pl.col("at_session") < J) if not config.probes.mc else part.filter(pl.col("set") == f"mc{J}")
+            for st in [info["study"], *info["also"]]:
+                out.append(sel.with_columns(
+                    pl.lit(J, pl.Int64).alias("J"), pl.lit(a.name).alias("architecture"), pl.lit(st).alias("study"),
+                    pl.lit(variant if st != "main" else "default").alias("variant"),
+                    pl.lit(labels.get("alpha"), pl.Float64).alias("alpha"),
+                    pl.lit(labels.get("encoder"), pl.String).alias("encoder")))
+    if not out:
+        return None
+    df = pl.concat(out, how="vertical_relaxed")
+    names = {slug: recall_names[b] for slug, b in slug_backend.items()}
+    return df.select(
+        pl.col("chain_slug").replace_strict(names, return_dtype=pl.String).alias("backend"),
+        "seed", "J", "architecture", "probe_id",
+        (pl.col("target_session") + 1).alias("visit_session"), (pl.col("at_session") + 1).alias("recall_session"),
+        "reach", "bank_size", pl.col("encoding_position").fill_null(-1), "target_url", "final_url", "correct",
+        "steps", "study", "variant", "alpha", "encoder", pl.col("cue").alias("target_cue"), "failure",
+        pl.col("chain_slug"), pl.col("arch_key"), pl.col("vlm_calls"),
+    ).sort(["backend", "J", "architecture", "study", "seed", "recall_session", "reach", "probe_id"])
+
+
+def _recall_label(chains: list[Any], config: Any, recall: list[dict[str, Any]]) -> list[str]:
+    """How results name each back-end: the browsing slug's label, plus the recaller when it differs."""
+    from pipelines.jobs.encode import backend_label, is_stand_in
+
+    names = []
+    for b, spec in enumerate(recall):
+        browse = next((c.slug.rsplit("--", 1)[0] for c in chains if c.backend == b), f"backend{b}")
+        rec = backend_label(spec) + (" (stand-in)" if is_stand_in(spec) else "")
+        names.append(browse if config.probes.backends is None else f"{browse} / {rec}")
+    return names
+
+
+def run(ctx: "RunContext") -> dict[str, Any]:
+    """Run every pending probe unit, then write ``results/probes.parquet``."""
+    from analysis.schemas import write_results
+    from pipelines.chains import build_architectures, plan_chains
+    from pipelines.jobs.probes import run_units
+    from pipelines.probecache import ProbeCache, arch_key, read_units
+    from pipelines.stages.replay import load_run_chains
+
+    cfg = ctx.config
+    if not cfg.probes.enabled:
+        return {"status": "disabled"}
+    t0 = time.perf_counter()
+    load_run_chains(ctx)  # every session the probes read is cached (ConfigError otherwise)
+    chains = plan_chains(cfg)
+    archs = build_architectures(cfg)
+    recall = recallers(cfg)
+    proto = _protocol(cfg)
+    # keys[arch][backend]: the architecture, its features, the chain's recalling VLM, the protocol.
+    keys = [[arch_key({"name": a.name, "spec": a.spec}, rec,
+                      {**proto, "features": sorted(fs.key for fs in a.required_features())}) for rec in recall]
+            for a in archs]
+    for i, spec in enumerate(recall):
+        ctx.manifest.component(f"probes.recaller[{i}]", spec)
+    units = plan_units(cfg, chains, len(archs))
+    done = {(ai, ci): ProbeCache(ctx.store, c.slug, c.seed, keys[ai][c.backend]).done_units()
+            for ci, c in enumerate(chains) for ai in range(len(archs))}
+    todo = [u for u in units if (u["set"], u["j"]) not in done[(u["arch"], u["chain"])]]
+    ctx.logger.info("probes: %d units, %d cached, %d to run", len(units), len(units) - len(todo), len(todo))
+    rows = run_units(todo, worker_kwargs(ctx, chains, archs, keys, recall), on_ray=cfg.probes.on_ray,
+                     ray_cfg=cfg.ray, workers=cfg.probes.workers or cfg.ray.concurrency) if todo else []
+    failed = [r for r in rows if not r["ok"]]
+    finished = []
+    for u in units:
+        c = chains[u["chain"]]
+        key = keys[u["arch"]][c.backend]
+        if (u["set"], u["j"]) in done[(u["arch"], u["chain"])] or ProbeCache(ctx.store, c.slug, c.seed, key).is_done(
+                u["set"], u["j"]):
+            finished.append((c.slug, c.seed, key, u["set"], u["j"]))
+    raw = read_units(ctx.store, finished)
+    summary: dict[str, Any] = {"units": len(units), "ran": len(rows) - len(failed), "cached": len(units) - len(todo),
+                               "failed": [{"unit": {k: r[k] for k in ("chain", "arch", "j", "set")}, "error": r["error"]}
+                                          for r in failed][:20]}
+    if raw is not None:
+        import polars as pl
+
+        arch_of = {k: i for i, row in enumerate(keys) for k in row}
+        raw = raw.with_columns(pl.col("arch_key").replace_strict(arch_of, return_dtype=pl.Int64).alias("arch"))
+        df = results_frame(raw, cfg, chains, archs, _recall_label(chains, cfg, recall))
+        write_results(ctx.store, ctx.run_prefix, "probes", df)
+        main = df.filter(pl.col("study") == "main")
+        summary["tsr"] = {f"{r['architecture']}@J{r['J']}": round(r["tsr"], 4) for r in
+                          main.group_by(["architecture", "J"]).agg(pl.col("correct").mean().alias("tsr"))
+                          .sort(["J", "architecture"]).iter_rows(named=True)}
+        summary["probes"] = int(raw.height)
+        summary["vlm_calls_per_probe"] = round(float(raw["vlm_calls"].mean()), 3) if raw.height else None
+        summary["results"] = f"{ctx.run_prefix}/results/probes.parquet"
+    summary["status"] = "partial" if failed or len(finished) < len(units) else "done"
+    summary["wall_s"] = round(time.perf_counter() - t0, 3)
+    return summary
+
+
+STAGE = Stage(name="probes", section="probes", run=run, check=check)
+

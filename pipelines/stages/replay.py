@@ -1,0 +1,133 @@
+"""The ``replay`` stage: features computed once, then every architecture's banks from the chains.
+
+Usage::
+
+    vismem run replay                                  # after encode: every variant, local stand-ins
+    vismem run replay --architecture dualmem --architecture textonly
+
+1. **Chains**: the encode plan's (back-end, seed) chains, sessions ``0..encode.J-1`` read from the
+   trajectory cache (a missing session is an error naming it: run ``encode`` first).
+2. **Features** (:mod:`pipelines.features`, :mod:`pipelines.jobs.features`): the union of what the
+   architectures read — captions (the one captioner), image embeddings, document-text embeddings
+   — over the distinct observed images and texts, computed as Ray Data jobs (GPU replicas on a
+   cluster) or in the driver for small inputs, and kept content-addressed in the store
+   (``features/<spec_key>/``): 16 variants never caption or embed an image twice, and a second
+   run computes nothing.
+3. **Replay** (``memory.agent.replay``, the official rules): per chain and architecture, session by
+   session; ``results/banks.parquet`` records each bank after each session (size, new entries).
+
+The ``probes`` stage rebuilds the same banks in its workers from the stored features.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import TYPE_CHECKING, Any
+
+from pipelines.stages import Stage
+
+if TYPE_CHECKING:
+    from pipelines.context import RunContext
+
+BANKS_SCHEMA_VERSION = 1
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("replay (DMV-Bench memory architectures)")
+    g.add_argument("--architecture", dest="architectures", action="append", metavar="NAME",
+                   help="memory architecture variant to replay and probe (repeatable; memory/agent/variants/)")
+
+
+def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    names = getattr(args, "architectures", None)
+    return {"memory": {"architectures": list(names)}} if names else {}
+
+
+def check(config: Any) -> None:
+    """Every architecture (and each component it nests) resolves."""
+    from pipelines.chains import build_architectures
+
+    if config.memory.enabled:
+        build_architectures(config)
+
+
+def feature_computer(ctx: "RunContext") -> Any:
+    """``compute(fs, items)`` for :func:`pipelines.features.ensure_features` with the run's settings."""
+    from pipelines.jobs.features import compute_features
+
+    cfg = ctx.config.memory
+    models: dict[str, Any] = {}
+
+    def compute(fs: Any, items: list[dict[str, Any]]) -> Any:
+        on_ray = cfg.features_on_ray if cfg.features_on_ray is not None else len(items) > 2000
+        ctx.logger.info("features: %s %s over %d items (%s)", fs.kind, fs.label, len(items), "ray" if on_ray else "driver")
+        return compute_features(fs, items, store=ctx.store, on_ray=on_ray, batch_size=cfg.feature_batch_size,
+                                ray_cfg=ctx.config.ray, actors=cfg.feature_actors, num_gpus=cfg.feature_gpus,
+                                models=models)
+
+    return compute
+
+
+def load_run_chains(ctx: "RunContext") -> dict[Any, list[Any]]:
+    """``{Chain: observations}`` of the run (ConfigError naming missing sessions)."""
+    from core.errors import ConfigError
+    from pipelines.chains import chain_observations, missing_sessions, plan_chains
+
+    J = ctx.config.encode.J
+    chains = plan_chains(ctx.config)
+    missing = missing_sessions(ctx.store, chains, J)
+    if missing:
+        shown = ", ".join(f"{s} seed {seed} j={j}" for s, seed, j in missing[:5])
+        raise ConfigError(f"replay needs {len(missing)} encoding session(s) the trajectory cache lacks ({shown}"
+                          f"{', ...' if len(missing) > 5 else ''}); run the encode stage first")
+    return {c: chain_observations(ctx.store, c, J) for c in chains}
+
+
+def run(ctx: "RunContext") -> dict[str, Any]:
+    """Compute missing features, replay every chain into every architecture, write the bank table."""
+    import polars as pl
+
+    from memory.agent import replay_chain
+    from memory.agent.tables import TableFeatures
+    from pipelines.chains import build_architectures
+    from pipelines.features import ensure_features, spec_list
+
+    if not ctx.config.memory.enabled:
+        return {"status": "disabled"}
+    t0 = time.perf_counter()
+    chains = load_run_chains(ctx)
+    archs = build_architectures(ctx.config)
+    all_obs = [o for obs in chains.values() for o in obs]
+    tables, stats = ensure_features(ctx.store, archs, all_obs, compute=feature_computer(ctx))
+    for a in archs:
+        ctx.manifest.component(f"memory.{a.name}", {"spec": a.spec, **a.describe()})
+    feats = TableFeatures(tables, read_blob=ctx.store.get_bytes)
+    rows = []
+    t1 = time.perf_counter()
+    J = ctx.config.encode.J
+    for chain, obs in chains.items():
+        for a in archs:
+            a.bind(feats)
+            before = 0
+            for j in replay_chain(a, obs, sessions=range(J)):
+                rows.append({"backend": chain.slug, "seed": chain.seed, "architecture": a.name, "j": j + 1,
+                             "bank_size": len(a), "new_entries": len(a) - before, "label": a.label,
+                             "stand_in": a.stand_in})
+                before = len(a)
+    replay_s = time.perf_counter() - t1
+    banks = pl.DataFrame(rows, schema={"backend": pl.String, "seed": pl.Int64, "architecture": pl.String,
+                                       "j": pl.Int64, "bank_size": pl.Int64, "new_entries": pl.Int64,
+                                       "label": pl.String, "stand_in": pl.Boolean})
+    key = f"{ctx.run_prefix}/results/banks.parquet"
+    ctx.store.write_table(key, banks, schema_version=BANKS_SCHEMA_VERSION)
+    failed = stats.failed
+    return {"status": "partial" if failed else "done", "chains": len(chains), "architectures": [a.name for a in archs],
+            "observations": len(all_obs), "features": {"computed": stats.computed, "reused": stats.reused,
+                                                       "failed": len(failed), "specs": spec_list(stats)},
+            "failed": failed[:20], "replay_s": round(replay_s, 3), "wall_s": round(time.perf_counter() - t0, 3),
+            "results": key}
+
+
+STAGE = Stage(name="replay", section="memory", run=run, add_cli_args=add_cli_args, cli_overrides=cli_overrides,
+              check=check)

@@ -1,0 +1,105 @@
+"""The replay and probes stages end to end on real parts: scripted encoding chains through the
+HTTP shop on local Ray, features computed once into the store, banks replayed for every
+configured architecture, recall probes on Ray actors, the `probes` result table, caching."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipelines.config import load_config
+from pipelines.runner import run
+
+ARCHS = ["nomemory", "textonly", "dualmem", "dualmem-vis"]
+
+
+def _cfg(tmp_path, **over):
+    base = {"name": "memtest", "stages": ["encode", "replay", "probes"], "runs_dir": str(tmp_path / "runs"),
+            "store": {"uri": f"file://{tmp_path}/store"},
+            "encode": {"chains": 1, "J": 3, "env": "http"},
+            "memory": {"architectures": ARCHS, "components": {"captioner": "catalogue", "visual_encoder": "tiny-siglip2"}},
+            "probes": {"backends": ["scripted-recall"], "workers": 1}}
+    for k, v in over.items():
+        base[k] = {**base[k], **v} if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return load_config(overrides=base)
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, ray_local):
+    tmp = tmp_path_factory.mktemp("mem")
+    cfg = _cfg(tmp)
+    return tmp, cfg, run(cfg, progress=False)
+
+
+def test_banks_follow_the_replay_rules(first_run):
+    from core.store import Store
+
+    tmp, cfg, out = first_run
+    rep = out["replay"]
+    assert rep["status"] == "done" and rep["chains"] == 1 and rep["architectures"] == ARCHS
+    feats = rep["features"]
+    assert feats["computed"]["caption"] > 0 and feats["computed"]["image_embedding"] > 0 and feats["failed"] == 0
+    banks = Store.open(f"file://{tmp}/store").read_table(f"runs/{cfg.run_id}/results/banks.parquet")
+    nomem = banks.filter(pl.col("architecture") == "nomemory")
+    assert nomem["bank_size"].to_list() == [0, 0, 0]
+    dual = banks.filter(pl.col("architecture") == "dualmem").sort("j")
+    sizes = dual["bank_size"].to_list()
+    assert sizes == sorted(sizes) and sizes[0] > 0 and sum(dual["new_entries"]) == sizes[-1]
+    # every architecture with a bank holds the same products (dedup is the replay's, not theirs)
+    assert banks.filter(pl.col("architecture") != "nomemory").group_by("j").agg(
+        pl.col("bank_size").n_unique().alias("n"))["n"].to_list() == [1, 1, 1]
+    assert dual["label"][0].startswith("dualmem [") and "(stand-in)" in dual["label"][0]
+
+
+def test_probes_table_counts_and_no_memory_scores_zero(first_run):
+    from analysis.schemas import validate
+    from core.store import Store
+    from pipelines.chains import chain_steps, plan_chains
+
+    tmp, cfg, out = first_run
+    pr = out["probes"]
+    assert pr["status"] == "done" and pr["ran"] == pr["units"] == len(ARCHS) * (cfg.encode.J - 1)
+    store = Store.open(f"file://{tmp}/store")
+    df = validate(store.read_table(f"runs/{cfg.run_id}/results/probes.parquet"), "probes")
+    steps = chain_steps(store, plan_chains(cfg)[0], cfg.encode.J)
+    sizes = [steps.filter((pl.col("j") == j) & pl.col("url_hash").is_not_null())["url_hash"].n_unique()
+             for j in range(cfg.encode.J)]
+    from agents.probes import exhaustive_count
+
+    main = df.filter(pl.col("study") == "main")
+    per_arch = main.group_by("architecture").len()
+    assert set(per_arch["len"].to_list()) == {exhaustive_count(sizes)}
+    assert main.filter(pl.col("architecture") == "nomemory")["correct"].sum() == 0
+    assert (df["reach"] == df["recall_session"] - df["visit_session"]).all()
+    assert (df["visit_session"] <= cfg.encode.J - 1).all()           # the last session is never a target
+    assert df["target_cue"].str.contains(" ").all() and df["backend"].str.contains("stand-in").all()
+    ab = df.filter(pl.col("study") == "ablation")
+    assert ab["architecture"].unique().to_list() == ["dualmem-vis"] and ab["variant"][0].startswith("alpha=1.0")
+    sweep = df.filter(pl.col("study") == "alpha_sweep")                # the headline DualMem is the 0.75 point
+    assert sweep["architecture"].unique().to_list() == ["dualmem"] and sweep["alpha"].unique().to_list() == [0.75]
+    # the scripted policy opens the first recalled product: a correct probe ends on the target
+    ok = df.filter(pl.col("correct"))
+    assert (ok["final_url"] == ok["target_url"]).all()
+    assert df.filter(~pl.col("correct"))["failure"].is_not_null().all()
+
+
+def test_second_run_recomputes_nothing_and_a_new_architecture_runs_only_its_units(first_run):
+    tmp, cfg, first = first_run
+    again = run(cfg, progress=False)
+    assert again["replay"]["features"]["computed"] == {}
+    assert again["probes"]["ran"] == 0 and again["probes"]["cached"] == first["probes"]["units"]
+    more = _cfg(tmp, memory={"architectures": ARCHS + ["caption"]})
+    out = run(more, progress=False)["probes"]
+    assert out["ran"] == cfg.encode.J - 1 and out["cached"] == first["probes"]["units"]
+    assert "caption@J3" in out["tsr"]
+
+
+def test_bad_architecture_and_missing_sessions_fail_before_any_work(tmp_path):
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="memory.architectures\\[0\\]: unknown memory 'nope'"):
+        run(_cfg(tmp_path, memory={"architectures": ["nope"]}), progress=False)
+    assert not (tmp_path / "store").exists()
+    cfg = _cfg(tmp_path, stages=["replay"])
+    with pytest.raises(ConfigError, match="run the encode stage first"):
+        run(cfg, progress=False)
