@@ -103,3 +103,45 @@ def test_bad_architecture_and_missing_sessions_fail_before_any_work(tmp_path):
     cfg = _cfg(tmp_path, stages=["replay"])
     with pytest.raises(ConfigError, match="run the encode stage first"):
         run(cfg, progress=False)
+
+
+def test_sigkill_mid_probes_then_rerun_gives_the_same_table_and_no_duplicates(first_run, tmp_path):
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    from core.store import Store
+
+    src, cfg, _ = first_run
+    ref = Store.open(f"file://{src}/store").read_table(f"runs/{cfg.run_id}/results/probes.parquet")
+    shutil.copytree(src / "store", tmp_path / "store")
+    shutil.rmtree(tmp_path / "store" / "probes")
+    (tmp_path / "store" / "runs" / cfg.run_id / "results" / "probes.parquet").unlink()
+    data = cfg.model_dump(mode="json")
+    data.update(store={"uri": f"file://{tmp_path}/store"}, runs_dir=str(tmp_path / "runs"), stages=["probes"])
+    data["probes"]["on_ray"] = False  # one in-process worker: the kill lands inside a unit
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
+    cmd = [sys.executable, "-m", "pipelines", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    probes_dir = tmp_path / "store" / "probes"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(probes_dir.rglob("*.done.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    n_done = len(list(probes_dir.rglob("*.done.json")))
+    assert 2 <= n_done < len(ref["architecture"].unique()) * (cfg.encode.J - 1), "kill landed outside the run"
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from pipelines.config import load_config as _load
+
+    rid = _load(tmp_path / "cfg.yaml").run_id
+    again = Store.open(f"file://{tmp_path}/store").read_table(f"runs/{rid}/results/probes.parquet")
+    keys = ["backend", "J", "architecture", "study", "seed", "probe_id"]
+    assert again.height == ref.height and again.select(keys).is_duplicated().sum() == 0
+    assert again.sort(keys).equals(ref.sort(keys))
