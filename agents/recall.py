@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 MAX_RECALL_STEPS = 8
 START_URL = "/"
 
+#: Characters of a step's memory block kept in its record (the viewer shows it; the block sent to
+#: the model is never cut). Enough for the official 5 items with their captions.
+MEMORY_TEXT_CAP = 4000
+
 #: ``failure`` labels (ours; the official code records only correct / not).
 FAILURES = ("done", "model_error", "step_cap", "wishlist_wrong", "wrong_product", "no_product", "env_error")
 
@@ -61,6 +65,7 @@ class RecallStep:
     recalled: list[str]          # product hashes in the memory block, best first
     n_images: int
     latency_s: float = 0.0
+    memory_text: str | None = None  # the memory block of this step, cut at MEMORY_TEXT_CAP characters
 
 
 @dataclass
@@ -83,6 +88,12 @@ class RecallResult:
                 "final_url": self.final_url, "correct": self.correct, "steps": self.steps,
                 "vlm_calls": self.vlm_calls, "failure": self.failure, "terminated_by": self.terminated_by,
                 "log": [asdict(s) for s in self.log]}
+
+
+def _cap(text: str | None, cap: int) -> str | None:
+    if not text or len(text) <= cap:
+        return text or None
+    return text[:cap] + f"... [{len(text) - cap} more characters]"
 
 
 def _failure(final_url: str | None, target: str, terminated_by: str | None, last_status: str | None) -> str | None:
@@ -127,7 +138,8 @@ def run_probe(probe: Probe, *, vlm: Any, env: "PageEnv", memory: "MemoryHook", m
         images = ((image,) if image else ()) + tuple(mem.images)
         text = prompts.step_message(step=step, cap=max_steps, subtask_text=subtask, history=history,
                                     memory_text=mem.text, url=url, title=url, description=url)
-        rec = RecallStep(step, url, "ok", None, None, None, None, recalled, len(images))
+        rec = RecallStep(step, url, "ok", None, None, None, None, recalled, len(images),
+                         memory_text=_cap(mem.text, MEMORY_TEXT_CAP))
         messages = [Message("system", system), Message("user", text, images=images)]
         calls += 1
         t1 = time.perf_counter()

@@ -21,7 +21,10 @@ import polars as pl
 class Table:
     """A table to show. ``percent``: columns holding proportions (shown x100, 1 decimal);
     ``highlight``: columns where the best value is bold and the runner-up underlined
-    (rows whose first column is in ``skip_rows`` are ignored)."""
+    (rows whose first column is in ``skip_rows`` are ignored); ``ci``: ``{column: (lo column,
+    hi column)}`` -- the interval is shown in the value's cell and its columns are not shown on
+    their own (the CSV keeps them); ``links``: one href per row (None: no link), put on the
+    row's first cell (the viewers, filtered to that row)."""
 
     id: str
     title: str
@@ -30,6 +33,14 @@ class Table:
     percent: Sequence[str] = ()
     highlight: Sequence[str] = ()
     skip_rows: Sequence[str] = ("n_r",)
+    ci: dict[str, tuple[str, str]] = field(default_factory=dict)
+    links: Sequence[str | None] | None = None
+
+    @property
+    def shown(self) -> list[str]:
+        """The columns shown as columns (interval bounds live inside their value's cell)."""
+        hidden = {c for pair in self.ci.values() for c in pair}
+        return [c for c in self.df.columns if c not in hidden]
 
 
 @dataclass
@@ -63,6 +74,7 @@ class Report:
     manifest: dict[str, Any] | None = None
     errors: dict[str, str] = field(default_factory=dict)
     generated: str = ""
+    viewers: dict[str, str] = field(default_factory=dict)  # title -> relative href
 
     def figures(self) -> list[Figure]:
         return [f for s in self.sections for f in s.figures]
@@ -128,16 +140,35 @@ def _ranks(t: Table) -> dict[tuple[int, str], str]:
     return out
 
 
+def _cell_text(t: Table, row: dict[str, Any], c: str) -> tuple[str, str]:
+    """``(value, interval)`` as shown: percent columns x100; the interval ``[lo, hi]`` or ''."""
+    pct = c in t.percent and row[t.df.columns[0]] not in t.skip_rows
+    text = _fmt(row[c], pct)
+    pair = t.ci.get(c)
+    if not pair or row.get(pair[0]) is None or row.get(pair[1]) is None:
+        return text, ""
+    lo, hi = _fmt(row[pair[0]], pct), _fmt(row[pair[1]], pct)
+    return text, ("" if "—" in (lo, hi) else f"[{lo}, {hi}]")
+
+
 def table_html(t: Table) -> str:
+    """One table as HTML: CIs inside their value's cell, a row's link on its first cell."""
     ranks = _ranks(t)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.df.columns)
+    cols = t.shown
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
     body = []
-    for i, row in enumerate(t.df.iter_rows()):
+    for i, row in enumerate(t.df.iter_rows(named=True)):
         cells = []
-        for c, v in zip(t.df.columns, row):
-            text = html.escape(_fmt(v, c in t.percent and row[0] not in t.skip_rows))
+        for j, c in enumerate(cols):
+            value, ci = _cell_text(t, row, c)
+            inner = html.escape(value)
+            if ci:
+                inner = f'<span class="v">{inner}</span> <span class="ci">{html.escape(ci)}</span>'
+            href = t.links[i] if t.links is not None and i < len(t.links) else None
+            if j == 0 and href:
+                inner = f'<a class="row-link" href="{html.escape(href)}" title="open in the viewer">{inner}</a>'
             cls = ranks.get((i, c))
-            cells.append(f'<td class="{cls}">{text}</td>' if cls else f"<td>{text}</td>")
+            cells.append(f'<td class="{cls}">{inner}</td>' if cls else f"<td>{inner}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     cap = f'<p class="caption">{html.escape(t.caption)}</p>' if t.caption else ""
     return (f'<div class="table-wrap"><h3>{html.escape(t.title)}</h3>{cap}'
@@ -146,18 +177,22 @@ def table_html(t: Table) -> str:
 
 
 def table_markdown(t: Table) -> str:
+    """One table as Markdown (intervals as ``v [lo, hi]``; best bold, runner-up italic)."""
     ranks = _ranks(t)
+    cols = t.shown
     lines = [f"**{t.title}**", ""]
     if t.caption:
         lines += [t.caption, ""]
-    lines.append("| " + " | ".join(str(c) for c in t.df.columns) + " |")
-    lines.append("|" + "---|" * t.df.width)
-    for i, row in enumerate(t.df.iter_rows()):
+    lines.append("| " + " | ".join(str(c) for c in cols) + " |")
+    lines.append("|" + "---|" * len(cols))
+    for i, row in enumerate(t.df.iter_rows(named=True)):
         cells = []
-        for c, v in zip(t.df.columns, row):
-            s = _fmt(v, c in t.percent and row[0] not in t.skip_rows).replace("|", "\\|")
+        for c in cols:
+            value, ci = _cell_text(t, row, c)
+            s = value.replace("|", "\\|")
             r = ranks.get((i, c))
-            cells.append(f"**{s}**" if r == "best" else (f"_{s}_" if r == "second" else s))
+            s = f"**{s}**" if r == "best" else (f"_{s}_" if r == "second" else s)
+            cells.append(f"{s} {ci}" if ci else s)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -167,73 +202,97 @@ body{font-family:DejaVu Sans,Arial,sans-serif;margin:2em auto;max-width:1200px;c
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{font-size:1em;margin-bottom:.3em}
 table{border-collapse:collapse;font-size:.85em;margin:.4em 0 1em}th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-td.best{font-weight:bold}td.second{text-decoration:underline}
+td.best{font-weight:bold}td.second{text-decoration:underline}.ci{color:#777;font-size:.85em;white-space:nowrap}
+a.row-link{color:#1a4f9c;text-decoration:none}a.row-link:hover{text-decoration:underline}
 .caption,.note{color:#555;font-size:.85em}.empty{background:#fff6e0;border:1px solid #f0d080;padding:.6em}
 .error{background:#fde8e8;border:1px solid #e0a0a0;padding:.6em}figure{display:inline-block;margin:.5em 1em .5em 0}
 figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
+.viewers{background:#eef4ff;border:1px solid #b8ccee;padding:.6em}.viewers a{font-weight:bold;margin-right:1.5em}
 .table-wrap{overflow-x:auto}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
 """
 
 
+def _section_html(s: Section, svg_dir: str) -> list[str]:
+    out = [f'<section id="sec-{s.id}"><h2>{html.escape(s.title)}</h2>']
+    for n in s.notes:
+        out.append(f'<p class="note">{html.escape(n)}</p>')
+    for t in s.tables:
+        out.append(table_html(t))
+    for f in s.figures:
+        uri = "data:image/png;base64," + base64.b64encode(f.png).decode()
+        out.append(f'<figure id="fig-{f.id}"><img src="{uri}" alt="{html.escape(f.title)}">'
+                   f'<figcaption>{html.escape(f.title)}{": " + html.escape(f.caption) if f.caption else ""} '
+                   f'(<a href="{svg_dir}/{f.id}.svg">SVG</a>)</figcaption></figure>')
+    out.append("</section>")
+    return out
+
+
+def _manifest_html(m: dict[str, Any] | None) -> list[str]:
+    out = ['<section id="sec-manifest"><h2>Run manifest</h2>']
+    if not m:
+        return out + ['<p class="empty">No manifest found for this run.</p></section>']
+    rows = [("run id", m.get("run_id")), ("git revision", m.get("git_revision")),
+            ("started", m.get("started_at")), ("python", m.get("python")), ("platform", m.get("platform"))]
+    cs = catalogue_settings(m)
+    if cs:
+        rows += [("cue colour order", cs["colour_order"]), ("catalogue seed", cs["catalog_seed"])]
+    rows += [(f"stage {k}", v.get("status") if isinstance(v, dict) else v) for k, v in (m.get("stages") or {}).items()]
+    out.append('<table id="tbl-manifest"><tbody>' + "".join(
+        f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows) + "</tbody></table>")
+    out.append("<details><summary>Full manifest (config, seeds, package versions)</summary><pre>"
+               + html.escape(json.dumps(m, indent=2, sort_keys=True, default=str)) + "</pre></details></section>")
+    return out
+
+
 def to_html(rep: Report, *, svg_dir: str = "figures") -> str:
-    """The whole report as one HTML document (figures embedded as PNG data URIs)."""
+    """The whole report as one HTML document (figures embedded as PNG data URIs).
+
+    Sections with data come first, in their order; sections without data are one line at the
+    end (``#sec-empty``, each named in a ``span#empty-<id>``).
+    """
+    full = [s for s in rep.sections if s.has_data]
+    empty = [s for s in rep.sections if not s.has_data]
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{html.escape(rep.title)}</title><style>{_CSS}</style></head><body>",
            f"<h1>{html.escape(rep.title)}</h1>",
            f'<p class="note">Run <code>{html.escape(rep.run_id)}</code>. {html.escape(rep.generated)}</p>']
-    out.append("<nav><ul>" + "".join(f'<li><a href="#sec-{s.id}">{html.escape(s.title)}</a>'
-                                      f'{"" if s.has_data else " (no data)"}</li>' for s in rep.sections)
+    if rep.viewers:
+        out.append('<p class="viewers" id="viewers">Browse the run: ' + "".join(
+            f'<a href="{html.escape(href)}">{html.escape(title)}</a>' for title, href in rep.viewers.items()) + "</p>")
+    out.append("<nav><ul>" + "".join(f'<li><a href="#sec-{s.id}">{html.escape(s.title)}</a></li>' for s in full)
+               + ('<li><a href="#sec-empty">Sections without data</a></li>' if empty else "")
                + '<li><a href="#sec-manifest">Run manifest</a></li></ul></nav>')
     for kind, err in rep.errors.items():
         out.append(f'<p class="error" id="err-{html.escape(kind)}">Result table <code>{html.escape(kind)}</code> '
                    f"could not be used: {html.escape(err)}</p>")
-    for s in rep.sections:
-        out.append(f'<section id="sec-{s.id}"><h2>{html.escape(s.title)}</h2>')
-        if not s.has_data:
-            out.append(f'<p class="empty" id="empty-{s.id}">No data: {html.escape(s.empty or "nothing to show")}</p>')
-        for n in s.notes:
-            out.append(f'<p class="note">{html.escape(n)}</p>')
-        for t in s.tables:
-            out.append(table_html(t))
-        for f in s.figures:
-            uri = "data:image/png;base64," + base64.b64encode(f.png).decode()
-            out.append(f'<figure id="fig-{f.id}"><img src="{uri}" alt="{html.escape(f.title)}">'
-                       f'<figcaption>{html.escape(f.title)}{": " + html.escape(f.caption) if f.caption else ""} '
-                       f'(<a href="{svg_dir}/{f.id}.svg">SVG</a>)</figcaption></figure>')
-        out.append("</section>")
-    out.append('<section id="sec-manifest"><h2>Run manifest</h2>')
-    if rep.manifest:
-        m = rep.manifest
-        rows = [("run id", m.get("run_id")), ("git revision", m.get("git_revision")),
-                ("started", m.get("started_at")), ("python", m.get("python")), ("platform", m.get("platform"))]
-        cs = catalogue_settings(m)
-        if cs:
-            rows += [("cue colour order", cs["colour_order"]), ("catalogue seed", cs["catalog_seed"])]
-        rows += [(f"stage {k}", v.get("status") if isinstance(v, dict) else v) for k, v in (m.get("stages") or {}).items()]
-        out.append('<table id="tbl-manifest"><tbody>' + "".join(
-            f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows) + "</tbody></table>")
-        out.append("<details><summary>Full manifest (config, seeds, package versions)</summary><pre>"
-                   + html.escape(json.dumps(m, indent=2, sort_keys=True, default=str)) + "</pre></details>")
-    else:
-        out.append('<p class="empty">No manifest found for this run.</p>')
-    out.append("</section></body></html>")
+    for s in full:
+        out += _section_html(s, svg_dir)
+    if empty:
+        items = "; ".join(f'<span id="empty-{s.id}"><b>{html.escape(s.title)}</b> '
+                          f'({html.escape(s.empty or "nothing to show")})</span>' for s in empty)
+        out.append(f'<section id="sec-empty"><p class="empty">No data: {items}.</p></section>')
+    out += _manifest_html(rep.manifest)
+    out.append("</body></html>")
     return "\n".join(out)
 
 
 def to_markdown(rep: Report, *, fig_dir: str = "figures") -> str:
-    """A Markdown summary: every table, figure links, and what has no data."""
+    """A Markdown summary: sections with data (every table, figure links), then what has none."""
     out = [f"# {rep.title}", "", f"Run `{rep.run_id}`. {rep.generated}", ""]
+    if rep.viewers:
+        out += ["Browse the run: " + " · ".join(f"[{t}]({h})" for t, h in rep.viewers.items()), ""]
     for kind, err in rep.errors.items():
         out += [f"> **{kind}** could not be used: {err}", ""]
-    for s in rep.sections:
+    for s in (s for s in rep.sections if s.has_data):
         out += [f"## {s.title}", ""]
-        if not s.has_data:
-            out += [f"_No data: {s.empty or 'nothing to show'}_", ""]
         out += [f"_{n}_\n" for n in s.notes]
         for t in s.tables:
             out += [table_markdown(t), ""]
         for f in s.figures:
             out += [f"![{f.title}]({fig_dir}/{f.id}.png) ([SVG]({fig_dir}/{f.id}.svg))", ""]
+    empty = [s for s in rep.sections if not s.has_data]
+    if empty:
+        out += ["_No data: " + "; ".join(f"{s.title} ({s.empty or 'nothing to show'})" for s in empty) + "._", ""]
     if rep.manifest:
         cs = catalogue_settings(rep.manifest)
         out += ["## Run manifest", "", f"- git revision: `{rep.manifest.get('git_revision')}`",

@@ -25,7 +25,8 @@ from typing import Any, Iterable
 PROBE_ROOT = "probes"
 SCHEMA_VERSION = 1
 #: Bump when the recall protocol (loop semantics, cache layout) changes what a unit produces.
-PROTOCOL_VERSION = "dmv-f2-recall.v1"
+#: v2: each step of the log records its memory block (``memory_text``) for the trajectory viewer.
+PROTOCOL_VERSION = "dmv-f2-recall.v2"
 
 _DONE_RE = re.compile(r"/(ex|mc\d+)/s(\d+)\.done\.json$")
 

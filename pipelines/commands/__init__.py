@@ -13,4 +13,6 @@ COMMAND_MODULES = (
     "pipelines.commands.report",
     "pipelines.commands.store",
     "pipelines.commands.audit",
+    "pipelines.commands.runs",
+    "pipelines.commands.shots",
 )

@@ -1,4 +1,9 @@
-"""``vismem report RUN_ID [--store URI]``: (re)build a run's report from its stored results."""
+"""``vismem report RUN_ID [--store URI] [--out DIR] [--open]``: (re)build a run's report and viewers.
+
+Reads the run's stored results, writes the viewers and the report into the store (as the run's
+``report`` stage does), copies them to ``--out`` (default for stores that are not a local folder:
+``<runs_dir>/<run_id>/report``) and prints where they are; ``--open`` opens the report in a browser.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("report", help="build the HTML/Markdown report of a run from its stored results",
                        description="Read runs/RUN_ID/results/*.parquet from the store, score them and write "
-                                   "runs/RUN_ID/report/{index.html,summary.md,figures/,tables/}.")
+                                   "runs/RUN_ID/report/{index.html,summary.md,figures/,tables/} and the viewers "
+                                   "(trajectories.html, samples.html); see `vismem runs` for run ids.")
     p.add_argument("run_id", metavar="RUN_ID", help="the run whose results to report (see `vismem run --print-config`)")
     add_config_args(p)
-    p.add_argument("--out", metavar="DIR", help="also copy the report to this local directory")
+    p.add_argument("--out", metavar="DIR", help="also copy the report (and viewers) to this local directory "
+                   "(default for a store that is not a local folder: <runs_dir>/RUN_ID/report)")
+    p.add_argument("--open", action="store_true", help="open the report in a web browser")
+    p.add_argument("--no-viewers", action="store_true", help="skip the trajectory and sample viewers")
+    p.add_argument("--json", action="store_true", help="print the report summary as JSON")
     p.set_defaults(func=_report)
 
 
@@ -46,31 +56,44 @@ def _report(args: argparse.Namespace) -> int:
     import dataclasses
     from pathlib import Path
 
-    from analysis.report import report_run
-    from pipelines.commands.run import config_from_args
     from core.errors import VismemError
+    from pipelines.commands.run import config_from_args
     from pipelines.runner import open_store
-    from pipelines.stages.report import options_from
+    from pipelines.stages.report import build, options_from
+    from pipelines.viewers import copy_report, local_report_dir
 
     cfg = config_from_args(_with_stage_defaults(args))
     with open_store(cfg) as (store, _env):
         prefix = f"runs/{args.run_id}"
         if not store.list(prefix + "/"):
-            raise VismemError(f"run {args.run_id!r} not found in store {store.uri} (nothing under {prefix}/)")
+            raise VismemError(f"run {args.run_id!r} not found in store {store.uri} (nothing under {prefix}/); "
+                              "`vismem runs` lists the runs it holds")
         options = options_from(cfg)
         manifest_key = f"{prefix}/manifest.json"
-        if args.seed is None and store.exists(manifest_key):
+        manifest = store.get_json(manifest_key) if store.exists(manifest_key) else None
+        if args.seed is None and manifest:
             # Reporting an existing run: its own seed drives the bootstrap, as in the run's stage.
-            run_seed = (store.get_json(manifest_key).get("config") or {}).get("seed")
+            run_seed = (manifest.get("config") or {}).get("seed")
             if isinstance(run_seed, int):
                 options = dataclasses.replace(options, seed=run_seed)
-        summary = report_run(store, args.run_id, options=options)
-        if args.out:
-            out = Path(args.out)
-            for key in store.list(prefix + "/report/"):
-                dest = out / key[len(prefix + "/report/"):]
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(store.get_bytes(key))
-            summary["out"] = str(out.resolve())
-    print(json.dumps(summary, indent=2, default=str))
+        summary = build(store, args.run_id, options=options, manifest=manifest, viewers=not args.no_viewers)
+        out = Path(args.out) if args.out else (None if store.uri.startswith("file://")
+                                               else local_report_dir(cfg, args.run_id))
+        index = copy_report(store, args.run_id, out) if out is not None else Path(summary["html"][len("file://"):])
+        summary["out"] = str(index.parent) if out is not None else None
+        summary["local_html"] = index.as_uri()
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        print(f"report of {args.run_id}: {len(summary['found'])} result tables ({', '.join(summary['found']) or 'none'}), "
+              f"{summary['tables']} tables, {summary['figures']} figures")
+        print(f"  report             {summary['local_html']}")
+        for name in summary.get("viewers") or {}:
+            print(f"  {name + ' viewer':<18} {index.parent.as_uri()}/{summary['viewers'][name].rsplit('/', 1)[-1]}")
+        for name, err in (summary.get("viewer_errors") or {}).items():
+            print(f"  {name} viewer failed: {err}")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(summary["local_html"])
     return 0

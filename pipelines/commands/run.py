@@ -49,12 +49,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_config_args(p)
     p.add_argument("--print-config", action="store_true", help="print the resolved config and run id, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--json", action="store_true",
+                   help="print the stages' summaries as JSON (machine-readable) instead of the summary tables")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="let Ray Data and transformers log to the terminal (by default they go to the run log)")
     for stage in all_stages():
         stage.add_cli_args(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    import time
+
     from core.errors import ConfigError
 
     bad = [s for s in args.stages if s not in STAGE_ORDER]
@@ -65,13 +71,62 @@ def _run(args: argparse.Namespace) -> int:
         print(f"# run id: {cfg.run_id}")
         print(cfg.to_yaml(), end="")
         return 0
+    from pipelines import logs
     from pipelines.runner import run
 
-    results = run(cfg, progress=not args.no_progress)
-    print(json.dumps(results, indent=2, default=str))
+    log_path = logs.run_log_path(cfg)
+    quiet = logs.quiet(log_path, verbose=args.verbose)
+    t0 = time.perf_counter()
+    try:
+        results = run(cfg, progress=not args.no_progress)
+    finally:
+        quiet.restore()
+    summary = finish(cfg, results, wall_s=time.perf_counter() - t0, run_log=str(log_path))
+    if args.json:
+        print(json.dumps({**results, "_summary": summary}, indent=2, default=str))
+    else:
+        from pipelines.summary import render
+
+        render(summary)
     if results.get("_partial"):
         from core.errors import VismemError
 
         raise VismemError(f"stage(s) {', '.join(results['_partial'])} finished partially (failed shards are "
                           f"listed above and in runs/{cfg.run_id}/manifest.json); re-run to retry them")
     return 0
+
+
+def finish(cfg: Any, results: dict[str, Any], *, wall_s: float, run_log: str | None) -> dict[str, Any]:
+    """After a run: read its manifest and result tables back, bring the report to a local folder.
+
+    A store that is not a local folder (the default private S3 server, which is gone once the
+    run ends, or a remote bucket) gets its report -- viewers included -- copied to
+    ``<runs_dir>/<run_id>/report/``, so the printed ``file://`` paths open in a browser.
+    Returns :func:`pipelines.summary.collect`'s summary.
+    """
+    from analysis.report import load_results
+    from pipelines.runner import open_store
+    from pipelines.stages.report import options_from
+    from pipelines.summary import collect
+    from pipelines.viewers import copy_report, local_report_dir
+
+    prefix = f"runs/{cfg.run_id}"
+    report, viewers = None, {}
+    with open_store(cfg) as (store, _env):
+        manifest = store.get_json(f"{prefix}/manifest.json") if store.exists(f"{prefix}/manifest.json") else None
+        tables, _errors = load_results(store, prefix)
+        rep = results.get("report")
+        if isinstance(rep, dict) and rep.get("html"):
+            names = {k: v.rsplit("/", 1)[-1] for k, v in (rep.get("viewers") or {}).items()}
+            if store.uri.startswith("file://"):
+                base = store.url(f"{prefix}/report")
+            else:
+                index = copy_report(store, cfg.run_id, local_report_dir(cfg, cfg.run_id))
+                base = index.parent.as_uri() if index else None
+            if base:
+                report = f"{base}/index.html"
+                viewers = {k: f"{base}/{v}" for k, v in names.items()}
+        uri = store.uri
+    return collect(results, manifest=manifest, tables=tables, options=options_from(cfg), wall_s=wall_s,
+                   store_uri=cfg.store.uri if cfg.store.uri.startswith("local-s3://") else uri, run_id=cfg.run_id,
+                   report=report, viewers=viewers, run_log=run_log)

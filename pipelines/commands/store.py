@@ -1,8 +1,17 @@
-"""``vismem store ls``: list what a store holds."""
+"""``vismem store ls|get|cat``: look into the object store a run wrote.
+
+``ls PREFIX`` lists keys with their sizes (and a total); ``get KEY [DEST]`` copies an object,
+or every object under a prefix, to a local path; ``cat KEY`` prints an object: Parquet as a
+table, JSON pretty-printed, anything else as it is. With the default ``local-s3://`` store each
+command starts the private S3 server on the run folder's data for the command's duration.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import Any, Iterator
 
 from pipelines.commands.run import add_config_args, config_from_args
 
@@ -11,11 +20,57 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("store", help="inspect the object store", description="Inspect the run's object store.")
     ssub = p.add_subparsers(dest="store_command", metavar="ACTION")
     ssub.required = True
-    ls = ssub.add_parser("ls", help="list keys under a prefix", description="List keys (and sizes) under a prefix.")
+    ls = ssub.add_parser("ls", help="list keys (and sizes) under a prefix",
+                         description="List keys and their sizes under a prefix, then the count and total size.")
     ls.add_argument("prefix", nargs="?", default="", help="key prefix, e.g. runs/ or memshot/shots/")
     add_config_args(ls)
     ls.add_argument("--limit", type=int, default=200, help="print at most this many keys (0: all)")
+    ls.add_argument("--keys", action="store_true", help="keys only, no sizes or total (for scripts)")
     ls.set_defaults(func=_ls, stages=[])
+    get = ssub.add_parser("get", help="copy an object (or a prefix) to a local path",
+                          description="Copy KEY to DEST (default: its file name in the current folder). When KEY "
+                                      "is a prefix, every object under it is copied into the folder DEST.")
+    get.add_argument("key", help="store key or prefix, e.g. runs/RUN_ID/report/")
+    get.add_argument("dest", nargs="?", help="local file or folder ('-': stdout, objects only)")
+    add_config_args(get)
+    get.set_defaults(func=_get, stages=[])
+    cat = ssub.add_parser("cat", help="print an object (Parquet as a table, JSON pretty)",
+                          description="Print an object: Parquet as a table (--rows rows), JSON indented, "
+                                      "anything else byte for byte (--raw: always byte for byte).")
+    cat.add_argument("key", help="store key, e.g. runs/RUN_ID/results/probes.parquet")
+    cat.add_argument("--rows", type=int, default=20, help="Parquet rows to show (0: all)")
+    cat.add_argument("--raw", action="store_true", help="bytes as stored, whatever the type")
+    add_config_args(cat)
+    cat.set_defaults(func=_cat, stages=[])
+
+
+def human(n: int) -> str:
+    """Bytes as ``512 B`` / ``3.4 KiB`` / ``1.2 MiB``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def sized_keys(store: Any, prefix: str) -> Iterator[tuple[str, int]]:
+    """``(key, bytes)`` under ``prefix`` in key order, through the store's Arrow filesystem (one
+    listing; S3 returns sizes with the listing)."""
+    import pyarrow.fs as pafs
+
+    fs = store.arrow_filesystem()
+    root = store.arrow_path()
+    base = store.arrow_path(prefix) if prefix.strip("/") else root
+    infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+    files = sorted((i.path, i.size or 0) for i in infos if i.type == pafs.FileType.File)
+    cut = len(root.rstrip("/")) + 1
+    for path, size in files:
+        key = path[cut:]
+        name = key.rsplit("/", 1)[-1]
+        if name.startswith(".") and name.endswith(".tmp"):  # the store's in-flight writes
+            continue
+        yield key, size
 
 
 def _ls(args: argparse.Namespace) -> int:
@@ -23,10 +78,84 @@ def _ls(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     with open_store(cfg) as (store, _env):
-        keys = store.list(args.prefix)
-        shown = keys if args.limit == 0 else keys[: args.limit]
-        for k in shown:
-            print(k)
-        if len(shown) < len(keys):
-            print(f"... {len(keys) - len(shown)} more ({len(keys)} keys under {store.url(args.prefix) if args.prefix else store.uri})")
+        if args.keys:
+            keys = store.list(args.prefix)
+            for k in keys if args.limit == 0 else keys[: args.limit]:
+                print(k)
+            return 0
+        items = list(sized_keys(store, args.prefix))
+        shown = items if args.limit == 0 else items[: args.limit]
+        width = max((len(human(s)) for _, s in shown), default=1)
+        for k, size in shown:
+            print(f"{human(size):>{width}}  {k}")
+        where = store.url(args.prefix) if args.prefix.strip("/") else store.uri
+        more = f" ({len(items) - len(shown)} not shown; --limit 0 lists all)" if len(shown) < len(items) else ""
+        print(f"{len(items):,} objects, {human(sum(s for _, s in items))} under {where}{more}")
+    return 0
+
+
+def _get(args: argparse.Namespace) -> int:
+    from core.errors import VismemError
+    from pipelines.runner import open_store
+
+    cfg = config_from_args(args)
+    with open_store(cfg) as (store, _env):
+        key = args.key.strip("/")
+        if store.exists(key) and not args.key.endswith("/"):
+            data = store.get_bytes(key)
+            if args.dest == "-":
+                sys.stdout.buffer.write(data)
+                return 0
+            dest = Path(args.dest or key.rsplit("/", 1)[-1])
+            if dest.is_dir():
+                dest = dest / key.rsplit("/", 1)[-1]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+            print(f"{human(len(data))}  {store.url(key)} -> {dest}")
+            return 0
+        keys = store.list(key)
+        if not keys:
+            raise VismemError(f"nothing at {store.url(key) if key else store.uri} (no object, no prefix); "
+                              "see `vismem store ls`")
+        if args.dest == "-":
+            raise VismemError(f"{key} is a prefix of {len(keys)} objects: give a folder, not '-'")
+        dest = Path(args.dest or key.rsplit("/", 1)[-1])
+        total = 0
+        for k in keys:
+            out = dest / k[len(key):].lstrip("/")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            data = store.get_bytes(k)
+            out.write_bytes(data)
+            total += len(data)
+        print(f"{len(keys):,} objects, {human(total)}  {store.url(key)}/ -> {dest}/")
+    return 0
+
+
+def _cat(args: argparse.Namespace) -> int:
+    import json
+
+    from core.errors import VismemError
+    from pipelines.runner import open_store
+
+    cfg = config_from_args(args)
+    with open_store(cfg) as (store, _env):
+        if not store.exists(args.key):
+            raise VismemError(f"no object {store.url(args.key)}; see `vismem store ls`")
+        data = store.get_bytes(args.key)
+    if args.raw:
+        sys.stdout.buffer.write(data)
+    elif args.key.endswith(".parquet"):
+        import io
+
+        import polars as pl
+
+        df = pl.read_parquet(io.BytesIO(data))
+        rows = df.height if args.rows == 0 else min(args.rows, df.height)
+        with pl.Config(tbl_rows=rows, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200):
+            print(df.head(rows))
+        print(f"{df.height:,} rows x {df.width} columns" + (f" ({rows} shown; --rows 0 shows all)" if rows < df.height else ""))
+    elif args.key.endswith(".json"):
+        print(json.dumps(json.loads(data), indent=2, sort_keys=True))
+    else:
+        sys.stdout.buffer.write(data)
     return 0

@@ -1,8 +1,11 @@
-"""The ``report`` stage: score whatever result tables the run has and write the report.
+"""The ``report`` stage: score whatever result tables the run has, write the viewers and the report.
 
-Reads ``runs/<run_id>/results/<kind>.parquet`` (kinds and columns: ``analysis.schemas``),
-writes ``runs/<run_id>/report/index.html``, ``summary.md``, ``figures/`` and ``tables/``.
-Sections without data say so; a malformed table is reported, not fatal.
+Reads ``runs/<run_id>/results/<kind>.parquet`` (kinds and columns: ``analysis.schemas``), writes
+the static viewers (``pipelines.viewers``: ``trajectories.html`` for DMV-Bench sessions and
+probes, ``samples.html`` for MemShot questions) and then ``runs/<run_id>/report/index.html``,
+``summary.md``, ``figures/`` and ``tables/``; report rows link to the viewers. Sections without
+data are listed in one line at the end; a malformed table or a failed viewer is reported, not
+fatal.
 """
 
 from __future__ import annotations
@@ -25,15 +28,35 @@ def options_from(config: Any) -> Any:
                          exclude_categories=tuple(rc.exclude_categories))
 
 
-def run(ctx: "RunContext") -> dict[str, Any]:
-    """Build and write the run's report; returns what was found and where the report is."""
-    from analysis.report import report_run
+def build(store: Any, run_id: str, *, options: Any, manifest: dict[str, Any] | None = None,
+          viewers: bool = True) -> dict[str, Any]:
+    """Write a run's viewers (unless ``viewers`` is False) and its report; returns the summary.
 
+    Shared by the stage and ``vismem report``. The summary is ``analysis.report.report_run``'s
+    plus ``viewers`` (store URLs) and ``viewer_errors``.
+    """
+    from analysis.report import load_results, report_run
+    from pipelines.viewers import write_viewers
+
+    written: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    if viewers:
+        tables, _ = load_results(store, f"runs/{run_id}")
+        written, errors = write_viewers(store, run_id, manifest=manifest, tables=tables)
+    summary = report_run(store, run_id, options=options, manifest=manifest, viewers=written)
+    if errors:
+        summary["viewer_errors"] = errors
+    return summary
+
+
+def run(ctx: "RunContext") -> dict[str, Any]:
+    """Build and write the run's viewers and report; returns what was found and where it is."""
     if not ctx.config.report.enabled:
         return {"status": "disabled"}
     manifest = getattr(ctx.manifest, "data", None)
-    summary = report_run(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest)
-    ctx.logger.info("report: %s (found %s)", summary["html"], ", ".join(summary["found"]) or "no results")
+    summary = build(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest)
+    ctx.logger.info("report: %s (found %s; viewers %s)", summary["html"], ", ".join(summary["found"]) or "no results",
+                    ", ".join(summary.get("viewers", {})) or "none")
     return summary
 
 

@@ -60,7 +60,8 @@ def _open_in_chromium(chromium_path: str, url: str) -> dict:
                 errors: Array.from(document.querySelectorAll('p.error')).map(p => p.id),
                 table2: Array.from(document.querySelectorAll('#tbl-table2 tbody tr')).map(
                     r => Array.from(r.cells).map(c => c.textContent)),
-                best: Array.from(document.querySelectorAll('#tbl-table2 td.best')).map(c => c.textContent),
+                best: Array.from(document.querySelectorAll('#tbl-table2 td.best .v')).map(c => c.textContent),
+                sections: Array.from(document.querySelectorAll('section')).map(s => s.id),
             })""")
         finally:
             browser.close()
@@ -83,11 +84,14 @@ def test_full_report_opens_in_chromium_with_every_image_and_table(file_store, ch
     from analysis.schemas import validate
 
     cells = dmv.tsr_cells(validate(_probes(), "probes"), n_resamples=300, seed=1)
-    want = cells.filter((pl.col("architecture") == "dualmem") & (pl.col("J") == 4)
-                        & (pl.col("backend") == "gemini-2.5-flash"))["tsr"][0]
+    cell = cells.filter((pl.col("architecture") == "dualmem") & (pl.col("J") == 4)
+                        & (pl.col("backend") == "gemini-2.5-flash")).row(0, named=True)
+    want = cell["tsr"]
     row = next(r for r in page["table2"] if r[0] == "dualmem")
-    assert row[1] == f"{want * 100:.1f}"
+    # The cell shows the rate and its chain-cluster 95% CI.
+    assert row[1] == f"{want * 100:.1f} [{cell['cluster_low'] * 100:.1f}, {cell['cluster_high'] * 100:.1f}]"
     assert f"{want * 100:.1f}" in page["best"]
+    assert page["sections"][-1] == "sec-manifest" and "sec-empty" not in page["sections"]
     # Figures alongside (PNG + SVG), tables as CSV, Markdown summary.
     figs = file_store.list("runs/demo-1/report/figures")
     assert len([k for k in figs if k.endswith(".svg")]) == summary["figures"]
@@ -111,6 +115,11 @@ def test_sections_without_data_say_so_and_bad_tables_are_reported(file_store):
     html = file_store.get_bytes("runs/partial-1/report/index.html").decode()
     assert 'id="err-probes"' in html and 'id="empty-dmv-encoding"' in html and "No data:" in html
     assert 'id="tbl-memshot-locomo"' in html
+    # Sections with data first; every empty one is named in the single line at the end.
+    assert html.index('id="sec-memshot-main"') < html.index('id="sec-empty"') < html.index('id="sec-manifest"')
+    assert html.count('class="empty"') == 2  # the collapsed line, and the missing manifest
+    for sid in summary["sections_without_data"]:
+        assert f'id="empty-{sid}"' in html and f'id="sec-{sid}"' not in html
     assert "No manifest found" in html
 
 
@@ -146,7 +155,7 @@ def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "pipelines", "report", "cli-1", "--store", file_store.uri,
-           "--set", "report.n_resamples=300", "--out", str(out)]
+           "--set", "report.n_resamples=300", "--out", str(out), "--json"]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads(res.stdout)
@@ -192,3 +201,90 @@ def test_report_says_which_cue_colour_order_and_catalogue_seed_were_used():
         assert f"<tr><td>catalogue seed</td><td>{seed}</td></tr>" in html
         assert f"- cue colour order: `{order}`, catalogue seed {seed}" in to_markdown(rep)
     assert catalogue_settings(None) is None and catalogue_settings({"run_id": "x"}) is None
+
+
+def test_every_rate_has_its_interval_and_rows_link_to_the_viewers():
+    """Every rate column of the report's rate tables carries a 95% CI, the CI brackets the
+    value, and with viewers given every data row links to the viewer filtered to it."""
+    from analysis.report import build_report
+
+    tables = {"probes": validate_all(_probes(), "probes"), "encoding": synthetic.encoding(chains=3, J=4),
+              "memshot_answers": synthetic.memshot_answers(questions=12, heights=(None, 512, 768)),
+              "memshot_recall": synthetic.memshot_recall(questions=12)}
+    rep = build_report(tables, "r", options=FAST, viewers={"trajectories": "trajectories.html",
+                                                            "samples": "samples.html"})
+    rate_tables = {"table2", "reach", "encoding", "memshot-locomo", "memshot-ablations", "memshot-height",
+                   "memshot-recall", "memshot-recall-category", "ablations", "alpha", "lpm"}
+    seen = set()
+    for t in rep.tables():
+        if t.id not in rate_tables:
+            continue
+        seen.add(t.id)
+        rates = [c for c in t.shown if c in t.percent and c not in ("naive_low", "naive_high", "cluster_low",
+                                                                    "cluster_high", "se", "low", "high")]
+        if t.id in ("ablations", "alpha"):  # their CI columns are shown as columns
+            assert {"cluster_low", "cluster_high"} <= set(t.df.columns)
+            continue
+        assert rates and all(c in t.ci for c in rates), (t.id, rates, t.ci)
+        for row in t.df.iter_rows(named=True):
+            if row[t.df.columns[0]] in t.skip_rows:
+                continue
+            for c in rates:
+                lo, hi = (row[x] for x in t.ci[c])
+                if row[c] is not None and lo is not None:
+                    assert lo - 1e-9 <= row[c] <= hi + 1e-9, (t.id, c, row)
+        assert t.links is not None
+        hrefs = [h for h, r in zip(t.links, t.df.iter_rows(named=True)) if r[t.df.columns[0]] not in t.skip_rows]
+        viewer = "samples.html#" if t.id.startswith("memshot") else "trajectories.html#"
+        assert hrefs and all(h and h.startswith(viewer) for h in hrefs), (t.id, hrefs[:3])
+    assert seen == rate_tables
+    from analysis.render import to_html
+
+    html = to_html(rep)
+    assert 'href="trajectories.html#backend=gemini-2.5-flash&amp;architecture=dualmem&amp;J=4"' in html
+    assert 'href="samples.html#variant=' in html and 'id="viewers"' in html
+
+
+def test_memshot_intervals_are_question_bootstraps():
+    """mean_ci: the mean is the plain mean, the bounds are percentiles of resampled means."""
+    import numpy as np
+
+    from analysis.intervals import mean_ci
+
+    rec = synthetic.memshot_recall(questions=40)
+    got = mean_ci(rec, ["variant", "k"], "recall", order=["question_id"], n_resamples=2000, seed=3)
+    want = rec.group_by("variant", "k").agg(pl.col("recall").mean(), pl.len().alias("n"))
+    j = got.join(want, on=["variant", "k"])
+    assert np.allclose(j["mean"], j["recall"]) and (j["n"] == j["n_right"]).all()
+    assert ((j["low"] <= j["mean"]) & (j["mean"] <= j["high"]) & (j["high"] - j["low"] > 0)).all()
+    # Same seed, same intervals.
+    again = mean_ci(rec, ["variant", "k"], "recall", order=["question_id"], n_resamples=2000, seed=3)
+    assert got.equals(again)
+
+
+def test_readable_backend_names_replace_cache_slugs():
+    """Report tables name back-ends by their model (backend_name), never by cache slug."""
+    from analysis.render import to_html
+    from analysis.report import build_report, display_names
+
+    slug = "scripted-shopper-stand-in-s0--c6f5ba34"
+    enc = synthetic.encoding(backends=(slug,), chains=3, J=4).with_columns(
+        pl.lit("scripted-shopper (stand-in)").alias("backend_name"))
+    probes = synthetic.probes(backends=("scripted-shopper-stand-in-s0 / scripted-recall (stand-in)",), Js=(4,),
+                              chains=3).with_columns(pl.lit(slug).alias("chain_slug"))
+    names = display_names({"encoding": enc, "probes": probes})
+    assert names == {slug: "scripted-shopper (stand-in)",
+                     "scripted-shopper-stand-in-s0 / scripted-recall (stand-in)":
+                         "scripted-shopper (stand-in) / scripted-recall (stand-in)"}
+    html = to_html(build_report({"encoding": enc, "probes": probes}, "r", options=FAST))
+    assert slug not in html.split('id="sec-manifest"')[0]
+    assert "scripted-shopper (stand-in) / scripted-recall (stand-in) J=4" in html
+    # Two slugs that would share a name keep their slugs (cells are never pooled).
+    enc2 = pl.concat([enc, enc.with_columns(pl.lit(slug + "x").alias("backend"))])
+    assert display_names({"encoding": enc2}) == {}
+
+
+def validate_all(df, kind):
+    from analysis.schemas import validate
+
+    return validate(df, kind)

@@ -1,0 +1,284 @@
+"""The report's sections: DMV-Bench and MemShot tables and figures, every rate with its 95% CI.
+
+Each builder takes validated frames and :class:`ReportOptions` and returns sections (pure).
+Rows link to the viewers (``Links``): DMV-Bench rows to the trajectory viewer filtered to the
+row's back-end / architecture, MemShot rows to the sample viewer filtered to the row's variant.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+from urllib.parse import urlencode
+
+import polars as pl
+
+from analysis import dmv, figures, memshot
+from analysis.bootstrap import N_RESAMPLES
+from analysis.intervals import attach, ci_bounds, ci_names, mean_ci
+from analysis.render import Figure, Section, Table
+
+_CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
+_CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """Knobs of the analysis (the report stage fills them from ``ReportConfig``)."""
+
+    n_resamples: int = N_RESAMPLES
+    seed: int = 0
+    n_bins: int = 8
+    compare: tuple[str, str] | None = None
+    common_probes: bool = True
+    exclude_categories: tuple[str, ...] = ("adversarial",)
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where the viewers are (relative hrefs; None: not written) and how a row links to them."""
+
+    trajectories: str | None = None
+    samples: str | None = None
+
+    def _href(self, base: str | None, row: dict[str, Any], keys: Sequence[str]) -> str | None:
+        if base is None:
+            return None
+        params = {k: row[k] for k in keys if row.get(k) is not None}
+        return f"{base}#{urlencode(params)}" if params else base
+
+    def dmv(self, df: pl.DataFrame, skip: Sequence[str] = ("n_r",)) -> list[str | None] | None:
+        """Per row: the trajectory viewer filtered to the row's back-end / architecture / J."""
+        if self.trajectories is None:
+            return None
+        first = df.columns[0] if df.width else None
+        return [None if first and r[first] in skip else self._href(self.trajectories, r, ("backend", "architecture", "J"))
+                for r in df.iter_rows(named=True)]
+
+    def memshot(self, df: pl.DataFrame) -> list[str | None] | None:
+        """Per row: the sample viewer filtered to the row's variant and k."""
+        if self.samples is None:
+            return None
+        return [self._href(self.samples, r, ("variant", "k")) for r in df.iter_rows(named=True)]
+
+
+def _pct(df: pl.DataFrame) -> list[str]:
+    keep = {"tsr", "naive_low", "naive_high", "cluster_low", "cluster_high", "emm", "low", "high", "se", "d_bar",
+            "recall", "hit", "acc", "f1", "share_styles_ge3"}
+    return [c for c in df.columns if c in keep or c.endswith(" Acc") or c.endswith(" F1")
+            or c.endswith(" lo") or c.endswith(" hi")]
+
+
+def _wide_with_ci(cells: pl.DataFrame, index: Sequence[str], column: pl.Expr, wide: pl.DataFrame,
+                  join_on: Sequence[str]) -> tuple[pl.DataFrame, dict[str, tuple[str, str]]]:
+    """Attach each pivoted rate cell's interval (``ci_bounds``) to the wide table ``wide``."""
+    b = ci_bounds(cells).with_columns(column.alias("_col"))
+    return attach(wide, b.select(*index, "_col", "low", "high"), join_on, "_col", "{}")
+
+
+def dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions, links: Links) -> list[Section]:
+    """Table 2 (TSR per back-end and J), CIs, permutation test, LPM, retention, bins, ablations."""
+    main = Section("dmv-main", "DMV-Bench: task success rate (Tables 2, 8-10)")
+    curves = Section("dmv-curves", "DMV-Bench: retention and bank-size / position checks (Figs 5-6)")
+    abl = Section("dmv-ablations", "DMV-Bench: DualMem ablations (Table 4) and alpha sweep (Fig. 7)")
+    if probes is None:
+        for s in (main, curves, abl):
+            s.empty = "no probes table (runs/<id>/results/probes.parquet) in this run"
+        return [main, curves, abl]
+    kw = dict(n_resamples=opt.n_resamples, seed=opt.seed)
+    cells = dmv.tsr_cells(probes, common=opt.common_probes, **kw)
+    if cells.height == 0:
+        main.empty = curves.empty = "the probes table has no main-grid rows (study == 'main')"
+    else:
+        _main_tables(main, probes, cells, opt, links)
+        pair = opt.compare or dmv.top_two(cells)
+        _curves(curves, probes, opt, links, pair)
+    ab = dmv.ablations(probes, **kw)
+    if ab.height:
+        abt = ab.select("backend", "J", "architecture", "variant", "n_probes", "n_chains", "tsr", "cluster_low",
+                        "cluster_high", "note")
+        abl.tables.append(Table("ablations", "Ablations: TSR (%) per variant", abt, percent=_pct(abt),
+                                highlight=["tsr"], links=links.dmv(abt), caption=_CI_DMV))
+    sw = dmv.alpha_sweep(probes, **kw)
+    if sw.height:
+        swt = sw.drop("naive_low", "naive_high")
+        abl.tables.append(Table("alpha", "Alpha sweep: TSR (%) by visual weight", swt, percent=_pct(sw),
+                                links=links.dmv(swt), caption=_CI_DMV))
+        abl.figures.append(Figure("alpha", "TSR vs alpha", *figures.render(figures.alpha(sw))))
+    if not ab.height and not sw.height:
+        abl.empty = "no ablation or alpha-sweep probes (study == 'ablation' / 'alpha_sweep')"
+    return [main, curves, abl]
+
+
+def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: ReportOptions,
+                 links: Links) -> None:
+    t2 = dmv.table2(cells)
+    col = pl.col("backend") + " J=" + pl.col("J").cast(pl.String)
+    t2, ci = _wide_with_ci(cells, ["architecture"], col, t2, ["architecture"])
+    shown = [c for c in t2.columns[1:] if not (c.endswith(" lo") or c.endswith(" hi"))]
+    main.tables.append(Table("table2", "TSR (%) by back-end and chain length J", t2,
+                             caption="Common probe set per (back-end, J); n_r = probes per column. "
+                                     "Bold = best per column, underline = second. " + _CI_DMV,
+                             percent=[c for c in t2.columns[1:]], highlight=shown, ci=ci,
+                             links=links.dmv(t2)))
+    ci_tbl = cells.select("backend", "J", "architecture", "n_probes", "n_chains", "tsr", "naive_low", "naive_high",
+                          "cluster_low", "cluster_high", "note")
+    main.tables.append(Table("bootstrap", "95% CIs: naive (probe iid) vs cluster (chain) bootstrap", ci_tbl,
+                             caption=f"{opt.n_resamples:,} resamples; 2.5/97.5 percentiles.", percent=_pct(ci_tbl),
+                             links=links.dmv(ci_tbl)))
+    pair = opt.compare or dmv.top_two(cells)
+    if pair:
+        perm = dmv.paired_test(probes, *pair, seed=opt.seed)
+        main.tables.append(Table("permutation", f"Paired cluster sign-permutation test: {pair[0]} vs {pair[1]}",
+                                 perm, caption="Exact: all 2^K chain sign assignments; d_bar in points.",
+                                 percent=["d_bar"], links=links.dmv(perm)))
+    from analysis.lpm import fit_lpm
+
+    base = dmv.study(probes, "main")
+    lpm = fit_lpm(dmv.common_probes(base) if opt.common_probes else base)
+    if lpm is not None:
+        main.tables.append(Table("lpm", "LPM: estimated marginal means at the mean bank size", lpm.emm,
+                                 caption=f"correct ~ architecture x backend x J x bank_size, chain-clustered SEs "
+                                         f"({lpm.n_clusters} clusters, {lpm.n_obs} probes, mean bank size "
+                                         f"{lpm.mean_bank_size:.1f}).", percent=["emm", "se", "low", "high"],
+                                 ci={"emm": ("low", "high")} if {"low", "high"} <= set(lpm.emm.columns) else {},
+                                 links=links.dmv(lpm.emm)))
+    else:
+        main.notes.append("LPM not fitted: fewer than two chains or too few probes.")
+
+
+def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Links,
+            pair: tuple[str, str] | None) -> None:
+    ret = dmv.retention(probes, common=opt.common_probes, n_resamples=opt.n_resamples, seed=opt.seed)
+    rt = dmv.reach_table(ret)
+    rt, ci = _wide_with_ci(ret, dmv.CELL, pl.lit("r=") + pl.col("reach").cast(pl.String), rt, dmv.CELL)
+    curves.tables.append(Table("reach", "TSR (%) by recall reach r", rt, percent=rt.columns[3:], ci=ci,
+                               caption="Per-reach breakdown; reach = recall session - visit session. " + _CI_DMV,
+                               links=links.dmv(rt)))
+    curves.figures.append(Figure("retention", "TSR by recall reach", *figures.render(figures.retention(ret))))
+    bank = dmv.binned(probes, "bank_size", n_bins=opt.n_bins, common=opt.common_probes)
+    pos = dmv.binned(probes, "encoding_position", n_bins=opt.n_bins, common=opt.common_probes)
+    for backend in sorted(ret["backend"].unique().to_list()):
+        # Figure ids become file names: back-end names may hold spaces, slashes and parentheses.
+        fid = "bins-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", backend).strip("-") or "backend")
+        curves.figures.append(Figure(fid, f"{backend}: TSR by bank size and encoding position",
+                                     *figures.render(figures.bins(bank, pos, backend))))
+    if pair:
+        lead = dmv.leader_bins(bank, pair[0]).join(dmv.leader_bins(pos, pair[0]), on=["backend", "J"],
+                                                    how="full", coalesce=True, suffix="_position")
+        curves.tables.append(Table("leader-bins", f"Bins where {pair[0]} is above every other architecture",
+                                   lead, caption="bins/leads/ties: bank-size bins; *_position: encoding-position bins.",
+                                   links=links.dmv(lead)))
+
+
+def encoding_section(enc: pl.DataFrame | None, opt: ReportOptions, links: Links) -> Section:
+    """Table 3: per-session encoding statistics per back-end, compliance with its CI."""
+    s = Section("dmv-encoding", "DMV-Bench: encoding sessions (Table 3)")
+    if enc is None or enc.height == 0:
+        s.empty = "no encoding table (runs/<id>/results/encoding.parquet) in this run"
+        return s
+    st = dmv.encoding_stats(enc)
+    # Compliance (>= 3 styles per session) is a rate over sessions, clustered by chain.
+    share = dmv.rate_cells(enc.with_columns((pl.col("styles") >= 3).alias("correct")), ["backend"],
+                           n_resamples=opt.n_resamples, seed=opt.seed)
+    st, ci = attach(st, ci_bounds(share), ["backend"], None, "share_styles_ge3")
+    s.tables.append(Table("encoding", "Per-session encoding statistics", st, percent=["share_styles_ge3"], ci=ci,
+                          caption="share_styles_ge3: sessions that opened at least 3 styles. " + _CI_DMV,
+                          links=links.dmv(st)))
+    s.figures.append(Figure("encoding", "Distinct products per session", *figures.render(figures.encoding(enc))))
+    return s
+
+
+def _ci_long(df: pl.DataFrame, by: Sequence[str], value: str, opt: ReportOptions,
+             overall: str | None = "category") -> pl.DataFrame:
+    """``mean_ci`` per ``by`` (+ one "Overall" row per group without ``overall`` when given)."""
+    kw = dict(order=["conversation_id", "question_id"], n_resamples=opt.n_resamples, seed=opt.seed)
+    per = mean_ci(df, by, value, **kw)
+    if overall is None or overall not in by:
+        return per
+    rest = [c for c in by if c != overall]
+    tot = mean_ci(df, rest, value, **kw).with_columns(pl.lit("Overall").alias(overall))
+    return pl.concat([per, tot.select(per.columns)])
+
+
+def _answer_ci(ans: pl.DataFrame, table: pl.DataFrame, by: Sequence[str], on: str, fmt: Callable[[str], str],
+               opt: ReportOptions) -> tuple[pl.DataFrame, dict[str, tuple[str, str]]]:
+    """Attach Acc and F1 intervals per ``on`` value (category or k) to a wide MemShot table."""
+    ci: dict[str, tuple[str, str]] = {}
+    for value, metric in (("judge_label", "Acc"), ("f1", "F1")):
+        long = _ci_long(ans, [*by, on], value, opt, overall="category" if on == "category" else None)
+        table, c = attach(table, long, by, on, fmt(metric))
+        ci |= c
+    return table, ci
+
+
+def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: ReportOptions,
+                     links: Links) -> list[Section]:
+    """Tables 1-5 (Acc/F1 per category, ablations, heights) and evidence recall@k, with CIs."""
+    main = Section("memshot-main", "MemShot: Acc / F1 per category (Tables 1, 2, 4)")
+    abl = Section("memshot-ablations", "MemShot: ablations (Table 3) and rendering height (Table 5)")
+    rsec = Section("memshot-recall", "MemShot: evidence recall@k")
+    if ans is None or ans.height == 0:
+        main.empty = abl.empty = "no memshot_answers table in this run"
+    else:
+        _answer_tables(main, abl, ans, opt, links)
+    _recall_tables(rsec, rec, ans, opt, links)
+    return [main, abl, rsec]
+
+
+def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOptions, links: Links) -> None:
+    ex = opt.exclude_categories
+    scored = ans.filter(~pl.col("category").is_in(list(ex)))
+    by = [c for c in memshot.GROUP if c in ans.columns]
+    for ds in sorted(ans["dataset"].unique().to_list()):
+        t = memshot.category_table(ans.filter(pl.col("dataset") == ds), exclude_categories=ex)
+        t, ci = _answer_ci(scored.filter(pl.col("dataset") == ds), t, by, "category", lambda m: "{} " + m, opt)
+        main.tables.append(Table(f"memshot-{ds}", f"{ds}: Acc / F1 (%) per category", t, percent=_pct(t),
+                                 highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t),
+                                 caption=f"Excluded categories: {', '.join(ex) or 'none'}. " + _CI_MEMSHOT))
+    unj = int(ans["judge_label"].null_count())
+    if unj:
+        main.notes.append(f"{unj} answers have no judge verdict; Acc is over judged answers only.")
+    rows = [c for c in ("dataset", "model", "variant", "max_height") if c in ans.columns]
+    at = memshot.ablation_table(ans, exclude_categories=ex)
+    at, ci = _answer_ci(scored, at, rows, "k", lambda m: "Top-{} " + m, opt)
+    abl.tables.append(Table("memshot-ablations", "Variants by top-k: Acc / F1 (%)", at, percent=_pct(at), ci=ci,
+                            links=links.memshot(at), caption=_CI_MEMSHOT))
+    ht = memshot.height_table(ans, exclude_categories=ex)
+    if ht.height:
+        ht, ci = _answer_ci(scored, ht, rows, "k", lambda m: "Top-{} " + m, opt)
+        abl.tables.append(Table("memshot-height", "Maximum rendering height by top-k: Acc / F1 (%)", ht,
+                                percent=_pct(ht), ci=ci, links=links.memshot(ht), caption=_CI_MEMSHOT))
+    else:
+        abl.notes.append("No rendering-height sweep (fewer than two max_height values).")
+
+
+def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | None, opt: ReportOptions,
+                   links: Links) -> None:
+    rt = memshot.recall_table(rec, ans)
+    if not rt.height:
+        rsec.empty = "no memshot_recall table and no recall_hit in the answers"
+        return
+    ci: dict[str, tuple[str, str]] = {}
+    src, hit_col = (rec, "hit") if rec is not None and rec.height else (ans, "recall_hit")
+    by = [c for c in ("dataset", "variant", "embedder", "max_height") if c in rt.columns and c in src.columns]
+    for value, name in (("recall", "recall"), (hit_col, "hit")):
+        if value in src.columns:
+            rt, c = attach(rt, _ci_long(src, [*by, "k"], value, opt, overall=None), [*by, "k"], None, name)
+            ci |= c
+    rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt, percent=["recall", "hit"],
+                             ci=ci, links=links.memshot(rt), caption=_CI_MEMSHOT))
+    rsec.figures.append(Figure("memshot-recall", "Evidence recall@k", *figures.render(figures.recall_at_k(rt))))
+    ct = memshot.recall_category_table(rec)
+    if ct.height:
+        cby = [c for c in ("dataset", "variant", "embedder", "k") if c in ct.columns]
+        long = _ci_long(rec, [*cby, "category"], "recall", opt, overall="category")
+        cols = [c for c in ct.columns if c not in ("dataset", "variant", "embedder", "k", "n")]
+        ct, cci = attach(ct, long, cby, "category", "{}")
+        rsec.tables.append(Table("memshot-recall-category", "Evidence recall@k per category (%)", ct,
+                                 percent=cols + [x for p in cci.values() for x in p], ci=cci,
+                                 links=links.memshot(ct), caption=_CI_MEMSHOT))
+
+
+__all__ = ["Links", "ReportOptions", "dmv_sections", "encoding_section", "memshot_sections", "ci_names"]

@@ -1,0 +1,98 @@
+"""``vismem runs``: the runs a store holds, with their status, date and stages.
+
+Reads ``runs/<run_id>/manifest.json`` for every run folder in the store. A run's status is
+``failed`` when a stage failed, ``partial`` when one finished with failed shards, ``incomplete``
+when a stage never finished (a killed run: re-running resumes it), else ``done``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from pipelines.commands.run import add_config_args, config_from_args
+from pipelines.stages import STAGE_ORDER
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("runs", help="list the runs in a store (status, date, stages, report)",
+                       description="List the runs in the store: run id, status, start date, stages and whether "
+                                   "a report exists (`vismem report RUN_ID --open` opens it).")
+    add_config_args(p)
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.set_defaults(func=_runs, stages=[])
+
+
+def run_status(manifest: dict[str, Any]) -> str:
+    """``failed`` / ``partial`` / ``incomplete`` / ``done`` from a manifest's stage entries."""
+    states = [v.get("status") for v in (manifest.get("stages") or {}).values() if isinstance(v, dict)]
+    if not states:
+        return "incomplete"
+    for s in ("failed", "partial"):
+        if s in states:
+            return s
+    return "incomplete" if "running" in states else "done"
+
+
+def run_ids(store: Any) -> list[str]:
+    """The run folders under ``runs/`` (one listing of the first level, not of every object)."""
+    import pyarrow.fs as pafs
+
+    fs = store.arrow_filesystem()
+    infos = fs.get_file_info(pafs.FileSelector(store.arrow_path("runs"), recursive=False, allow_not_found=True))
+    return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory and not i.base_name.startswith("."))
+
+
+def list_runs(store: Any) -> list[dict[str, Any]]:
+    """One record per run: ``run_id``, ``status``, ``started``, ``stages`` (name: status), ``report``."""
+    out = []
+    for rid in run_ids(store):
+        key = f"runs/{rid}/manifest.json"
+        m = store.get_json(key) if store.exists(key) else {}
+        stages = {k: v.get("status") for k, v in (m.get("stages") or {}).items() if isinstance(v, dict)}
+        wall = sum(float(v.get("wall_s") or 0) for v in (m.get("stages") or {}).values() if isinstance(v, dict))
+        out.append({"run_id": rid, "status": run_status(m) if m else "no manifest", "started": m.get("started_at"),
+                    "stages": stages, "wall_s": round(wall, 1),
+                    "report": store.url(f"runs/{rid}/report/index.html")
+                    if store.exists(f"runs/{rid}/report/index.html") else None})
+    return sorted(out, key=lambda r: (r["started"] or "", r["run_id"]), reverse=True)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from pipelines.runner import open_store
+
+    cfg = config_from_args(args)
+    with open_store(cfg) as (store, _env):
+        runs = list_runs(store)
+        uri = store.uri
+    if args.json:
+        print(json.dumps(runs, indent=2))
+        return 0
+    if not runs:
+        print(f"no runs in {uri}")
+        return 0
+    t = Table(title=f"Runs in {cfg.store.uri if cfg.store.uri.startswith('local-s3://') else uri}",
+              title_justify="left", show_edge=False)
+    t.add_column("run id", no_wrap=True, min_width=max(len(r["run_id"]) for r in runs))
+    t.add_column("status", no_wrap=True)
+    t.add_column("started (UTC)", no_wrap=True)
+    t.add_column("stage time", justify="right", no_wrap=True)
+    t.add_column("stages")
+    t.add_column("report", no_wrap=True)
+    colour = {"done": "green", "partial": "yellow", "failed": "red"}
+    for r in runs:
+        c = colour.get(r["status"], "white")
+        order = [k for k in STAGE_ORDER if k in r["stages"]] + [k for k in r["stages"] if k not in STAGE_ORDER]
+        done = [k for k in order if r["stages"][k] == "done"]
+        stages = f"{len(done)}/{len(order)} done" + "".join(f", {k} {r['stages'][k]}" for k in order
+                                                           if r["stages"][k] != "done")
+        t.add_row(r["run_id"], f"[{c}]{r['status']}[/{c}]", (r["started"] or "").replace("T", " ").rstrip("Z"),
+                  f"{r['wall_s']:.0f} s", stages, "yes" if r["report"] else "")
+    Console().print(t)
+    print("`vismem report RUN_ID --open` builds and opens a run's report; "
+          "`vismem store ls runs/RUN_ID/` lists what it wrote.")
+    return 0

@@ -1,0 +1,166 @@
+"""The end-of-run summary: per stage what ran or was reused, headline numbers, where things are.
+
+:func:`collect` gathers it after a run (the stages' summaries, stage times from the manifest, the
+headline numbers scored from the run's result tables by ``analysis.report.headline`` -- the same
+scoring as the report -- and the local paths of the report and viewers); :func:`render` prints it
+as rich tables. ``vismem run --json`` prints the machine-readable form instead.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+#: Stage summary -> one line of what happened (reused = found finished in the store).
+Line = Callable[[dict[str, Any]], str]
+
+
+def _n(v: Any) -> str:
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _memshot(s: dict[str, Any]) -> str:
+    ans = s.get("answers")
+    tail = ans if isinstance(ans, str) else f"{_n(ans.get('answers', 0))} answers judged" if isinstance(ans, dict) else ""
+    return (f"{_n(s.get('conversations'))} conversation(s), {_n(s.get('questions'))} questions, "
+            f"{_n(s.get('units'))} units; {tail}")
+
+
+def _catalog(s: dict[str, Any]) -> str:
+    return f"{_n(s.get('variants'))} products: {_n(s.get('generated'))} images generated, {_n(s.get('skipped'))} reused"
+
+
+def _encode(s: dict[str, Any]) -> str:
+    failed = len(s.get("failed") or [])
+    return (f"{_n(s.get('sessions'))} sessions: {_n(s.get('ran'))} browsed, {_n(s.get('cached'))} reused"
+            + (f", {failed} failed" if failed else ""))
+
+
+def _replay(s: dict[str, Any]) -> str:
+    f = s.get("features") or {}
+    comp, reu = sum((f.get("computed") or {}).values()), sum((f.get("reused") or {}).values())
+    return (f"{_n(s.get('chains'))} chains x {len(s.get('architectures') or [])} architectures; "
+            f"features {_n(comp)} computed, {_n(reu)} reused")
+
+
+def _probes(s: dict[str, Any]) -> str:
+    return (f"{_n(s.get('units'))} probe units: {_n(s.get('ran'))} ran, {_n(s.get('cached'))} reused; "
+            f"{_n(s.get('probes'))} probes")
+
+
+def _report(s: dict[str, Any]) -> str:
+    v = ", ".join(s.get("viewers") or {}) or "none"
+    return f"{_n(s.get('tables'))} tables, {_n(s.get('figures'))} figures; viewers: {v}"
+
+
+LINES: dict[str, Line] = {"memshot": _memshot, "catalog": _catalog, "encode": _encode, "replay": _replay,
+                          "probes": _probes, "report": _report}
+
+
+def stage_rows(results: dict[str, Any], manifest: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One row per stage that ran: name, status, wall seconds, what happened."""
+    times = {k: v for k, v in ((manifest or {}).get("stages") or {}).items() if isinstance(v, dict)}
+    rows = []
+    for name, s in results.items():
+        if name.startswith("_") or not isinstance(s, dict):
+            continue
+        status = s.get("status") or (times.get(name) or {}).get("status") or "done"
+        wall = (times.get(name) or {}).get("wall_s", s.get("wall_s"))
+        what = "disabled in the config" if status == "disabled" else LINES.get(name, lambda _: "")(s)
+        rows.append({"stage": name, "status": status, "wall_s": wall, "what": what})
+    return rows
+
+
+def collect(results: dict[str, Any], *, manifest: dict[str, Any] | None, tables: dict[str, Any],
+            options: Any, wall_s: float, store_uri: str, run_id: str, report: str | None,
+            viewers: dict[str, str], run_log: str | None) -> dict[str, Any]:
+    """Everything the summary shows, JSON-able (headline frames as lists of records)."""
+    from analysis.report import headline
+
+    heads = headline(tables, options) if tables else {}
+    return {"run_id": run_id, "wall_s": round(wall_s, 1), "stages": stage_rows(results, manifest),
+            "headline": {k: v.to_dicts() for k, v in heads.items()},
+            "where": {"store": store_uri, "results": f"{store_uri}/runs/{run_id}/results/",
+                      "result_tables": sorted(tables), "report": report, **viewers, "run_log": run_log},
+            "partial": results.get("_partial") or []}
+
+
+def _pct(v: Any) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
+
+
+def _ci(r: dict[str, Any], lo: str, hi: str) -> str:
+    a, b = r.get(lo), r.get(hi)
+    return "" if a is None or b is None or math.isnan(a) or math.isnan(b) else f"[{_pct(a)}, {_pct(b)}]"
+
+
+def _secs(v: Any) -> str:
+    if v is None:
+        return ""
+    v = float(v)
+    return f"{v:.1f} s" if v < 90 else f"{int(v // 60)} min {int(v % 60)} s"
+
+
+def render(summary: dict[str, Any], console: Any = None) -> None:
+    """Print ``summary`` (from :func:`collect`) as rich tables on ``console`` (default: stdout)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console()
+    status = "finished with failed shards" if summary["partial"] else "done"
+    con.print(f"\n[bold]vismem run {summary['run_id']}[/bold] {status} in {_secs(summary['wall_s'])}")
+    t = Table(title="Stages", title_justify="left", show_edge=False)
+    for c in ("stage", "status", "time", "what ran / was reused"):
+        t.add_column(c, justify="right" if c == "time" else "left")
+    for r in summary["stages"]:
+        colour = {"partial": "yellow", "failed": "red"}.get(r["status"], "green")
+        t.add_row(r["stage"], f"[{colour}]{r['status']}[/{colour}]", _secs(r["wall_s"]), r["what"])
+    con.print(t)
+    h = summary["headline"]
+    blocks: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in h.get("dmv") or []:
+        blocks.setdefault((r["backend"], r["J"]), []).append(r)
+    for (backend, J), rows in blocks.items():
+        t = Table(title=f"DMV-Bench task success rate: {backend}, J={J} (common probe set; 95% CI: chain-cluster "
+                        "bootstrap)", title_justify="left", show_edge=False)
+        for c in ("architecture", "TSR %", "95% CI", "probes", "chains"):
+            t.add_column(c, justify="left" if c == "architecture" else "right")
+        for r in rows:
+            t.add_row(r["architecture"], _pct(r["tsr"]), _ci(r, "low", "high"), _n(r["n_probes"]), _n(r["n_chains"]))
+        con.print(t)
+    if h.get("memshot_recall"):
+        t = Table(title="MemShot: evidence recall@k (95% CI question bootstrap)", title_justify="left", show_edge=False)
+        for c in ("variant", "k", "recall %", "95% CI", "hit %", "95% CI ", "questions"):
+            t.add_column(c, justify="left" if c == "variant" else "right")
+        for r in h["memshot_recall"]:
+            t.add_row(r["variant"], str(r["k"]), _pct(r["recall"]), _ci(r, "recall lo", "recall hi"), _pct(r["hit"]),
+                      _ci(r, "hit lo", "hit hi"), _n(r["n"]))
+        con.print(t)
+    if h.get("memshot_answers"):
+        t = Table(title="MemShot: answers (Acc = LLM judge, F1 = token F1)", title_justify="left", show_edge=False)
+        for c in ("variant", "k", "Acc %", "95% CI", "F1 %", "95% CI ", "answers"):
+            t.add_column(c, justify="left" if c == "variant" else "right")
+        for r in h["memshot_answers"]:
+            t.add_row(r["variant"], str(r["k"]), _pct(r.get("acc")), _ci(r, "acc lo", "acc hi"), _pct(r["f1"]),
+                      _ci(r, "f1 lo", "f1 hi"), _n(r["n"]))
+        con.print(t)
+    if h.get("encoding"):
+        t = Table(title="DMV-Bench: encoding sessions", title_justify="left", show_edge=False)
+        for c in ("back-end", "sessions", "chains", "steps", "products", "styles"):
+            t.add_column(c, justify="left" if c == "back-end" else "right")
+        for r in h["encoding"]:
+            t.add_row(r["backend"], _n(r["sessions"]), _n(r["chains"]), f"{r['steps_mean']:.1f}",
+                      f"{r['products_mean']:.1f}", f"{r['styles_mean']:.1f}")
+        con.print(t)
+    w = summary["where"]
+    # Plain lines, not a table: paths must stay whole to be clicked or copied.
+    con.print("[bold]Where things are[/bold]")
+    rows = [("store", w["store"]), ("result tables", f"{w['results']} ({', '.join(w['result_tables']) or 'none'})")]
+    for key, label in (("report", "report"), ("trajectories", "trajectory viewer"), ("samples", "sample viewer"),
+                       ("run_log", "run log")):
+        if w.get(key):
+            rows.append((label, w[key]))
+    flag = "" if w["store"].startswith("local-s3://") else f" --store {w['store']}"
+    rows.append(("browse", f"vismem runs{flag}  |  vismem store ls runs/{summary['run_id']}/results/{flag}"))
+    for label, value in rows:
+        con.print(f"  {label:<18} {value}", soft_wrap=True, highlight=False)

@@ -1,0 +1,212 @@
+"""The run's static viewers: read the caches a run used, hand frames and bytes to ``analysis``.
+
+``write_viewers`` writes beside the report, under ``runs/<id>/report/``:
+
+* ``trajectories.html`` (DMV-Bench): every encoding session of the run's ``encoding`` table from
+  the trajectory cache (:mod:`pipelines.trajectories`), observation images from ``blobs/``, and
+  every probe of the ``probes`` table with its step log from the probe cache
+  (:mod:`pipelines.probecache`);
+* ``samples.html`` (MemShot): the run's ranking (``runs/<id>/memshot/ranked.parquet``), its
+  units and shots, the questions (re-read from the dataset the manifest names, else from the
+  result tables) and, when present, the answers and judge verdicts.
+
+``copy_report`` brings a run's report folder (viewers included) out of the store to a local
+folder, so ``file://`` links open in a browser even when the store was a private S3 server.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+log = logging.getLogger("vismem")
+
+TRAJECTORIES = "trajectories.html"
+SAMPLES = "samples.html"
+#: Probe episodes whose step logs go into the page (beyond it: outcome only, said on the page).
+MAX_PROBE_LOGS = 20_000
+#: Questions in the sample viewer (a full LongMemEval run has thousands; the page stays small).
+MAX_QUESTIONS = 2_000
+
+
+def _steps(store: Any, enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame | None:
+    """Every step of the run's encoding sessions, ``j`` 1-based as in the encoding table."""
+    from pipelines.trajectories import TrajectoryCache
+
+    parts = []
+    for slug, seed, j in enc.select("backend", "seed", "j").unique().sort("backend", "seed", "j").iter_rows():
+        cache = TrajectoryCache(store, slug)
+        try:
+            df = cache.read_steps(seed, j - 1)  # the cache counts sessions from 0
+        except FileNotFoundError:
+            continue
+        parts.append(df.with_columns(pl.lit(names.get(slug, slug)).alias("backend"), pl.lit(j, pl.Int64).alias("j"),
+                                     pl.lit(slug).alias("slug")))
+    return pl.concat(parts, how="diagonal_relaxed") if parts else None
+
+
+def _probe_logs(store: Any, probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None]]:
+    """``(chain_slug, seed, arch_key, probe_id, recall_session) -> (log JSON, target hash)``."""
+    from pipelines.probecache import ProbeCache
+
+    out: dict[tuple, tuple[str, str | None]] = {}
+    for slug, seed, key in probes.select("chain_slug", "seed", "arch_key").unique().sort(pl.all()).iter_rows():
+        cache = ProbeCache(store, slug, seed, key)
+        for set_name, j in sorted(cache.done_units()):
+            rows = cache.read_rows(set_name, j)
+            for pid, at, lg, th in rows.select("probe_id", "at_session", "log", "target_hash").iter_rows():
+                out.setdefault((slug, seed, key, pid, at + 1), (lg, th))
+    return out
+
+
+def trajectory_page(store: Any, run_id: str, tables: dict[str, pl.DataFrame]) -> str | None:
+    """The trajectory viewer's HTML for a run (None: the run has no encoding table)."""
+    from analysis.report import display_names
+    from analysis.viewer import trajectory_viewer
+
+    enc = tables.get("encoding")
+    if enc is None or enc.height == 0:
+        return None
+    names = display_names(tables)
+    steps = _steps(store, enc, names)
+    if steps is None:
+        return None
+    products = {h: k for h, k in steps.select("url_hash", "image_key").drop_nulls().unique("url_hash").iter_rows()}
+    probes = tables.get("probes")
+    note = ""
+    if probes is not None and {"chain_slug", "arch_key"} <= set(probes.columns):
+        # One episode per (chain, architecture, probe): the J and study columns repeat rows.
+        probes = probes.unique(["chain_slug", "seed", "arch_key", "probe_id", "recall_session"], keep="first",
+                               maintain_order=True)
+        logs = _probe_logs(store, probes.head(MAX_PROBE_LOGS))
+        keys = probes.select("chain_slug", "seed", "arch_key", "probe_id", "recall_session").rows()
+        probes = probes.with_columns(
+            pl.Series("log", [logs.get(k, (None, None))[0] for k in keys], dtype=pl.String),
+            pl.Series("target_image", [products.get(logs.get(k, (None, None))[1] or "") for k in keys], dtype=pl.String),
+            pl.col("backend").replace(names).alias("backend"),
+            pl.col("chain_slug").replace(names).alias("chain_backend"))
+        if probes.height > MAX_PROBE_LOGS:
+            note = f"Step logs of the first {MAX_PROBE_LOGS:,} of {probes.height:,} probes only."
+    else:
+        probes = None
+    blob_keys = set(steps["image_key"].drop_nulls().to_list()) | set(products.values())
+    images = {k: store.get_bytes(k) for k in sorted(blob_keys) if store.exists(k)}
+    return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note)
+
+
+def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The run's questions: re-read from its dataset, else pieced together from the result tables."""
+    try:
+        from memory.dialogue.retrieval import questions_frame
+        from pipelines.config import load_config
+        from pipelines.context import resolve_data_dir
+        from pipelines.jobs.render import load_conversations
+
+        cfg = load_config(None, overrides=(manifest or {})["config"])
+        return questions_frame(load_conversations(cfg.memshot, resolve_data_dir(cfg)), scored_only=False)
+    except Exception as err:  # noqa: BLE001 - the dataset may live only on the cluster that ran
+        log.info("sample viewer: questions not re-read from the dataset (%s); using the result tables", err)
+    parts = []
+    for kind, cols in (("memshot_answers", ["conversation_id", "question_id", "question", "answer", "category"]),
+                       ("memshot_recall", ["conversation_id", "question_id", "category"])):
+        df = tables.get(kind)
+        if df is not None and df.height:
+            parts.append(df.select([c for c in cols if c in df.columns]).unique("question_id", maintain_order=True))
+    if not parts:
+        return pl.DataFrame(schema={"conversation_id": pl.String, "question_id": pl.String})
+    out = pl.concat(parts, how="diagonal_relaxed").unique("question_id", keep="first", maintain_order=True)
+    return out.with_columns(pl.lit([], pl.List(pl.String)).alias("evidence"))
+
+
+def _units(store: Any, run_id: str) -> pl.DataFrame | None:
+    keys = [k for k in store.list(f"runs/{run_id}/memshot") if k.endswith("/units.parquet")]
+    parts = [store.read_table(k) for k in keys]
+    return pl.concat(parts, how="diagonal_relaxed") if parts else None
+
+
+def sample_page(store: Any, run_id: str, tables: dict[str, pl.DataFrame],
+                manifest: dict[str, Any] | None) -> str | None:
+    """The sample viewer's HTML for a run (None: the run has no MemShot ranking)."""
+    from analysis.samples import sample_viewer
+
+    ranked_key = f"runs/{run_id}/memshot/ranked.parquet"
+    units = _units(store, run_id)
+    if not store.exists(ranked_key) or units is None:
+        return None
+    ranked = store.read_table(ranked_key)
+    questions = _questions(manifest, tables)
+    asked = set(ranked["question_id"].unique().to_list())
+    answers = tables.get("memshot_answers")
+    if answers is not None:
+        asked |= set(answers["question_id"].unique().to_list())
+    questions = questions.filter(pl.col("question_id").is_in(list(asked)))
+    note = ""
+    if questions.height > MAX_QUESTIONS:
+        note = f"First {MAX_QUESTIONS:,} of {questions.height:,} questions."
+        questions = questions.head(MAX_QUESTIONS)
+    top = ranked.filter(pl.col("question_id").is_in(questions["question_id"].to_list()))
+    # Only the shots some question's top-k shows are read (and inlined); the ranking holds max(k).
+    ranked_ids = top["unit_id"].unique().to_list()
+    shots: dict[str, bytes] = {}
+    if "key" in units.columns:
+        wanted = units.filter(pl.col("unit_id").is_in(ranked_ids) & pl.col("key").is_not_null())["key"].unique()
+        shots = {k: store.get_bytes(k) for k in sorted(wanted.to_list())}
+    return sample_viewer(questions, top, units, shots=shots, recall=tables.get("memshot_recall"), answers=answers,
+                         run_id=run_id, note=note)
+
+
+def write_viewers(store: Any, run_id: str, *, manifest: dict[str, Any] | None = None,
+                  tables: dict[str, pl.DataFrame] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """Write the run's viewers under ``runs/<id>/report/``.
+
+    Returns ``(viewers, errors)``: ``{"trajectories": "trajectories.html", ...}`` for those
+    written (hrefs relative to the report) and ``{name: message}`` for any that failed (a
+    viewer never fails the report).
+    """
+    from analysis.report import load_results
+
+    prefix = f"runs/{run_id}"
+    if tables is None:
+        tables, _ = load_results(store, prefix)
+    if manifest is None and store.exists(f"{prefix}/manifest.json"):
+        manifest = store.get_json(f"{prefix}/manifest.json")
+    written: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for name, fname, build in (("trajectories", TRAJECTORIES, lambda: trajectory_page(store, run_id, tables)),
+                               ("samples", SAMPLES, lambda: sample_page(store, run_id, tables, manifest))):
+        try:
+            page = build()
+        except Exception as err:  # noqa: BLE001 - reported in the stage summary, never fatal
+            log.warning("viewer %s failed: %s: %s", name, type(err).__name__, err)
+            errors[name] = f"{type(err).__name__}: {err}"
+            continue
+        if page is not None:
+            store.put_bytes(f"{prefix}/report/{fname}", page.encode(), content_type="text/html")
+            written[name] = fname
+    return written, errors
+
+
+def copy_report(store: Any, run_id: str, dest: str | Path) -> Path | None:
+    """Copy ``runs/<id>/report/`` from the store into ``dest``; returns ``dest/index.html``
+    (None when the run has no report)."""
+    prefix = f"runs/{run_id}/report/"
+    keys = store.list(prefix)
+    if not keys:
+        return None
+    dest = Path(dest)
+    for key in keys:
+        out = dest / key[len(prefix):]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(store.get_bytes(key))
+    return (dest / "index.html").resolve()
+
+
+def local_report_dir(config: Any, run_id: str) -> Path:
+    """Where ``vismem run`` puts a run's report locally: ``<runs_dir>/<run_id>/report``."""
+    return Path(config.runs_dir).resolve() / run_id / "report"
+
+
+__all__ = ["copy_report", "local_report_dir", "sample_page", "trajectory_page", "write_viewers"]
