@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from agents.chains import CATEGORIES, STYLES
+from core.failures import REPLY_CAP  # noqa: F401  (re-exported: the cap on a stored reply)
 
 #: Bump when a column changes meaning or type; readers check it.
 TRAJECTORY_SCHEMA_VERSION = 1
@@ -61,8 +62,8 @@ class StepRecord:
     action_arg: str | None         # navigate URL, card index or product hash
     action_text: str | None        # the Action line the parser read
     thought: str | None
-    reply: str | None              # the raw model reply (None when the call failed)
-    error: str | None              # model-call failure or invalid-reply reason
+    reply: str | None              # the raw model reply, cut to REPLY_CAP chars (None when the call failed)
+    error: str | None              # model-call failure, invalid-reply reason, or that the reply was cut
     exec_error: str | None         # the environment failed to execute the action
     forced_nav: bool               # terminal action during encoding -> nudge + back to category
     latency_s: float

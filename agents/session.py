@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from agents import prompts
 from agents.chains import SessionSpec
 from agents.memory import MemoryContext, MemoryHook  # noqa: F401  (re-exported)
-from agents.records import SessionResult, StepRecord, product_hash, style_of_hash
+from agents.records import REPLY_CAP, SessionResult, StepRecord, product_hash, style_of_hash
+from core.failures import cap_text
 from serve.vlm import Message
 
 if TYPE_CHECKING:
@@ -157,13 +158,18 @@ def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
             continue
         rec.latency_s = res.latency_s
         rec.prompt_tokens, rec.completion_tokens = res.prompt_tokens, res.completion_tokens
-        rec.reply = res.text
-        rec.thought = extract_thought(res.text)
+        # The action is parsed from the whole reply; what is stored is cut (a runaway reply of
+        # megabytes would otherwise be kept in full in every trajectory), and the row says so.
+        rec.reply, cut = cap_text(res.text)
+        rec.thought = cap_text(extract_thought(res.text), 2000)[0]
         action = parse_action(res.text)
         rec.action_type, rec.action_arg, rec.action_text = action.type, _action_arg(action), action.raw[:2000]
+        if cut:
+            rec.error = f"reply cut to {REPLY_CAP} of {len(res.text)} characters where stored"
         if action.type == "invalid":
             rec.status = "invalid"
-            rec.error = f"no valid action in the reply (parsed from {action.raw[:80]!r})"
+            rec.error = "; ".join(e for e in (f"no valid action in the reply (parsed from {action.raw[:80]!r})",
+                                              rec.error) if e)
             # The official history line of an unparseable reply is "noop"; we also tell the agent.
             history.append(prompts.Turn("agent", "noop"))
             history.append(prompts.Turn("user", prompts.invalid_notice("wrong format = no-op")))

@@ -19,6 +19,7 @@ importing anything first.
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
@@ -165,6 +166,32 @@ class Registry(Generic[T]):
         if alias["name"] not in self._factories:
             raise self._unknown(alias["name"], field)
         return {"name": alias["name"], "args": {**dict(alias.get("args") or {}), **dict(spec.args)}}
+
+    def check(self, spec: "ComponentSpec | Mapping[str, Any] | str", *, field: str | None = None,
+              injected: tuple[str, ...] = ()) -> dict[str, Any]:
+        """:meth:`resolve`, then check the args against the factory's signature without building
+        it (building may load a model): an unknown or missing argument is a :class:`ConfigError`
+        naming ``field``, the argument and the accepted ones (never a value: it may be a secret).
+
+        ``injected``: parameters the builder itself supplies (an image source's ``catalog``).
+        """
+        resolved = self.resolve(spec, field=field)
+        try:
+            params = inspect.signature(self._factories[resolved["name"]]).parameters
+        except (TypeError, ValueError):  # a builtin or C factory: nothing to check
+            return resolved
+        named = {n: p for n, p in params.items()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in injected}
+        where = f"{field}: " if field else ""
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            unknown = sorted(set(resolved["args"]) - set(named))
+            if unknown:
+                raise ConfigError(f"{where}{self.kind} {resolved['name']!r} takes no argument(s) {', '.join(unknown)}; "
+                                  f"it accepts: {', '.join(named) or 'none'}")
+        missing = [n for n, p in named.items() if p.default is p.empty and n not in resolved["args"]]
+        if missing:
+            raise ConfigError(f"{where}{self.kind} {resolved['name']!r} needs argument(s) {', '.join(missing)}")
+        return resolved
 
     def is_stand_in(self, spec: Mapping[str, Any]) -> bool:
         """Whether a resolved spec builds a stand-in (declared by its factory at registration)."""

@@ -3,21 +3,34 @@
 Started and stopped by vismem itself, bound to 127.0.0.1 only, on free ports, with credentials
 generated for this start. Its data lives in a directory the caller chooses (the runs dir), so a
 re-run of the same config finds what the previous run wrote.
+
+One owner at a time, and never an orphan:
+
+* the owner holds an exclusive ``flock`` on ``<data_dir>/owner.lock`` (its pid inside) while the
+  server runs; the kernel drops it when the owner dies. A second run on the same data dir gets
+  one line — ``another vismem run (pid N) is using <data_dir>`` — instead of weed's leveldb
+  lock error;
+* weed runs under a :class:`core.lifeline.Lifeline`, which ends it when its owner goes, even
+  by ``SIGKILL``;
+* a ``weed mini -dir=<data_dir>`` still running when the lock is free is stale by definition
+  (its owner is gone: an older vismem, a lifeline killed by hand) and is ended before the start.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from core.errors import StoreError
+from core.lifeline import Lifeline, end_pids
 
 # weed mini opens many listeners; every one we know of gets a free port so that several
 # servers (parallel tests, two runs) never collide. Iceberg/Lance catalogues are switched off.
@@ -78,8 +91,9 @@ class LocalS3Server:
     secret_key: str = field(default_factory=lambda: secrets.token_hex(20))
     buckets: tuple[str, ...] = ("vismem",)
     region: str = "us-east-1"
-    proc: subprocess.Popen | None = None
+    proc: Lifeline | None = None
     port: int = 0
+    _lock: Any = field(default=None, repr=False)
 
     @property
     def endpoint_url(self) -> str:
@@ -97,8 +111,52 @@ class LocalS3Server:
         }
 
     def start(self, timeout_s: float = 30.0) -> "LocalS3Server":
-        self.data_dir = Path(self.data_dir)
+        from core.store import bucket_problem
+
+        for b in self.buckets:  # weed would retry a bad name until the timeout
+            problem = bucket_problem(b)
+            if problem:
+                raise StoreError(f"local S3 server: {problem}")
+        self.data_dir = Path(self.data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._acquire()
+        try:
+            return self._start(timeout_s)
+        except BaseException:
+            self._release()
+            raise
+
+    def _acquire(self) -> None:
+        """Take the data dir's owner lock, or say who holds it; end stale servers on it."""
+        fh = open(self.data_dir / "owner.lock", "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            fh.close()
+            raise StoreError(f"another vismem run (pid {holder}) is using {self.data_dir}; wait for it to finish "
+                             "or give this run another runs_dir") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        self._lock = fh
+        stale = stale_servers(self.data_dir)
+        if stale:
+            end_pids(stale, 10.0)
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            try:
+                self._lock.seek(0)
+                self._lock.truncate()
+            except OSError:
+                pass
+            self._lock.close()  # closing drops the flock
+            self._lock = None
+
+    def _start(self, timeout_s: float) -> "LocalS3Server":
         last_err = ""
         for _attempt in range(3):  # a port can be taken between probing and binding: retry
             ports = _free_ports(len(_PORT_FLAGS))
@@ -109,14 +167,11 @@ class LocalS3Server:
             if self.buckets:
                 args.append(f"-bucket={','.join(self.buckets)}")
             env = {**os.environ, "AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
-            log = open(self.data_dir / "weed.log", "ab")
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True, cwd=self.data_dir)
-            log.close()
+            self.proc = Lifeline(args, log=self.data_dir / "weed.log", env=env, cwd=self.data_dir)
             if self._wait_ready(timeout_s):
                 return self
             last_err = self._tail_log()
-            self.stop()
+            self._stop_proc()
         raise StoreError(f"local S3 server (weed mini) did not start: {last_err}")
 
     def _wait_ready(self, timeout_s: float) -> bool:
@@ -149,20 +204,39 @@ class LocalS3Server:
         except OSError:
             return "no log"
 
+    @property
+    def pid(self) -> int | None:
+        """The weed process's pid (None when not running)."""
+        return self.proc.child_pid if self.proc is not None else None
+
+    def _stop_proc(self) -> None:
+        if self.proc is not None:
+            self.proc.close()  # the lifeline ends weed (SIGTERM, then SIGKILL) and exits
+            self.proc = None
+
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self.proc = None
+        self._stop_proc()
+        self._release()
 
     def __enter__(self) -> "LocalS3Server":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stale_servers(data_dir: Path) -> list[int]:
+    """Pids of ``weed mini`` processes serving ``data_dir`` (ours and a dead owner's alike)."""
+    want = f"-dir={Path(data_dir).resolve()}".encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 2 and argv[0].endswith(b"weed") and argv[1] == b"mini" and want in argv:
+            out.append(int(entry))
+    return out

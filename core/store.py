@@ -24,6 +24,38 @@ from urllib.parse import urlparse
 from core.errors import StoreError
 
 _S3_BUCKET_OK = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
+#: Store URI schemes a run config accepts (``local-s3://`` is opened by the runner's weed server).
+SCHEMES = ("file", "s3", "local-s3")
+
+
+def bucket_problem(bucket: str) -> str | None:
+    """Why ``bucket`` is not a valid S3 bucket name (None when it is)."""
+    if not bucket:
+        return "the URI names no bucket"
+    if not (3 <= len(bucket) <= 63) or not set(bucket) <= _S3_BUCKET_OK:
+        return f"bucket name {bucket!r} must be 3-63 chars of a-z, 0-9, '-' or '.'"
+    if not (bucket[0].isalnum() and bucket[-1].isalnum()) or ".." in bucket:
+        return f"bucket name {bucket!r} must start and end with a letter or digit, without '..'"
+    return None
+
+
+def validate_uri(uri: str) -> str:
+    """Check a store URI's syntax at once (no I/O); returns it, raises :class:`StoreError` naming
+    what is wrong. A bad bucket would otherwise surface only when a server or endpoint refuses it."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in SCHEMES or "://" not in uri:
+        raise StoreError(f"invalid store URI {uri!r}: scheme must be file://, s3:// or local-s3://")
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost") or not parsed.path.startswith("/"):
+            raise StoreError(f"invalid store URI {uri!r}: file URIs need an absolute path (file:///abs/path)")
+        return uri
+    if parsed.username or parsed.password:
+        raise StoreError(f"invalid store URI {parsed.scheme}://***@{parsed.hostname}: credentials do not belong "
+                         "in the URI (use AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)")
+    problem = bucket_problem(parsed.netloc)
+    if problem:
+        raise StoreError(f"invalid store URI {uri!r}: {problem}")
+    return uri
 
 
 @dataclass(frozen=True)
@@ -74,11 +106,8 @@ class Store:
                     raise StoreError(f"store {uri!r} is not writable")
             return store
         if parsed.scheme == "s3":
+            validate_uri(uri)
             bucket = parsed.netloc
-            if not bucket or not (3 <= len(bucket) <= 63) or not set(bucket) <= _S3_BUCKET_OK:
-                raise StoreError(
-                    f"invalid store URI {uri!r}: bucket name must be 3-63 chars of a-z, 0-9, '-' or '.'"
-                )
             endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("VISMEM_S3_ENDPOINT")
             access_key = access_key or os.environ.get("AWS_ACCESS_KEY_ID")
             secret_key = secret_key or os.environ.get("AWS_SECRET_ACCESS_KEY")

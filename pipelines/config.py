@@ -27,6 +27,9 @@ from core.errors import ConfigError
 
 from pipelines.stages import STAGE_ORDER  # noqa: E402  (the one list of stages, in run order)
 
+#: memshot fields that name a data file by path: the run id takes the file's digest instead.
+_DATA_PATH_FIELDS = ("dataset_path", "locomo_path", "longmemeval_path")
+
 #: Presets shipped with the package, by name (``pipelines/presets/NAME.yaml``).
 PRESETS: tuple[str, ...] = ("local", "paper")
 
@@ -88,16 +91,51 @@ class RunConfig(Frozen):
         return self
 
     # -- identity -----------------------------------------------------------------------------
+    def input_files(self) -> dict[str, Path]:
+        """The data files the enabled stages read, by role (``memshot.dataset``, ``dmv-bench/...``)."""
+        from core.paths import resolve_data_dir
+
+        data_dir = resolve_data_dir(self.data_dir)
+        out: dict[str, Path] = {}
+        if self.memshot.enabled:
+            from pipelines.jobs.render import dataset_path
+
+            try:
+                out["memshot.dataset"] = dataset_path(self.memshot, data_dir)
+            except ConfigError:  # no file named (longmemeval without a path): the stage's check says so
+                pass
+        if self.catalog.enabled or self.encode.enabled or self.memory.enabled or self.probes.enabled:
+            from env.storefront.catalog import CUE_FILE, SEED_FILE, dmv_dir
+
+            d = dmv_dir(data_dir)
+            out[f"dmv-bench/{SEED_FILE}"], out[f"dmv-bench/{CUE_FILE}"] = d / SEED_FILE, d / CUE_FILE
+        return out
+
+    def input_digests(self) -> dict[str, str]:
+        """``role -> sha256:<hex>`` of every :meth:`input_files` entry (``missing`` when absent)."""
+        from core.digest import file_digest
+
+        return {role: file_digest(p) for role, p in self.input_files().items()}
+
     def content_hash(self) -> str:
-        """sha256 of the config's canonical JSON, minus where-it-runs fields.
+        """sha256 of the config's canonical JSON, minus where-it-runs fields, plus the content of
+        the data it reads.
 
         Store location, Ray placement and local paths do not change results, so they do not
         change the run id: the same run can move from a laptop to a cluster and keep its id.
         Nor does the stage list: ``vismem run report`` after ``vismem run encode`` adds to the
         same run (each stage's results depend on its own settings, not on which stages ran).
+        The data files enter by content (:meth:`input_digests`), never by path: a modified
+        dataset names a new run (with fresh caches under its prefix), the same bytes elsewhere
+        the same run. Secrets (:mod:`core.secrets`) never enter it.
         """
+        from core.secrets import drop_secrets
+
         data = self.model_dump(mode="json", exclude={"store", "ray", "runs_dir", "data_dir", "stages"})
-        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        for path_field in _DATA_PATH_FIELDS:
+            data["memshot"].pop(path_field, None)
+        data["inputs"] = self.input_digests()
+        blob = json.dumps(drop_secrets(data), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 
     @property
@@ -115,7 +153,7 @@ def _format_validation_error(err: ValidationError, source: str) -> str:
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "<root>"
-        msg = e["msg"]
+        msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             parent = _model_at(RunConfig, e["loc"][:-1])
             allowed = ", ".join(parent.model_fields) if parent else "?"
@@ -137,6 +175,17 @@ def _model_at(model: type[Frozen], loc: tuple[Any, ...]) -> type[Frozen] | None:
             return None
         model = ann
     return model
+
+
+def _yaml_error(path: Path, err: yaml.YAMLError) -> str:
+    """One line: ``invalid YAML in FILE line L, column C: what`` (PyYAML's own is 5-7 lines)."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    what = " ".join(str(getattr(err, "problem", None) or err).split())
+    context = getattr(err, "context", None)
+    if context and getattr(err, "problem", None):
+        what = f"{what} ({' '.join(str(context).split())})"
+    where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"invalid YAML in {path}{where}: {what}"
 
 
 def parse_config(data: dict[str, Any] | None, *, source: str = "<dict>") -> RunConfig:
@@ -194,7 +243,7 @@ def load_config(
         try:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as err:
-            raise ConfigError(f"invalid YAML in {p}: {err}") from None
+            raise ConfigError(_yaml_error(p, err)) from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"invalid run config ({p}): top level must be a mapping")
         file_data = dict(loaded or {})
@@ -217,7 +266,14 @@ def dotted_overrides(pairs: list[str]) -> dict[str, Any]:
         key, raw = pair.split("=", 1)
         node = out
         parts = key.strip().split(".")
+        if not all(parts):
+            raise ConfigError(f"override {pair!r}: empty field name in {key!r}")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(raw)
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {pair!r}: {part!r} was already given a value, not fields")
+        try:
+            node[parts[-1]] = yaml.safe_load(raw)
+        except yaml.YAMLError as err:
+            raise ConfigError(_yaml_error(Path(f"--set {key}"), err).replace(" line 1, column", ", column")) from None
     return out

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from core.digest import file_digest
+from core.secrets import Scrubber
 from core.store import Store
 
 MANIFEST_SCHEMA_VERSION = 1
@@ -42,19 +44,28 @@ def git_revision(cwd: str | Path | None = None) -> str:
 
 
 class Manifest:
-    """``runs/<run_id>/manifest.json`` in the store; updated as stages start and finish."""
+    """``runs/<run_id>/manifest.json`` in the store; updated as stages start and finish.
 
-    def __init__(self, store: Store, run_id: str) -> None:
+    Every save is scrubbed of secrets (:mod:`core.secrets`): secret-named entries become
+    ``***`` and the known secret values (``scrubber``) are cut out of any text, such as an error.
+    """
+
+    def __init__(self, store: Store, run_id: str, *, scrubber: Scrubber | None = None) -> None:
         self.store = store
         self.key = f"runs/{run_id}/manifest.json"
+        self.scrubber = scrubber or Scrubber()
         self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
 
     def begin(self, config: Any, *, seeds: dict[str, int]) -> None:
         previous = self.data.get("stages", {})
+        inputs = getattr(config, "input_files", None)
         self.data = {
             "schema_version": MANIFEST_SCHEMA_VERSION,
             "run_id": config.run_id,
             "config": config.model_dump(mode="json"),
+            # The content of every data file the run reads (the run id hashes these digests).
+            "inputs": {role: {"path": str(path), "digest": file_digest(path)} for role, path in inputs().items()}
+            if inputs else {},
             "seeds": seeds,
             "packages": package_versions(),
             "python": platform.python_version(),
@@ -84,4 +95,4 @@ class Manifest:
         self.save()
 
     def save(self) -> None:
-        self.store.put_json(self.key, self.data)
+        self.store.put_json(self.key, self.scrubber.obj(self.data))

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from core.lifeline import Lifeline
 from core.s3server import LocalS3Server
+from core.secrets import Scrubber, ScrubFilter, is_secret_name, secret_values
 from core.store import Store
 from pipelines.config import RunConfig
 from pipelines.context import RunContext
@@ -53,14 +55,35 @@ def open_store(config: RunConfig) -> Iterator[tuple[Store, dict[str, str]]]:
     yield store, env
 
 
-def _setup_logging(run_dir: Path) -> logging.Handler:
+def _setup_logging(run_dir: Path, scrubber: Scrubber) -> logging.Handler:
     run_dir.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(run_dir / "run.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(ScrubFilter(scrubber))  # no secret of the config or the store reaches the log
     root = logging.getLogger("vismem")
     root.setLevel(logging.INFO)
     root.addHandler(handler)
     return handler
+
+
+#: Environment variable marking every process of the Ray this run starts (see :func:`_ray_lifeline`).
+RAY_TOKEN_VAR = "VISMEM_RUN_TOKEN"
+
+
+def _ray_lifeline() -> Lifeline:
+    """A watchdog that ends this run's local Ray processes when the driver goes, even by SIGKILL.
+
+    Ray's GCS and raylet notice a dead driver, but its dashboard and runtime-env agents linger for
+    a minute or more, and Chromium processes of killed workers may too. Every process the Ray we
+    are about to start spawns inherits a fresh token in its environment; the lifeline ends them.
+    """
+    import secrets
+
+    token = secrets.token_hex(8)
+    env = {k: v for k, v in os.environ.items() if k != RAY_TOKEN_VAR}
+    line = Lifeline(sweep_env=(RAY_TOKEN_VAR, token), env=env, grace_s=5.0)
+    os.environ[RAY_TOKEN_VAR] = token
+    return line
 
 
 def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: bool = True) -> dict[str, Any]:
@@ -79,15 +102,20 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     partial: list[str] = []
     handler: logging.Handler | None = None
     started_ray = False
+    lifeline: Lifeline | None = None
+    scrubber = Scrubber(secret_values(config.model_dump(mode="json")))
     try:
         with open_store(config) as (store, env):
+            scrubber.add(v for k, v in env.items() if is_secret_name(k))
             # Logs start only once the store is known to be usable: a bad store writes nothing.
-            handler = _setup_logging(run_dir)
+            handler = _setup_logging(run_dir, scrubber)
             import ray
 
             started_ray = not ray.is_initialized()  # a caller's Ray (tests, notebooks) is left running
+            if started_ray:
+                lifeline = _ray_lifeline()
             init_ray(config.ray, env_vars=env)
-            manifest = Manifest(store, config.run_id)
+            manifest = Manifest(store, config.run_id, scrubber=scrubber)
             manifest.begin(config, seeds={"root": config.seed})
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
@@ -97,7 +125,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 try:
                     summary = get_stage(name).run(ctx) or {}
                 except BaseException as err:
-                    manifest.stage(name, "failed", error=f"{type(err).__name__}: {err}")
+                    manifest.stage(name, "failed", error=scrubber.text(f"{type(err).__name__}: {err}"))
                     raise
                 # A stage that finished with failed shards (e.g. encode sessions whose model calls
                 # kept failing) is recorded as partial, later stages still run, and the run ends
@@ -108,15 +136,22 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 results[name] = summary
                 if status == "partial":
                     partial.append(name)
+                    if summary.get("failure"):
+                        log.error("stage %s: %s", name, summary["failure"])
             results["_store"] = store.uri
             results["_run_id"] = config.run_id
             if partial:
                 results["_partial"] = partial
+                # One line per stage: how many units failed and why (the CLI's exit message).
+                results["_failures"] = {n: results[n].get("failure") or "failed shards" for n in partial}
     finally:
         from pipelines.rayctx import shutdown_ray
 
         if started_ray:
             shutdown_ray()
+        if lifeline is not None:
+            lifeline.close()  # ends whatever of this run's Ray outlived the shutdown
+            os.environ.pop(RAY_TOKEN_VAR, None)
         if handler is not None:
             logging.getLogger("vismem").removeHandler(handler)
             handler.close()

@@ -77,6 +77,8 @@ def load_locomo(path: str | Path) -> list[Conversation]:
         raise DataError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(raw, list):
         raise DataError(f"{path}: expected a JSON list of conversations, got {type(raw).__name__}")
+    if not raw:
+        raise DataError(f"{path}: the LoCoMo file holds no conversations (an empty list)")
     return [_conversation(path, i, rec) for i, rec in enumerate(raw)]
 
 

@@ -43,6 +43,8 @@ def load_longmemeval(path: str | Path, *, limit: int | None = None) -> list[Conv
         raise DataError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(raw, list):
         raise DataError(f"{path}: expected a JSON list of question records, got {type(raw).__name__}")
+    if not raw:
+        raise DataError(f"{path}: the LongMemEval file holds no question records (an empty list)")
     recs = raw if limit is None else raw[:limit]
     return [_record(path, i, r) for i, r in enumerate(recs)]
 

@@ -123,26 +123,43 @@ def _submit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ask(dashboard: str, job_id: str | None, call: Any, *a: Any) -> Any:
+    """``call(*a)`` on the job server; its errors (an unknown job id, a server error) become one
+    line instead of the SDK's traceback."""
+    try:
+        return call(*a)
+    except (RuntimeError, ConnectionError, OSError) as err:
+        text = " ".join(str(err).split())
+        if job_id and ("404" in text or "does not exist" in text):
+            raise VismemError(f"no job {job_id!r} at {dashboard} (`vismem status --dashboard {dashboard}` "
+                              "lists the jobs)") from None
+        raise VismemError(f"the job server at {dashboard} failed: {text[:300]}") from None
+
+
 def _status(args: argparse.Namespace) -> int:
-    client = _client(_dashboard(args))
+    dashboard = _dashboard(args)
+    client = _client(dashboard)
     if args.job_id:
-        print(str(client.get_job_status(args.job_id)).split(".")[-1])
+        status = _ask(dashboard, args.job_id, client.get_job_status, args.job_id)
+        print(str(status).split(".")[-1])
         return 0
-    for job in client.list_jobs():
+    for job in _ask(dashboard, None, client.list_jobs):
         print(f"{job.submission_id}\t{str(job.status).split('.')[-1]}\t{(job.metadata or {}).get('run_id', '')}")
     return 0
 
 
 def _logs(args: argparse.Namespace) -> int:
-    client = _client(_dashboard(args))
+    dashboard = _dashboard(args)
+    client = _client(dashboard)
     if not args.follow:
-        print(client.get_job_logs(args.job_id), end="")
+        print(_ask(dashboard, args.job_id, client.get_job_logs, args.job_id), end="")
         return 0
+    _ask(dashboard, args.job_id, client.get_job_info, args.job_id)  # an unknown id: one line, not a stream error
     import asyncio
 
     async def tail() -> None:
         async for chunk in client.tail_job_logs(args.job_id):
             print(chunk, end="", flush=True)
 
-    asyncio.run(tail())
+    _ask(dashboard, args.job_id, asyncio.run, tail())
     return 0

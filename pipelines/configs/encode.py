@@ -73,6 +73,14 @@ class EncodeConfig(Frozen):
     step_timeout_s: float = Field(
         30.0, gt=0, description="Browser navigation timeout per action, in seconds (official 30)."
     )
+    max_failed_calls: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description=(
+            "Largest share of a session's model calls that may fail (after the backend's retries) for the "
+            "session to count: a session with more failed calls (an endpoint outage) is recorded as failed, never "
+            "committed to the trajectory cache, the stage ends partial and a re-run retries it. 0.5: more than "
+            "half failed = failed; 0: any failed call fails the session; 1: never."),
+    )
 
     @field_validator("backends", mode="before")
     @classmethod

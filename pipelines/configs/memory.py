@@ -81,6 +81,10 @@ class ProbesConfig(Frozen):
         None, description="How probe pages are fetched (browser: Chromium; http: plain HTTP); None: encode.env.")
     workers: int | None = Field(None, ge=1, description="Ray Data probe actors (each with its own shop); None: ray.concurrency.")
     on_ray: bool = Field(True, description="Run probes as a Ray Data actor job (False: in the driver, for tests).")
+    max_failed_calls: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="Largest share of a probe unit's recall-VLM calls that may fail for the unit to count: a unit "
+        "with more failed calls is not cached, the stage ends partial and a re-run retries it (as encode.max_failed_calls).")
 
     @field_validator("J")
     @classmethod

@@ -96,6 +96,14 @@ class MemShotConfig(Frozen):
         "rank", description="Order of retrieved units in the prompt: best first, or by session/unit position.",
     )
 
+    @field_validator("k")
+    @classmethod
+    def _positive_k(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        bad = [k for k in v if k < 1]
+        if bad:
+            raise ValueError(f"every k must be >= 1 (a top-0 or negative cut-off retrieves nothing), got {list(bad)}")
+        return v
+
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, v: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from core.config import Frozen
 
@@ -25,6 +25,16 @@ class StoreConfig(Frozen):
         description="S3 endpoint for `s3://` roots (e.g. http://minio:9000); None means AWS or $AWS_ENDPOINT_URL.",
     )
     region: str = Field("us-east-1", description="S3 region name passed to boto3, pyarrow and Polars.")
+
+    @field_validator("uri")
+    @classmethod
+    def _valid_uri(cls, v: str) -> str:
+        # Syntax (scheme, bucket name) is checked here, at load: a bad bucket used to surface
+        # only after the local S3 server gave up on it, minutes later. The StoreError passes
+        # through pydantic untouched (only ValueErrors are collected), so a bad store exits 3.
+        from core.store import validate_uri
+
+        return validate_uri(v)
 
 
 class RayConfig(Frozen):

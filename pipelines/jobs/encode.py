@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from core.failures import UnitFailed, check_failed_calls
+from core.secrets import drop_secrets
 from pipelines.trajectories import PROTOCOL_VERSION, TrajectoryCache, slugify
 from agents.chains import session_spec
 from agents.session import SessionOptions, run_session
@@ -30,7 +32,7 @@ def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") ->
     env-expanded here on the driver). The scripted shopper's seed defaults to the run seed."""
     from serve.vlm import VLMS
 
-    spec = VLMS.resolve(spec, field=field)
+    spec = VLMS.check(spec, field=field)  # args checked against the backend, nothing built
     if spec["name"] == "scripted-shopper":
         spec["args"].setdefault("seed", run_seed)
     return spec
@@ -53,19 +55,26 @@ def backend_label(spec: dict[str, Any]) -> str:
 
 
 def protocol_settings(opts: SessionOptions, *, observation: str, images: Any, colour_order: str,
-                      catalog_seed: int) -> dict[str, Any]:
-    """Everything besides the model that changes what a session produces."""
+                      catalog_seed: int, catalog_data: dict[str, str] | None = None) -> dict[str, Any]:
+    """Everything besides the model that changes what a session produces.
+
+    ``catalog_data``: content digests of the catalogue files the shop is built from (its pages
+    are what the agent reads), so an edited catalogue never reuses another's trajectories.
+    """
     from agents import prompts
 
-    return {"prompts": prompts.fingerprint(),
-            "page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
-            "observation": observation, "images": images, "colour_order": colour_order,
-            "catalog_seed": catalog_seed}
+    out = {"prompts": prompts.fingerprint(),
+           "page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
+           "observation": observation, "images": images, "colour_order": colour_order,
+           "catalog_seed": catalog_seed}
+    if catalog_data is not None:
+        out["catalog_data"] = dict(sorted(catalog_data.items()))
+    return out
 
 
 def cache_slug(spec: dict[str, Any], protocol: dict[str, Any]) -> str:
     """``<label>--<8 hex>``: the hash covers the model args (minus transport) and the protocol."""
-    model_args = {k: v for k, v in (spec.get("args") or {}).items() if k not in TRANSPORT_ARGS}
+    model_args = drop_secrets({k: v for k, v in (spec.get("args") or {}).items() if k not in TRANSPORT_ARGS})
     blob = json.dumps({"v": PROTOCOL_VERSION, "name": spec["name"], "args": model_args, **protocol},
                       sort_keys=True, separators=(",", ":"), default=str)
     return f"{slugify(backend_label(spec))}--{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
@@ -81,13 +90,17 @@ class EncodeWorker:
             the storefront exactly as the catalogue stage does.
         options: session protocol; ``observation``: ``product_image`` or ``screenshot``.
         shop_url: use a running storefront instead of starting one.
+        max_failed_calls: largest share of a session's model calls that may fail for it to be cached
+            (``encode.max_failed_calls``); past it the key fails and nothing is committed.
     """
 
     def __init__(self, store: Any, backends: list[dict[str, Any]], slugs: list[str], *, data_dir: str,
                  catalog_seed: int = 0, colour_order: str = "seeded", images: Any = "placeholder",
                  options: SessionOptions = SessionOptions(), observation: str = "product_image",
-                 step_timeout_s: float = 30.0, shop_url: str | None = None, env_factory: Any = None) -> None:
+                 step_timeout_s: float = 30.0, shop_url: str | None = None, env_factory: Any = None,
+                 max_failed_calls: float = 0.5) -> None:
         self.store = store
+        self.max_failed_calls = float(max_failed_calls)
         self.backends, self.slugs = list(backends), list(slugs)
         self.options = options
         self.caches = [TrajectoryCache(store, s) for s in self.slugs]
@@ -139,6 +152,10 @@ class EncodeWorker:
         t0 = time.perf_counter()
         result = run_session(session_spec(seed, j), vlm=self.vlm(backend), env=self.env,
                              backend=self.slugs[backend], options=self.options, blob_sink=cache.put_blob)
+        # An outage is not a trajectory: past the threshold the session is not committed.
+        failed = [st.error for st in result.steps if st.status == "failed"]
+        check_failed_calls(len(failed), len(result.steps), failed, limit=self.max_failed_calls,
+                           field="encode.max_failed_calls")
         summary = cache.write(result)
         log.info("session %s seed=%d j=%d: %d distinct products, %d styles, %.1fs", self.slugs[backend], seed, j,
                  summary["distinct_products"], summary["styles"], time.perf_counter() - t0)
@@ -151,9 +168,12 @@ class EncodeWorker:
             b, s, j = int(b), int(s), int(j)
             try:
                 summary, err = self.run_key(b, s, j), None
+            except UnitFailed as e:  # the model's calls failed; the browser is fine
+                log.error("session %s seed=%d j=%d failed: %s", self.slugs[b], s, j, e)
+                summary, err = None, str(e)
             except Exception as e:  # noqa: BLE001 - reported per key; no done marker, so a re-run retries
                 log.exception("session %s seed=%d j=%d failed", self.slugs[b], s, j)
-                summary, err = None, f"{type(e).__name__}: {e}"
+                summary, err = None, f"{type(e).__name__}: {e}"[:2000]
                 self._recover()
             out["backend"].append(self.slugs[b])
             out["seed"].append(s)

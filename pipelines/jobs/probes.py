@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 
+from core.failures import UnitFailed, cap_text, check_failed_calls
 from pipelines.probecache import ProbeCache, probe_rows_table
 
 log = logging.getLogger("vismem.probes")
@@ -155,7 +156,14 @@ class ProbeWorker:
                             max_tokens=int(self.options["max_tokens"]))
             rows.append({**res.row(), "bank_size": len(a), "encoding_position": first_pos.get(p.target_hash),
                          "wall_s": res.wall_s})
-        failed_calls = sum(1 for r in rows for s in r["log"] if s["status"] == "failed")
+        failed = [s.get("error") for r in rows for s in r["log"] if s["status"] == "failed"]
+        failed_calls = len(failed)
+        # Recall episodes whose VLM calls failed measure an outage, not the memory: not cached.
+        check_failed_calls(failed_calls, sum(len(r["log"]) for r in rows), failed,
+                           limit=float(self.options.get("max_failed_calls", 0.5)), field="probes.max_failed_calls",
+                           what="recall-VLM calls")
+        for r in rows:  # a reply of any size is cut where it is stored; the step says so
+            r["log"] = [_capped_step(s) for s in r["log"]]
         summary = cache.write(set_name, j, rows, meta={"architecture": a.name, "label": a.label,
                                                        "stand_in": bool(a.stand_in or getattr(vlm, "stand_in", False)),
                                                        "recaller": getattr(vlm, "display_name", None) or vlm.name,
@@ -171,6 +179,9 @@ class ProbeWorker:
             chain, arch, j, set_name = int(chain), int(arch), int(j), str(set_name)
             try:
                 summary, err = self.run_unit(chain, arch, j, set_name), None
+            except UnitFailed as e:  # the recalling VLM failed, the page env is fine
+                log.error("probe unit chain=%d arch=%d j=%d %s failed: %s", chain, arch, j, set_name, e)
+                summary, err = None, str(e)[:500]
             except Exception as e:  # noqa: BLE001 - reported per unit; no done marker, so a re-run retries
                 log.exception("probe unit chain=%d arch=%d j=%d %s failed", chain, arch, j, set_name)
                 summary, err = None, f"{type(e).__name__}: {e}"[:500]
@@ -205,6 +216,12 @@ class ProbeWorker:
             self.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _capped_step(step: dict[str, Any]) -> dict[str, Any]:
+    """A step-log entry with its reply cut to :data:`core.failures.REPLY_CAP` (``reply_truncated``)."""
+    reply, cut = cap_text(step.get("reply"))
+    return {**step, "reply": reply, "reply_truncated": True} if cut else step
 
 
 def _one_thread() -> None:

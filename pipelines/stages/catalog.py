@@ -73,12 +73,12 @@ def source_spec(cfg: Any) -> dict[str, Any]:
     return {"name": resolved["name"], "args": args}
 
 
-_SECRET_ARGS = ("access_key", "secret_key", "aws_access_key_id", "aws_secret_access_key", "token")
-
-
 def public_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec without credentials (what goes into params.json, the manifest and the pointer)."""
-    return {"name": spec["name"], "args": {k: v for k, v in spec["args"].items() if k not in _SECRET_ARGS}}
+    """The spec without credentials (what goes into params.json, the manifest and the pointer;
+    :mod:`core.secrets` says what a credential is)."""
+    from core.secrets import drop_secrets
+
+    return {"name": spec["name"], "args": drop_secrets(dict(spec["args"]))}
 
 
 def image_params(cfg: Any, variants: Any) -> dict[str, Any]:
@@ -201,11 +201,11 @@ def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
 
 
 def check(config: Any) -> None:
-    """The image source is a registered name (its args are checked when the stage builds it)."""
+    """The image source is a registered name and its args fit it (nothing is built or read)."""
     from env.storefront.imagesource import IMAGE_SOURCES
 
     if config.catalog.enabled:
-        IMAGE_SOURCES.resolve(config.catalog.image_source, field="catalog.image_source")
+        IMAGE_SOURCES.check(config.catalog.image_source, field="catalog.image_source", injected=("catalog",))
 
 
 STAGE = Stage(name="catalog", section="catalog", run=run, add_cli_args=add_cli_args,

@@ -40,6 +40,14 @@ if TYPE_CHECKING:
 #: Columns of the Ray Data rows the workers return (one per input key).
 WORKER_COLUMNS = ("backend", "seed", "j", "ok", "error", "summary")
 
+#: dtypes of the ``encoding`` rows :func:`results_frame` writes (its shape when no session finished).
+_ENCODING_DTYPES = {
+    "backend": "String", "seed": "Int64", "j": "Int64", "steps": "Int64", "distinct_products": "Int64",
+    "styles": "Int64", "category": "String", "invalid_actions": "Int64", "terminated": "String",
+    "wall_s": "Float64", "backend_name": "String", "stand_in": "Boolean", "n_steps": "Int64", "visits": "Int64",
+    "failed_calls": "Int64", "exec_errors": "Int64", "terminal_actions": "Int64", "visited": "List",
+}
+
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
     """``vismem run`` flags of this stage."""
@@ -78,6 +86,10 @@ def check(config: Any) -> None:
         return
     for i, spec in enumerate(config.encode.backends):
         resolve_spec(spec, config.seed, field=f"encode.backends[{i}]")
+    if config.encode.images != "catalog":
+        from env.storefront.imagesource import IMAGE_SOURCES
+
+        IMAGE_SOURCES.check(config.encode.images, field="encode.images", injected=("catalog",))
 
 
 def images_identity(config: Any) -> Any:
@@ -119,8 +131,10 @@ def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, 
 
     enc = config.encode
     specs = [resolve_spec(s, config.seed) for s in enc.backends]
+    catalog_data = {k: v for k, v in config.input_digests().items() if k.startswith("dmv-bench/")}
     proto = protocol_settings(options(config), observation=enc.observation, images=images_identity(config),
-                              colour_order=config.catalog.colour_order, catalog_seed=config.seed)
+                              colour_order=config.catalog.colour_order, catalog_seed=config.seed,
+                              catalog_data=catalog_data)
     slugs = [cache_slug(s, proto) for s in specs]
     if len(set(slugs)) != len(slugs):
         from core.errors import ConfigError
@@ -147,7 +161,8 @@ def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> di
     return {"store": ctx.store, "backends": specs, "slugs": slugs, "data_dir": str(ctx.data_dir),
             "catalog_seed": cfg.seed, "colour_order": cfg.catalog.colour_order, "images": image_source(ctx),
             "options": options(cfg), "observation": cfg.encode.observation,
-            "step_timeout_s": cfg.encode.step_timeout_s, "env_factory": env_factory(cfg.encode.env)}
+            "step_timeout_s": cfg.encode.step_timeout_s, "env_factory": env_factory(cfg.encode.env),
+            "max_failed_calls": cfg.encode.max_failed_calls}
 
 
 def run_keys(ctx: Any, specs: list[dict[str, Any]], slugs: list[str],
@@ -172,6 +187,9 @@ def results_frame(summaries: list[dict[str, Any]]) -> Any:
     """The ``encoding`` result rows (analysis schema; ``j`` is 1-based)."""
     import polars as pl
 
+    if not summaries:  # every session failed: an empty table of the right shape
+        return pl.DataFrame(schema={k: pl.List(pl.String) if v == "List" else getattr(pl, v)
+                                    for k, v in _ENCODING_DTYPES.items()})
     rows = [{
         "backend": s["backend"], "seed": s["seed"], "j": s["j"] + 1, "steps": s["steps"],
         "distinct_products": s["distinct_products"], "styles": s["styles"], "category": s["category"],
@@ -222,13 +240,19 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     df = results_frame(summaries)
     key = result_key(ctx.run_prefix, "encoding")
     write_results(ctx.store, ctx.run_prefix, "encoding", df)
-    return {
+    out = {
         "status": "ok" if not failed else "partial",
         "sessions": len(keys), "ran": len(rows) - len(failed), "cached": len(keys) - len(todo),
+        "failed_sessions": len(failed),
         "failed": [{k: r[k] for k in ("backend", "seed", "j", "error")} for r in failed],
         "results": key, "backends": slugs, "table3": table3(df),
         "workers": min(enc.workers or ctx.config.ray.concurrency, max(1, len(todo))),
     }
+    if failed:
+        from core.failures import failure_line
+
+        out["failure"] = failure_line([str(r["error"]) for r in failed], len(rows), "sessions run")
+    return out
 
 
 STAGE = Stage(name="encode", section="encode", run=run, add_cli_args=add_cli_args,

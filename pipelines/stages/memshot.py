@@ -26,6 +26,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from pipelines.answercache import cached, capped, check_dataset_file, verdict
 from pipelines.stages import Stage
 
 if TYPE_CHECKING:
@@ -81,12 +82,13 @@ def check(config: Any) -> None:
     cfg = config.memshot
     if not cfg.enabled:
         return
-    EMBEDDERS.resolve(cfg.text_embedder, field="memshot.text_embedder")
+    EMBEDDERS.check(cfg.text_embedder, field="memshot.text_embedder")
     if cfg.image_embedder is not None:
-        EMBEDDERS.resolve(cfg.image_embedder, field="memshot.image_embedder")
+        EMBEDDERS.check(cfg.image_embedder, field="memshot.image_embedder")
     for name in ("vlm", "judge"):
         if getattr(cfg, name) is not None:
-            VLMS.resolve(getattr(cfg, name), field=f"memshot.{name}")
+            VLMS.check(getattr(cfg, name), field=f"memshot.{name}")
+    check_dataset_file(config)
 
 
 def run(ctx: "RunContext") -> dict[str, Any]:
@@ -142,6 +144,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     if cfg.vlm is not None:
         summary["answers"] = _answer_and_score(ctx, ranked, units, questions, recall)
         summary["results"] += [f"{results}/memshot_answers.parquet", f"{results}/memshot_scores.parquet"]
+        verdict(summary)
     else:
         summary["answers"] = "skipped: no memshot.vlm configured"
     return summary
@@ -299,11 +302,13 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     # Resumable: final answers (ok / malformed) of an earlier attempt are kept; only missing
     # tasks and transport errors are asked again.
     a_key = f"{ctx.run_prefix}/memshot/answers_raw.parquet"
-    done = _cached(ctx, a_key, pl.col("answer_status").is_in(["ok", "malformed"]))
+    done = cached(ctx, a_key, pl.col("answer_status").is_in(["ok", "malformed"]))
     todo = tasks.join(done.select(keys), on=keys, how="anti") if done is not None else tasks
-    new = generate_answers(todo, units, questions, vlm, dataset=dataset, read_image=ctx.store.get_bytes,
-                           max_tokens=cfg.answer_max_tokens, concurrency=cfg.request_concurrency,
-                           order=cfg.context_order)
+    new = capped(generate_answers(todo, units, questions, vlm, dataset=dataset, read_image=ctx.store.get_bytes,
+                                   max_tokens=cfg.answer_max_tokens, concurrency=cfg.request_concurrency,
+                                   order=cfg.context_order))
+    if done is not None and "answer_truncated" not in done.columns:  # cached before the cap existed
+        done = done.with_columns(pl.lit(False).alias("answer_truncated"))
     answers = (pl.concat([done.select(new.columns), new]) if done is not None else new).sort(keys)
     answers = answers.join(tasks.select(keys), on=keys, how="semi")
     ctx.store.write_table(a_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
@@ -311,7 +316,9 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
         judge_spec = VLMS.resolve(cfg.judge, field="memshot.judge")
         ctx.manifest.component("memshot.judge", judge_spec)
         j_key = f"{ctx.run_prefix}/memshot/judged_raw.parquet"
-        jdone = _cached(ctx, j_key, ~pl.col("judge_status").str.starts_with("error"))
+        jdone = cached(ctx, j_key, ~pl.col("judge_status").str.starts_with("error"))
+        if jdone is not None and "answer_truncated" not in jdone.columns:  # cached before the cap existed
+            jdone = jdone.with_columns(pl.lit(False).alias("answer_truncated"))
         if jdone is not None:  # a verdict is reused only for the very same prediction
             jdone = jdone.join(answers.select(keys + ["prediction"]), on=keys + ["prediction"], how="semi", nulls_equal=True)
         jtodo = answers.join(jdone.select(keys), on=keys, how="anti") if jdone is not None else answers
@@ -338,19 +345,13 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     overall = table.filter(pl.col("category") == "overall")
     return {"answers": scored.height,
             "answer_failures": int((scored["answer_status"] != "ok").sum()),
+            # Calls that failed (transport, unreadable input): never reused, retried by a re-run.
+            "answer_errors": int(scored["answer_status"].str.starts_with("error").sum()),
+            "judge_errors": int(scored["judge_status"].str.starts_with("error").sum()),
             "judge_failures": int(scored["judge_status"].is_in(["malformed", "ambiguous", "empty"]).sum()
                                   + scored["judge_status"].str.starts_with("error").sum()),
             "overall": {f"{r['variant']}@{r['k']}": {"accuracy": r["accuracy"], "f1": r["f1"], "f1_mem0": r["f1_mem0"]}
                         for r in overall.iter_rows(named=True)}}
-
-
-def _cached(ctx: Any, key: str, keep: Any) -> Any:
-    """Rows of an earlier attempt's table at ``key`` that pass ``keep`` (None when there is none)."""
-    if not ctx.store.exists(key):
-        return None
-    df = ctx.store.read_table(key)
-    df = df.drop("schema_version") if "schema_version" in df.columns else df
-    return df.filter(keep)
 
 
 def _write_result(ctx: Any, kind: str, df: Any) -> None:

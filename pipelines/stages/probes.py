@@ -103,7 +103,8 @@ def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: 
                      "images": image_source(ctx)},
             "options": {"max_steps": cfg.probes.max_steps, "fetch_k": cfg.probes.fetch_k, "keep_k": cfg.probes.keep_k,
                         "max_tokens": cfg.probes.max_tokens, "J": max(cfg.probes.J or (cfg.encode.J,)),
-                        "mc": cfg.probes.mc, "mc_seed": cfg.probes.mc_seed},
+                        "mc": cfg.probes.mc, "mc_seed": cfg.probes.mc_seed,
+                        "max_failed_calls": cfg.probes.max_failed_calls},
             "env_factory": env_factory(cfg.probes.env or cfg.encode.env),
             "env_kwargs": {"observation": cfg.encode.observation, "step_timeout_s": cfg.encode.step_timeout_s}}
 
@@ -213,6 +214,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         summary["vlm_calls_per_probe"] = round(float(raw["vlm_calls"].mean()), 3) if raw.height else None
         summary["results"] = f"{ctx.run_prefix}/results/probes.parquet"
     summary["status"] = "partial" if failed or len(finished) < len(units) else "done"
+    if failed:
+        from core.failures import failure_line
+
+        summary["failure"] = failure_line([str(r["error"]) for r in failed], len(rows), "probe units run")
     summary["wall_s"] = round(time.perf_counter() - t0, 3)
     return summary
 

@@ -1,0 +1,58 @@
+"""The MemShot stage's rules for what of an earlier attempt is reused, and what counts as failed.
+
+* an answer is reused only when final (``ok``/``malformed``: the model answered); a call that
+  failed (``error:*``) is asked again by the next run, and its stage ends ``partial``;
+* a judge verdict is reused only for the very same prediction and when not ``error:*``;
+* a prediction is stored cut to :data:`core.failures.REPLY_CAP` characters (``answer_truncated``);
+* the dataset file must exist before anything is rendered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def check_dataset_file(config: Any) -> None:
+    """The dataset file exists (a DataError naming it, before anything is rendered)."""
+    from core.errors import DataError
+    from pipelines.context import resolve_data_dir
+    from pipelines.jobs.render import dataset_path
+
+    path = dataset_path(config.memshot, resolve_data_dir(config))
+    if not path.is_file():
+        raise DataError(f"{path}: {config.memshot.dataset} file not found (memshot.dataset_path / "
+                        f"memshot.{config.memshot.dataset}_path, relative to data_dir {config.data_dir!r})")
+
+
+def capped(answers: Any) -> Any:
+    """Predictions cut to :data:`core.failures.REPLY_CAP` characters, ``answer_truncated`` saying so
+    (a runaway reply of megabytes is stored, judged and scored as its first 64 KiB)."""
+    import polars as pl
+
+    from core.failures import REPLY_CAP
+
+    long = pl.col("prediction").str.len_chars() > REPLY_CAP
+    return answers.with_columns(long.fill_null(False).alias("answer_truncated"),
+                                pl.col("prediction").str.slice(0, REPLY_CAP))
+
+
+def verdict(summary: dict[str, Any]) -> None:
+    """Mark the stage partial when answers or verdicts failed (they are retried by a re-run)."""
+    ans = summary.get("answers")
+    if not isinstance(ans, dict):
+        return
+    errors = {"answers": ans.get("answer_errors", 0), "judge verdicts": ans.get("judge_errors", 0)}
+    bad = {k: v for k, v in errors.items() if v}
+    if bad:
+        summary["status"] = "partial"
+        summary["failure"] = (", ".join(f"{v} of {ans['answers']} {k} failed" for k, v in bad.items())
+                              + " (model calls that failed after retries; re-run to retry them)")
+
+
+def cached(ctx: Any, key: str, keep: Any) -> Any:
+    """Rows of an earlier attempt's table at ``key`` that pass ``keep`` (None when there is none)."""
+    if not ctx.store.exists(key):
+        return None
+    df = ctx.store.read_table(key)
+    df = df.drop("schema_version") if "schema_version" in df.columns else df
+    return df.filter(keep)
