@@ -9,6 +9,9 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_apt+=(fonts-dejavu-core)
 [ -n "$(find /usr/share/fonts -iname 'symbola*' 2>/dev/null | head -1)" ] || need_apt+=(fonts-symbola)
 [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || need_apt+=(fonts-noto-color-emoji)
+# OpenCV (pulled by rapidocr-onnxruntime, the OCR stand-in) links libGL and GLib.
+compgen -G '/usr/lib/*-linux-gnu/libGL.so.1' >/dev/null || need_apt+=(libgl1)
+compgen -G '/usr/lib/*-linux-gnu/libglib-2.0.so.0' >/dev/null || need_apt+=(libglib2.0-0)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "[setup] apt-get install ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
