@@ -111,10 +111,11 @@ class Store:
             endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("VISMEM_S3_ENDPOINT")
             access_key = access_key or os.environ.get("AWS_ACCESS_KEY_ID")
             secret_key = secret_key or os.environ.get("AWS_SECRET_ACCESS_KEY")
-            if not access_key or not secret_key:
-                raise StoreError(
-                    f"missing credentials for store {uri!r}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
-                )
+            if bool(access_key) != bool(secret_key):
+                raise StoreError(f"incomplete credentials for store {uri!r}: set both AWS_ACCESS_KEY_ID and "
+                                 "AWS_SECRET_ACCESS_KEY, or neither (boto3's default chain)")
+            # No static keys: boto3's default chain (instance profile, IRSA, ~/.aws) finds them.
+            access_key, secret_key = access_key or None, secret_key or None
             region = region or os.environ.get("AWS_REGION") or "us-east-1"
             prefix = parsed.path.strip("/")
             root = f"s3://{bucket}" + (f"/{prefix}" if prefix else "")
@@ -184,7 +185,7 @@ class Store:
         return self._client
 
     def _check_s3(self) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+        from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
         import boto3
         from botocore.config import Config
@@ -211,6 +212,10 @@ class Store:
             if code in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied"):
                 raise StoreError(f"S3 credentials rejected by {where} for bucket {bucket!r} ({code})") from None
             raise StoreError(f"S3 error at {where} for bucket {bucket!r}: {err}") from None
+        except NoCredentialsError:
+            raise StoreError(f"missing credentials for store {self.spec.uri}: set AWS_ACCESS_KEY_ID and "
+                             "AWS_SECRET_ACCESS_KEY, or run where boto3's default chain finds them "
+                             "(instance profile, IRSA)") from None
         except BotoCoreError as err:
             raise StoreError(f"S3 endpoint {where} is unusable: {err}") from None
 
@@ -332,8 +337,9 @@ class Store:
         """``storage_options`` for ``pl.read_parquet``/``scan_parquet`` on this store."""
         if not self.is_s3:
             return None
-        opts = {"aws_access_key_id": self.spec.access_key or "", "aws_secret_access_key": self.spec.secret_key or "",
-                "aws_region": self.spec.region}
+        opts = {"aws_region": self.spec.region}
+        if self.spec.access_key:  # else object_store's own default chain (env, IRSA, instance profile)
+            opts.update(aws_access_key_id=self.spec.access_key, aws_secret_access_key=self.spec.secret_key or "")
         if self.spec.endpoint_url:
             opts["aws_endpoint_url"] = self.spec.endpoint_url
             if self.spec.endpoint_url.startswith("http://"):

@@ -52,6 +52,8 @@ def open_store(config: RunConfig) -> Iterator[tuple[Store, dict[str, str]]]:
                "AWS_REGION": store.spec.region}
         if store.spec.endpoint_url:
             env["AWS_ENDPOINT_URL"] = store.spec.endpoint_url
+        # Empty keys would shadow the workers' own default chain (IRSA, instance profile).
+        env = {k: v for k, v in env.items() if v}
     yield store, env
 
 
