@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
-from analysis.viewer_common import JS_COMMON, image_table, json_block, page
+from analysis.viewer_common import JS_COMMON, data_uri, image_table, json_block, page
 
 #: Characters of a text unit kept in the page.
 UNIT_TEXT_CAP = 3000
@@ -113,12 +113,12 @@ def sample_viewer(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataF
 
 
 def shots_gallery(units: Sequence[Mapping[str, Any]], *, title: str, note: str = "") -> str:
-    """A page of shots in order: each ``{unit_id, dia_ids, file, height, overflow}`` with its image
-    file (relative path) beside the page."""
+    """A self-contained page of shots in order: each ``{unit_id, dia_ids, image (bytes or None),
+    text, height, overflow}``; images are inlined, text units shown as text."""
     cards = []
     for u in units:
-        img = (f'<img class="shot" src="{html.escape(u["file"])}" alt="{html.escape(u["unit_id"])}">'
-               if u.get("file") else f'<pre>{html.escape(str(u.get("text") or ""))}</pre>')
+        img = (f'<img class="shot" src="{data_uri(u["image"])}" alt="{html.escape(u["unit_id"])}">'
+               if u.get("image") else f'<pre>{html.escape(str(u.get("text") or ""))}</pre>')
         cards.append(f'<div class="card unit"><div class="txt"><b>{html.escape(u["unit_id"])}</b>'
                      f'<div class="muted">{len(u.get("dia_ids") or [])} turns: {html.escape(", ".join(u.get("dia_ids") or []))}'
                      f'{" · " + str(u["height"]) + " px" if u.get("height") else ""}'
@@ -127,7 +127,7 @@ def shots_gallery(units: Sequence[Mapping[str, Any]], *, title: str, note: str =
 
 
 _CSS = """
-.unit .shot{max-width:100%;max-height:none;border:1px solid #bbb}.unit.evidence{border-color:#2e7d32;border-width:2px}
+.unit .shot{max-width:min(100%,720px);max-height:none;border:1px solid #bbb}.unit.evidence{border-color:#2e7d32;border-width:2px}
 .chip{display:inline-block;font-family:monospace;font-size:.8em;background:#eee;border-radius:3px;padding:0 .3em;margin:1px}
 .chip.ev{background:#2e7d32;color:#fff}.qa{background:#f7f9fc;border:1px solid #dde;padding:.6em;margin:.6em 0}
 """

@@ -85,6 +85,8 @@ def quiet(log_path: Path | None, *, verbose: bool = False) -> Quiet:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         q.handler = logging.FileHandler(log_path)
         q.handler.setFormatter(logging.Formatter(_FORMAT))
+        # Ray Data logs DEBUG to its logger (for its own session file); the run log keeps INFO up.
+        q.handler.setLevel(logging.INFO)
     else:
         q.handler = logging.NullHandler()
     try:

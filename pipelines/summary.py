@@ -109,7 +109,8 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
     con = console or Console()
     status = "finished with failed shards" if summary["partial"] else "done"
     con.print(f"\n[bold]vismem run {summary['run_id']}[/bold] {status} in {_secs(summary['wall_s'])}")
-    t = Table(title="Stages", title_justify="left", show_edge=False)
+    con.print("[bold]Stages[/bold]")
+    t = Table(show_edge=False)
     for c in ("stage", "status", "time", "what ran / was reused"):
         t.add_column(c, justify="right" if c == "time" else "left")
     for r in summary["stages"]:
@@ -121,15 +122,18 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
     for r in h.get("dmv") or []:
         blocks.setdefault((r["backend"], r["J"]), []).append(r)
     for (backend, J), rows in blocks.items():
-        t = Table(title=f"DMV-Bench task success rate: {backend}, J={J} (common probe set; 95% CI: chain-cluster "
-                        "bootstrap)", title_justify="left", show_edge=False)
+        # Long titles as lines of their own: a table title wraps at the table's width.
+        con.print(f"[bold]DMV-Bench task success rate[/bold]: {backend}, J={J} "
+                  "[dim](common probe set; 95% CI: chain-cluster bootstrap)[/dim]", soft_wrap=True)
+        t = Table(show_edge=False)
         for c in ("architecture", "TSR %", "95% CI", "probes", "chains"):
             t.add_column(c, justify="left" if c == "architecture" else "right")
         for r in rows:
             t.add_row(r["architecture"], _pct(r["tsr"]), _ci(r, "low", "high"), _n(r["n_probes"]), _n(r["n_chains"]))
         con.print(t)
     if h.get("memshot_recall"):
-        t = Table(title="MemShot: evidence recall@k (95% CI question bootstrap)", title_justify="left", show_edge=False)
+        con.print("[bold]MemShot evidence recall@k[/bold] [dim](95% CI: question bootstrap)[/dim]", soft_wrap=True)
+        t = Table(show_edge=False)
         for c in ("variant", "k", "recall %", "95% CI", "hit %", "95% CI ", "questions"):
             t.add_column(c, justify="left" if c == "variant" else "right")
         for r in h["memshot_recall"]:
@@ -137,7 +141,9 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
                       _ci(r, "hit lo", "hit hi"), _n(r["n"]))
         con.print(t)
     if h.get("memshot_answers"):
-        t = Table(title="MemShot: answers (Acc = LLM judge, F1 = token F1)", title_justify="left", show_edge=False)
+        con.print("[bold]MemShot answers[/bold] [dim](Acc: LLM judge, F1: token F1; 95% CI: question "
+                  "bootstrap)[/dim]", soft_wrap=True)
+        t = Table(show_edge=False)
         for c in ("variant", "k", "Acc %", "95% CI", "F1 %", "95% CI ", "answers"):
             t.add_column(c, justify="left" if c == "variant" else "right")
         for r in h["memshot_answers"]:
@@ -145,7 +151,8 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
                       _ci(r, "f1 lo", "f1 hi"), _n(r["n"]))
         con.print(t)
     if h.get("encoding"):
-        t = Table(title="DMV-Bench: encoding sessions", title_justify="left", show_edge=False)
+        con.print("[bold]DMV-Bench encoding sessions[/bold] [dim](means per session)[/dim]", soft_wrap=True)
+        t = Table(show_edge=False)
         for c in ("back-end", "sessions", "chains", "steps", "products", "styles"):
             t.add_column(c, justify="left" if c == "back-end" else "right")
         for r in h["encoding"]:

@@ -73,12 +73,12 @@ def _shots(args: argparse.Namespace) -> int:
         for u in units:
             name = f"{u.conversation_id}_{u.session_id}_u{u.unit:03d}".replace("/", "_")
             rec = {"unit_id": u.unit_id, "dia_ids": list(u.dia_ids), "height": u.height, "overflow": u.overflow,
-                   "file": None, "text": u.text}
+                   "file": None, "text": u.text, "image": u.image}
             if u.image is not None:
                 (out / f"{name}.{args.format}").write_bytes(u.image)
                 rec["file"] = f"{name}.{args.format}"
             (out / f"{name}.txt").write_text(u.text, encoding="utf-8")
-            index.write(json.dumps({k: v for k, v in rec.items() if k != "text"}) + "\n")
+            index.write(json.dumps({k: v for k, v in rec.items() if k not in ("text", "image")}) + "\n")
             records.append(rec)
     page = out / "index.html"
     n_img = sum(1 for r in records if r["file"])

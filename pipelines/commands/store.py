@@ -90,7 +90,8 @@ def _ls(args: argparse.Namespace) -> int:
             print(f"{human(size):>{width}}  {k}")
         where = store.url(args.prefix) if args.prefix.strip("/") else store.uri
         more = f" ({len(items) - len(shown)} not shown; --limit 0 lists all)" if len(shown) < len(items) else ""
-        print(f"{len(items):,} objects, {human(sum(s for _, s in items))} under {where}{more}")
+        print(f"{len(items):,} object{'' if len(items) == 1 else 's'}, {human(sum(s for _, s in items))} "
+              f"under {where}{more}")
     return 0
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from pipelines.cli import build_parser
 
-COMMANDS = [["run"], ["submit"], ["status"], ["logs"], ["store"], ["store", "ls"], ["bench"]]
+COMMANDS = [["run"], ["submit"], ["status"], ["logs"], ["store"], ["store", "ls"], ["store", "get"], ["store", "cat"],
+            ["runs"], ["report"], ["shots"], ["bench"]]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c))
@@ -23,7 +24,7 @@ def test_help(cmd, capsys):
 
 def test_report_command_is_registered():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
-    assert {"run", "submit", "status", "logs", "store", "bench"} <= set(sub.choices)
+    assert {"run", "submit", "status", "logs", "store", "bench", "runs", "report", "shots"} <= set(sub.choices)
 
 
 def test_store_ls_on_file_store(tmp_path):
@@ -34,7 +35,7 @@ def test_store_ls_on_file_store(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pipelines", "store", "ls", "runs", "--store", f"file://{tmp_path}/st"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["runs/a/x.json"]
+    assert r.stdout.splitlines() == ["2 B  runs/a/x.json", f"1 object, 2 B under file://{tmp_path}/st/runs"]
 
 
 def test_bench_unknown_name_is_config_error(tmp_path):

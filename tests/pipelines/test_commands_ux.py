@@ -1,0 +1,274 @@
+"""What a user sees: the end-of-run summary (its numbers equal the result tables'), quiet library
+logs, ``vismem runs`` / ``store ls|get|cat`` round trips, the report copied out of S3 with rows
+linking to the viewers, and ``vismem shots``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analysis import synthetic
+from analysis.schemas import write_results
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def _vismem(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipelines", *args], capture_output=True, text=True, cwd=cwd,
+                          env=ENV, timeout=timeout)
+
+
+def _write_results(store, run_id: str) -> dict[str, pl.DataFrame]:
+    prefix = f"runs/{run_id}"
+    tables = {"probes": synthetic.probes(backends=("toy",), Js=(4,), chains=3),
+              "encoding": synthetic.encoding(backends=("toy",), chains=3, J=4),
+              "memshot_answers": synthetic.memshot_answers(questions=12),
+              "memshot_recall": synthetic.memshot_recall(questions=12)}
+    for kind, df in tables.items():
+        write_results(store, prefix, kind, df)
+    return tables
+
+
+def _expected_tsr(probes: pl.DataFrame) -> dict[str, str]:
+    """TSR per architecture straight from the probes table: main study, common probe set."""
+    main = probes.filter(pl.col("study") == "main")
+    n_arch = main["architecture"].n_unique()
+    common = main.filter(pl.col("architecture").n_unique().over(["backend", "J", "seed", "probe_id"]) == n_arch)
+    rates = common.group_by("architecture").agg(pl.col("correct").cast(pl.Float64).mean())
+    return {a: f"{100 * r:.1f}" for a, r in rates.iter_rows()}
+
+
+def _rows(text: str, first: str) -> list[list[str]]:
+    """Table rows of rendered rich text whose first cell is ``first``."""
+    out = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in re.split(r"[│┃]", line)]
+        if cells and cells[0] == first:
+            out.append(cells)
+    return out
+
+
+def test_summary_numbers_equal_the_result_tables(file_store):
+    from rich.console import Console
+
+    from analysis.report import ReportOptions, load_results
+    from pipelines.summary import collect, render
+
+    want = _write_results(file_store, "sum-1")
+    tables, errors = load_results(file_store, "runs/sum-1")
+    assert errors == {}
+    results = {"encode": {"status": "ok", "sessions": 12, "ran": 4, "cached": 8, "failed": []},
+               "probes": {"status": "done", "units": 9, "ran": 0, "cached": 9, "probes": 100},
+               "report": {"status": "done", "tables": 5, "figures": 2, "viewers": {"trajectories": "x"}}}
+    manifest = {"stages": {"encode": {"status": "done", "wall_s": 12.5}, "probes": {"status": "done", "wall_s": 95.0}}}
+    summary = collect(results, manifest=manifest, tables=tables, options=ReportOptions(n_resamples=300, seed=1),
+                      wall_s=130.0, store_uri="local-s3://vismem", run_id="sum-1", report="file:///r/index.html",
+                      viewers={"trajectories": "file:///r/trajectories.html"}, run_log="/r/run.log")
+    json.dumps(summary)  # --json prints it
+    con = Console(record=True, width=220)
+    render(summary, con)
+    text = con.export_text()
+    # Stages: what ran and what was reused, with the manifest's times.
+    assert "encode" in text and "12 sessions: 4 browsed, 8 reused" in text and "12.5 s" in text
+    assert "9 probe units: 0 ran, 9 reused" in text and "1 min 35 s" in text
+    # DMV-Bench TSR rows equal the probes table's rates on the common probe set.
+    tsr = _expected_tsr(want["probes"])
+    for arch, rate in tsr.items():
+        (row,) = _rows(text, arch)
+        assert row[1] == rate, (arch, row)
+        lo, hi = (float(x) for x in row[2].strip("[]").split(","))
+        assert lo <= float(rate) <= hi
+    # MemShot recall@k and hit@k equal the recall table's means.
+    rec = want["memshot_recall"].group_by("variant", "k").agg(pl.col("recall").mean(),
+                                                              pl.col("hit").cast(pl.Float64).mean(), pl.len())
+    for variant, k, recall, hit, n in rec.iter_rows():
+        row = next(r for r in _rows(text, variant) if r[1] == str(k) and len(r) == 7)
+        assert row[2] == f"{100 * recall:.1f}" and row[4] == f"{100 * hit:.1f}" and row[6] == str(n)
+    # Answers: Acc over judged, non-adversarial answers; F1 over all of them.
+    ans = want["memshot_answers"].filter(pl.col("category") != "adversarial")
+    acc = ans.group_by("variant", "k").agg(pl.col("judge_label").cast(pl.Float64).mean(), pl.col("f1").mean())
+    for variant, k, a, f in acc.iter_rows():
+        row = next(r for r in _rows(text, variant) if r[1] == str(k) and r[2] == f"{100 * a:.1f}")
+        assert row[4] == f"{100 * f:.1f}"
+    assert "file:///r/index.html" in text and "file:///r/trajectories.html" in text and "/r/run.log" in text
+
+
+def test_quiet_routes_ray_data_and_transformers_logging_to_the_run_log(tmp_path, capfd):
+    from pipelines import logs
+
+    import ray.data  # noqa: F401 - installs Ray Data's console handler, as in a run
+    from transformers.utils import logging as tlog
+
+    tlog.get_logger("transformers")  # and transformers' stderr handler
+    path = tmp_path / "run.log"
+    before = {n: list(logging.getLogger(n).handlers) for n in ("ray.data", "transformers")}
+    q = logs.quiet(path)
+    try:
+        logging.getLogger("ray.data").info("dataset execution finished in 0.1 seconds")
+        logging.getLogger("ray.data._internal.progress.logging_progress").info("Total Progress: 3/9")
+        logging.getLogger("transformers.modeling_utils").warning("Model config: bos_token_id ...")
+        logging.getLogger("ray.data").debug("a debug line")
+        assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    finally:
+        q.restore()
+    out = capfd.readouterr()
+    assert "execution finished" not in out.err + out.out and "Model config" not in out.err + out.out
+    text = path.read_text()
+    assert "dataset execution finished" in text and "Total Progress: 3/9" in text and "Model config" in text
+    assert "a debug line" not in text  # the run log keeps INFO and up
+    assert {n: list(logging.getLogger(n).handlers) for n in before} == before
+    v = logs.quiet(path, verbose=True)  # -v leaves every library alone
+    assert v.handler is None and v.saved == {}
+
+
+def test_run_prints_the_summary_and_writes_json(tmp_path):
+    """``vismem run report`` on stored results: the rich summary on stdout (numbers = the tables),
+    nothing from Ray Data on stderr, the run log in the run folder; ``--json`` is machine-readable."""
+    from core.store import Store
+
+    store_uri = f"file://{tmp_path}/store"
+    common = ["report", "--store", store_uri, "--set", f"runs_dir={tmp_path}/runs", "--set", "report.n_resamples=300",
+              "--no-progress"]
+    printed = _vismem("run", *common, "--print-config", cwd=tmp_path)
+    run_id = printed.stdout.splitlines()[0].split(": ", 1)[1]
+    want = _write_results(Store.open(store_uri), run_id)
+    res = _vismem("run", *common, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"vismem run {run_id} done in" in res.stdout and "Where things are" in res.stdout
+    for arch, rate in _expected_tsr(want["probes"]).items():
+        assert any(r[1] == rate for r in _rows(res.stdout, arch)), (arch, rate)
+    report = f"{store_uri}/runs/{run_id}/report/index.html"
+    assert report in res.stdout and Path(report[len("file://"):]).is_file()
+    assert "logging_progress" not in res.stderr and " INFO " not in res.stderr, res.stderr[-2000:]
+    assert (tmp_path / "runs" / run_id / "run.log").is_file()
+    js = _vismem("run", *common, "--json", cwd=tmp_path)
+    assert js.returncode == 0, js.stderr[-3000:]
+    data = json.loads(js.stdout)
+    assert data["_run_id"] == run_id and data["report"]["status"] == "done"
+    heads = {r["architecture"]: f"{100 * r['tsr']:.1f}" for r in data["_summary"]["headline"]["dmv"]}
+    assert heads == _expected_tsr(want["probes"])
+
+
+def _manifest(run_id: str, started: str, stages: dict[str, str]) -> dict:
+    return {"run_id": run_id, "started_at": started,
+            "stages": {k: {"status": v, "wall_s": 2.0} for k, v in stages.items()}}
+
+
+def test_runs_and_store_get_round_trip(file_store, tmp_path):
+    file_store.put_json("runs/alpha-0123456789/manifest.json", _manifest(
+        "alpha-0123456789", "2026-01-02T03:04:05Z", {"memshot": "done", "report": "done"}))
+    file_store.put_bytes("runs/alpha-0123456789/report/index.html", b"<html>alpha</html>")
+    file_store.put_bytes("runs/alpha-0123456789/report/figures/f.svg", b"<svg/>")
+    file_store.put_json("runs/beta-9876543210/manifest.json", _manifest(
+        "beta-9876543210", "2026-02-01T00:00:00Z", {"encode": "partial", "report": "running"}))
+    write_results(file_store, "runs/alpha-0123456789", "encoding", synthetic.encoding(chains=2, J=3))
+    st = ["--store", file_store.uri]
+    runs = _vismem("runs", *st, "--json", cwd=tmp_path)
+    assert runs.returncode == 0, runs.stderr
+    listed = {r["run_id"]: r for r in json.loads(runs.stdout)}
+    assert listed["alpha-0123456789"]["status"] == "done" and listed["alpha-0123456789"]["report"]
+    assert listed["beta-9876543210"]["status"] == "partial" and listed["beta-9876543210"]["report"] is None
+    assert [r["run_id"] for r in json.loads(runs.stdout)] == ["beta-9876543210", "alpha-0123456789"]  # newest first
+    table = _vismem("runs", *st, cwd=tmp_path)
+    assert "alpha-0123456789" in table.stdout and "beta-9876543210" in table.stdout  # ids never cut
+    # get: one object, then a prefix into a folder; bytes identical.
+    got = _vismem("store", "get", "runs/alpha-0123456789/manifest.json", str(tmp_path / "m.json"), *st, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "m.json").read_bytes() == file_store.get_bytes("runs/alpha-0123456789/manifest.json")
+    got = _vismem("store", "get", "runs/alpha-0123456789/report/", str(tmp_path / "rep"), *st, cwd=tmp_path)
+    assert got.returncode == 0 and (tmp_path / "rep" / "index.html").read_bytes() == b"<html>alpha</html>"
+    assert (tmp_path / "rep" / "figures" / "f.svg").read_bytes() == b"<svg/>"
+    # ls: sizes as stored and a total; --keys for scripts.
+    ls = _vismem("store", "ls", "runs/alpha-0123456789/report", *st, cwd=tmp_path)
+    assert ls.stdout.splitlines()[:2] == [" 6 B  runs/alpha-0123456789/report/figures/f.svg",
+                                          "18 B  runs/alpha-0123456789/report/index.html"]
+    assert ls.stdout.splitlines()[-1].startswith("2 objects, 24 B under ")
+    keys = _vismem("store", "ls", "runs/alpha-0123456789/report", "--keys", *st, cwd=tmp_path)
+    assert keys.stdout.split() == ["runs/alpha-0123456789/report/figures/f.svg",
+                                   "runs/alpha-0123456789/report/index.html"]
+    # cat: JSON pretty, Parquet as a table.
+    cat = _vismem("store", "cat", "runs/beta-9876543210/manifest.json", *st, cwd=tmp_path)
+    assert json.loads(cat.stdout)["stages"]["encode"]["status"] == "partial"
+    cat = _vismem("store", "cat", "runs/alpha-0123456789/results/encoding.parquet", "--rows", "3", *st, cwd=tmp_path)
+    assert cat.returncode == 0 and "rows x" in cat.stdout.splitlines()[-1] and "steps" in cat.stdout
+    missing = _vismem("store", "get", "runs/nope/x.json", *st, cwd=tmp_path)
+    assert missing.returncode == 1 and "nothing at" in missing.stderr
+
+
+def test_report_copied_out_of_s3_opens_locally_and_rows_link_to_the_viewer(s3_store, chromium_path, tmp_path):
+    """A run whose store is S3: the report and viewers come out to a local folder; a Table 2 row's
+    link opens the trajectory viewer filtered to that architecture's probe episodes."""
+    from analysis.report import ReportOptions
+    from pipelines.stages.report import build
+    from pipelines.viewers import copy_report
+    from tests.analysis.test_viewer import _write_trajectories
+
+    _write_trajectories(s3_store, "s3run-1")
+    summary = build(s3_store, "s3run-1", options=ReportOptions(n_resamples=200, seed=0))
+    assert summary["html"].startswith("s3://") and set(summary["viewers"]) == {"trajectories"}
+    index = copy_report(s3_store, "s3run-1", tmp_path / "local")
+    assert index == (tmp_path / "local" / "index.html").resolve() and (index.parent / "trajectories.html").is_file()
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(index.as_uri(), wait_until="load")
+            assert page.locator("#viewers a").count() == 1
+            link = page.locator('#tbl-table2 a.row-link', has_text="dualmem")
+            link.click()
+            page.wait_for_load_state("load")
+            assert page.url.startswith((index.parent / "trajectories.html").as_uri() + "#")
+            assert page.locator(".probe-item").count() == 2  # both chains' dualmem probes
+            assert page.locator("#tab-probes.on").count() == 1
+        finally:
+            browser.close()
+
+
+def test_shots_command_renders_a_gallery(tmp_path, chromium_path):
+    out = tmp_path / "shots"
+    res = _vismem("shots", "--conversation", "conv-26", "--session", "1", "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    units = [json.loads(line) for line in (out / "units.jsonl").read_text().splitlines()]
+    pngs = sorted(out.glob("*.png"))
+    assert units and len(pngs) == len(units) and all(u["dia_ids"][0].startswith("D1:") for u in units)
+    assert (out / "index.html").as_uri() in res.stdout
+    from playwright.sync_api import sync_playwright
+
+    from tests.analysis.test_viewer import NON_BLANK
+    from tests.conftest import CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto((out / "index.html").as_uri(), wait_until="load")
+            imgs = page.locator("img.shot")
+            assert imgs.count() == len(units)
+            assert imgs.first.evaluate(NON_BLANK) > 5
+            assert units[0]["unit_id"] in page.locator(".unit").first.text_content()
+        finally:
+            browser.close()
+    bad = _vismem("shots", "--conversation", "conv-nope", "--out", str(out), cwd=tmp_path)
+    assert bad.returncode != 0 and "no conversation" in bad.stderr
+
+
+@pytest.mark.parametrize("cmd", [["runs"], ["store", "get"], ["store", "cat"], ["shots"], ["report"]])
+def test_new_commands_have_help(cmd, capsys):
+    from pipelines.cli import build_parser
+
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args([*cmd, "--help"])
+    assert e.value.code == 0 and "usage: vismem" in capsys.readouterr().out
