@@ -1,0 +1,121 @@
+"""Nothing outlives its owner: lifelines, the local S3 server's owner lock and stale servers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from core.errors import StoreError
+from core.lifeline import Lifeline, _alive, pids_with_env
+from core.s3server import LocalS3Server, stale_servers
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _wait_gone(pids, timeout_s=20.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def _owner(tmp_path, body: str) -> subprocess.Popen:
+    """A Python process that sets something up, prints one line and sleeps (to be SIGKILLed)."""
+    script = tmp_path / "owner.py"
+    script.write_text(textwrap.dedent(body))
+    return subprocess.Popen([sys.executable, str(script)], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_child_and_marked_processes_die_when_the_owner_is_sigkilled(tmp_path):
+    owner = _owner(tmp_path, """
+        import os, subprocess, sys, time
+        from core.lifeline import Lifeline
+        line = Lifeline([sys.executable, "-c", "import time; time.sleep(600)"], sweep_env=("T_MARK", "x1"))
+        os.environ["T_MARK"] = "x1"   # what a Ray start would inherit
+        marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+        print(line.child_pid, marked.pid, flush=True)
+        time.sleep(600)
+    """)
+    child, marked = map(int, owner.stdout.readline().split())
+    assert _alive(child) and _alive(marked) and pids_with_env("T_MARK", "x1") == [marked]
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=10)
+    assert _wait_gone([child, marked]) == []
+
+
+def test_close_ends_the_child_and_the_owner_survives_its_own_sweep():
+    os.environ["T_MARK2"] = "y2"  # the owner carries the mark in os.environ, not in its /proc environ
+    try:
+        with Lifeline([sys.executable, "-c", "import time; time.sleep(600)"], sweep_env=("T_MARK2", "y2")) as line:
+            child = line.child_pid
+            assert _alive(child) and line.poll() is None
+    finally:
+        os.environ.pop("T_MARK2")
+    assert _wait_gone([child]) == [] and _alive(os.getpid())
+
+
+def test_second_owner_of_a_data_dir_gets_one_line_naming_the_live_run(tmp_path):
+    first = LocalS3Server(data_dir=tmp_path / "s3").start()
+    try:
+        with pytest.raises(StoreError, match=rf"another vismem run \(pid {os.getpid()}\) is using .*s3"):
+            LocalS3Server(data_dir=tmp_path / "s3").start()
+    finally:
+        first.stop()
+    again = LocalS3Server(data_dir=tmp_path / "s3").start()  # free once the owner stopped
+    again.stop()
+
+
+def test_weed_dies_with_a_sigkilled_owner_and_the_rerun_starts_at_once(tmp_path):
+    owner = _owner(tmp_path, f"""
+        import time
+        from core.s3server import LocalS3Server
+        s = LocalS3Server(data_dir={str(tmp_path / 's3')!r}).start()
+        print(s.pid, flush=True)
+        time.sleep(600)
+    """)
+    weed = int(owner.stdout.readline())
+    assert stale_servers(tmp_path / "s3") == [weed]
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=10)
+    assert _wait_gone([weed]) == [], "weed outlived its owner"
+    t0 = time.monotonic()
+    srv = LocalS3Server(data_dir=tmp_path / "s3").start()
+    srv.stop()
+    assert time.monotonic() - t0 < 20
+
+
+def test_an_orphan_weed_without_an_owner_is_ended_before_the_start(tmp_path):
+    """A weed left by an older vismem (no lifeline, no lock) holds leveldb's lock: ended first."""
+    from core.s3server import _weed_binary
+
+    d = (tmp_path / "s3").resolve()
+    d.mkdir()
+    orphan = subprocess.Popen([_weed_binary(), "mini", f"-dir={d}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                               "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        time.sleep(1.0)
+        srv = LocalS3Server(data_dir=d).start()
+        try:
+            assert orphan.poll() is not None and stale_servers(d) == [srv.pid]
+        finally:
+            srv.stop()
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+        orphan.wait(timeout=10)
+
+
+def test_bad_bucket_fails_at_once():
+    t0 = time.monotonic()
+    with pytest.raises(StoreError, match="bucket name 'Bad_Bucket'"):
+        LocalS3Server(data_dir="/tmp/never-used", buckets=("Bad_Bucket",)).start()
+    assert time.monotonic() - t0 < 1 and not Path("/tmp/never-used").exists()
