@@ -124,9 +124,13 @@ def embed_items(items: pl.DataFrame, embedder: Any, *, read_image: Callable[[str
     Returns ``(vectors (n, d), seconds (n,))``: each item is charged an equal share of its
     batch's wall time, so construction latency can be attributed per conversation and variant.
     """
+    from core.progress import track
+
     reader = read_image or (lambda key: (_ for _ in ()).throw(ValueError(f"no image reader for {key}")))
     chunks, secs = [], []
-    for start in range(0, items.height, batch_size):
+    starts = range(0, items.height, batch_size)
+    # A bar: embedding on the driver is a memshot stage's longest step on a CPU.
+    for start in track(starts, "memshot: embedding units and questions", total=len(starts)):
         b = items.slice(start, batch_size)
         t0 = time.perf_counter()
         chunks.append(embed_batch(embedder, b["modality"].to_list(), b["text"].to_list(),

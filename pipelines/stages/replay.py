@@ -25,6 +25,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
+from core.progress import track
 from pipelines.stages import Stage
 
 if TYPE_CHECKING:
@@ -62,9 +63,20 @@ def feature_computer(ctx: "RunContext") -> Any:
     def compute(fs: Any, items: list[dict[str, Any]]) -> Any:
         on_ray = cfg.features_on_ray if cfg.features_on_ray is not None else len(items) > 2000
         ctx.logger.info("features: %s %s over %d items (%s)", fs.kind, fs.label, len(items), "ray" if on_ray else "driver")
-        return compute_features(fs, items, store=ctx.store, on_ray=on_ray, batch_size=cfg.feature_batch_size,
-                                ray_cfg=ctx.config.ray, actors=cfg.feature_actors, num_gpus=cfg.feature_gpus,
-                                models=models)
+        kw = dict(store=ctx.store, batch_size=cfg.feature_batch_size, ray_cfg=ctx.config.ray,
+                  actors=cfg.feature_actors, num_gpus=cfg.feature_gpus, models=models)
+        if on_ray:  # Ray Data shows its own bar
+            return compute_features(fs, items, on_ray=True, **kw)
+        # On the driver, in chunks of a few batches, so the bar moves (same values, same order).
+        step = max(1, cfg.feature_batch_size) * 4
+        values: dict[str, Any] = {}
+        failures: list[dict[str, Any]] = []
+        starts = range(0, len(items), step)
+        for i in track(starts, f"features: {fs.kind} {fs.label}", total=len(starts)):
+            v, f = compute_features(fs, items[i:i + step], on_ray=False, **kw)
+            values.update(v)
+            failures += f
+        return values, failures
 
     return compute
 
@@ -106,15 +118,16 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     rows = []
     t1 = time.perf_counter()
     J = ctx.config.encode.J
-    for chain, obs in chains.items():
-        for a in archs:
-            a.bind(feats)
-            before = 0
-            for j in replay_chain(a, obs, sessions=range(J)):
-                rows.append({"backend": chain.slug, "seed": chain.seed, "architecture": a.name, "j": j + 1,
-                             "bank_size": len(a), "new_entries": len(a) - before, "label": a.label,
-                             "stand_in": a.stand_in})
-                before = len(a)
+    # Chain by chain, every architecture (the order the bank table has always had).
+    pairs = [(chain, obs, a) for chain, obs in chains.items() for a in archs]
+    for chain, obs, a in track(pairs, "replay: chains x architectures", total=len(pairs)):
+        a.bind(feats)
+        before = 0
+        for j in replay_chain(a, obs, sessions=range(J)):
+            rows.append({"backend": chain.slug, "seed": chain.seed, "architecture": a.name, "j": j + 1,
+                         "bank_size": len(a), "new_entries": len(a) - before, "label": a.label,
+                         "stand_in": a.stand_in})
+            before = len(a)
     replay_s = time.perf_counter() - t1
     banks = pl.DataFrame(rows, schema={"backend": pl.String, "seed": pl.Int64, "architecture": pl.String,
                                        "j": pl.Int64, "bank_size": pl.Int64, "new_entries": pl.Int64,
