@@ -1,12 +1,15 @@
 """Ray Serve applications that host vismem's models behind the OpenAI-compatible HTTP API.
 
-- :func:`build_model_app`: one deployment hosting any registered VLM (``/v1/chat/completions``)
+- :func:`model_app` (``import_path: serve.apps:model_app`` in a Serve config file): one
+  deployment, :data:`DEPLOYMENT_NAME`, hosting any registered VLM (``/v1/chat/completions``)
   and/or embedder (``/v1/embeddings``), built on each replica from its ``{"name", "args"}`` spec
-  — the scripted stand-in, a local transformers model, an embedder on a GPU. Clients are the
-  ``openai`` VLM and ``openai-embed`` embedder backends, exactly as against vLLM.
-- :func:`build_llm_app`: vLLM through ``ray.serve.llm`` (``LLMConfig`` + ``build_openai_app``)
-  for the model specs whose ``deploy.engine`` is ``vllm``; imported lazily (cluster only).
+  — a scripted stand-in, MiniLM, a local transformers model, an embedder on a GPU. Clients are
+  the ``openai`` VLM and ``openai-embed`` embedder backends, exactly as against vLLM.
+- vLLM models go through Ray's own builder (``ray.serve.llm:build_openai_app``) in the config
+  files of :mod:`serve.deploy`; :func:`build_llm_app` is the same in code (cluster only).
 
+The config files are made by :func:`serve.deploy.serve_config` (``vismem serve up|config``,
+``python -m serve.apps MODEL ...`` prints one for ``serve deploy`` / ``serve run``).
 Ray is imported inside the functions, so importing this module stays light.
 """
 
@@ -17,12 +20,17 @@ from typing import Any
 
 from serve.openai_server import chat_completions, embeddings, models_list
 
+#: The deployment's name inside every vismem app (a Serve config's ``deployments[].name``).
+DEPLOYMENT_NAME = "OpenAIModelServer"
+
 
 class OpenAIModelServer:
     """The Ray Serve deployment class (plain Python; wrapped by ``serve.deployment`` at build time).
 
     Dispatches on the request path, so it serves under any route prefix. Model calls run in a
     worker thread so one replica overlaps requests (the backends are thread-safe).
+    ``/v1/models`` also says what is hosted (``vismem: {kind, stand_in, dim}``), so a run that
+    names the deployment learns whether it reaches a stand-in.
     """
 
     def __init__(self, vlm_spec: dict[str, Any] | None = None, embedder_spec: dict[str, Any] | None = None,
@@ -35,6 +43,21 @@ class OpenAIModelServer:
         if self.vlm is None and self.embedder is None:
             raise ValueError("OpenAIModelServer needs a vlm_spec, an embedder_spec, or both")
         self.model_id = model_id or (self.vlm.name if self.vlm is not None else self.embedder.name)
+        hosted = [m for m in (self.vlm, self.embedder) if m is not None]
+        self.meta: dict[str, Any] = {
+            "kind": "+".join(k for k, m in (("vlm", self.vlm), ("embedder", self.embedder)) if m is not None),
+            "stand_in": any(bool(getattr(m, "stand_in", False)) for m in hosted)}
+        if self.embedder is not None:
+            try:
+                self.meta["dim"] = int(self.embedder.dim)
+            except Exception:  # noqa: BLE001 - a lazily probed dim is optional metadata
+                pass
+
+    def models(self) -> dict[str, Any]:
+        """The ``/v1/models`` body: the one served id, with what it is."""
+        body = models_list(self.model_id)
+        body["data"][0]["vismem"] = dict(self.meta)
+        return body
 
     async def __call__(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -43,7 +66,7 @@ class OpenAIModelServer:
         if request.method == "GET" and path.endswith("/health"):
             return JSONResponse({"status": "ok", "model": self.model_id})
         if request.method == "GET" and path.endswith("/v1/models"):
-            return JSONResponse(models_list(self.model_id))
+            return JSONResponse(self.models())
         if request.method == "POST" and path.endswith(("/v1/chat/completions", "/v1/embeddings")):
             try:
                 body = await request.json()
@@ -58,81 +81,59 @@ class OpenAIModelServer:
 
 
 def build_model_app(vlm_spec: dict[str, Any] | None = None, embedder_spec: dict[str, Any] | None = None, *,
-                    model_id: str | None = None, name: str = "vismem-model", num_replicas: int = 1,
+                    model_id: str | None = None, name: str = DEPLOYMENT_NAME, num_replicas: int | None = None,
                     num_cpus: float = 1.0, num_gpus: float = 0.0, max_ongoing_requests: int = 16):
-    """A bound Ray Serve application hosting the given VLM and/or embedder spec."""
+    """A bound Ray Serve application hosting the given VLM and/or embedder spec.
+
+    Resources given here are defaults: a Serve config file's ``deployments`` entry for
+    :data:`DEPLOYMENT_NAME` (autoscaling, ``ray_actor_options``) overrides them.
+    """
     from ray import serve
 
-    deployment = serve.deployment(OpenAIModelServer, name=name).options(
-        num_replicas=num_replicas, max_ongoing_requests=max_ongoing_requests,
-        ray_actor_options={"num_cpus": num_cpus, "num_gpus": num_gpus})
+    opts: dict[str, Any] = {"max_ongoing_requests": max_ongoing_requests,
+                            "ray_actor_options": {"num_cpus": num_cpus, "num_gpus": num_gpus}}
+    if num_replicas is not None:
+        opts["num_replicas"] = num_replicas
+    deployment = serve.deployment(OpenAIModelServer, name=name).options(**opts)
     return deployment.bind(vlm_spec, embedder_spec, model_id)
 
 
-def build_model_app_from_spec(model: str, **kwargs: Any):
-    """:func:`build_model_app` for a named model spec (``serve/models/<model>.yaml``); resource
-    hints come from its ``deploy`` block unless given."""
-    from serve.models import load_model_spec
+def model_app(args: dict[str, Any]):
+    """Serve application builder for config files: ``args: {vlm_spec?, embedder_spec?, model_id}``.
 
-    spec = load_model_spec(model)
-    deploy = spec.deploy or {}
-    kwargs.setdefault("num_gpus", float(deploy.get("num_gpus", 0.0)))
-    kwargs.setdefault("num_replicas", int(deploy.get("num_replicas", 1)))
-    kwargs.setdefault("name", model)
-    if spec.kind == "vlm":
-        return build_model_app(spec.spec, None, **kwargs)
-    return build_model_app(None, spec.spec, **kwargs)
+    The deployment starts at the smallest footprint; the config's ``deployments`` entry sets
+    its real resources, replicas and autoscaling.
+    """
+    unknown = set(args) - {"vlm_spec", "embedder_spec", "model_id"}
+    if unknown:
+        raise ValueError(f"serve.apps:model_app: unknown args {sorted(unknown)}")
+    return build_model_app(args.get("vlm_spec"), args.get("embedder_spec"), model_id=args.get("model_id"),
+                           num_cpus=0.25)
 
 
-def llm_config_dict(model: str, *, min_replicas: int | None = None, max_replicas: int | None = None) -> dict[str, Any]:
-    """The ``ray.serve.llm.LLMConfig`` fields for a model spec with ``deploy.engine: vllm`` (pure)."""
-    from serve.models import load_model_spec
-
-    spec = load_model_spec(model)
-    deploy = spec.deploy or {}
-    if deploy.get("engine") != "vllm":
-        raise ValueError(f"model {model!r} is not deployed with vLLM (deploy.engine={deploy.get('engine')!r})")
-    n = int(deploy.get("num_replicas", 1))
-    cfg: dict[str, Any] = {
-        # The served id is what the ``openai`` client sends as ``model``, so the two always agree.
-        "model_loading_config": {"model_id": spec.args["model"], "model_source": deploy.get("model_source", spec.args["model"])},
-        "engine_kwargs": dict(deploy.get("engine_kwargs") or {}),
-        "deployment_config": {"autoscaling_config": {"min_replicas": min_replicas or n,
-                                                     "max_replicas": max_replicas or n}},
-    }
-    if deploy.get("accelerator_type"):
-        cfg["accelerator_type"] = deploy["accelerator_type"]
-    return cfg
-
-
-def build_llm_app(models: list[str], **kwargs: Any):
-    """An OpenAI-compatible vLLM app (``ray.serve.llm.build_openai_app``) for named model specs.
-    Cluster only: ``ray.serve.llm`` needs vLLM, which the local environment does not have."""
+def build_llm_app(models: list[str]):
+    """An OpenAI-compatible vLLM app (``ray.serve.llm.build_openai_app``) for named model specs
+    whose ``deploy.engine`` is ``vllm``. Cluster only: ``ray.serve.llm`` needs vLLM (``ray[llm]``)."""
     import importlib.util
 
+    from serve.deploy import deployable, llm_config
+
+    configs = [llm_config(deployable(m)) for m in models]
     try:
         if importlib.util.find_spec("vllm") is None:  # fail fast: ray.serve.llm's import is slow
             raise ImportError("No module named 'vllm'")
         from ray.serve.llm import LLMConfig, build_openai_app
     except ImportError as e:
         raise ImportError(f"ray.serve.llm needs vLLM (install the 'gpu' extra on the cluster): {e}") from e
-    configs = [LLMConfig(**llm_config_dict(m, **kwargs)) for m in models]
-    return build_openai_app({"llm_configs": configs})
-
-
-def llm_app_builder(args: dict[str, Any]):
-    """Serve config builder (``import_path: serve.apps:llm_app_builder``, ``args: {models: [...]}``),
-    the entry point of ``infra/kuberay/rayservice.yaml``."""
-    models = args.get("models")
-    if not models:
-        raise ValueError("llm_app_builder needs args.models: a list of model spec names (serve/models/*.yaml)")
-    return build_llm_app(list(models))
+    return build_openai_app({"llm_configs": [LLMConfig(**c) for c in configs]})
 
 
 def run_app(app: Any, *, name: str = "vismem-model", route_prefix: str = "/", host: str = "127.0.0.1",
             port: int = 8000) -> str:
-    """Start Serve's HTTP proxy on ``host:port`` (if not running), deploy ``app`` and return its
-    OpenAI base URL (``http://host:port<prefix>/v1``). Ray must already be initialised."""
+    """In code (tests, notebooks): start Serve's HTTP proxy on ``host:port`` if not running,
+    deploy ``app`` and return its OpenAI base URL (``http://host:port<prefix>/v1``). Ray must
+    already be initialised. Deployments that outlive the caller go through config files
+    (``vismem serve up``)."""
     from ray import serve
 
     serve.start(http_options={"host": host, "port": port})
@@ -141,37 +142,28 @@ def run_app(app: Any, *, name: str = "vismem-model", route_prefix: str = "/", ho
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m serve.apps MODEL [MODEL ...]``: deploy named model specs on a Ray cluster.
-
-    vLLM specs (``deploy.engine: vllm``) go through ``ray.serve.llm`` as one OpenAI app; others
-    (embedders, transformers, scripted) each get an :class:`OpenAIModelServer` under ``/<name>``.
-    """
+    """``python -m serve.apps MODEL [MODEL ...]``: print the Serve config file that deploys the
+    named models (for ``serve deploy FILE`` / ``serve run FILE``; ``vismem serve up`` deploys it)."""
     import argparse
-    import time
+    import sys
 
-    import ray
+    import yaml
 
-    from serve.models import load_model_spec
+    from core.errors import ConfigError
+    from serve.deploy import serve_config
 
     p = argparse.ArgumentParser(prog="python -m serve.apps", description=main.__doc__.splitlines()[0])
-    p.add_argument("models", nargs="+", help="model spec names (serve/models/*.yaml)")
-    p.add_argument("--address", default="auto", help="Ray address ('local' starts one here)")
+    p.add_argument("models", nargs="+", help="model variants (serve/models/*.yaml) or registered names")
     p.add_argument("--host", default="0.0.0.0")
     p.add_argument("--port", type=int, default=8000)
     a = p.parse_args(argv)
-    ray.init(address=None if a.address == "local" else a.address)
-    llm = [m for m in a.models if (load_model_spec(m).deploy or {}).get("engine") == "vllm"]
-    if llm:
-        print("vLLM:", run_app(build_llm_app(llm), name="vismem-llm", host=a.host, port=a.port), flush=True)
-    for m in a.models:
-        if m not in llm:
-            url = run_app(build_model_app_from_spec(m), name=m, route_prefix=f"/{m}", host=a.host, port=a.port)
-            print(f"{m}: {url}", flush=True)
     try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        return 0
+        cfg = serve_config(a.models, host=a.host, port=a.port)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    sys.stdout.write(yaml.safe_dump(cfg, sort_keys=False))
+    return 0
 
 
 if __name__ == "__main__":

@@ -15,4 +15,5 @@ COMMAND_MODULES = (
     "pipelines.commands.audit",
     "pipelines.commands.runs",
     "pipelines.commands.shots",
+    "pipelines.commands.serve",
 )

@@ -12,7 +12,7 @@ from serve.openai_format import messages_to_openai, parse_completion
 from serve.vlm import VLMS, ChatResult, Message, VLMError
 
 
-@VLMS.register("openai")
+@VLMS.register("openai", stand_in=lambda args: bool(args.get("stand_in")))
 class OpenAIChatVLM(RetryingJSONClient):
     """Chat over ``POST {base_url}/chat/completions``.
 
@@ -33,6 +33,8 @@ class OpenAIChatVLM(RetryingJSONClient):
         layout: the message layout (:mod:`serve.layouts`): ``chat`` (system + user turns, images
             before text), ``merged-user`` (the official vLLM request), ``parts`` (the official
             Gemini request). A model argument: it changes what the model reads.
+        stand_in: the endpoint serves a stand-in (a deployed scripted policy), so results
+            name it as one.
     """
 
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", *,
@@ -40,7 +42,7 @@ class OpenAIChatVLM(RetryingJSONClient):
                  timeout_s: float = 120.0, connect_timeout_s: float = 10.0, max_retries: int = 4,
                  backoff_s: float = 1.0, backoff_max_s: float = 30.0, max_concurrency: int = 8,
                  extra_body: dict[str, Any] | None = None, image_detail: str | None = None,
-                 seed: int | None = None, layout: str = "chat") -> None:
+                 seed: int | None = None, layout: str = "chat", stand_in: bool = False) -> None:
         super().__init__(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
                          connect_timeout_s=connect_timeout_s, max_retries=max_retries, backoff_s=backoff_s,
                          backoff_max_s=backoff_max_s, max_concurrency=max_concurrency)
@@ -50,6 +52,7 @@ class OpenAIChatVLM(RetryingJSONClient):
         self.image_detail = image_detail
         self.seed = seed
         self.layout = check_layout(layout)
+        self.stand_in = bool(stand_in)
 
     def request_body(self, messages: list[Message], *, max_tokens: int, temperature: float) -> dict[str, Any]:
         body: dict[str, Any] = {

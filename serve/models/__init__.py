@@ -90,7 +90,12 @@ def variant_spec(name: str, kind: str) -> dict[str, Any] | None:
 
     The alias table of the VLM and embedder registries: a config naming ``qwen2.5-vl-7b``
     (or ``{model: qwen2.5-vl-7b}``) resolves through here, env-expanded at that moment.
+    ``deployed:<model>`` is the model running on Ray Serve (:func:`serve.deploy.deployed_spec`).
     """
+    if name.startswith("deployed:"):
+        from serve.deploy import deployed_spec
+
+        return deployed_spec(name[len("deployed:"):], kind)
     if not (MODELS_DIR / f"{name}.yaml").is_file() or _raw(name).get("kind") != kind:
         return None
     return load_model_spec(name).spec

@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from serve.apps import OpenAIModelServer, llm_config_dict
+from serve.apps import OpenAIModelServer, model_app
+from serve.deploy import deployable, llm_config
 from serve.vlm import Message, VLMError, build_vlm
 
 
@@ -17,13 +18,36 @@ def _free_port() -> int:
 
 
 def test_llm_config_from_model_spec():
-    cfg = llm_config_dict("qwen2.5-vl-7b")
+    cfg = llm_config(deployable("qwen2.5-vl-7b", env={}))
     assert cfg["model_loading_config"] == {"model_id": "Qwen/Qwen2.5-VL-7B-Instruct",
                                            "model_source": "Qwen/Qwen2.5-VL-7B-Instruct"}
     assert cfg["engine_kwargs"]["limit_mm_per_prompt"] == {"image": 8}
-    assert cfg["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 1}
-    with pytest.raises(ValueError, match="not deployed with vLLM"):
-        llm_config_dict("minilm")
+    assert cfg["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 4,
+                                                              "target_ongoing_requests": 32.0}
+    assert cfg["accelerator_type"] == "H100"
+    assert deployable("minilm").settings.engine == "vismem"
+
+
+def test_llm_config_is_a_valid_ray_llm_config():
+    """Ray's own LLMConfig accepts it (importable without vLLM; the engine is only on the cluster)."""
+    from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+
+    for model in ("qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3-vl-32b"):
+        conf = LLMConfig(**llm_config(deployable(model, env={})))
+        assert conf.accelerator_type == "H100" and conf.deployment_config["autoscaling_config"]["max_replicas"] >= 1
+
+
+def test_model_app_builder_rejects_unknown_args():
+    with pytest.raises(ValueError, match="unknown args"):
+        model_app({"vlm_spec": {"name": "scripted"}, "replicas": 2})
+
+
+def test_models_route_says_what_is_hosted():
+    server = OpenAIModelServer(embedder_spec={"name": "minilm", "args": {}}, model_id="minilm")
+    entry = server.models()["data"][0]
+    assert entry["id"] == "minilm" and entry["vismem"] == {"kind": "embedder", "stand_in": False, "dim": 384}
+    shopper = OpenAIModelServer({"name": "scripted-shopper", "args": {}}, model_id="s")
+    assert shopper.models()["data"][0]["vismem"] == {"kind": "vlm", "stand_in": True}
 
 
 def test_build_llm_app_needs_vllm_locally():
