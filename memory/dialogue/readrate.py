@@ -27,12 +27,15 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from env.dialogue.model import Conversation, Session
 from memory.dialogue.layout import SessionLayout
 from memory.dialogue.render import plan_session
 from memory.dialogue.variants import Variant
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 GOAL = 0.95  # the issue's target share of words read
@@ -118,5 +121,51 @@ def session_drawn_texts(conv: Conversation, session: Session, variant: Variant) 
     return [drawn_text(lay, sp.start, sp.end) for sp in spans]
 
 
-__all__ = ["GOAL", "Reading", "drawn_text", "read_rate", "reading",
-           "session_drawn_texts", "summarise", "words"]
+def unit_readings(conversations: Iterable[Conversation], units: "pl.DataFrame",
+                  variants: dict[str, Variant] | None = None) -> "pl.DataFrame":
+    """One row per shot of ``units`` that has an ``ocr_text``: its :class:`Reading`.
+
+    ``units``: the stage's unit rows (``variant``, ``conversation_id``, ``session_id``,
+    ``unit_index``, ``unit_id``, ``ocr_text``). The source words come from re-planning each
+    session (layout only, no pixels) with the unit's variant, so they are exactly the words the
+    renderer drew. Columns: variant, conversation_id, session_id, unit_id, n_words, n_read,
+    read_rate, missed (up to 20 missed words, space-separated).
+    """
+    import polars as pl
+
+    from memory.dialogue.variants import load_variant
+
+    variants = dict(variants or {})
+    convs = {c.conversation_id: c for c in conversations}
+    rows = []
+    drawn_cache: dict[tuple[str, str, str], list[str]] = {}
+    for r in units.filter(pl.col("ocr_text").is_not_null()).iter_rows(named=True):
+        v = variants.setdefault(r["variant"], load_variant(r["variant"]))
+        key = (r["variant"], r["conversation_id"], r["session_id"])
+        if key not in drawn_cache:
+            conv = convs[r["conversation_id"]]
+            drawn_cache[key] = session_drawn_texts(conv, conv.session(r["session_id"]), v)
+        rd = reading(drawn_cache[key][int(r["unit_index"])], r["ocr_text"])
+        rows.append({"variant": r["variant"], "conversation_id": r["conversation_id"],
+                     "session_id": r["session_id"], "unit_id": r["unit_id"], "n_words": rd.n_words,
+                     "n_read": rd.n_read, "read_rate": rd.rate, "missed": " ".join(rd.missed[:20])})
+    schema = {"variant": pl.Utf8, "conversation_id": pl.Utf8, "session_id": pl.Utf8, "unit_id": pl.Utf8,
+              "n_words": pl.Int64, "n_read": pl.Int64, "read_rate": pl.Float64, "missed": pl.Utf8}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def readrate_table(readings: "pl.DataFrame", goal: float = GOAL) -> "pl.DataFrame":
+    """Per variant, :func:`summarise` of its shots as a frame (``read_rate`` word-weighted)."""
+    import polars as pl
+
+    out = []
+    for (variant,), g in readings.group_by(["variant"], maintain_order=True):
+        rs = [Reading(int(w), int(n), ()) for w, n in zip(g["n_words"].to_list(), g["n_read"].to_list())]
+        out.append({"variant": variant, **summarise(rs, goal)})
+    schema = {"variant": pl.Utf8, "shots": pl.Int64, "words": pl.Int64, "read_rate": pl.Float64,
+              "mean_shot": pl.Float64, "min_shot": pl.Float64, "share_at_goal": pl.Float64}
+    return pl.DataFrame(out, schema=schema).sort("variant")
+
+
+__all__ = ["GOAL", "Reading", "drawn_text", "read_rate", "readrate_table", "reading",
+           "session_drawn_texts", "summarise", "unit_readings", "words"]

@@ -15,7 +15,7 @@ Three layers, each usable alone:
 
 Frames (column names are the contract with the render job and the analysis schemas):
 
-``units``      variant, conversation_id, unit_id, dia_ids: list[str], modality ("text"|"image"),
+``units``      variant, conversation_id, unit_id, dia_ids: list[str], modality ("text"|"image"|"ocr"),
                text (text units), image_key (image units); optional session_index, unit_index
 ``questions``  conversation_id, question_id, question, evidence: list[str], category, ...
 ``ranked``     variant, conversation_id, question_id, rank (1-based), unit_id, score
@@ -93,7 +93,9 @@ def embedding_items(units: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFram
 def embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | None],
                  image_key: Sequence[str | None], read_image: Callable[[str], bytes]) -> np.ndarray:
     """Embed one mixed batch: text rows through ``embed_texts``, query rows through
-    ``serve.embed.embed_queries`` and image rows through ``embed_images``."""
+    ``serve.embed.embed_queries``, image rows through ``embed_images``, and ``ocr`` rows (a
+    shot's text as a pixel reader read it, see :mod:`memory.dialogue.pixels`) through the
+    reader's ``embed_ocr_texts``."""
     from serve.embed import embed_queries
 
     n = len(modality)
@@ -101,7 +103,12 @@ def embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | Non
     txt_idx = [i for i in range(n) if modality[i] == "text"]
     qry_idx = [i for i in range(n) if modality[i] == "query"]
     img_idx = [i for i in range(n) if modality[i] == "image"]
+    ocr_idx = [i for i in range(n) if modality[i] == "ocr"]
     parts: list[tuple[list[int], np.ndarray]] = []
+    if ocr_idx:
+        from serve.embed import l2_normalise
+
+        parts.append((ocr_idx, l2_normalise(embedder.embed_ocr_texts([text[i] or "" for i in ocr_idx]))))
     if txt_idx:
         parts.append((txt_idx, np.asarray(embedder.embed_texts([text[i] or "" for i in txt_idx]), dtype=np.float32)))
     if qry_idx:

@@ -75,6 +75,13 @@ class MemShotConfig(Frozen):
         None,
         description="Embed as a Ray Data actor-pool job (True) or in the driver (False); None: Ray above 2,000 items.",
     )
+    ocr_actors: int = Field(
+        2, ge=1, description="Ray Data actors of the OCR job when image_embedder is a pixel reader (ocr-minilm): "
+        "one reader each; give the reader one thread per actor.",
+    )
+    ocr_on_ray: bool = Field(
+        True, description="Run a pixel reader's OCR as a Ray Data job (False: in the driver, one reader; tests).",
+    )
     exclude_categories: tuple[str, ...] = Field(
         ("adversarial",),
         description="Question categories left out of recall and answers (LoCoMo adversarial is not in the paper's tables).",

@@ -107,7 +107,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
                     units["variant"].n_unique() if units.height else 0, questions.height)
 
     ranked_parts, embed_parts, embedder_names = [], [], {}
-    for role, spec, group in _embedder_groups(units, cfg):
+    retrieval_units, pixels = _pixel_text(ctx, units, conversations)
+    if pixels:
+        embed_parts.append(pixels.pop("seconds"))
+    for role, spec, group in _embedder_groups(retrieval_units, cfg):
         ranked, secs, name = _retrieve(ctx, role, spec, group, questions)
         ranked_parts.append(ranked)
         embed_parts.append(secs)
@@ -141,6 +144,9 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         "results": [f"{results}/{n}.parquet" for n in
                     ("memshot_recall", "memshot_recall_summary", "memshot_latency")],
     }
+    if pixels:
+        summary["ocr"], summary["read_rate"] = pixels["ocr"], pixels["read_rate"]
+        summary["results"].append(f"{results}/memshot_readrate.parquet")
     if cfg.vlm is not None:
         summary["answers"] = _answer_and_score(ctx, ranked, units, questions, recall)
         summary["results"] += [f"{results}/memshot_answers.parquet", f"{results}/memshot_scores.parquet"]
@@ -181,9 +187,10 @@ def _embedder_groups(units: Any, cfg: Any):
 
     from serve.embed import EMBEDDERS
 
-    for role, modality, spec in (("text_embedder", "text", cfg.text_embedder),
-                                 ("image_embedder", "image", cfg.image_embedder)):
-        group = units.filter(pl.col("modality") == modality)
+    # A pixel reader's shots arrive as "ocr" rows (their text read from pixels): still image units.
+    for role, modality, spec in (("text_embedder", ("text",), cfg.text_embedder),
+                                 ("image_embedder", ("image", "ocr"), cfg.image_embedder)):
+        group = units.filter(pl.col("modality").is_in(list(modality)))
         if group.height and spec is not None:
             yield role, EMBEDDERS.resolve(spec, field=f"memshot.{role}"), group
 
@@ -237,6 +244,52 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
         pl.Series("embed_s", np.asarray(secs[:n_units], dtype=np.float64)), pl.lit(name).alias("embedder"))
     ctx.logger.info("memshot: %s embedded %d of %d items (%s)", name, todo.height, len(ids), "ray" if on_ray else "driver")
     return ranked, unit_secs, name
+
+
+def _pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dict[str, Any]]:
+    """When ``image_embedder`` is a pixel reader (``ocr-minilm``): read every shot's text with the
+    OCR job (cached by content hash in the store), score the read rate per variant, and return
+    the units with image rows turned into ``ocr`` rows carrying that text (what the reader
+    embeds). Otherwise the units unchanged and ``{}``.
+
+    The extras: ``seconds`` (OCR seconds per unit, part of construction latency), ``ocr`` (the
+    job's summary) and ``read_rate`` (per variant: word-weighted rate, worst shot, share of shots
+    at the 95 % goal), also written to ``results/memshot_readrate.parquet`` (one row per shot).
+    """
+    import polars as pl
+
+    from memory.dialogue.readrate import readrate_table, unit_readings
+    from pipelines.jobs.ocr import read_shots
+    from serve.embed import EMBEDDERS
+    from serve.embedders.ocr import is_pixel_reader
+
+    cfg = ctx.config.memshot
+    images = units.filter(pl.col("modality") == "image")
+    if cfg.image_embedder is None or images.height == 0:
+        return units, {}
+    spec = EMBEDDERS.resolve(cfg.image_embedder, field="memshot.image_embedder")
+    if not is_pixel_reader(spec):
+        return units, {}
+    ocr, job = read_shots(images, spec, store=ctx.store, ray_cfg=ctx.config.ray, actors=cfg.ocr_actors,
+                          use_ray=cfg.ocr_on_ray)
+    ctx.logger.info("memshot: OCR of %d shots (%d read, %d cached) in %.1f s", job["shots"], job["read"],
+                    job["cached"], job["wall_s"])
+    item = pl.lit("u:") + pl.col("variant") + pl.lit(":") + pl.col("unit_id")
+    read = images.with_columns(item.alias("item_id")).join(ocr, on="item_id", how="left", maintain_order="left")
+    readings = unit_readings(conversations, read)
+    ctx.store.write_table(f"{ctx.run_prefix}/results/memshot_readrate.parquet",
+                          readings.with_columns(pl.lit(_dataset(cfg)).alias("dataset")),
+                          schema_version=SUMMARY_SCHEMA_VERSION)
+    rates = {r.pop("variant"): {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
+             for r in readrate_table(readings).iter_rows(named=True)}
+    out = units.with_columns(item.alias("item_id")).join(ocr.select("item_id", "ocr_text"), on="item_id",
+                                                         how="left", maintain_order="left")
+    out = out.with_columns(
+        pl.when(pl.col("ocr_text").is_not_null()).then(pl.lit("ocr")).otherwise(pl.col("modality")).alias("modality"),
+        pl.coalesce(pl.col("ocr_text"), pl.col("text")).alias("text")).drop("item_id", "ocr_text")
+    seconds = read.select("variant", "conversation_id", pl.col("ocr_s").alias("embed_s"),
+                          pl.lit(embedder_label(spec)).alias("embedder"))
+    return out, {"seconds": seconds, "ocr": job, "read_rate": rates}
 
 
 def _max_heights(units: Any) -> dict[str, int | None]:

@@ -38,6 +38,14 @@ from serve.embed import EMBEDDERS, l2_normalise
 from serve.embedders import ocr_pixels as px
 
 STANDS_IN_FOR = "qwen3-vl-embedding"
+#: Registered embedders that read shots as text first (``read_images`` + ``embed_ocr_texts`` +
+#: ``ocr_key``): pipelines run their OCR as a cached job before embedding.
+PIXEL_READERS = frozenset({"ocr-minilm"})
+
+
+def is_pixel_reader(spec: dict[str, Any]) -> bool:
+    """Whether a resolved ``{name, args}`` spec builds a pixel reader (see :data:`PIXEL_READERS`)."""
+    return str(spec.get("name")) in PIXEL_READERS
 
 
 @runtime_checkable

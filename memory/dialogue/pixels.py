@@ -1,0 +1,90 @@
+"""Reading shots from pixels: the per-batch work of the OCR job, with a content-addressed cache.
+
+A *pixel reader* is an embedder that turns each shot into text before embedding it
+(``serve.embedders.ocr``: ``read_images`` → ``embed_ocr_texts``). OCR is the expensive half
+(~0.7 s a shot on one core), and the text depends only on the shot's bytes and the reader's
+``ocr_key``, so each text is cached in the store at ``ocr/<ocr_key>/<sha256 of the PNG>.txt``:
+shared by every run, variant and conversation that draws the same pixels (a re-run, or a second
+run with other retrieval settings, reads nothing twice).
+
+:func:`read_batch` is what one worker does with one batch (one session's shots, in order, so
+the reader's line cache pays off on the repeated turn-pairs of overlapping shots); the Ray job
+that shards it lives in :mod:`pipelines.jobs.ocr`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+#: Store prefix of the OCR text cache (at the store root: shared across runs).
+CACHE_ROOT = "ocr"
+
+
+def content_hash(data: bytes) -> str:
+    """SHA-256 hex digest of a shot's encoded bytes (the cache key's content part)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def cache_key(ocr_key: str, data: bytes) -> str:
+    """Where the text of the shot ``data`` read by the engine ``ocr_key`` is cached."""
+    return f"{CACHE_ROOT}/{ocr_key.strip('/')}/{content_hash(data)}.txt"
+
+
+@dataclass(frozen=True, slots=True)
+class ShotText:
+    """The text read from one shot, how long reading took (0 when cached), and whether cached."""
+
+    text: str
+    seconds: float
+    cached: bool
+    sha256: str
+
+
+def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], bytes | None],
+               put: Callable[[str, bytes], None]) -> list[ShotText]:
+    """Texts of ``images`` read by ``reader`` (``read_images`` + ``ocr_key``), cache first.
+
+    ``get(key)`` returns the cached bytes or None; ``put(key, bytes)`` stores a new text. Only
+    the shots missing from the cache are read, in their given order and in one call, so a
+    session's shots reach the reader consecutively. Each read shot is charged an equal share of
+    the call's wall time.
+    """
+    keys = [cache_key(reader.ocr_key, img) for img in images]
+    found: list[str | None] = []
+    for k in keys:
+        raw = get(k)
+        found.append(None if raw is None else raw.decode("utf-8"))
+    todo = [i for i, t in enumerate(found) if t is None]
+    secs = [0.0] * len(images)
+    if todo:
+        t0 = time.perf_counter()
+        texts = reader.read_images([images[i] for i in todo])
+        share = (time.perf_counter() - t0) / len(todo)
+        for i, text in zip(todo, texts):
+            found[i] = text
+            secs[i] = share
+            put(keys[i], text.encode("utf-8"))
+    new = set(todo)
+    return [ShotText(str(found[i]), secs[i], i not in new, keys[i].rsplit("/", 1)[-1][:-4])
+            for i in range(len(images))]
+
+
+def store_cache(store: Any) -> tuple[Callable[[str], bytes | None], Callable[[str, bytes], None]]:
+    """``(get, put)`` over an object store for :func:`read_batch` (a missing key reads None)."""
+
+    def get(key: str) -> bytes | None:
+        try:
+            return store.get_bytes(key)
+        except FileNotFoundError:
+            return None
+
+    def put(key: str, data: bytes) -> None:
+        store.put_bytes(key, data, content_type="text/plain; charset=utf-8")
+
+    return get, put
+
+
+__all__ = ["CACHE_ROOT", "ShotText", "cache_key", "content_hash", "read_batch", "store_cache"]
