@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import weakref
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,9 @@ from pipelines.configs.store import RayConfig, StoreConfig
 from core.errors import ConfigError
 
 from pipelines.stages import STAGE_ORDER  # noqa: E402  (the one list of stages, in run order)
+
+#: id(config) -> (weak reference, its input digests): see RunConfig.input_digests.
+_PINNED: dict[int, tuple[weakref.ref, dict[str, str]]] = {}
 
 #: memshot fields that name a data file by path: the run id takes the file's digest instead.
 _DATA_PATH_FIELDS = ("dataset_path", "locomo_path", "longmemeval_path")
@@ -112,10 +116,20 @@ class RunConfig(Frozen):
         return out
 
     def input_digests(self) -> dict[str, str]:
-        """``role -> sha256:<hex>`` of every :meth:`input_files` entry (``missing`` when absent)."""
+        """``role -> sha256:<hex>`` of every :meth:`input_files` entry (``missing`` when absent).
+
+        Computed once per config object: a run keeps its id (and output prefix) while it runs,
+        even if a file is edited under it; a config loaded afterwards sees the new content.
+        """
         from core.digest import file_digest
 
-        return {role: file_digest(p) for role, p in self.input_files().items()}
+        hit = _PINNED.get(id(self))
+        if hit is not None and hit[0]() is self:
+            return dict(hit[1])
+        digests = {role: file_digest(p) for role, p in self.input_files().items()}
+        key = id(self)
+        _PINNED[key] = (weakref.ref(self, lambda _r, key=key: _PINNED.pop(key, None)), digests)
+        return dict(digests)
 
     def content_hash(self) -> str:
         """sha256 of the config's canonical JSON, minus where-it-runs fields, plus the content of

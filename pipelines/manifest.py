@@ -95,4 +95,6 @@ class Manifest:
         self.save()
 
     def save(self) -> None:
-        self.store.put_json(self.key, self.scrubber.obj(self.data))
+        # Scrubbed in memory too: readers of ``data`` (the report embeds it) see no secret either.
+        self.data = self.scrubber.obj(self.data)
+        self.store.put_json(self.key, self.data)

@@ -1,0 +1,107 @@
+"""SIGKILL of a run on the default ``local-s3://`` store: no orphan (weed, Ray, agents), and the
+rerun completes with results identical to a clean run's (timing fields aside)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+
+from core.lifeline import _alive, pids_with_env
+from core.store import Store
+from pipelines.config import load_config
+from pipelines.runner import open_store, run
+
+ENCODE = {"chains": 1, "J": 3, "env": "http", "workers": 1}
+
+
+def _marked(mark: str) -> list[int]:
+    return pids_with_env("VISMEM_TEST_MARK", mark, exclude={os.getpid()})
+
+
+def _wait_no_marked(mark: str, timeout_s: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = [p for p in _marked(mark) if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.2)
+    return left
+
+
+def _done_markers(mark: str, slug: str) -> int:
+    """Done markers the marked run's weed server holds (read with the credentials weed was given)."""
+    import boto3
+
+    for pid in _marked(mark):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            environ = dict(kv.split("=", 1) for kv in open(f"/proc/{pid}/environ", "rb").read().decode().split("\0")
+                           if "=" in kv)
+        except OSError:
+            continue
+        if not argv[0].endswith(b"weed"):
+            continue
+        port = next(a.split(b"=", 1)[1].decode() for a in argv if a.startswith(b"-s3.port="))
+        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+                          aws_access_key_id=environ["AWS_ACCESS_KEY_ID"],
+                          aws_secret_access_key=environ["AWS_SECRET_ACCESS_KEY"])
+        try:
+            keys = s3.list_objects_v2(Bucket="vismem", Prefix=f"trajectories/{slug}/").get("Contents", [])
+        except Exception:  # noqa: BLE001 - not up yet
+            return 0
+        return sum(1 for k in keys if k["Key"].endswith(".done.json"))
+    return 0
+
+
+def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orphan(tmp_path, ray_local):
+    from pipelines.trajectories import TrajectoryCache
+
+    # Reference: a clean run of the same sessions (same backend and protocol: same cache slug).
+    ref_cfg = load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "ref-runs"),
+                                     "store": {"uri": f"file://{tmp_path}/ref"}, "encode": ENCODE})
+    ref = run(ref_cfg, progress=False)["encode"]
+    assert ref["status"] == "ok" and ref["ran"] == 3
+
+    # The killed run: slow steps (sleep_s is transport, not part of the slug) so the kill lands mid-run.
+    data = {"name": "killtest", "stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
+            "encode": {**ENCODE, "backends": [{"name": "scripted-shopper", "args": {"sleep_s": 0.1}}]}}
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
+    cfg = load_config(tmp_path / "cfg.yaml")
+    assert cfg.store.uri == "local-s3://vismem"
+    mark = secrets.token_hex(6)
+    env = {**os.environ, "VISMEM_TEST_MARK": mark}
+    cmd = [sys.executable, "-m", "pipelines", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress", "--json"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and _done_markers(mark, ref["backends"][0]) < 1:
+        assert proc.poll() is None, "the run ended before the kill"
+        time.sleep(0.3)
+    assert proc.poll() is None and len(_marked(mark)) >= 3  # weed, Ray, workers: all alive
+    proc.send_signal(signal.SIGKILL)  # the driver only: its children are orphaned
+    proc.wait(timeout=30)
+    assert _wait_no_marked(mark) == [], "processes outlived the killed run"
+
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout[done.stdout.index("{"):])["encode"]
+    assert out["ran"] >= 1 and out["cached"] >= 1, f"the kill landed outside the run: {out}"
+    assert out["ran"] + out["cached"] == 3 and out["failed"] == []
+    assert _wait_no_marked(mark) == []
+
+    ref_store = Store.open(f"file://{tmp_path}/ref")
+    (slug,) = out["backends"]
+    assert slug == ref["backends"][0]
+    with open_store(cfg) as (store, _env):
+        cache, ref_cache = TrajectoryCache(store, slug), TrajectoryCache(ref_store, slug)
+        assert cache.done_keys() == ref_cache.done_keys() and len(cache.done_keys()) == 3
+        for seed, j in sorted(cache.done_keys()):  # trajectories byte for byte
+            assert store.get_bytes(cache.steps_key(seed, j)) == ref_store.get_bytes(ref_cache.steps_key(seed, j))
+        table = store.read_table(out["results"]).drop("wall_s", "schema_version")
+    assert table.equals(ref_store.read_table(ref["results"]).drop("wall_s", "schema_version"))
