@@ -45,7 +45,7 @@ def cap_text(text: str | None, cap: int = REPLY_CAP) -> tuple[str | None, bool]:
 
 
 def failure_line(errors: list[str], total: int, unit: str) -> str:
-    """``"2 of 14 sessions failed, e.g. 25 of 25 model calls failed (...); re-run to retry them"``:
+    """``"2 of 14 sessions failed, e.g. 25 of 25 model calls failed (...)"``:
     a stage's one-line verdict on its failed units (``errors``: one message per failed unit)."""
     example = f", e.g. {errors[0][:300]}" if errors else ""
-    return f"{len(errors)} of {total} {unit} failed{example}; re-run to retry them"
+    return f"{len(errors)} of {total} {unit} failed{example}"

@@ -46,7 +46,7 @@ def verdict(summary: dict[str, Any]) -> None:
     if bad:
         summary["status"] = "partial"
         summary["failure"] = (", ".join(f"{v} of {ans['answers']} {k} failed" for k, v in bad.items())
-                              + " (model calls that failed after retries; re-run to retry them)")
+                              + " (model calls that failed after retries)")
 
 
 def cached(ctx: Any, key: str, keep: Any) -> Any:

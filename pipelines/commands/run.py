@@ -91,8 +91,10 @@ def _run(args: argparse.Namespace) -> int:
     if results.get("_partial"):
         from core.errors import VismemError
 
-        raise VismemError(f"stage(s) {', '.join(results['_partial'])} finished partially (failed shards are "
-                          f"listed above and in runs/{cfg.run_id}/manifest.json); re-run to retry them")
+        why = "; ".join(f"{k}: {v}" for k, v in (results.get("_failures") or {}).items())
+        raise VismemError(f"stage(s) {', '.join(results['_partial'])} finished partially"
+                          + (f" ({why})" if why else "") + f"; failed shards are listed above and in "
+                          f"runs/{cfg.run_id}/manifest.json; re-run to retry them")
     return 0
 
 

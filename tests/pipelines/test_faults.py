@@ -71,7 +71,11 @@ def test_encode_outage_exits_nonzero_caches_nothing_and_a_healed_rerun_completes
         r = subprocess.run([sys.executable, "-m", "pipelines", "run", "--config", str(tmp_path / "cfg.yaml"),
                             "--no-progress", "--json"], capture_output=True, text=True, timeout=600)
         assert r.returncode == 1, r.stderr[-2000:]
-        assert "finished partially" in r.stderr and "Traceback" not in r.stderr
+        assert "Traceback" not in r.stderr
+        last = r.stderr.strip().splitlines()[-1]
+        assert last.startswith("vismem: error: stage(s) encode finished partially (encode: 2 of 2 sessions run "
+                               "failed, e.g. "), last
+        assert "http_500" in last and "re-run to retry them" in last
         out = json.loads(r.stdout[r.stdout.index("{"):])
         enc = out["encode"]
         assert enc["status"] == "partial" and enc["failed_sessions"] == 2 and (enc["ran"], enc["cached"]) == (0, 0)
