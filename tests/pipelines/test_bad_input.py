@@ -165,3 +165,20 @@ def test_component_errors_never_show_argument_values(tmp_path):
         run(cfg, progress=False)
     assert "api_key" in str(err.value) and canary not in str(err.value)
     assert json.dumps(cfg.model_dump(mode="json")).count(canary) == 1  # the config still carries it for the build
+
+
+def test_a_second_run_on_a_busy_local_s3_store_is_one_line_and_writes_nothing(tmp_path):
+    import os
+
+    from core.s3server import LocalS3Server
+
+    cfg = load_config(overrides={"stages": ["report"], "runs_dir": str(tmp_path / "runs")})
+    assert cfg.store.uri.startswith("local-s3://")
+    busy = LocalS3Server(data_dir=tmp_path / "runs" / ".s3").start()  # a live run holds the store
+    try:
+        with pytest.raises(StoreError, match=rf"^another vismem run \(pid {os.getpid()}\) is using .*runs/\.s3;") as err:
+            run(cfg, progress=False)
+        assert "\n" not in str(err.value) and err.value.exit_code == 3
+        assert not (tmp_path / "runs" / cfg.run_id).exists()
+    finally:
+        busy.stop()
