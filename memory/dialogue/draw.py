@@ -35,7 +35,7 @@ from typing import Any, Literal
 from PIL import Image, ImageColor, ImageDraw
 
 from memory.dialogue import png
-from memory.dialogue.layout import Font, Line, MessageLayout, PairLayout, SessionLayout, get_font
+from memory.dialogue.layout import Font, Line, MessageLayout, PairLayout, SessionLayout, body_fonts, get_font
 from memory.dialogue.style import Style
 
 _N_RAMPS = 6
@@ -68,18 +68,39 @@ def palette(style: Style) -> bytes:
     return bytes(out)
 
 
-def _stamp_line(core, line: Line, font: Font, x: float, y: int, ink: int) -> None:
+Placement = tuple[str, int, int]  # (emoji character, x, y of its square's top-left in the strip)
+
+
+def _stamp_line(core, line: Line, font: Font, x: float, y: int, ink: int,
+                emoji: list[Placement] | None = None, emoji_y: int = 0) -> None:
+    """Stamp a line's words; emoji runs (fonts with an emoji font) go to ``emoji`` instead,
+    at the advance the layout measured, to be pasted in colour once the shot is composed."""
     for w in line:
-        mask, (dx, dy) = font.mask(w)
-        core.draw_bitmap((int(x) + dx, y + dy), mask, ink)
-        x += font.width(w) + font.space
+        parts = font.emoji_runs(w) if emoji is not None else None
+        if parts is None:
+            mask, (dx, dy) = font.mask(w)
+            core.draw_bitmap((int(x) + dx, y + dy), mask, ink)
+            x += font.width(w) + font.space
+            continue
+        from memory.dialogue.emoji import advance, glyphs
+
+        for run, is_emoji in parts:
+            if is_emoji:
+                for g in glyphs(run):
+                    emoji.append((g, int(x), emoji_y))
+                    x += advance(font.emoji_size)
+            else:
+                mask, (dx, dy) = font.mask(run)
+                core.draw_bitmap((int(x) + dx, y + dy), mask, ink)
+                x += font.font.getlength(run)
+        x += font.space
 
 
-def _draw_message(draw: ImageDraw.ImageDraw, m: MessageLayout, y: int, style: Style) -> None:
+def _draw_message(draw: ImageDraw.ImageDraw, m: MessageLayout, y: int, style: Style,
+                  emoji: list[Placement] | None = None) -> None:
     core = draw.draw
     name_f = get_font(style.font_bold, style.name_size)
-    body = get_font(style.font_regular, style.body_size)
-    ital = get_font(style.font_italic, style.body_size)
+    body, ital = body_fonts(style)
     W = style.width
     if m.side == 0:
         bx = style.margin_x
@@ -94,8 +115,10 @@ def _draw_message(draw: ImageDraw.ImageDraw, m: MessageLayout, y: int, style: St
                            fill=_ramp_start(ramp))
     ty = by + style.bubble_pad_y + (style.body_line - style.body_size) // 2 - 1
     tx = bx + style.bubble_pad_x
+    # An emoji's square is centred in its body line.
+    e_off = (style.body_line - style.emoji_size) // 2 - (style.body_line - style.body_size) // 2 + 1
     for ln in m.lines:
-        _stamp_line(core, ln, body, tx, ty, _ramp_end(ramp))
+        _stamp_line(core, ln, body, tx, ty, _ramp_end(ramp), emoji, ty + e_off)
         ty += style.body_line
     if m.caption_lines:
         # Caption text blends from the bubble colour towards the caption colour. The caption
@@ -106,19 +129,32 @@ def _draw_message(draw: ImageDraw.ImageDraw, m: MessageLayout, y: int, style: St
         draw.rectangle((bx + inset, cap_top, bx + m.bubble_w - 1 - inset,
                         cap_top + len(m.caption_lines) * style.body_line - 1), fill=_ramp_start(cap_ramp))
         for ln in m.caption_lines:
-            _stamp_line(core, ln, ital, tx, ty, _ramp_end(cap_ramp))
+            _stamp_line(core, ln, ital, tx, ty, _ramp_end(cap_ramp), emoji, ty + e_off)
             ty += style.body_line
 
 
-def draw_pair(pair: PairLayout, style: Style) -> Image.Image:
-    """A full-width strip (``L`` image of palette indices) holding one turn-pair."""
+def draw_pair(pair: PairLayout, style: Style, emoji: list[Placement] | None = None) -> Image.Image:
+    """A full-width strip (``L`` image of palette indices) holding one turn-pair.
+
+    With ``emoji`` (a list), emoji are left blank in the strip and their placements appended
+    (strip coordinates) for :func:`paste_emoji`; without it they draw as the body font's box.
+    """
     img = Image.new("L", (style.width, pair.height), _ramp_start(CANVAS))
     draw = ImageDraw.Draw(img)
     y = 0
     for m in pair.messages:
-        _draw_message(draw, m, y, style)
+        _draw_message(draw, m, y, style, emoji)
         y += m.height + style.message_gap
     return img
+
+
+def paste_emoji(img: Image.Image, placements: list[Placement], top: int, style: Style) -> None:
+    """Paste colour emoji glyphs into an RGB shot, ``top`` = the strip's y in the shot."""
+    from memory.dialogue.emoji import glyph_image
+
+    for ch, x, y in placements:
+        g = glyph_image(ch, style.emoji_size, style.font_emoji)
+        img.paste(g, (x, top + y), g)
 
 
 def draw_header(layout: SessionLayout, style: Style) -> Image.Image:
@@ -177,6 +213,7 @@ class SessionPainter:
     def __init__(self, layout: SessionLayout, style: Style, fmt: ImageFormat = "png", compress_level: int = 1) -> None:
         self.layout, self.style, self.fmt, self.level = layout, style, fmt, compress_level
         self._strips: dict[int, Image.Image] = {}
+        self._emoji: dict[int, list[Placement]] = {}
         self._blocks: dict[int, Any] = {}
         self._header: Image.Image | None = None
         self._header_block: Any = None
@@ -184,8 +221,25 @@ class SessionPainter:
     def _strip(self, p: int) -> Image.Image:
         s = self._strips.get(p)
         if s is None:
-            s = self._strips[p] = draw_pair(self.layout.pairs[p], self.style)
+            placed: list[Placement] = []
+            s = self._strips[p] = draw_pair(self.layout.pairs[p], self.style, placed)
+            if placed:
+                self._emoji[p] = placed
         return s
+
+    def _colour_shot(self, start: int, end: int, height: int) -> tuple[bytes, float, float]:
+        """A shot holding emoji: composed, turned RGB, glyphs pasted in colour, then encoded."""
+        t0 = time.perf_counter()
+        style = self.style
+        img = compose(self.layout, start, end, height, style, self._strips,
+                      self._head() if self.layout.header else None).convert("RGB")
+        y = (style.header_height if self.layout.header else 0) + style.chat_pad_top
+        for p in range(start, end):
+            paste_emoji(img, self._emoji.get(p, []), y, style)
+            y += self.layout.pairs[p].height
+        t1 = time.perf_counter()
+        data = encode(img, self.fmt, compress_level=self.level)
+        return data, (t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3
 
     def _head(self) -> Image.Image:
         if self._header is None:
@@ -195,6 +249,12 @@ class SessionPainter:
     def shot(self, start: int, end: int, height: int) -> tuple[bytes, float, float]:
         t0 = time.perf_counter()
         style = self.style
+        for p in range(start, end):  # strips first: drawing them finds their emoji
+            self._strip(p)
+        pre_ms = (time.perf_counter() - t0) * 1e3
+        if any(p in self._emoji for p in range(start, end)):
+            data, d_ms, e_ms = self._colour_shot(start, end, height)
+            return data, pre_ms + d_ms, e_ms
         if self.fmt != "png":
             img = compose(self.layout, start, end, height, style, self._strips,
                           self._head() if self.layout.header else None)
@@ -233,4 +293,4 @@ class SessionPainter:
         t3 = time.perf_counter()
         data = png.assemble(style.width, palette(style), blocks)
         enc_s += time.perf_counter() - t3
-        return data, draw_s * 1e3, enc_s * 1e3
+        return data, pre_ms + draw_s * 1e3, enc_s * 1e3

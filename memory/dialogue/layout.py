@@ -19,20 +19,41 @@ from memory.dialogue.style import Style
 
 
 class Font:
-    """A FreeType font at one size, with per-word width and glyph-mask caches (per process)."""
+    """A FreeType font at one size, with per-word width and glyph-mask caches (per process).
 
-    def __init__(self, path: str, size: int) -> None:
+    With ``emoji_font``, characters this font lacks but the emoji font has are measured as
+    ``emoji_size`` squares (:mod:`memory.dialogue.emoji`); ``draw`` stamps them in colour.
+    """
+
+    def __init__(self, path: str, size: int, emoji_font: str | None = None, emoji_size: int = 0) -> None:
         # BASIC layout: no dependence on the optional libraqm, same bytes on every machine.
         self.font = ImageFont.truetype(path, size, layout_engine=ImageFont.Layout.BASIC)
         self.path, self.size = path, size
+        self.emoji_font, self.emoji_size = emoji_font, emoji_size
         self.space = self.font.getlength(" ")
         self._widths: dict[str, float] = {}
         self._masks: dict[str, tuple] = {}
 
+    def emoji_runs(self, word: str) -> list[tuple[str, bool]] | None:
+        """``word``'s text/emoji runs when it holds an emoji this font draws in colour, else None."""
+        if self.emoji_font is None or word.isascii():
+            return None
+        from memory.dialogue import emoji
+
+        return emoji.runs(word, self.path, self.emoji_font) if emoji.has_emoji(word, self.path, self.emoji_font) else None
+
     def width(self, word: str) -> float:
         w = self._widths.get(word)
         if w is None:
-            w = self._widths[word] = self.font.getlength(word)
+            parts = self.emoji_runs(word)
+            if parts is None:
+                w = self.font.getlength(word)
+            else:
+                from memory.dialogue import emoji
+
+                w = sum(len(emoji.glyphs(r)) * emoji.advance(self.emoji_size) if e else self.font.getlength(r)
+                        for r, e in parts)
+            self._widths[word] = w
         return w
 
     def mask(self, word: str) -> tuple:
@@ -46,8 +67,14 @@ class Font:
 
 
 @lru_cache(maxsize=64)
-def get_font(path: str, size: int) -> Font:
-    return Font(path, size)
+def get_font(path: str, size: int, emoji_font: str | None = None, emoji_size: int = 0) -> Font:
+    return Font(path, size, emoji_font, emoji_size)
+
+
+def body_fonts(style: Style) -> tuple[Font, Font]:
+    """The message fonts (regular body, italic captions), both drawing emoji in colour."""
+    return (get_font(style.font_regular, style.body_size, style.font_emoji, style.emoji_size),
+            get_font(style.font_italic, style.body_size, style.font_emoji, style.emoji_size))
 
 
 Line = tuple[str, ...]  # the words of one wrapped line
@@ -163,8 +190,7 @@ def caption_text(turn: Turn) -> str | None:
 
 
 def layout_message(turn: Turn, side: int, style: Style) -> MessageLayout:
-    body = get_font(style.font_regular, style.body_size)
-    ital = get_font(style.font_italic, style.body_size)
+    body, ital = body_fonts(style)
     inner = style.bubble_max - 2 * style.bubble_pad_x
     lines = tuple(wrap(turn.text, body, inner))
     cap = caption_text(turn)

@@ -8,7 +8,7 @@ draws and encodes each unit. Every unit records its session and the dia_ids it s
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from env.dialogue.model import Conversation, Session
 from memory.dialogue.draw import ImageFormat, SessionPainter
@@ -45,11 +45,19 @@ class Unit:
 
 
 def plan_session(conv: Conversation, session: Session, variant: Variant) -> tuple[SessionLayout, list[Span]]:
-    """Layout and packing only (no pixels): what the "w/o Rendering" variant and tests need."""
+    """Layout and packing only (no pixels): what the "w/o Rendering" variant and tests need.
+
+    Span heights are the heights of the shots as drawn. A variant that packs as if the header
+    were shown but does not draw it (w/o Header, ``pack_header``) gets MemShot's spans, each
+    shorter by the header band.
+    """
     lay = layout_session(conv, session, variant.style, header=variant.header)
-    spans = pack([p.height for p in lay.pairs], lay.fixed_height, variant.max_height,
+    band = variant.style.header_height if variant.packs_header and not variant.header else 0
+    spans = pack([p.height for p in lay.pairs], lay.fixed_height + band, variant.max_height,
                   overlap=variant.overlap_pairs, oversize=variant.oversize_for(conv.dataset),
                   where=f"{conv.source or conv.dataset}: {conv.conversation_id}/{session.session_id}")
+    if band:
+        spans = [replace(sp, height=sp.height - band) for sp in spans]
     return lay, spans
 
 

@@ -29,6 +29,10 @@ class Style(Frozen):
     font_regular: str = Field(f"{DEJAVU}/DejaVuSans.ttf", description="Body text font file (bundle-free: Debian fonts-dejavu-core).")
     font_bold: str = Field(f"{DEJAVU}/DejaVuSans-Bold.ttf", description="Font of speaker names and the session label.")
     font_italic: str = Field(f"{DEJAVU}/DejaVuSans-Oblique.ttf", description="Font of image captions ('and shared ...').")
+    font_emoji: str = Field("/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf",
+                            description="Colour emoji font for characters the body font lacks (Debian fonts-noto-color-emoji); "
+                            "a missing file leaves them as the body font's box.")
+    emoji_size: int = Field(17, ge=6, description="Side of an emoji's square in px (body lines are body_line tall).")
     body_size: int = Field(15, ge=8, description="Body text size in px.")
     body_line: int = Field(20, ge=8, description="Body line height in px.")
     name_size: int = Field(13, ge=8, description="Speaker name size in px.")
@@ -67,9 +71,14 @@ class Style(Frozen):
     def digest(self) -> str:
         """Short hash of every field plus the font files' bytes (recorded with each shot)."""
         h = hashlib.sha256(json.dumps(self.model_dump(), sort_keys=True).encode())
-        for p in (self.font_regular, self.font_bold, self.font_italic):
-            with open(p, "rb") as fh:
-                h.update(hashlib.sha256(fh.read()).digest())
+        for p in (self.font_regular, self.font_bold, self.font_italic, self.font_emoji):
+            try:
+                with open(p, "rb") as fh:
+                    h.update(hashlib.sha256(fh.read()).digest())
+            except FileNotFoundError:  # only the optional emoji font may be absent
+                if p != self.font_emoji:
+                    raise
+                h.update(b"no-emoji-font")
         return h.hexdigest()[:16]
 
     @property

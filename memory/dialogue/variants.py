@@ -30,11 +30,19 @@ class Variant(Frozen):
         "shots", description="`shots`: MemShot units packed by height; `session-text`: one LoCoMo-format text unit per session (Text RAG).")
     render: bool = Field(True, description="Draw images; False writes the very same units as text (the 'w/o Rendering' ablation).")
     header: bool = Field(True, description="Show the header (session label and timestamp); False is the 'w/o Header' ablation.")
+    pack_header: bool | None = Field(
+        None, description="Pack units as if the header band were shown (None: as `header`). The 'w/o Header' "
+        "ablation sets true, so it keeps MemShot's units (same turns per unit) and only drops the band.")
     max_height: int | None = Field(768, ge=128, description="Maximum shot height in px; null = one unit per session ('Full Session').")
     overlap_pairs: int = Field(2, ge=0, description="Turn-pairs of the previous unit repeated at the top of the next one.")
     oversize: Literal["auto", "grow", "error"] = Field(
         "auto", description="A turn-pair taller than max_height alone: `grow` the shot, or `error`; `auto` grows for LongMemEval (paper A.3) and errors for LoCoMo.")
     style: Style = Field(default_factory=Style, description="Geometry, fonts and colours of the shot.")
+
+    @property
+    def packs_header(self) -> bool:
+        """Whether packing reserves the header band's height (see ``pack_header``)."""
+        return self.header if self.pack_header is None else self.pack_header
 
     @property
     def is_image(self) -> bool:

@@ -126,6 +126,56 @@ def test_no_header_variant(locomo):
     assert u.text.startswith("CONVERSATION:\n")
 
 
+def test_no_header_keeps_memshot_units_on_all_locomo(locomo):
+    """w/o Header changes the header only: the very turn lists of MemShot, each shot shorter by
+    the band (packing used to reclaim the band: 1,379 units instead of 1,563)."""
+    full, bare = load_variant("memshot"), load_variant("no-header")
+    band = full.style.header_height
+    n = 0
+    for conv in locomo:
+        for s in conv.sessions:
+            lay_f, spans_f = plan_session(conv, s, full)
+            lay_b, spans_b = plan_session(conv, s, bare)
+            turns = lambda lay, spans: [[i for p in range(sp.start, sp.end) for i in lay.pairs[p].turns]  # noqa: E731
+                                        for sp in spans]
+            assert turns(lay_b, spans_b) == turns(lay_f, spans_f)
+            assert [sp.height for sp in spans_b] == [sp.height - band for sp in spans_f]
+            n += len(spans_b)
+    assert n == 1563
+    conv = locomo[0]
+    drawn = session_units(conv, conv.sessions[1], bare)
+    assert [u.dia_ids for u in drawn] == [u.dia_ids for u in session_units(conv, conv.sessions[1], full)]
+    assert all(Image.open(io.BytesIO(u.image)).size == (948, u.height) for u in drawn)
+
+
+def _one_turn(text: str) -> Conversation:
+    s = Session("session_1", 1, "1:00 pm on 1 May, 2023", datetime(2023, 5, 1, 13, 0),
+                (Turn("D1:1", "Ana", text), Turn("D1:2", "Ben", "Thanks!")))
+    return Conversation("locomo", "emoji", ("Ana", "Ben"), (s,))
+
+
+def test_emoji_is_drawn_in_colour_not_as_a_box():
+    """A LoCoMo-style emoji (conv-30 D3:2 has this one) is drawn from Noto Color Emoji: the shot's
+    pixels differ from the same turn with a character no font has (the tofu box), and the
+    emoji's square holds colours of neither bubble."""
+    v = load_variant("memshot")
+    text = "So happy you're pushing forward with dancing! Inspiring {} I emailed some"
+    emo, tofu = (session_units(c, c.sessions[0], v)[0] for c in (_one_turn(text.format("\U0001f4aa")),
+                                                                 _one_turn(text.format("\ue000"))))
+    a = Image.open(io.BytesIO(emo.image)).convert("RGB")
+    b = Image.open(io.BytesIO(tofu.image)).convert("RGB")
+    assert a.size == b.size
+    diff = [(x, y) for y in range(a.height) for x in range(a.width) if a.getpixel((x, y)) != b.getpixel((x, y))]
+    assert len(diff) > 100  # the glyph, not a pixel or two
+    # the emoji is yellow-orange ("flexed biceps"): saturated warm pixels the palette shots never hold
+    warm = [p for p in (a.getpixel(xy) for xy in diff) if p[0] > 200 and p[1] > 120 and p[2] < 90]
+    assert len(warm) > 30
+    assert not [p for p in (b.getpixel(xy) for xy in diff) if p[0] > 200 and p[1] > 120 and p[2] < 90]
+    assert Image.open(io.BytesIO(tofu.image)).mode == "P" and Image.open(io.BytesIO(emo.image)).mode == "RGB"
+    shot_turns = _one_turn(text.format("\U0001f4aa"))
+    assert session_units(shot_turns, shot_turns.sessions[0], v)[0].image == emo.image  # deterministic
+
+
 def test_full_session_one_unit_per_session(locomo):
     conv = locomo[0]
     units = conversation_units(conv, load_variant("full-session-no-render"))
