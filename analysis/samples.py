@@ -230,4 +230,5 @@ for (const k of ['variant', 'k', 'category', 'conversation', 'outcome']) $('#f-'
 $('#f-search').addEventListener('input', e => { S.search = e.target.value; apply(); });
 window.addEventListener('hashchange', load);
 load();
+document.body.dataset.ready = '1';
 """

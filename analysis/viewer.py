@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from analysis.viewer_common import JS_COMMON, PRODUCT_MAX_PX, image_table, json_block, page
+from analysis.viewer_common import JS_COMMON, PRODUCT_MAX_PX, gzip_block, image_table, json_block, page
 
 #: Characters of a reply / memory block kept per step (the page stays loadable at paper scale).
 TEXT_CAP = 4000
@@ -89,14 +89,14 @@ def trajectory_viewer(steps: pl.DataFrame, probes: pl.DataFrame | None, images: 
     products = dict(product_images or {})
     keys = [st["img"] for s in sessions for st in s["steps"]] + [p["target_img"] for p in plist]
     keys += [products[h] for p in plist for st in (p["log"] or []) for h in st["recalled"] if h in products]
-    data = {"run_id": run_id, "sessions": sessions, "probes": plist, "products": products, "note": note}
+    data = {"run_id": run_id, "sessions": sessions, "products": products, "note": note}
     imgs = image_table(images, keys, max_px=max_px)
     n_steps = sum(len(s["steps"]) for s in sessions)
     meta = (f"Run {run_id}: {len(sessions)} sessions, {n_steps} steps, {len(plist)} probe episodes, "
             f"{len(imgs)} images. {note}")
     body = (_FILTERS + '<div class="layout"><div class="list" id="list"></div><div class="detail" id="detail">'
             '<p class="empty">Pick a session or a probe on the left.</p></div></div>'
-            + json_block("vdata", data) + json_block("vimg", imgs))
+            + json_block("vdata", data) + gzip_block("vprobes", plist) + json_block("vimg", imgs))
     return page(f"vismem trajectories — {run_id}", meta, body, JS_COMMON + _SCRIPT)
 
 
@@ -109,8 +109,9 @@ _FILTERS = """<div class="filters">
 
 _SCRIPT = r"""
 const D = JSON.parse($('#vdata').textContent), IMG = JSON.parse($('#vimg').textContent);
+D.probes = [];
 const S = {tab: 'sessions', backend: '', seed: '', session: '', architecture: '', outcome: '', shown: 300};
-const chainOf = {}; for (const p of D.probes) chainOf[p.backend] = p.chain;
+const chainOf = {};
 function img(key, cls, alt) { return IMG[key] ? el('img', {src: IMG[key], class: cls, alt: alt || key}) : el('span', {class: 'muted'}, '(no image)'); }
 function okBadge(ok, yes, no) { return el('span', {class: 'badge ' + (ok ? 'ok' : 'bad')}, ok ? yes : no); }
 function backendMatch(b) { return !S.backend || b === S.backend || chainOf[S.backend] === b; }
@@ -209,5 +210,9 @@ for (const k of ['backend', 'seed', 'session', 'architecture', 'outcome'])
 $('#tab-sessions').addEventListener('click', () => { S.tab = 'sessions'; apply(); });
 $('#tab-probes').addEventListener('click', () => { S.tab = 'probes'; apply(); });
 window.addEventListener('hashchange', load);
-load();
+// Probe episodes are gzipped in the page; the body's data-ready marks the page as usable.
+inflateJSON('vprobes').then(ps => {
+  D.probes = ps; for (const p of ps) chainOf[p.backend] = p.chain;
+  load(); document.body.dataset.ready = '1';
+}).catch(e => { $('#detail').textContent = 'Could not read the probe episodes: ' + e; load(); document.body.dataset.ready = '1'; });
 """

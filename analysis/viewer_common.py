@@ -9,6 +9,7 @@ image, referenced by key), and vanilla JS renders it. Nothing is fetched, so Chr
 from __future__ import annotations
 
 import base64
+import gzip
 import html
 import io
 import json
@@ -62,6 +63,17 @@ def json_block(element_id: str, obj: Any) -> str:
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
+def gzip_block(element_id: str, obj: Any) -> str:
+    """``obj`` as gzipped JSON in base64 (read back by ``inflateJSON`` in :data:`JS_COMMON`).
+
+    Probe step logs repeat the same memory-block phrasing thousands of times: gzip makes them a
+    tenth of the size, and browsers inflate them natively (``DecompressionStream``).
+    """
+    raw = json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False).encode()
+    data = base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode()
+    return f'<script type="application/octet-stream" id="{element_id}" data-encoding="gzip+base64">{data}</script>'
+
+
 BASE_CSS = """
 *{box-sizing:border-box}body{font-family:DejaVu Sans,Arial,sans-serif;margin:0;color:#222;font-size:14px}
 header{background:#1f2a44;color:#fff;padding:.6em 1em}header h1{font-size:1.2em;margin:0}header .meta{font-size:.85em;opacity:.8}
@@ -108,6 +120,11 @@ function fillSelect(sel, values, current) {
   sel.innerHTML = '';
   sel.append(el('option', {value: ''}, 'all'));
   for (const v of values) sel.append(el('option', {value: String(v), selected: String(v) === String(current) ? 'selected' : null}, String(v)));
+}
+async function inflateJSON(id) {
+  const bytes = Uint8Array.from(atob($('#' + id).textContent), c => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return JSON.parse(await new Response(stream).text());
 }
 function uniq(xs) { return [...new Set(xs)].sort((a, b) => (typeof a === 'number' && typeof b === 'number') ? a - b : String(a).localeCompare(String(b))); }
 """

@@ -88,8 +88,9 @@ def _report(args: argparse.Namespace) -> int:
         print(f"report of {args.run_id}: {len(summary['found'])} result tables ({', '.join(summary['found']) or 'none'}), "
               f"{summary['tables']} tables, {summary['figures']} figures")
         print(f"  report             {summary['local_html']}")
+        labels = {"trajectories": "trajectory viewer", "samples": "sample viewer"}
         for name in summary.get("viewers") or {}:
-            print(f"  {name + ' viewer':<18} {index.parent.as_uri()}/{summary['viewers'][name].rsplit('/', 1)[-1]}")
+            print(f"  {labels.get(name, name):<18} {index.parent.as_uri()}/{summary['viewers'][name].rsplit('/', 1)[-1]}")
         for name, err in (summary.get("viewer_errors") or {}).items():
             print(f"  {name} viewer failed: {err}")
     if args.open:

@@ -111,6 +111,7 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         errs: list[str] = []
         page.on("pageerror", lambda e: errs.append(str(e)))
         page.goto(url, wait_until="load")
+        page.wait_for_selector("body[data-ready]")
         items = page.locator(".session-item")
         assert items.count() == 4  # every session of the run's encoding table
         assert page.locator(".group").all_text_contents() == [f"Chain: {NAME} · seed 0", f"Chain: {NAME} · seed 1"]
@@ -128,6 +129,7 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         assert page.locator(".session-item").count() == 2
         page.goto(url + "#tab=probes&architecture=dualmem&outcome=failure", wait_until="load")
         page.reload(wait_until="load")
+        page.wait_for_selector("body[data-ready]")
         assert page.locator(".probe-item").count() == 1
         page.locator(".probe-item").first.click()
         detail = page.locator("#detail")
@@ -140,6 +142,7 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         shown = f"{NAME} / toy-recall (stand-in)"
         page.goto(url + "#" + urlencode({"backend": shown, "architecture": "dualmem"}), wait_until="load")
         page.reload(wait_until="load")
+        page.wait_for_selector("body[data-ready]")
         assert page.locator(".probe-item").count() == 2
         assert errs == []
     finally:
@@ -180,6 +183,7 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
         errs: list[str] = []
         page.on("pageerror", lambda e: errs.append(str(e)))
         page.goto(html_path.as_uri() + "#variant=no-render&k=3", wait_until="load")
+        page.wait_for_selector("body[data-ready]")
         all_ranked = file_store.read_table(f"runs/{cfg.run_id}/memshot/ranked.parquet")
         # Every ranked question is listed (answers exist only for memshot.max_questions of them).
         assert page.locator(".question-item").count() == all_ranked.filter(

@@ -230,6 +230,7 @@ def test_report_copied_out_of_s3_opens_locally_and_rows_link_to_the_viewer(s3_st
             link = page.locator('#tbl-table2 a.row-link', has_text="dualmem")
             link.click()
             page.wait_for_load_state("load")
+            page.wait_for_selector("body[data-ready]")
             assert page.url.startswith((index.parent / "trajectories.html").as_uri() + "#")
             assert page.locator(".probe-item").count() == 2  # both chains' dualmem probes
             assert page.locator("#tab-probes.on").count() == 1
