@@ -1,10 +1,11 @@
 """MemShot scoring: Acc/F1 per category (Tables 1, 2, 4), ablations (Table 3), rendering-height
 sweep (Table 5) and evidence recall@k, as pure functions over validated frames.
 
-Acc is the mean LLM-judge verdict over judged rows (null verdicts are left out and counted in
-``unjudged``); F1 is the mean token F1 over all rows. Both are proportions in [0, 1]; the report
-shows percent. "Overall" pools every included question (LoCoMo's adversarial category is
-excluded by default, as in the paper's Table 1).
+Acc counts every question: an unanswered or unjudged one (null verdict) counts as wrong, so
+failures cannot inflate it; ``judged`` / ``coverage`` say how many verdicts there were. Acc is
+null only for a group with no verdict at all (no judge configured). F1 is the mean token F1
+over all rows. Both are proportions in [0, 1]; the report shows percent. "Overall" pools every
+included question (LoCoMo's adversarial category is excluded by default, as in Table 1).
 """
 
 from __future__ import annotations
@@ -27,18 +28,34 @@ def _order(categories: Sequence[str]) -> list[str]:
 
 
 def _metrics() -> list[pl.Expr]:
+    judged = pl.col("judge_label").is_not_null().sum()
     return [pl.len().alias("n"),
-            pl.col("judge_label").cast(pl.Float64).mean().alias("acc"),
+            # every question in the denominator; null only when nothing in the group was judged
+            pl.when(judged > 0).then(pl.col("judge_label").fill_null(False).cast(pl.Float64).mean()).alias("acc"),
             pl.col("f1").mean().alias("f1"),
-            pl.col("judge_label").is_null().sum().alias("unjudged")]
+            pl.col("judge_label").is_null().sum().alias("unjudged"),
+            judged.alias("judged"),
+            (judged / pl.len()).alias("coverage")]
+
+
+def with_outcome(answers: pl.DataFrame, by: Sequence[str] = GROUP) -> pl.DataFrame:
+    """``answers`` with ``judge_label`` as Acc counts it: null verdicts are False (wrong) in
+    every ``by`` group that has a verdict at all; groups without any keep nulls (no judge).
+    For intervals computed over ``judge_label`` (which drop nulls) to match :func:`scores`."""
+    keys = [c for c in by if c in answers.columns]
+    if not keys or "judge_label" not in answers.columns:
+        return answers
+    any_judged = pl.col("judge_label").is_not_null().any().over(keys)
+    return answers.with_columns(pl.when(any_judged).then(pl.col("judge_label").fill_null(False))
+                                .otherwise(pl.col("judge_label")).alias("judge_label"))
 
 
 def scores(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
            exclude_categories: Sequence[str] = ("adversarial",)) -> pl.DataFrame:
-    """Long table: per group and category (and ``Overall``): n, acc, f1, unjudged."""
+    """Long table: per group and category (and ``Overall``): n, acc, f1, unjudged, judged, coverage."""
     by = [c for c in by if c in answers.columns]
     schema = {**{c: answers.schema[c] for c in by}, "category": pl.String, "n": pl.Int64, "acc": pl.Float64,
-              "f1": pl.Float64, "unjudged": pl.Int64}
+              "f1": pl.Float64, "unjudged": pl.Int64, "judged": pl.Int64, "coverage": pl.Float64}
     df = answers.filter(~pl.col("category").is_in(list(exclude_categories)))
     if df.height == 0:
         return pl.DataFrame(schema=schema)
@@ -51,7 +68,9 @@ def scores(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
 def category_table(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
                    exclude_categories: Sequence[str] = ("adversarial",)) -> pl.DataFrame:
     """Paper Tables 1/2/4 layout: one row per (dataset, model, variant, k, max_height);
-    columns ``<category> Acc``, ``<category> F1`` ..., ``Overall Acc``, ``Overall F1``, ``n``."""
+    columns ``<category> Acc``, ``<category> F1`` ..., ``Overall Acc``, ``Overall F1``, ``n``,
+    ``coverage`` (share of the n judged), and ``Latency (s)`` when the answers carry
+    ``latency_s`` (memory-construction seconds per conversation, Table 1's Latency column)."""
     long = scores(answers, by, exclude_categories=exclude_categories)
     by = [c for c in by if c in answers.columns]
     if long.height == 0:
@@ -61,7 +80,7 @@ def category_table(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
     cols = []
     for c in cats:
         cols += [pl.col(f"acc_{c}").alias(f"{c} Acc"), pl.col(f"f1_{c}").alias(f"{c} F1")]
-    n = long.filter(pl.col("category") == "Overall").select(*by, "n")
+    n = long.filter(pl.col("category") == "Overall").select(*by, "n", "coverage")
     out = wide.select(*by, *cols).join(n, on=by, how="left", nulls_equal=True)
     if "latency_s" in answers.columns and answers["latency_s"].null_count() < answers.height:
         # Memory-construction latency is per conversation: average one value per conversation.

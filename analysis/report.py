@@ -144,7 +144,9 @@ def headline(tables: dict[str, pl.DataFrame], options: ReportOptions = ReportOpt
     ans = tables.get("memshot_answers")
     if ans is not None and ans.height:
         by = ["variant", "k"]
-        scored = ans.filter(~pl.col("category").is_in(list(options.exclude_categories)))
+        from analysis.memshot import with_outcome
+
+        scored = with_outcome(ans.filter(~pl.col("category").is_in(list(options.exclude_categories))))
         kw_ci = dict(order=["conversation_id", "question_id"], **kw)
         acc = mean_ci(scored, by, "judge_label", **kw_ci).rename({"mean": "acc", "low": "acc lo", "high": "acc hi",
                                                                    "n": "judged"})

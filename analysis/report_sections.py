@@ -229,7 +229,8 @@ def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Re
 
 def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOptions, links: Links) -> None:
     ex = opt.exclude_categories
-    scored = ans.filter(~pl.col("category").is_in(list(ex)))
+    # Intervals over the outcome Acc counts (unjudged = wrong), so they bracket the table's Acc.
+    scored = memshot.with_outcome(ans.filter(~pl.col("category").is_in(list(ex))))
     by = [c for c in memshot.GROUP if c in ans.columns]
     for ds in sorted(ans["dataset"].unique().to_list()):
         t = memshot.category_table(ans.filter(pl.col("dataset") == ds), exclude_categories=ex)
@@ -239,7 +240,8 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
                                  caption=f"Excluded categories: {', '.join(ex) or 'none'}. " + _CI_MEMSHOT))
     unj = int(ans["judge_label"].null_count())
     if unj:
-        main.notes.append(f"{unj} answers have no judge verdict; Acc is over judged answers only.")
+        main.notes.append(f"{unj} answers have no judge verdict (unanswered, judge failure or no judge); "
+                          "they count as wrong in Acc (coverage = share judged).")
     rows = [c for c in ("dataset", "model", "variant", "max_height") if c in ans.columns]
     at = memshot.ablation_table(ans, exclude_categories=ex)
     at, ci = _answer_ci(scored, at, rows, "k", lambda m: "Top-{} " + m, opt)

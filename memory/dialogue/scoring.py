@@ -239,9 +239,11 @@ def score_answers(answers: pl.DataFrame, dataset: str) -> pl.DataFrame:
 def accuracy_table(scored: pl.DataFrame, by: tuple[str, ...] = ("variant", "k")) -> pl.DataFrame:
     """Accuracy and F1 per ``by`` + category, plus an ``overall`` row per ``by`` group.
 
-    ``accuracy`` is over judged answers (judge failures excluded, and counted in
-    ``judge_failures``); ``accuracy_strict`` counts failures and unanswered questions as wrong.
-    Needs ``category`` (cast to string), ``correct`` (bool or null), ``f1``, ``f1_mem0``.
+    ``accuracy`` counts every question: unanswered and unjudged ones (``correct`` null) are
+    wrong, so failures cannot inflate it; ``coverage`` is the share that got a verdict and
+    ``judge_failures`` the count that did not. ``accuracy`` is null only when nothing in the
+    group was judged (no judge). ``accuracy_judged`` is the mean over verdicts alone, for
+    diagnosis. Needs ``category`` (cast to string), ``correct`` (bool or null), ``f1``, ``f1_mem0``.
     """
     df = scored.with_columns(pl.col("category").cast(pl.Utf8))
 
@@ -249,11 +251,13 @@ def accuracy_table(scored: pl.DataFrame, by: tuple[str, ...] = ("variant", "k"))
         return frame.group_by(keys, maintain_order=True).agg(
             pl.len().alias("n"),
             pl.col("correct").is_null().sum().alias("judge_failures"),
-            # null (not NaN) when nothing in the group was judged
+            # null (not NaN, not 0) when nothing in the group was judged
+            pl.when(pl.col("correct").is_not_null().sum() > 0)
+            .then(pl.col("correct").fill_null(False).cast(pl.Float64).mean()).alias("accuracy"),
+            (pl.col("correct").is_not_null().sum() / pl.len()).alias("coverage"),
             pl.when(pl.col("correct").is_not_null().sum() > 0)
             .then(pl.col("correct").fill_null(False).cast(pl.Float64).sum()
-                  / pl.col("correct").is_not_null().sum().cast(pl.Float64)).alias("accuracy"),
-            pl.col("correct").fill_null(False).cast(pl.Float64).mean().alias("accuracy_strict"),
+                  / pl.col("correct").is_not_null().sum().cast(pl.Float64)).alias("accuracy_judged"),
             pl.col("f1").mean().alias("f1"),
             pl.col("f1_mem0").mean().alias("f1_mem0"),
         )

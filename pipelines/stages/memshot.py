@@ -148,7 +148,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         summary["ocr"], summary["read_rate"] = pixels["ocr"], pixels["read_rate"]
         summary["results"].append(f"{results}/memshot_readrate.parquet")
     if cfg.vlm is not None:
-        summary["answers"] = _answer_and_score(ctx, ranked, units, questions, recall)
+        summary["answers"] = _answer_and_score(ctx, ranked, units, questions, recall, latency=latency)
         summary["results"] += [f"{results}/memshot_answers.parquet", f"{results}/memshot_scores.parquet"]
         verdict(summary)
     else:
@@ -332,7 +332,19 @@ def _latency(render_s: Any, embed_s: Any, units: Any) -> Any:
     return out.sort(["variant", "conversation_id"])
 
 
-def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall: Any) -> dict[str, Any]:
+def _with_latency(scored: Any, latency: Any) -> Any:
+    """Answers with ``latency_s``: the memory-construction seconds of the answer's conversation
+    and variant (render + embedding), so Table 1 shows its Latency column."""
+    import polars as pl
+
+    if latency is None or latency.height == 0:
+        return scored
+    lat = latency.select("conversation_id", "variant", pl.col("construction_s").alias("latency_s"))
+    return scored.drop("latency_s", strict=False).join(lat, on=["conversation_id", "variant"], how="left")
+
+
+def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall: Any,
+                      latency: Any = None) -> dict[str, Any]:
     import polars as pl
 
     from memory.dialogue.answering import answer_tasks, generate_answers, judge_answers
@@ -392,6 +404,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     # F1 rules key on LoCoMo's numeric codes (1 multi-hop, 3 open-domain); the table shows names.
     scored = score_answers(full.rename({"category": "category_name"}).rename({"category_code": "category"}), dataset)
     scored = scored.rename({"category": "category_code"}).rename({"category_name": "category"})
+    scored = _with_latency(scored, latency)
     _write_result(ctx, "memshot_answers", scored)
     table = accuracy_table(scored.with_columns(pl.col("judge_label").alias("correct")), by=("variant", "model", "k"))
     ctx.store.write_table(f"{ctx.run_prefix}/results/memshot_scores.parquet", table, schema_version=SUMMARY_SCHEMA_VERSION)

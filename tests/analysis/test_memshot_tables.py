@@ -36,9 +36,11 @@ def test_category_table_known_values_and_adversarial_excluded():
     r5 = t.filter(pl.col("k") == 5).row(0, named=True)
     assert r5["single-hop Acc"] == 0.5 and r5["single-hop F1"] == 0.75 and r5["temporal Acc"] == 1.0
     assert r5["Overall Acc"] == 2 / 3 and r5["Overall F1"] == 0.5 and r5["n"] == 3
+    assert r5["coverage"] == 1.0
     r10 = t.filter(pl.col("k") == 10).row(0, named=True)
-    assert r10["single-hop Acc"] == 1.0  # the unjudged answer is left out of Acc ...
-    assert math.isclose(r10["single-hop F1"], 0.6)  # ... but not out of F1
+    assert r10["single-hop Acc"] == 0.5  # the unanswered/unjudged answer counts as wrong ...
+    assert r10["Overall Acc"] == 2 / 3 and r10["coverage"] == 2 / 3  # ... in the denominator, and coverage says so
+    assert math.isclose(r10["single-hop F1"], 0.6)  # F1 counts it too
     with_adv = memshot.category_table(_known(), exclude_categories=())
     assert "adversarial Acc" in with_adv.columns
 
@@ -52,7 +54,7 @@ def test_by_k_tables_and_height_sweep():
     assert memshot.height_table(base).height == 0  # no sweep
     sweep = pl.concat([base.with_columns(pl.lit(h, pl.Int64).alias("max_height")) for h in (512, 768)])
     ht = memshot.height_table(sweep)
-    assert ht["max_height"].to_list() == [512, 768] and ht["Top-10 Acc"].to_list() == [1.0, 1.0]
+    assert ht["max_height"].to_list() == [512, 768] and ht["Top-10 Acc"].to_list() == [2 / 3, 2 / 3]
 
 
 def test_recall_table_from_recall_rows_or_answer_hits():
@@ -105,3 +107,17 @@ def test_recall_per_category_in_paper_order_with_overall():
     assert (row["multi-hop"], row["temporal"], row["single-hop"]) == (0.5, 0.25, 0.5)
     assert row["Overall"] == 1.75 / 4 and row["n"] == 4
     assert memshot.recall_category_table(None).height == 0
+
+
+def test_acc_denominator_includes_an_unanswered_question():
+    """An unanswered question (no prediction, so never judged) is wrong, not left out."""
+    rows = [_ans("q1", "single-hop", "memshot", 5, True, 1.0), _ans("q2", "single-hop", "memshot", 5, True, 1.0),
+            {**_ans("q3", "single-hop", "memshot", 5, None, 0.0), "prediction": None}]
+    df = validate(pl.DataFrame(rows, schema_overrides={"max_height": pl.Int64}), "memshot_answers")
+    long = memshot.scores(df).filter(pl.col("category") == "Overall").row(0, named=True)
+    assert long["acc"] == 2 / 3 and long["n"] == 3 and long["judged"] == 2 and long["coverage"] == 2 / 3
+    assert memshot.category_table(df)["Overall Acc"][0] == 2 / 3
+    # the interval helper sees the same outcome: nulls become False where the group was judged
+    assert memshot.with_outcome(df)["judge_label"].to_list() == [True, True, False]
+    none = df.with_columns(pl.lit(None, pl.Boolean).alias("judge_label"))
+    assert memshot.with_outcome(none)["judge_label"].null_count() == 3  # no judge at all: stays unknown

@@ -75,6 +75,14 @@ def test_stage_answers_and_judge_via_local_openai_server(file_store, ray_local, 
     assert summary["answers"]["answers"] == 6 and summary["answers"]["judge_failures"] >= 1
     scores = file_store.read_table(f"{ctx.run_prefix}/results/memshot_scores.parquet")
     assert "overall" in scores["category"].to_list()
+    overall = scores.filter(pl.col("category") == "overall").row(0, named=True)
+    # every question is in Acc's denominator: unanswered and unjudged ones count as wrong
+    assert overall["accuracy"] == ans["judge_label"].fill_null(False).mean() and overall["coverage"] < 1
+    # Table 1's Latency column: construction seconds of the conversation x variant on every answer
+    assert ans["latency_s"].null_count() == 0 and (ans["latency_s"] > 0).all()
+    from analysis import memshot as tables
+
+    assert "Latency (s)" in tables.category_table(ans.with_columns(pl.lit("m").alias("model"))).columns
     assert ctx.manifest.data["components"]["memshot.vlm"]["name"] == "openai"
 
 

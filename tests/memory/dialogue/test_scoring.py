@@ -108,10 +108,11 @@ def test_score_answers_and_accuracy_table():
     table = S.accuracy_table(scored)
     overall = table.filter(pl.col("category") == "overall").row(0, named=True)
     assert overall["n"] == 4 and overall["judge_failures"] == 1
-    assert overall["accuracy"] == pytest.approx(2 / 3)
-    assert overall["accuracy_strict"] == pytest.approx(0.5)
+    # every question is in the denominator: the unjudged one counts as wrong (2 of 4, not 2 of 3)
+    assert overall["accuracy"] == pytest.approx(0.5) and overall["coverage"] == pytest.approx(0.75)
+    assert overall["accuracy_judged"] == pytest.approx(2 / 3)
     cat2 = table.filter(pl.col("category") == "2").row(0, named=True)
-    assert cat2["n"] == 2 and cat2["accuracy"] == pytest.approx(1.0) and cat2["f1"] == pytest.approx(0.5)
+    assert cat2["n"] == 2 and cat2["accuracy"] == pytest.approx(0.5) and cat2["f1"] == pytest.approx(0.5)
 
 
 def test_accuracy_is_null_when_nothing_was_judged():
@@ -119,4 +120,4 @@ def test_accuracy_is_null_when_nothing_was_judged():
                                        "prediction": ["blue"], "correct": [None]}, schema_overrides={"correct": pl.Boolean}),
                          "locomo")
     row = S.accuracy_table(df).filter(pl.col("category") == "overall").row(0, named=True)
-    assert row["accuracy"] is None and row["judge_failures"] == 1 and row["f1"] == 1.0
+    assert row["accuracy"] is None and row["judge_failures"] == 1 and row["f1"] == 1.0 and row["coverage"] == 0.0
