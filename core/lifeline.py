@@ -54,6 +54,8 @@ def pids_with_env(name: str, value: str, *, exclude: set[int] = frozenset()) -> 
     """Pids whose initial environment holds ``name=value`` (processes we may read only)."""
     needle = f"{name}={value}".encode()
     out = []
+    if not os.path.isdir("/proc"):  # no procfs (not Linux): nothing to find; the child is still ended
+        return out
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) in exclude:
             continue

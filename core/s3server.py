@@ -228,7 +228,9 @@ class LocalS3Server:
 def stale_servers(data_dir: Path) -> list[int]:
     """Pids of ``weed mini`` processes serving ``data_dir`` (ours and a dead owner's alike)."""
     want = f"-dir={Path(data_dir).resolve()}".encode()
-    out = []
+    out: list[int] = []
+    if not os.path.isdir("/proc"):  # no procfs (not Linux): the owner lock still guards the data dir
+        return out
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
