@@ -163,7 +163,7 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
                 "--set", 'memory.architectures=["textonly"]',
                 "--set", 'memory.components={"text_encoder": "deployed:minilm"}',
                 "--set", "probes.workers=1", "--set", f"runs_dir={tmp_path / 'runs'}",
-                "--set", "ray.actor_cpus=0.25", "--set", "ray.num_cpus=2", "--set", "ray.object_store_mb=300"]
+                "--set", "ray.actor_cpus=0.25", "--set", "ray.num_cpus=2", "--set", "ray.object_store_mb=300", "--json"]
         assert main(argv) == 0
         out = json.loads(capsys.readouterr().out)
         enc, probes = out["encode"], out["probes"]
