@@ -111,6 +111,7 @@ def _record(path: Path, i: int, rec: Any) -> Conversation:
         evidence_sessions=tuple(s for s in ans_sessions if s in known),
         evidence_unparsed=tuple(s for s in ans_sessions if s not in known),
         abstention="_abs" in qid, question_date=parse_lme_date(str(rec["question_date"])),
+        question_date_text=str(rec["question_date"]),
     )
     return Conversation(dataset="longmemeval", conversation_id=qid,
                         speakers=(ROLE_NAMES["assistant"], ROLE_NAMES["user"]),

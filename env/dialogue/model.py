@@ -79,6 +79,7 @@ class Question:
     adversarial_answer: str | None = None
     abstention: bool = False  # LongMemEval ``_abs`` questions
     question_date: datetime | None = None
+    question_date_text: str | None = None  # the question date exactly as the dataset writes it (LongMemEval)
     scored: bool = True  # counted in the paper's tables (False for LoCoMo adversarial)
 
     @property

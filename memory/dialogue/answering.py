@@ -72,6 +72,7 @@ def generate_answers(tasks: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
     """
     unit_rows = {(r["variant"], str(r["unit_id"])): r for r in units.iter_rows(named=True)}
     q_rows = {(r["conversation_id"], r["question_id"]): r for r in questions.iter_rows(named=True)}
+    post = getattr(get_dataset(dataset), "postprocess_answer", None)
 
     def work(task: dict[str, Any]) -> dict[str, Any]:
         shown = [unit_rows[(task["variant"], str(u))] for u in task["unit_ids"]]
@@ -85,6 +86,8 @@ def generate_answers(tasks: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
                     "answer_latency_s": None, "prompt_tokens": None, "completion_tokens": None,
                     "raw_answer": str(err)[:300], "n_images": 0}
         out = _answer_one(vlm, msg, max_tokens, temperature)
+        if out["prediction"] is not None and post is not None:
+            out["prediction"] = post(q, out["prediction"])  # e.g. LoCoMo's multiple-choice letters
         return {**_key(task), **out, "n_images": len(msg.images)}
 
     rows = _pool_map(work, list(tasks.iter_rows(named=True)), concurrency, "memshot answers")
@@ -92,17 +95,23 @@ def generate_answers(tasks: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
 
 
 def judge_answers(answers: pl.DataFrame, questions: pl.DataFrame, judge: Any, *, dataset: str,
-                  max_tokens: int = 256, concurrency: int = 8) -> pl.DataFrame:
+                  max_tokens: int | None = None, concurrency: int = 8, parse: str = "official") -> pl.DataFrame:
     """Add ``judge_label``/``judge_status``/``judge_reason``/``judge_latency_s`` to ``answers``.
 
     Unanswered questions (``prediction`` null) are not sent: ``judge_status="skipped"``, label
     null. A judge call that fails after retries is ``error:<reason>``; an unparseable reply is
     ``malformed``/``ambiguous``/``empty`` (see :mod:`memory.dialogue.scoring`).
+    ``max_tokens=None`` is the dataset's own (LongMemEval's official 10); ``parse="strict"``
+    uses the dataset's stricter reply parser where it has one (``parse_judge_strict``).
     """
     from serve.vlm import Message, VLMError
 
     q_rows = {(r["conversation_id"], r["question_id"]): r for r in questions.iter_rows(named=True)}
     ds = get_dataset(dataset)
+    if parse not in ("official", "strict"):
+        raise ValueError(f"parse must be 'official' or 'strict', got {parse!r}")
+    parse_reply = getattr(ds, "parse_judge_strict", ds.parse_judge) if parse == "strict" else ds.parse_judge
+    max_tokens = max_tokens or int(getattr(ds, "judge_max_tokens", 256))
 
     def work(row: dict[str, Any]) -> dict[str, Any]:
         if row["prediction"] is None:
@@ -114,7 +123,7 @@ def judge_answers(answers: pl.DataFrame, questions: pl.DataFrame, judge: Any, *,
         except VLMError as err:
             return {"judge_label": None, "judge_status": f"error:{err.reason}", "judge_reason": str(err)[:300],
                     "judge_latency_s": None}
-        label, status, reason = ds.parse_judge(res.text)
+        label, status, reason = parse_reply(res.text)
         return {"judge_label": label, "judge_status": status, "judge_reason": reason, "judge_latency_s": res.latency_s}
 
     judged = _pool_map(work, list(answers.iter_rows(named=True)), concurrency, "memshot judge")

@@ -56,12 +56,17 @@ def questions_frame(conversations: Sequence[Any], *, scored_only: bool = True) -
                 "answer": None if q.answer is None else str(q.answer),
                 "category": q.category, "category_code": str(q.category_code),
                 "evidence": list(q.evidence), "abstention": bool(getattr(q, "abstention", False)),
-                "question_date": q.question_date.isoformat() if getattr(q, "question_date", None) else None,
+                # The official reader prompt shows the date as the dataset writes it ("2023/05/30 (Tue)
+                # 23:40"); the parsed datetime is a fallback for records built without the raw text.
+                "question_date": getattr(q, "question_date_text", None)
+                or (q.question_date.isoformat() if getattr(q, "question_date", None) else None),
+                "adversarial_answer": getattr(q, "adversarial_answer", None),
                 "speaker_a": conv.speakers[0], "speaker_b": conv.speakers[1],
             })
     schema = {"dataset": pl.Utf8, "conversation_id": pl.Utf8, "question_id": pl.Utf8, "question": pl.Utf8,
               "answer": pl.Utf8, "category": pl.Utf8, "category_code": pl.Utf8, "evidence": pl.List(pl.Utf8),
-              "abstention": pl.Boolean, "question_date": pl.Utf8, "speaker_a": pl.Utf8, "speaker_b": pl.Utf8}
+              "abstention": pl.Boolean, "question_date": pl.Utf8, "adversarial_answer": pl.Utf8,
+              "speaker_a": pl.Utf8, "speaker_b": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -211,6 +211,18 @@ def parse_yes_no_judge(reply: str | None) -> tuple[bool | None, JudgeStatus, str
     return None, "malformed", text[:200]
 
 
+def parse_yes_official(reply: str | None) -> tuple[bool | None, JudgeStatus, str]:
+    """LongMemEval's official reading of a judge reply: ``'yes' in reply.lower()``.
+
+    Substring, as the official script: "Yes.", "yes, because ..." and also "eyes" are a yes;
+    everything else is a no. Only an empty reply is a judge failure (``empty``).
+    """
+    text = (reply or "").strip()
+    if not text:
+        return None, "empty", ""
+    return "yes" in text.lower(), "ok", text[:200]
+
+
 def parse_judge(dataset: str, reply: str | None) -> tuple[bool | None, JudgeStatus, str]:
     """The parser of the dataset's judge prompt."""
     from memory.dialogue.datasets import get_dataset

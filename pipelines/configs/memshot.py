@@ -97,7 +97,18 @@ class MemShotConfig(Frozen):
         None, description="LLM judge ({name, args} in serve.vlm.VLMS); None skips judging (F1 is still computed).",
     )
     answer_max_tokens: int = Field(128, ge=1, description="max_tokens of each answer.")
-    judge_max_tokens: int = Field(256, ge=1, description="max_tokens of each judge reply.")
+    judge_max_tokens: int | None = Field(
+        None, ge=1, description="max_tokens of each judge reply; None: the dataset's (LongMemEval's official 10, "
+        "LoCoMo 256 for the mem0-style reason + JSON label).",
+    )
+    judge_parse: Literal["official", "strict"] = Field(
+        "official", description="How judge replies are read: official (LongMemEval: 'yes' in reply.lower()) or "
+        "strict (the word yes or no; both or neither is a judge failure).",
+    )
+    locomo_adversarial: Literal["exclude", "multiple-choice"] = Field(
+        "exclude", description="LoCoMo category 5: left out (the paper's tables) or asked as the official "
+        "multiple choice ('Not mentioned in the conversation' vs the adversarial answer), scored and reported.",
+    )
     request_concurrency: int = Field(8, ge=1, description="Answer/judge requests kept in flight.")
     context_order: Literal["rank", "chronological"] = Field(
         "rank", description="Order of retrieved units in the prompt: best first, or by session/unit position.",

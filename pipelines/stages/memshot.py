@@ -176,9 +176,29 @@ def _questions(conversations: list[Any], cfg: Any) -> Any:
     from memory.dialogue.retrieval import questions_frame
 
     qs = questions_frame(conversations, scored_only=False)
-    if cfg.exclude_categories:
-        qs = qs.filter(~pl.col("category").is_in(list(cfg.exclude_categories)))
+    excluded = list(cfg.exclude_categories)
+    if _dataset(cfg) == "locomo" and getattr(cfg, "locomo_adversarial", "exclude") == "multiple-choice":
+        qs, excluded = _adversarial_choices(qs), [c for c in excluded if c != "adversarial"]
+    if excluded:
+        qs = qs.filter(~pl.col("category").is_in(excluded))
     return qs
+
+
+def _adversarial_choices(qs: Any) -> Any:
+    """LoCoMo category 5 as the official multiple choice: options ``mc_a``/``mc_b`` per question
+    (null for other categories) and the correct one, "Not mentioned in the conversation", as
+    the gold answer the judge compares with."""
+    import polars as pl
+
+    from memory.dialogue.datasets.locomo import NOT_MENTIONED, cat5_options
+
+    adv = (pl.col("category_code") == "5") & pl.col("adversarial_answer").is_not_null()
+    opts = [cat5_options(q, a) if c == "5" and a is not None else {"a": None, "b": None}
+            for q, a, c in zip(qs["question_id"].to_list(), qs["adversarial_answer"].to_list(),
+                               qs["category_code"].to_list())]
+    return qs.with_columns(pl.Series("mc_a", [o["a"] for o in opts], dtype=pl.Utf8),
+                           pl.Series("mc_b", [o["b"] for o in opts], dtype=pl.Utf8),
+                           pl.when(adv).then(pl.lit(NOT_MENTIONED)).otherwise(pl.col("answer")).alias("answer"))
 
 
 def _embedder_groups(units: Any, cfg: Any):
@@ -388,7 +408,8 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
             jdone = jdone.join(answers.select(keys + ["prediction"]), on=keys + ["prediction"], how="semi", nulls_equal=True)
         jtodo = answers.join(jdone.select(keys), on=keys, how="anti") if jdone is not None else answers
         jnew = judge_answers(jtodo, questions, build_vlm(judge_spec), dataset=dataset,
-                             max_tokens=cfg.judge_max_tokens, concurrency=cfg.request_concurrency)
+                             max_tokens=cfg.judge_max_tokens, concurrency=cfg.request_concurrency,
+                             parse=cfg.judge_parse)
         answers = (pl.concat([jdone.select(jnew.columns), jnew]) if jdone is not None else jnew).sort(keys)
         ctx.store.write_table(j_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
     else:

@@ -162,3 +162,20 @@ def test_cli_vismem_run_memshot(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout[proc.stdout.index("{"):])
     assert summary["memshot"]["status"] == "done" and set(summary["memshot"]["recall"]) == {"text-rag@5"}
+
+
+def test_locomo_adversarial_behind_a_flag(shared_dir):
+    """Category 5 is left out by default and asked as the official multiple choice on request."""
+    from env.dialogue import load_locomo
+    from memory.dialogue.datasets.locomo import NOT_MENTIONED
+    from pipelines.configs.memshot import MemShotConfig
+    from pipelines.stages.memshot import _questions
+
+    convs = load_locomo(shared_dir / "data/locomo/locomo10.json")[:1]
+    default = _questions(convs, MemShotConfig())
+    assert "adversarial" not in default["category"].to_list()
+    mc = _questions(convs, MemShotConfig(locomo_adversarial="multiple-choice"))
+    adv = mc.filter(pl.col("category") == "adversarial")
+    assert adv.height > 0 and adv["mc_a"].null_count() == 0 and (adv["answer"] == NOT_MENTIONED).all()
+    assert ((adv["mc_a"] == NOT_MENTIONED) ^ (adv["mc_b"] == NOT_MENTIONED)).all()
+    assert mc.filter(pl.col("category") != "adversarial")["mc_a"].null_count() == mc.height - adv.height

@@ -5,6 +5,11 @@ benchmark: where its file lives by default, how to load it (the typed ``env.dial
 its answer prompt, its judge prompt and reply parser, its F1 rule, how a turn-pair taller than a
 shot is handled, and the column order of the paper's tables. Register a new one in a module of
 this package (``@DATASETS.register("name")``) and add the module to :data:`DATASETS`' built-ins.
+
+Optional members, read with ``getattr`` so a dataset without them keeps working:
+``judge_max_tokens`` (the judge's max_tokens by default; 256 otherwise), ``parse_judge_strict``
+(the stricter reply parser behind ``memshot.judge_parse: strict``) and
+``postprocess_answer(question, prediction)`` (e.g. LoCoMo's multiple-choice letters → option).
 """
 
 from __future__ import annotations

@@ -13,6 +13,33 @@ from memory.dialogue.datasets import DATASETS
 
 #: Official LoCoMo suffix for temporal (category 2) questions (``evaluate_gpts.py``).
 TEMPORAL_SUFFIX = " Use DATE of CONVERSATION to answer with an approximate date."
+#: Official multiple-choice suffix and "unanswerable" option of category 5 (adversarial).
+CAT5_SUFFIX = " Select the correct answer: (a) {} (b) {}. "
+NOT_MENTIONED = "Not mentioned in the conversation"
+
+
+def cat5_options(question_id: str, adversarial_answer: str) -> dict[str, str]:
+    """The two options of a category-5 question, ``{"a": ..., "b": ...}``.
+
+    The official script flips ``random.random() < 0.5`` per question; a coin from the question
+    id's hash keeps the same 50/50 split and makes a run repeatable.
+    """
+    import hashlib
+
+    heads = hashlib.sha256(question_id.encode()).digest()[0] < 128
+    return ({"a": NOT_MENTIONED, "b": adversarial_answer} if heads else
+            {"a": adversarial_answer, "b": NOT_MENTIONED})
+
+
+def cat5_answer(prediction: str, options: dict[str, str]) -> str:
+    """The official ``get_cat_5_answer``: a one-letter or ``(x)`` reply becomes its option's text
+    (any other 1- or 3-character reply is read as ``b``, as there), anything else is kept."""
+    p = prediction.strip().lower()
+    if len(p) == 1:
+        return options["a"] if "a" in p else options["b"]
+    if len(p) == 3:
+        return options["a"] if "(a)" in p else options["b"]
+    return prediction
 
 
 @DATASETS.register("locomo")
@@ -22,6 +49,7 @@ class LoCoMo:
     name = "locomo"
     default_path = "locomo/locomo10.json"
     oversize = "error"  # no LoCoMo turn-pair exceeds a 768 px shot; one that did is a renderer bug
+    judge_max_tokens = 256  # the mem0-style judge writes a reason before its JSON label
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -39,11 +67,21 @@ class LoCoMo:
         from memory.dialogue.scoring import fill, load_prompt
 
         q_text = str(question["question"])
+        template = f"answer_locomo_{mode}"
         if str(question.get("category")) == "temporal" or str(question.get("category_code")) == "2":
             q_text += TEMPORAL_SUFFIX
-        return fill(load_prompt(f"answer_locomo_{mode}"), speaker_a=question.get("speaker_a") or "Speaker A",
+        elif question.get("mc_a"):  # category 5 as the official multiple choice
+            q_text += CAT5_SUFFIX.format(question["mc_a"], question["mc_b"])
+            template += "_cat5"
+        return fill(load_prompt(template), speaker_a=question.get("speaker_a") or "Speaker A",
                     speaker_b=question.get("speaker_b") or "Speaker B", context="\n\n".join(context),
                     question=q_text)
+
+    def postprocess_answer(self, question: dict[str, Any], prediction: str) -> str:
+        """A multiple-choice (category 5) reply mapped to its option's text; others unchanged."""
+        if question.get("mc_a"):
+            return cat5_answer(prediction, {"a": question["mc_a"], "b": question["mc_b"]})
+        return prediction
 
     def judge_prompt(self, question: dict[str, Any], prediction: str) -> str:
         from memory.dialogue.scoring import fill, load_prompt

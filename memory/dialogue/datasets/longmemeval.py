@@ -2,7 +2,8 @@
 
 Not shipped (model hub only): give its path (``memshot.longmemeval_path``). Prompts follow the
 official ``evaluate_qa.py``: one yes/no judge template per question type, and the abstention one
-for ids ending in ``_abs``. Shots of an oversized turn-pair grow (MemShot paper A.3).
+for ids ending in ``_abs``; the reply is read as the official script reads it (``'yes' in
+reply.lower()``, ``max_tokens=10``), the stricter yes/no parse being an option. Shots of an oversized turn-pair grow (MemShot paper A.3).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class LongMemEval:
     name = "longmemeval"
     default_path = None
     oversize = "grow"
+    judge_max_tokens = 10  # the official evaluate_qa.py: max_tokens=10, a yes/no verdict
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -64,6 +66,13 @@ class LongMemEval:
                     response=prediction)
 
     def parse_judge(self, reply: str | None) -> tuple[bool | None, str, str]:
+        """The official rule, ``'yes' in reply.lower()`` (an empty reply is a judge failure)."""
+        from memory.dialogue.scoring import parse_yes_official
+
+        return parse_yes_official(reply)
+
+    def parse_judge_strict(self, reply: str | None) -> tuple[bool | None, str, str]:
+        """The word yes or no, both or neither a judge failure (``memshot.judge_parse: strict``)."""
         from memory.dialogue.scoring import parse_yes_no_judge
 
         return parse_yes_no_judge(reply)

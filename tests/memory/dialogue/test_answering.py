@@ -103,7 +103,10 @@ def test_longmemeval_judging_uses_the_question_type_prompt():
             from serve.vlm import ChatResult
 
             seen.append(messages[0].text)
-            return ChatResult(text=["Yes.", "no", "unsure"][len(seen) - 1], latency_s=0.0)
+            tokens.append(max_tokens)
+            return ChatResult(text=["Yes.", "no", "unsure"][(len(seen) - 1) % 3], latency_s=0.0)
+
+    tokens: list[int] = []
 
     qs = pl.DataFrame({"conversation_id": ["r1", "r2", "r3"], "question_id": ["q1", "q2", "q3_abs"],
                        "question": ["How many days?", "Where now?", "Who?"], "answer": ["18", "Paris", "unknown"],
@@ -112,6 +115,12 @@ def test_longmemeval_judging_uses_the_question_type_prompt():
     answers = pl.DataFrame({"variant": ["memshot"] * 3, "k": [5] * 3, "conversation_id": ["r1", "r2", "r3"],
                             "question_id": ["q1", "q2", "q3_abs"], "prediction": ["19 days", "Rome", "Bob"]})
     out = A.judge_answers(answers, qs, Recorder(), dataset="longmemeval", concurrency=1)
-    assert out["judge_label"].to_list() == [True, False, None]
-    assert out["judge_status"].to_list() == ["ok", "ok", "malformed"]
+    # the official reading: 'yes' in reply.lower(), so "unsure" is a no (not a judge failure) ...
+    assert out["judge_label"].to_list() == [True, False, False]
+    assert out["judge_status"].to_list() == ["ok", "ok", "ok"]
+    assert tokens == [10, 10, 10]  # ... with the official max_tokens=10
     assert "off-by-one" in seen[0] and "updated answer" in seen[1] and "unanswerable" in seen[2]
+    strict = A.judge_answers(answers, qs, Recorder(), dataset="longmemeval", concurrency=1, parse="strict",
+                             max_tokens=64)
+    assert strict["judge_label"].to_list() == [True, False, None] and strict["judge_status"][2] == "malformed"
+    assert tokens[3:] == [64, 64, 64]

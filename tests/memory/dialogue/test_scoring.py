@@ -121,3 +121,18 @@ def test_accuracy_is_null_when_nothing_was_judged():
                          "locomo")
     row = S.accuracy_table(df).filter(pl.col("category") == "overall").row(0, named=True)
     assert row["accuracy"] is None and row["judge_failures"] == 1 and row["f1"] == 1.0 and row["coverage"] == 0.0
+
+
+@pytest.mark.parametrize("reply,label,status", [
+    ("yes", True, "ok"), ("No.", False, "ok"), ("maybe yes maybe no", True, "ok"), ("I think so", False, "ok"),
+    ("eyes", True, "ok"), ("", None, "empty"),
+])
+def test_parse_yes_official_is_the_substring_rule(reply, label, status):
+    """LongMemEval's evaluate_qa.py: label = 'yes' in reply.lower() (the default parse)."""
+    assert S.parse_yes_official(reply)[:2] == (label, status)
+    from memory.dialogue.datasets import get_dataset
+
+    lme = get_dataset("longmemeval")
+    assert lme.parse_judge(reply)[:2] == (label, status)  # official by default ...
+    assert lme.parse_judge_strict(reply)[:2] == S.parse_yes_no_judge(reply)[:2]  # ... strict on request
+    assert lme.judge_max_tokens == 10 and get_dataset("locomo").judge_max_tokens == 256
