@@ -220,7 +220,8 @@ def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Re
     abl = Section("memshot-ablations", "MemShot: ablations (Table 3) and rendering height (Table 5)")
     rsec = Section("memshot-recall", "MemShot: evidence recall@k")
     if ans is None or ans.height == 0:
-        main.empty = abl.empty = "no memshot_answers table in this run"
+        main.empty = abl.empty = ("no memshot_answers table in this run: answers and the judge need "
+                                  "memshot.vlm / memshot.judge (vismem run memshot --vlm ... --judge ...)")
     else:
         _answer_tables(main, abl, ans, opt, links)
     _recall_tables(rsec, rec, ans, opt, links)

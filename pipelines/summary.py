@@ -21,7 +21,10 @@ def _n(v: Any) -> str:
 
 def _memshot(s: dict[str, Any]) -> str:
     ans = s.get("answers")
-    tail = ans if isinstance(ans, str) else f"{_n(ans.get('answers', 0))} answers judged" if isinstance(ans, dict) else ""
+    if isinstance(ans, dict):
+        tail = f"{_n(ans.get('answers', 0))} answers ({_n(ans.get('answer_failures', 0))} failed), judged"
+    else:
+        tail = f"answers {ans}" if ans else ""
     return (f"{_n(s.get('conversations'))} conversation(s), {_n(s.get('questions'))} questions, "
             f"{_n(s.get('units'))} units; {tail}")
 
