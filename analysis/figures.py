@@ -132,3 +132,45 @@ def recall_at_k(rec: pl.DataFrame) -> Any:
     ax.set_ylabel(f"evidence {metric}@k (%)")
     ax.legend(fontsize=7)
     return fig
+
+
+def conditioned_accuracy(t: pl.DataFrame) -> Any:
+    """Fig. 4a: per variant (and k), the share of questions retrieved correctly (hit@k) and the
+    Acc given a hit / a miss, as grouped bars."""
+    labels = [f"{r['variant']}@{r['k']}" for r in t.iter_rows(named=True)]
+    fig, ax = plt.subplots(figsize=(max(4.2, 1.1 * len(labels) + 1.5), 3.0), layout="constrained")
+    width = 0.26
+    for j, (col, name) in enumerate((("hit_rate", "retrieved (hit@k)"), ("acc_given_hit", "Acc | hit"),
+                                     ("acc_given_miss", "Acc | miss"))):
+        ys = [(v if v is not None else float("nan")) * 100 for v in t[col].to_list()]
+        ax.bar([i + (j - 1) * width for i in range(len(labels))], ys, width, label=name, color=f"C{j}")
+    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=7)
+    ax.set_ylabel("%")
+    ax.set_title("Retrieval and generation (Fig. 4a)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def recall_by_unit_size(t: pl.DataFrame) -> Any:
+    """Fig. 4b: evidence recall@k against unit size, one line per (embedder, unit modality), one
+    panel per k, conversation-clustered 95% CIs as error bars."""
+    ks = sorted(t["k"].unique().to_list())
+    fig, axes = _grid(len(ks))
+    sizes = [s for s in ("512", "768", "1024", "session") if s in set(t["unit_size"].to_list())]
+    for ax, k in zip(axes.flat, ks):
+        d = t.filter(pl.col("k") == k)
+        for i, ((emb, mod), g) in enumerate(d.group_by(["embedder", "unit_modality"], maintain_order=True)):
+            g = g.with_columns(pl.col("unit_size").replace_strict({s: n for n, s in enumerate(sizes)},
+                                                                  return_dtype=pl.Int64).alias("x")).sort("x")
+            y = g["recall"].to_numpy() * 100
+            lo = (g["low"].fill_null(g["recall"]).to_numpy() * 100)
+            hi = (g["high"].fill_null(g["recall"]).to_numpy() * 100)
+            ax.errorbar(g["x"].to_numpy(), y, yerr=[(y - lo).clip(0), (hi - y).clip(0)], marker="o", ms=4,
+                        capsize=2, ls="-" if mod == "image" else "--", color=f"C{i}", label=f"{emb} · {mod}")
+        ax.set_xticks(range(len(sizes)), [s if s == "session" else f"{s} px" for s in sizes])
+        ax.set_title(f"k={k}")
+        ax.set_xlabel("unit size")
+        ax.set_ylabel("evidence recall@k (%)")
+    axes.flat[0].legend(fontsize=6)
+    fig.suptitle("Recall against unit size (Fig. 4b)")
+    return fig

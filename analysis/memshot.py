@@ -159,3 +159,98 @@ def recall_table(recall: pl.DataFrame | None, answers: pl.DataFrame | None = Non
                     .sort([*by, "k"]))
     return pl.DataFrame(schema={"dataset": pl.String, "variant": pl.String, "k": pl.Int64, "n": pl.Int64,
                                 "recall": pl.Float64, "hit": pl.Float64})
+
+
+# -- Fig. 4a: accuracy conditioned on retrieval ----------------------------------------------------
+
+def retrieval_conditioned(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
+                          exclude_categories: Sequence[str] = ("adversarial",)) -> pl.DataFrame:
+    """Fig. 4a: end-to-end Acc split into retrieval and generation, per group.
+
+    ``hit_rate``: share of questions whose top-k held an evidence turn (``recall_hit``);
+    ``acc_given_hit`` / ``acc_given_miss``: Acc among those questions and the others (the
+    retrieval-to-generation conversion rate is ``acc_given_hit``); ``acc``: overall, so
+    ``acc = hit_rate * acc_given_hit + (1 - hit_rate) * acc_given_miss`` over the questions
+    whose hit is known. Unjudged answers count as wrong (as in :func:`scores`); rows with an
+    unknown ``recall_hit`` are left out.
+    """
+    by = [c for c in by if c in answers.columns]
+    schema = {**{c: answers.schema[c] for c in by}, "n": pl.Int64, "hits": pl.Int64, "hit_rate": pl.Float64,
+              "acc": pl.Float64, "acc_given_hit": pl.Float64, "acc_given_miss": pl.Float64}
+    if "recall_hit" not in answers.columns or answers.height == 0:
+        return pl.DataFrame(schema=schema)
+    df = with_outcome(answers.filter(~pl.col("category").is_in(list(exclude_categories))
+                                     & pl.col("recall_hit").is_not_null()), by)
+    if df.height == 0:
+        return pl.DataFrame(schema=schema)
+    ok = pl.col("judge_label").cast(pl.Float64)
+    hit = pl.col("recall_hit")
+    out = df.group_by(by).agg(
+        pl.len().alias("n"), hit.sum().alias("hits"), hit.cast(pl.Float64).mean().alias("hit_rate"),
+        ok.mean().alias("acc"), ok.filter(hit).mean().alias("acc_given_hit"),
+        ok.filter(~hit).mean().alias("acc_given_miss"))
+    return out.select(list(schema)).cast(schema).sort(by, nulls_last=True)
+
+
+# -- Fig. 4b: recall against unit size, and conversation-clustered intervals -----------------------
+
+#: Unit sizes in Fig. 4b's order (px of the shot's maximum height; "session" = full session).
+UNIT_SIZES = ("512", "768", "1024", "session")
+
+
+def cluster_mean_ci(df: pl.DataFrame, by: Sequence[str], value: str, *, cluster: str = "conversation_id",
+                    n_resamples: int = 10_000, seed: int = 0) -> pl.DataFrame:
+    """Per ``by`` group: ``n``, ``clusters``, ``mean``, ``low``, ``high`` and ``ci`` (what was resampled).
+
+    Questions of one conversation are not independent (same dialogue, same units), so the
+    interval resamples conversations with replacement and recomputes the pooled mean (a ratio
+    of sums: :func:`analysis.bootstrap.cluster_ci`). A group from a single conversation has no
+    cluster interval: it falls back to the question-level bootstrap (``ci = "question"``).
+    """
+    from analysis.bootstrap import cluster_ci
+    from analysis.intervals import mean_ci
+
+    by = [c for c in by if c in df.columns]
+    schema = {**{c: df.schema[c] for c in by}, "n": pl.Int64, "clusters": pl.Int64, "mean": pl.Float64,
+              "low": pl.Float64, "high": pl.Float64, "ci": pl.String}
+    rows = df.filter(pl.col(value).is_not_null()).with_columns(pl.col(value).cast(pl.Float64).alias("_v"))
+    if rows.height == 0:
+        return pl.DataFrame(schema=schema)
+    per = (rows.group_by([*by, cluster], maintain_order=True)
+           .agg(pl.col("_v").sum().alias("_s"), pl.len().alias("_n")).sort([*by, cluster]))
+    out = []
+    for key, g in per.group_by(by, maintain_order=True) if by else [((), per)]:
+        ci = cluster_ci(g["_s"].to_numpy(), g["_n"].to_numpy(), n_resamples=n_resamples, seed=seed)
+        out.append({**dict(zip(by, key)), "n": int(g["_n"].sum()), "clusters": g.height, "mean": ci.estimate,
+                    "low": ci.low, "high": ci.high, "ci": "conversation"})
+    res = pl.DataFrame(out, schema=schema).with_columns(pl.col("low", "high").fill_nan(None))
+    single = res.filter(pl.col("clusters") < 2)
+    if single.height:
+        flat = mean_ci(rows.join(single.select(by), on=by, how="semi") if by else rows, by, "_v",
+                       order=[cluster, "question_id"] if "question_id" in rows.columns else [cluster],
+                       n_resamples=n_resamples, seed=seed)
+        res = (res.join(flat.select(*by, pl.col("low").alias("_lo"), pl.col("high").alias("_hi")), on=by,
+                        how="left", nulls_equal=True) if by else res.with_columns(
+            pl.lit(flat["low"][0]).alias("_lo"), pl.lit(flat["high"][0]).alias("_hi")))
+        one = pl.col("clusters") < 2
+        res = res.with_columns(pl.when(one).then(pl.col("_lo")).otherwise(pl.col("low")).alias("low"),
+                               pl.when(one).then(pl.col("_hi")).otherwise(pl.col("high")).alias("high"),
+                               pl.when(one).then(pl.lit("question")).otherwise(pl.col("ci")).alias("ci")).drop("_lo", "_hi")
+    return res.select(list(schema)).cast(schema).sort(by, nulls_last=True) if by else res.select(list(schema))
+
+
+def unit_size_table(recall: pl.DataFrame | None, *, n_resamples: int = 10_000, seed: int = 0) -> pl.DataFrame:
+    """Fig. 4b: evidence recall@k per (dataset, embedder, unit modality, unit size, k), with the
+    conversation-clustered 95% CI. Needs the stage's ``unit_size`` / ``unit_modality`` columns;
+    Text RAG rows (no unit size) are left out. Empty without at least two sizes."""
+    need = {"unit_size", "unit_modality"}
+    by = ["dataset", "embedder", "unit_modality", "unit_size", "k"]
+    if recall is None or not recall.height or not need <= set(recall.columns):
+        return pl.DataFrame(schema={c: pl.String for c in by[:-1]} | {"k": pl.Int64})
+    df = recall.filter(pl.col("unit_size").is_not_null())
+    if df["unit_size"].n_unique() < 2:
+        return df.head(0).select([c for c in by if c in df.columns])
+    t = cluster_mean_ci(df, by, "recall", n_resamples=n_resamples, seed=seed).rename({"mean": "recall"})
+    order = {s: i for i, s in enumerate(UNIT_SIZES)}
+    return (t.with_columns(pl.col("unit_size").replace_strict(order, default=len(order), return_dtype=pl.Int64)
+                           .alias("_o")).sort(["dataset", "embedder", "unit_modality", "k", "_o"]).drop("_o"))

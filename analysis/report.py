@@ -105,7 +105,7 @@ def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict
             if s.has_data:
                 s.notes.insert(0, cs["line"])
     sections = [*dmv_parts, *memshot_sections(tables.get("memshot_answers"), tables.get("memshot_recall"),
-                                              options, links)]
+                                              options, links, extras=tables)]
     found = ", ".join(k for k in KINDS if k in tables) or "none"
     titles = {"trajectories": "Trajectory viewer (DMV-Bench sessions and probes)",
               "samples": "Sample viewer (MemShot questions and retrieved shots)"}
@@ -193,7 +193,11 @@ def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOption
     if manifest is None and store.exists(f"{prefix}/manifest.json"):
         manifest = store.get_json(f"{prefix}/manifest.json")
     tables, errors = load_results(store, prefix)
-    rep = build_report(tables, run_id, manifest=manifest, errors=errors, options=options, viewers=viewers)
+    from analysis.memshot_sections import load_extras
+
+    # MemShot side tables (read rate, latency) ride along; build_report passes them to its sections.
+    rep = build_report({**tables, **load_extras(store, prefix)}, run_id, manifest=manifest, errors=errors,
+                       options=options, viewers=viewers)
     keys = write_report(store, prefix, rep)
     return {"status": "done" if not errors else "done-with-errors", "found": sorted(tables),
             "missing": [k for k in KINDS if k not in tables and k not in errors], "errors": errors,

@@ -214,8 +214,12 @@ def _answer_ci(ans: pl.DataFrame, table: pl.DataFrame, by: Sequence[str], on: st
 
 
 def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: ReportOptions,
-                     links: Links) -> list[Section]:
-    """Tables 1-5 (Acc/F1 per category, ablations, heights) and evidence recall@k, with CIs."""
+                     links: Links, extras: dict[str, pl.DataFrame] | None = None) -> list[Section]:
+    """Tables 1-5 (Acc/F1 per category, ablations, heights) and evidence recall@k, with CIs;
+    then Fig. 4, read rate / latency and the paper's quoted baselines
+    (:mod:`analysis.memshot_sections`; ``extras``: the stage's side tables)."""
+    from analysis.memshot_sections import memshot_extra_sections
+
     main = Section("memshot-main", "MemShot: Acc / F1 per category (Tables 1, 2, 4)")
     abl = Section("memshot-ablations", "MemShot: ablations (Table 3) and rendering height (Table 5)")
     rsec = Section("memshot-recall", "MemShot: evidence recall@k")
@@ -225,7 +229,8 @@ def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Re
     else:
         _answer_tables(main, abl, ans, opt, links)
     _recall_tables(rsec, rec, ans, opt, links)
-    return [main, abl, rsec]
+    more = memshot_extra_sections({**(extras or {}), "memshot_answers": ans, "memshot_recall": rec}, opt, links)
+    return [main, abl, rsec, *more]
 
 
 def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOptions, links: Links) -> None:
@@ -266,22 +271,24 @@ def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | 
     ci: dict[str, tuple[str, str]] = {}
     src, hit_col = (rec, "hit") if rec is not None and rec.height else (ans, "recall_hit")
     by = [c for c in ("dataset", "variant", "embedder", "max_height") if c in rt.columns and c in src.columns]
+    from analysis.memshot_sections import CI_RECALL, cluster_ci_long
+
     for value, name in (("recall", "recall"), (hit_col, "hit")):
         if value in src.columns:
-            rt, c = attach(rt, _ci_long(src, [*by, "k"], value, opt, overall=None), [*by, "k"], None, name)
+            rt, c = attach(rt, cluster_ci_long(src, [*by, "k"], value, opt), [*by, "k"], None, name)
             ci |= c
     rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt, percent=["recall", "hit"],
-                             ci=ci, links=links.memshot(rt), caption=_CI_MEMSHOT))
+                             ci=ci, links=links.memshot(rt), caption=CI_RECALL))
     rsec.figures.append(Figure("memshot-recall", "Evidence recall@k", *figures.render(figures.recall_at_k(rt))))
     ct = memshot.recall_category_table(rec)
     if ct.height:
         cby = [c for c in ("dataset", "variant", "embedder", "k") if c in ct.columns]
-        long = _ci_long(rec, [*cby, "category"], "recall", opt, overall="category")
+        long = cluster_ci_long(rec, [*cby, "category"], "recall", opt, overall="category")
         cols = [c for c in ct.columns if c not in ("dataset", "variant", "embedder", "k", "n")]
         ct, cci = attach(ct, long, cby, "category", "{}")
         rsec.tables.append(Table("memshot-recall-category", "Evidence recall@k per category (%)", ct,
                                  percent=cols + [x for p in cci.values() for x in p], ci=cci,
-                                 links=links.memshot(ct), caption=_CI_MEMSHOT))
+                                 links=links.memshot(ct), caption=CI_RECALL))
 
 
 __all__ = ["Links", "ReportOptions", "dmv_sections", "encoding_section", "memshot_sections", "ci_names"]

@@ -41,8 +41,8 @@ class MemShotConfig(Frozen):
         ("memshot", "text-rag"), min_length=1,
         description=(
             "Memory-unit variants to build, by name (memory/dialogue/variants/*.yaml): memshot, no-header, "
-            "no-render, h512, h1024, full-session, full-session-no-render, text-rag. Max height, overlap, "
-            "header and rendering are set per variant."
+            "no-render, h512, h1024, full-session, full-session-no-render, h512-no-render, h1024-no-render, "
+            "text-rag. Max height, overlap, header and rendering are set per variant."
         ),
     )
     image_format: Literal["png", "webp"] = Field(
@@ -67,6 +67,11 @@ class MemShotConfig(Frozen):
             "Multimodal embedder for image units (shots) and their queries; paper: qwen3-vl-embedding "
             "(Qwen3-VL-Embedding-8B). None skips retrieval for image variants (they are still rendered)."
         ),
+    )
+    extra_retrievers: tuple[ComponentSpec, ...] = Field(
+        (), description="Further multimodal retrievers whose recall@k is reported beside the main ones (Fig. 4b's "
+        "second family: jina-embeddings-v4): each embeds every variant's units, text and shots, and the questions; "
+        "answers use text_embedder / image_embedder only.",
     )
     embed_batch_size: int = Field(64, ge=1, description="Items per embedding batch (one model call).")
     embed_actors: int = Field(1, ge=1, description="Ray Data embedding actors (one embedder copy each).")

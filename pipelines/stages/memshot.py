@@ -85,6 +85,8 @@ def check(config: Any) -> None:
     EMBEDDERS.check(cfg.text_embedder, field="memshot.text_embedder")
     if cfg.image_embedder is not None:
         EMBEDDERS.check(cfg.image_embedder, field="memshot.image_embedder")
+    for i, spec in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
+        EMBEDDERS.check(spec, field=f"memshot.extra_retrievers[{i}]")
     for name in ("vlm", "judge"):
         if getattr(cfg, name) is not None:
             VLMS.check(getattr(cfg, name), field=f"memshot.{name}")
@@ -127,6 +129,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         pl.col("variant").replace_strict(embedder_names, default=None).alias("embedder"),
         pl.col("variant").replace_strict(_max_heights(units), default=None, return_dtype=pl.Int64).alias("max_height"),
     )
+    recall = _with_unit_size(pl.concat([recall, _extra_recall(ctx, units, questions)], how="diagonal_relaxed"))
     _write_result(ctx, "memshot_recall", recall)
     summary_tbl = recall_summary(recall, by=("variant", "embedder", "k"))
     ctx.store.write_table(f"{results}/memshot_recall_summary.parquet", summary_tbl, schema_version=SUMMARY_SCHEMA_VERSION)
@@ -310,6 +313,45 @@ def _pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, di
     seconds = read.select("variant", "conversation_id", pl.col("ocr_s").alias("embed_s"),
                           pl.lit(embedder_label(spec)).alias("embedder"))
     return out, {"seconds": seconds, "ocr": job, "read_rate": rates}
+
+
+def _extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
+    """Recall rows of ``memshot.extra_retrievers`` (Fig. 4b's second retriever family): each
+    embeds every variant's units (text through ``embed_texts``, shots through
+    ``embed_images``) and the questions; answers keep using the main retrievers."""
+    import polars as pl
+
+    from memory.dialogue.retrieval import evidence_recall
+    from serve.embed import EMBEDDERS
+
+    cfg = ctx.config.memshot
+    parts = []
+    for i, raw in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
+        spec = EMBEDDERS.resolve(raw, field=f"memshot.extra_retrievers[{i}]")
+        ranked, _secs, name = _retrieve(ctx, f"extra_retriever_{i}", spec, units, questions)
+        parts.append(evidence_recall(ranked, units, questions, cfg.k).with_columns(
+            pl.lit(_dataset(cfg)).alias("dataset"), pl.lit(name).alias("embedder"),
+            pl.col("variant").replace_strict(_max_heights(units), default=None, return_dtype=pl.Int64)
+            .alias("max_height")))
+    return pl.concat(parts) if parts else pl.DataFrame()
+
+
+def _with_unit_size(recall: Any) -> Any:
+    """Recall rows with what Fig. 4b plots them by: ``unit_size`` ("512", "768", "1024" px or
+    "session" for full-session shots; null for Text RAG's session text, which is not a MemShot
+    unit) and ``unit_modality`` ("image": drawn shots, "text": the same units as text)."""
+    import polars as pl
+
+    from memory.dialogue.variants import load_variant
+
+    names = recall["variant"].unique().to_list() if recall.height else []
+    vs = {v: load_variant(v) for v in names}
+    size = {v: (None if x.kind != "shots" else "session" if x.max_height is None else str(x.max_height))
+            for v, x in vs.items()}
+    modality = {v: "image" if x.is_image else "text" for v, x in vs.items()}
+    return recall.with_columns(
+        pl.col("variant").replace_strict(size, default=None, return_dtype=pl.Utf8).alias("unit_size"),
+        pl.col("variant").replace_strict(modality, default=None, return_dtype=pl.Utf8).alias("unit_modality"))
 
 
 def _max_heights(units: Any) -> dict[str, int | None]:

@@ -121,3 +121,110 @@ def test_acc_denominator_includes_an_unanswered_question():
     assert memshot.with_outcome(df)["judge_label"].to_list() == [True, True, False]
     none = df.with_columns(pl.lit(None, pl.Boolean).alias("judge_label"))
     assert memshot.with_outcome(none)["judge_label"].null_count() == 3  # no judge at all: stays unknown
+
+
+def test_fig4a_accuracy_conditioned_on_retrieval():
+    """Hand-made answers: Acc | hit and Acc | miss, and their mix gives the overall Acc."""
+    rows = [_ans("q1", "single-hop", "memshot", 5, True, 1.0, hit=True),
+            _ans("q2", "single-hop", "memshot", 5, True, 1.0, hit=True),
+            _ans("q3", "temporal", "memshot", 5, False, 0.0, hit=True),
+            _ans("q4", "temporal", "memshot", 5, True, 1.0, hit=False),
+            _ans("q5", "multi-hop", "memshot", 5, None, 0.0, hit=False),   # unjudged: wrong
+            _ans("q6", "multi-hop", "memshot", 5, True, 1.0, hit=None),    # hit unknown: left out
+            _ans("q7", "adversarial", "memshot", 5, True, 1.0, hit=True),  # excluded category
+            _ans("q1", "single-hop", "text-rag", 5, False, 0.0, hit=False),
+            _ans("q2", "single-hop", "text-rag", 5, True, 1.0, hit=True)]
+    df = validate(pl.DataFrame(rows, schema_overrides={"max_height": pl.Int64}), "memshot_answers")
+    t = memshot.retrieval_conditioned(df)
+    m = t.filter(pl.col("variant") == "memshot").row(0, named=True)
+    assert (m["n"], m["hits"], m["hit_rate"]) == (5, 3, 0.6)
+    assert m["acc_given_hit"] == 2 / 3 and m["acc_given_miss"] == 0.5 and m["acc"] == 3 / 5
+    assert math.isclose(m["acc"], m["hit_rate"] * m["acc_given_hit"] + (1 - m["hit_rate"]) * m["acc_given_miss"])
+    r = t.filter(pl.col("variant") == "text-rag").row(0, named=True)
+    assert (r["acc_given_hit"], r["acc_given_miss"]) == (1.0, 0.0)
+    assert memshot.retrieval_conditioned(df.drop("recall_hit")).height == 0
+
+
+def _clustered(n_conv=40, per=(3, 12), seed=1):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in range(n_conv):
+        base = rng.uniform(0.2, 0.9)  # conversations differ: questions within one are correlated
+        for q in range(int(rng.integers(*per))):
+            rows.append({"conversation_id": f"c{c}", "question_id": f"q{q}", "variant": "memshot", "k": 5,
+                         "recall": float(np.clip(base + rng.normal(0, 0.1), 0, 1))})
+    return pl.DataFrame(rows)
+
+
+def test_cluster_ci_matches_statsmodels_cluster_robust_se():
+    """The conversation bootstrap's spread agrees with the cluster-robust SE of a mean
+    (statsmodels OLS on a constant, cov_type="cluster"), and is wider than the iid one."""
+    import numpy as np
+    import statsmodels.api as sm
+
+    df = _clustered()
+    t = memshot.cluster_mean_ci(df, ["variant", "k"], "recall", n_resamples=4000, seed=3).row(0, named=True)
+    y = df["recall"].to_numpy()
+    groups = df["conversation_id"].cast(pl.Categorical).to_physical().to_numpy()
+    fit = sm.OLS(y, np.ones_like(y)).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    assert math.isclose(t["mean"], y.mean(), rel_tol=1e-12) and t["clusters"] == 40 and t["ci"] == "conversation"
+    se_boot = (t["high"] - t["low"]) / (2 * 1.959964)
+    assert abs(se_boot / fit.bse[0] - 1) < 0.15
+    iid = sm.OLS(y, np.ones_like(y)).fit().bse[0]
+    assert se_boot > 1.5 * iid  # ignoring the clustering would understate the uncertainty
+
+
+def test_cluster_ci_falls_back_to_questions_for_one_conversation():
+    from analysis.intervals import mean_ci
+
+    one = _clustered(n_conv=1, per=(30, 31))
+    t = memshot.cluster_mean_ci(one, ["variant", "k"], "recall", n_resamples=2000, seed=0).row(0, named=True)
+    ref = mean_ci(one, ["variant", "k"], "recall", order=["conversation_id", "question_id"], n_resamples=2000,
+                  seed=0).row(0, named=True)
+    assert t["ci"] == "question" and t["clusters"] == 1
+    assert (t["low"], t["high"]) == (ref["low"], ref["high"]) and t["low"] < t["mean"] < t["high"]
+
+
+def test_fig4b_unit_size_table_order_and_modalities():
+    base = _clustered(n_conv=3, per=(4, 5))
+    parts = []
+    for size, variant, mod, shift in (("1024", "h1024", "image", 0.0), ("512", "h512", "image", 0.0),
+                                      ("768", "memshot", "image", 0.0), ("session", "full-session", "image", 0.0),
+                                      ("768", "no-render", "text", -0.1), (None, "text-rag", "text", 0.0)):
+        parts.append(base.with_columns(pl.lit(variant).alias("variant"), pl.lit(size, pl.String).alias("unit_size"),
+                                       pl.lit(mod).alias("unit_modality"), pl.lit("locomo").alias("dataset"),
+                                       pl.lit("e").alias("embedder"), (pl.col("recall") + shift).clip(0, 1)))
+    t = memshot.unit_size_table(pl.concat(parts), n_resamples=500)
+    img = t.filter(pl.col("unit_modality") == "image")
+    assert img["unit_size"].to_list() == ["512", "768", "1024", "session"]
+    txt = t.filter(pl.col("unit_modality") == "text")
+    assert txt["unit_size"].to_list() == ["768"]  # Text RAG (no unit size) is not a point of Fig. 4b
+    assert txt["recall"][0] < img.filter(pl.col("unit_size") == "768")["recall"][0]
+    assert (t["ci"] == "conversation").all() and (t["low"] <= t["recall"]).all()
+
+
+def test_extra_sections_read_rate_latency_fig4_and_quoted_baselines():
+    from analysis.memshot_sections import memshot_extra_sections, readrate_table
+    from analysis.report_sections import Links, ReportOptions
+
+    readings = pl.DataFrame({"variant": ["memshot"] * 3, "n_words": [100, 50, 0], "n_read": [99, 40, 0]})
+    rt = readrate_table(readings).row(0, named=True)
+    assert rt["read_rate"] == 139 / 150 and rt["min_shot"] == 0.8 and rt["share_at_goal"] == 2 / 3
+    latency = pl.DataFrame({"conversation_id": ["c0", "c1"], "variant": ["memshot"] * 2, "embedder": ["e"] * 2,
+                            "render_s": [0.1, 0.3], "embed_s": [1.0, 2.0], "construction_s": [1.1, 2.3]})
+    secs = memshot_extra_sections({"memshot_answers": _known(), "memshot_recall": None,
+                                   "memshot_readrate": readings, "memshot_latency": latency},
+                                  ReportOptions(n_resamples=200), Links())
+    ids = [s.id for s in secs]
+    assert ids == ["memshot-fig4", "memshot-construction", "memshot-baselines"]
+    tables = {t.id: t for s in secs for t in s.tables}
+    assert tables["memshot-latency"].df.row(0, named=True)["construction_s"] == 1.7
+    assert tables["memshot-latency"].df.row(0, named=True)["paper_s (quoted)"] == 9.56
+    quoted = tables["memshot-quoted-locomo"].df
+    assert (quoted["source"] == "quoted (paper)").all()
+    lm = quoted.filter((pl.col("method") == "LightMem") & (pl.col("backbone") == "Qwen3-VL-8B-Instruct")).row(0, named=True)
+    assert (lm["Overall Acc"], lm["Overall F1"], lm["Latency (s)"]) == (0.6799, 0.4753, 439.06)  # Table 1 as printed
+    assert tables["memshot-fig4a"].df.height == 2  # memshot@5, memshot@10
+    assert memshot_extra_sections({}, ReportOptions(), Links()) == []

@@ -1,0 +1,155 @@
+"""MemShot report sections beyond Tables 1-5: Fig. 4 (retrieval vs generation, recall vs unit
+size), the pixel reader's read rate, construction latency, and the paper's baselines (quoted).
+
+Inputs are the run's result tables: ``memshot_answers`` / ``memshot_recall`` (validated kinds)
+and two side tables the memshot stage writes beside them, read by :func:`load_extras`:
+``memshot_readrate`` (one row per shot a pixel reader read) and ``memshot_latency`` (seconds per
+conversation x variant). Everything here is pure but the loader.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from analysis import figures, memshot
+from analysis.memshot_paper import EXTERNAL, QUOTED, quoted_table
+from analysis.render import Figure, Section, Table
+
+#: Side tables of the memshot stage (``runs/<id>/results/<name>.parquet``), not schema kinds.
+EXTRAS = ("memshot_readrate", "memshot_latency")
+#: The paper's construction latency per method (Table 1, seconds per conversation), quoted.
+PAPER_LATENCY_S = {"image": 9.56, "text-rag": 2.10}
+GOAL = 0.95  # the read-rate goal (share of the words a shot draws)
+
+
+def load_extras(store: Any, run_prefix: str) -> dict[str, pl.DataFrame]:
+    """The side tables present under ``<run_prefix>/results/`` (missing or unreadable: left out)."""
+    out: dict[str, pl.DataFrame] = {}
+    for name in EXTRAS:
+        key = f"{run_prefix.rstrip('/')}/results/{name}.parquet"
+        try:
+            if store.exists(key):
+                out[name] = store.read_table(key)
+        except Exception:  # noqa: BLE001 - a side table never breaks the report
+            continue
+    return out
+
+
+def readrate_table(readings: pl.DataFrame | None, goal: float = GOAL) -> pl.DataFrame:
+    """Per variant: shots, words, ``read_rate`` (word-weighted), ``mean_shot``, ``min_shot``,
+    ``share_at_goal`` — the summary of ``memory.dialogue.readrate`` from its per-shot rows."""
+    if readings is None or readings.height == 0:
+        return pl.DataFrame(schema={"variant": pl.String})
+    rate = pl.when(pl.col("n_words") > 0).then(pl.col("n_read") / pl.col("n_words")).otherwise(1.0)
+    return (readings.group_by("variant").agg(
+        pl.len().alias("shots"), pl.col("n_words").sum().alias("words"),
+        (pl.col("n_read").sum() / pl.col("n_words").sum()).alias("read_rate"), rate.mean().alias("mean_shot"),
+        rate.min().alias("min_shot"), (rate >= goal).mean().alias("share_at_goal")).sort("variant"))
+
+
+def latency_table(latency: pl.DataFrame | None) -> pl.DataFrame:
+    """Per variant (and embedder): mean construction seconds per conversation (render +
+    embedding; a pixel reader's OCR included), beside the paper's quoted value."""
+    if latency is None or latency.height == 0:
+        return pl.DataFrame(schema={"variant": pl.String})
+    by = [c for c in ("variant", "embedder") if c in latency.columns]
+    t = latency.group_by(by).agg(pl.len().alias("conversations"), pl.col("render_s").mean(),
+                                 pl.col("embed_s").mean(), pl.col("construction_s").mean())
+    paper = (pl.when(pl.col("variant") == "text-rag").then(pl.lit(PAPER_LATENCY_S["text-rag"]))
+             .when(pl.col("variant").is_in(["memshot", "no-header", "h512", "h1024", "full-session"]))
+             .then(pl.lit(PAPER_LATENCY_S["image"])).otherwise(None))
+    return t.with_columns(paper.alias("paper_s (quoted)")).sort(by)
+
+
+def fig4_section(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Any, links: Any) -> Section:
+    """Fig. 4a (Acc conditioned on retrieval) and Fig. 4b (recall@k against unit size)."""
+    s = Section("memshot-fig4", "MemShot: retrieval vs generation and unit size (Fig. 4)")
+    if ans is not None and ans.height:
+        t = memshot.retrieval_conditioned(ans, exclude_categories=opt.exclude_categories)
+        if t.height:
+            s.tables.append(Table("memshot-fig4a", "Acc conditioned on retrieval (%)", t,
+                                  percent=["hit_rate", "acc", "acc_given_hit", "acc_given_miss"],
+                                  links=links.memshot(t), caption="hit = the top-k held an evidence turn; "
+                                  "unjudged answers count as wrong."))
+            s.figures.append(Figure("memshot-fig4a", "Retrieval and generation",
+                                    *figures.render(figures.conditioned_accuracy(t))))
+    u = memshot.unit_size_table(rec, n_resamples=opt.n_resamples, seed=opt.seed)
+    if u.height:
+        s.tables.append(Table("memshot-fig4b", "Evidence recall@k by unit size (%)", u,
+                              percent=["recall", "low", "high"], ci={"recall": ("low", "high")},
+                              caption="Same units drawn (image) or written (text); 95% CI: bootstrap over "
+                                      "conversations (question-level when there is one)."))
+        s.figures.append(Figure("memshot-fig4b", "Recall against unit size",
+                                *figures.render(figures.recall_by_unit_size(u))))
+    if not s.has_data:
+        s.empty = ("no recall_hit in the answers and fewer than two unit sizes in memshot_recall "
+                   "(run h512 / memshot / h1024 / full-session and their -no-render twins)")
+    return s
+
+
+def pixels_section(readings: pl.DataFrame | None, latency: pl.DataFrame | None) -> Section:
+    """The pixel reader's read rate per variant and construction latency per variant."""
+    s = Section("memshot-construction", "MemShot: read rate of the shots and construction latency")
+    rt = readrate_table(readings)
+    if rt.height:
+        s.tables.append(Table("memshot-readrate", "Read rate: share of each shot's words the OCR text holds (%)",
+                              rt, percent=["read_rate", "mean_shot", "min_shot", "share_at_goal"],
+                              caption=f"Goal: {GOAL:.0%} of the words; share_at_goal = shots at or above it. "
+                                      "Measured by the pixel reader (ocr-minilm, a stand-in for the paper's "
+                                      "multimodal embedder): it also checks the shots are legible."))
+    lt = latency_table(latency)
+    if lt.height:
+        s.tables.append(Table("memshot-latency", "Memory-construction latency per conversation (s)", lt,
+                              caption="render + unit embedding (OCR included for a pixel reader, so a stand-in's "
+                                      "latency is not the paper's); paper_s is Table 1's value, quoted."))
+    if not s.has_data:
+        s.empty = "no memshot_readrate / memshot_latency table (set memshot.image_embedder to a pixel reader)"
+    return s
+
+
+def baselines_section(datasets: list[str]) -> Section:
+    """The paper's Tables 1, 2 and 4 for the run's datasets, every row marked quoted."""
+    s = Section("memshot-baselines", "MemShot: the paper's baselines (Tables 1, 2, 4) — quoted, not measured")
+    for ds in datasets:
+        t = quoted_table(ds)
+        if not t.height:
+            continue
+        pct = [c for c in t.columns if c.endswith(" Acc") or c.endswith(" F1")]
+        s.tables.append(Table(f"memshot-quoted-{ds}", f"{ds}: the paper's rows (%), {QUOTED}", t, percent=pct,
+                              caption=f"Not measured here. {', '.join(EXTERNAL)} run only where an adapter is "
+                                      "plugged in (memory.dialogue.memories); these are the paper's numbers."))
+    if not s.has_data:
+        s.empty = "no quoted table for the run's datasets"
+    return s
+
+
+def memshot_extra_sections(tables: dict[str, pl.DataFrame], opt: Any, links: Any) -> list[Section]:
+    """Every section above, from the run's tables (answers, recall and the side tables)."""
+    ans, rec = tables.get("memshot_answers"), tables.get("memshot_recall")
+    if (ans is None or not ans.height) and (rec is None or not rec.height):
+        return []
+    datasets = sorted({*(ans["dataset"].unique().to_list() if ans is not None and ans.height else []),
+                       *(rec["dataset"].unique().to_list() if rec is not None and rec.height else [])})
+    pixels = pixels_section(tables.get("memshot_readrate"), tables.get("memshot_latency"))
+    # The side tables come from the stage only (no empty section for runs scored from tables).
+    return [fig4_section(ans, rec, opt, links), *([pixels] if pixels.has_data else []),
+            baselines_section(datasets)]
+
+
+#: Caption of the recall tables' intervals.
+CI_RECALL = ("[95% CI: bootstrap over conversations (questions clustered by conversation); "
+             "question-level where the rows come from one conversation.]")
+
+
+def cluster_ci_long(df: pl.DataFrame, by: list[str], value: str, opt: Any, overall: str | None = None) -> pl.DataFrame:
+    """Conversation-clustered intervals per ``by`` (plus one "Overall" row per group without
+    ``overall`` when given), in the long form ``analysis.intervals.attach`` joins."""
+    kw = dict(n_resamples=opt.n_resamples, seed=opt.seed)
+    per = memshot.cluster_mean_ci(df, by, value, **kw)
+    if overall is None or overall not in by:
+        return per
+    rest = [c for c in by if c != overall]
+    tot = memshot.cluster_mean_ci(df, rest, value, **kw).with_columns(pl.lit("Overall").alias(overall))
+    return pl.concat([per, tot.select(per.columns)])
