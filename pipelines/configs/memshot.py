@@ -73,6 +73,12 @@ class MemShotConfig(Frozen):
         "second family: jina-embeddings-v4): each embeds every variant's units, text and shots, and the questions; "
         "answers use text_embedder / image_embedder only.",
     )
+    memories: tuple[ComponentSpec, ...] = Field(
+        (), description="DialogueMemory adapters evaluated beside the variants (memory.dialogue.memories): memocr "
+        "(summarise-then-render; args.summarizer = an LLM spec, unset = the extractive stand-in), memshot / text-rag "
+        "in-process, or an external system with a plugged-in backend (lightmem, memos, memoryos, evermemos). Each "
+        "ingests every conversation (construction latency), its units are retrieved for every question and answered.",
+    )
     embed_batch_size: int = Field(64, ge=1, description="Items per embedding batch (one model call).")
     embed_actors: int = Field(1, ge=1, description="Ray Data embedding actors (one embedder copy each).")
     embed_gpus: float = Field(0.0, ge=0, description="GPUs per Ray Data embedding actor (paper: 1 for Qwen3-VL-Embedding-8B).")

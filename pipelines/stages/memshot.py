@@ -87,6 +87,11 @@ def check(config: Any) -> None:
         EMBEDDERS.check(cfg.image_embedder, field="memshot.image_embedder")
     for i, spec in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
         EMBEDDERS.check(spec, field=f"memshot.extra_retrievers[{i}]")
+    if getattr(cfg, "memories", ()):
+        from memory.dialogue.memories import MEMORIES
+
+        for i, spec in enumerate(cfg.memories):
+            MEMORIES.check(spec, field=f"memshot.memories[{i}]", injected=("text_embedder", "image_embedder"))
     for name in ("vlm", "judge"):
         if getattr(cfg, name) is not None:
             VLMS.check(getattr(cfg, name), field=f"memshot.{name}")
@@ -120,6 +125,12 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     if not ranked_parts:
         return {"status": "no-retrieval", "units": units.height, "reason": "no embedder for any variant"}
     ranked = pl.concat(ranked_parts)
+    memories = _memories(ctx, conversations, questions)
+    if memories:
+        units = pl.concat([units, memories["units"]], how="diagonal_relaxed")
+        ranked = pl.concat([ranked, memories["ranked"]])
+        embed_parts.append(memories["seconds"])
+        embedder_names.update(memories["embedders"])
     # The ranking is an intermediate (answers and any re-scoring start from it), not a result table.
     ctx.store.write_table(f"{ctx.run_prefix}/memshot/ranked.parquet", ranked, schema_version=SUMMARY_SCHEMA_VERSION)
 
@@ -130,6 +141,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         pl.col("variant").replace_strict(_max_heights(units), default=None, return_dtype=pl.Int64).alias("max_height"),
     )
     recall = _with_unit_size(pl.concat([recall, _extra_recall(ctx, units, questions)], how="diagonal_relaxed"))
+    if memories and memories["no_recall"]:  # memories not tied to dialogue turns: Acc/F1 only
+        recall = recall.filter(~pl.col("variant").is_in(memories["no_recall"]))
     _write_result(ctx, "memshot_recall", recall)
     summary_tbl = recall_summary(recall, by=("variant", "embedder", "k"))
     ctx.store.write_table(f"{results}/memshot_recall_summary.parquet", summary_tbl, schema_version=SUMMARY_SCHEMA_VERSION)
@@ -344,7 +357,10 @@ def _with_unit_size(recall: Any) -> Any:
 
     from memory.dialogue.variants import load_variant
 
-    names = recall["variant"].unique().to_list() if recall.height else []
+    from memory.dialogue.variants import list_variants
+
+    known = set(list_variants())
+    names = [v for v in (recall["variant"].unique().to_list() if recall.height else []) if v in known]
     vs = {v: load_variant(v) for v in names}
     size = {v: (None if x.kind != "shots" else "session" if x.max_height is None else str(x.max_height))
             for v, x in vs.items()}
@@ -355,10 +371,72 @@ def _with_unit_size(recall: Any) -> Any:
 
 
 def _max_heights(units: Any) -> dict[str, int | None]:
-    """Variant → its maximum rendering height (None: full session / unbounded), from the variant YAML."""
-    from memory.dialogue.variants import load_variant
+    """Variant → its maximum rendering height (None: full session / unbounded), from the variant
+    YAML; memories of ``memshot.memories`` (not variants) have none."""
+    from memory.dialogue.variants import list_variants, load_variant
 
-    return {v: load_variant(v).max_height for v in units["variant"].unique().to_list()}
+    known = set(list_variants())
+    return {v: load_variant(v).max_height if v in known else None for v in units["variant"].unique().to_list()}
+
+
+def _memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, Any]:
+    """Evaluate ``memshot.memories`` (DialogueMemory adapters: memocr, external systems, ...)
+    beside the batch variants: ingest each conversation (timed: construction latency), store
+    the shots they draw, retrieve the top-k per question. Returns units / ranked / seconds
+    frames shaped like the batch path's, the embedder name per memory, and the memories whose
+    units are not tied to turns (no recall), or ``{}`` when none is configured."""
+    import polars as pl
+
+    from memory.dialogue.memories import build_memory
+    from pipelines.jobs.render import shot_key
+    from serve.embed import EMBEDDERS
+
+    cfg = ctx.config.memshot
+    specs = list(getattr(cfg, "memories", ()) or ())
+    if not specs:
+        return {}
+    inject = {role: EMBEDDERS.resolve(getattr(cfg, role), field=f"memshot.{role}")
+              for role in ("text_embedder", "image_embedder") if getattr(cfg, role) is not None}
+    unit_rows, ranked_rows, secs, names, no_recall = [], [], [], {}, []
+    k_max = max(cfg.k)
+    for i, spec in enumerate(specs):
+        mem = build_memory(spec, **inject)
+        ctx.manifest.component(f"memshot.memories[{i}]", getattr(mem, "spec", spec))
+        emb = getattr(getattr(mem, "embedder", None), "spec", None)
+        names[mem.name] = embedder_label(emb) if emb else mem.name
+        if not getattr(mem, "scores_recall", True):
+            no_recall.append(mem.name)
+        seen: set[str] = set()
+        for conv in conversations:
+            secs.append({"variant": mem.name, "conversation_id": conv.conversation_id,
+                         "embed_s": float(mem.ingest(conv)), "embedder": names[mem.name]})
+            qs = questions.filter(pl.col("conversation_id") == conv.conversation_id)
+            built = mem.units(conv.conversation_id)
+            retrieved = {q: mem.retrieve(conv.conversation_id, text, k_max)
+                         for q, text in zip(qs["question_id"].to_list(), qs["question"].to_list())}
+            for j, u in enumerate(built + [u for r in retrieved.values() for u in r]):
+                if u.unit_id in seen:
+                    continue
+                seen.add(u.unit_id)
+                key = None
+                if u.image is not None:
+                    key = shot_key(f"{ctx.run_prefix}/memshot/{_dataset(cfg)}/memory-{i}", conv.conversation_id,
+                                   f"s{u.session_index:03d}", j, "png")
+                    ctx.store.put_bytes(key, u.image, content_type="image/png")
+                unit_rows.append({"variant": mem.name, "conversation_id": conv.conversation_id, "unit_id": u.unit_id,
+                                  "dia_ids": list(u.dia_ids), "modality": u.modality, "text": u.text,
+                                  "image_key": key, "key": key, "session_index": u.session_index, "unit_index": j})
+            for q, units in retrieved.items():
+                ranked_rows += [{"variant": mem.name, "conversation_id": conv.conversation_id, "question_id": q,
+                                 "rank": r + 1, "unit_id": u.unit_id, "score": None} for r, u in enumerate(units)]
+    ctx.logger.info("memshot: %d memories, %d units", len(specs), len(unit_rows))
+    return {"units": pl.DataFrame(unit_rows, schema_overrides={"dia_ids": pl.List(pl.Utf8), "image_key": pl.Utf8,
+                                                                "key": pl.Utf8, "session_index": pl.Int32,
+                                                                "unit_index": pl.Int32}),
+            "ranked": pl.DataFrame(ranked_rows, schema={"variant": pl.Utf8, "conversation_id": pl.Utf8,
+                                                        "question_id": pl.Utf8, "rank": pl.Int64, "unit_id": pl.Utf8,
+                                                        "score": pl.Float64}),
+            "seconds": pl.DataFrame(secs), "embedders": names, "no_recall": no_recall}
 
 
 def embedder_label(spec: dict[str, Any]) -> str:

@@ -179,3 +179,25 @@ def test_locomo_adversarial_behind_a_flag(shared_dir):
     assert adv.height > 0 and adv["mc_a"].null_count() == 0 and (adv["answer"] == NOT_MENTIONED).all()
     assert ((adv["mc_a"] == NOT_MENTIONED) ^ (adv["mc_b"] == NOT_MENTIONED)).all()
     assert mc.filter(pl.col("category") != "adversarial")["mc_a"].null_count() == mc.height - adv.height
+
+
+def test_memories_beside_variants_adapter_text_rag_equals_batch(file_store, ray_local, tmp_path):
+    """A DialogueMemory adapter goes through the same recall/latency path: Text RAG built
+    in-process ranks exactly as the batch Text RAG; the MemOCR stand-in's shots land in the store."""
+    from pipelines.stages import memshot
+
+    ctx = _ctx(file_store, tmp_path, {
+        "dataset": "locomo", "conversations": 1, "variants": ["text-rag"], "k": [5, 10], "embed_on_ray": False,
+        "memories": [{"name": "text-rag", "args": {"label": "text-rag (adapter)"}}]})
+    summary = memshot.run(ctx)
+    recall = file_store.read_table(f"{ctx.run_prefix}/results/memshot_recall.parquet")
+    key = ["k", "question_id"]
+    batch = recall.filter(pl.col("variant") == "text-rag").sort(key)
+    adapter = recall.filter(pl.col("variant") == "text-rag (adapter)").sort(key)
+    assert adapter.height == batch.height > 0
+    assert adapter["recall"].to_list() == batch["recall"].to_list()
+    assert adapter["embedder"].unique().to_list() == ["minilm"]
+    lat = file_store.read_table(f"{ctx.run_prefix}/results/memshot_latency.parquet")
+    assert lat.filter(pl.col("variant") == "text-rag (adapter)")["construction_s"][0] > 0
+    assert summary["recall"]["text-rag (adapter)@10"] == summary["recall"]["text-rag@10"]
+    assert ctx.manifest.data["components"]["memshot.memories[0]"]["name"] == "text-rag"

@@ -1,0 +1,74 @@
+"""The shared half of the built-in memories: embed the units once, rank by cosine per question.
+
+A subclass says how a conversation becomes units (:meth:`RetrievingMemory.build_units`); this
+base embeds them at ingest — text units with ``embed_texts``; shots with ``embed_images``, or,
+for a pixel reader (``ocr-minilm``), its OCR text with ``embed_ocr_texts`` — and answers
+``retrieve`` with ``embed_queries`` and a stable cosine top-k. Ingest time covers building and
+embedding the units (the paper's memory-construction latency); queries are not part of it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from memory.dialogue.memories import MemoryUnit
+
+
+class RetrievingMemory:
+    """Units per conversation + one embedder; subclasses implement :meth:`build_units`."""
+
+    name = "memory"
+    modality = "text"  # which embedder the units need: "text" or "image"
+
+    def __init__(self, *, text_embedder: Any = None, image_embedder: Any = None, label: str | None = None) -> None:
+        spec = text_embedder if self.modality == "text" else image_embedder
+        if spec is None:
+            from core.errors import ConfigError
+
+            raise ConfigError(f"memory {self.name!r} needs an {self.modality}_embedder "
+                              "(the memshot stage passes memshot.text_embedder / memshot.image_embedder)")
+        from serve.embed import build_embedder
+
+        self.embedder = build_embedder(spec) if isinstance(spec, (dict, str)) else spec
+        if label:
+            self.name = label
+        self._units: dict[str, list[MemoryUnit]] = {}
+        self._vecs: dict[str, np.ndarray] = {}
+
+    def build_units(self, conversation: Any) -> list[MemoryUnit]:
+        raise NotImplementedError
+
+    def _embed_units(self, units: list[MemoryUnit]) -> np.ndarray:
+        from serve.embed import l2_normalise
+
+        if not units:
+            return np.zeros((0, 1), np.float32)
+        if self.modality == "text":
+            return l2_normalise(self.embedder.embed_texts([u.text for u in units]))
+        images = [u.image for u in units]
+        if hasattr(self.embedder, "read_images"):  # pixel reader: read, then embed the text
+            return l2_normalise(self.embedder.embed_ocr_texts(self.embedder.read_images(images)))
+        return l2_normalise(self.embedder.embed_images(images))
+
+    def ingest(self, conversation: Any) -> float:
+        t0 = time.perf_counter()
+        units = self.build_units(conversation)
+        self._units[conversation.conversation_id] = units
+        self._vecs[conversation.conversation_id] = self._embed_units(units)
+        return time.perf_counter() - t0
+
+    def units(self, conversation_id: str) -> list[MemoryUnit]:
+        return list(self._units.get(conversation_id, []))
+
+    def retrieve(self, conversation_id: str, question: str, k: int) -> list[MemoryUnit]:
+        from serve.embed import embed_queries, l2_normalise
+
+        units = self._units.get(conversation_id, [])
+        if not units:
+            return []
+        q = l2_normalise(embed_queries(self.embedder, [question]))[0]
+        order = np.argsort(-(self._vecs[conversation_id] @ q), kind="stable")[:k]
+        return [units[i] for i in order]
