@@ -271,7 +271,7 @@ def build_ocr_engine(spec: dict | str | OcrEngine) -> OcrEngine:
     return OCR_ENGINES[name](**args)
 
 
-@EMBEDDERS.register("ocr-minilm")
+@EMBEDDERS.register("ocr-minilm", stand_in=True)
 class OcrMiniLMEmbedder:
     """MiniLM over OCR text: images → ``minilm(ocr(image))``; texts and queries → ``minilm(text)``.
 

@@ -1,0 +1,79 @@
+"""The OCR job on real shots: two ocr-minilm readers as Ray Data actors, sessions in order, texts
+cached by shot content in the store (a second read reads nothing), the read rate of what they
+read, and the stage's glue that turns shots into the text the pixel reader embeds."""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+SPEC = {"name": "ocr-minilm", "args": {"ocr": {"name": "rapidocr-lines", "args": {"threads": 1}}}}
+
+
+@pytest.fixture(scope="module")
+def conv(shared_dir):
+    from dataclasses import replace
+
+    from env.dialogue import load_locomo
+
+    c = load_locomo(shared_dir / "data/locomo/locomo10.json")[0]
+    return replace(c, sessions=c.sessions[:2])  # 2 sessions, 10 shots: seconds, not minutes
+
+
+def _units(store, conv, variant="memshot"):
+    from pipelines.jobs.render import render_units, units_frame
+
+    out = render_units(store, [conv], variant, None, f"runs/t/memshot/locomo/{variant}", use_ray=False)
+    return units_frame(store, [out["prefix"]])
+
+
+def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv):
+    from memory.dialogue.pixels import cache_key
+    from memory.dialogue.readrate import readrate_table, unit_readings
+    from pipelines.jobs.ocr import read_shots, session_rows
+
+    units = _units(file_store, conv)
+    assert len(session_rows(units)) == 2 and units.height >= 6
+    first, job = read_shots(units, SPEC, store=file_store, ray_cfg=ray_local, actors=2)
+    assert job["shots"] == units.height == job["read"] and job["cached"] == 0
+    assert first["item_id"].to_list() == ("u:memshot:" + units["unit_id"]).to_list()  # units order kept
+    assert all("Caroline" in t and "Melanie" in t for t in first["ocr_text"].to_list())
+    png = file_store.get_bytes(units["image_key"][0])
+    from serve.embed import build_embedder
+
+    key = cache_key(build_embedder(SPEC).ocr_key, png)
+    assert file_store.get_bytes(key).decode() == first["ocr_text"][0]
+    again, job2 = read_shots(units, SPEC, store=file_store, actors=2, use_ray=False)
+    assert job2["cached"] == units.height and job2["read"] == 0 and (again["ocr_s"] == 0).all()
+    assert again["ocr_text"].to_list() == first["ocr_text"].to_list()
+    rates = readrate_table(unit_readings([conv], units.with_columns(
+        ("u:memshot:" + pl.col("unit_id")).alias("item_id")).join(first, on="item_id")))
+    r = rates.row(0, named=True)
+    assert r["variant"] == "memshot" and r["shots"] == units.height and r["read_rate"] >= 0.95 and r["min_shot"] > 0.9
+
+
+def test_stage_turns_shots_into_pixel_text(file_store, conv):
+    """``_pixel_text``: image units become ``ocr`` rows holding the OCR text, text units are left
+    alone, the read rate is written per shot and summarised per variant."""
+    from pipelines.configs.memshot import MemShotConfig
+    from pipelines.configs.store import RayConfig
+    from pipelines.stages.memshot import _pixel_text
+
+    units = pl.concat([_units(file_store, conv), _units(file_store, conv, "no-render")], how="diagonal_relaxed")
+    cfg = SimpleNamespace(memshot=MemShotConfig(image_embedder=SPEC, ocr_on_ray=False), ray=RayConfig())
+    ctx = SimpleNamespace(config=cfg, store=file_store, run_prefix="runs/t", logger=logging.getLogger("t"))
+    out, extras = _pixel_text(ctx, units, [conv])
+    shots = out.filter(pl.col("variant") == "memshot")
+    assert (shots["modality"] == "ocr").all() and all("Caroline" in t for t in shots["text"].to_list())
+    text = out.filter(pl.col("variant") == "no-render")
+    assert (text["modality"] == "text").all() and text["text"].to_list() == units.filter(
+        pl.col("variant") == "no-render")["text"].to_list()
+    assert extras["read_rate"]["memshot"]["read_rate"] >= 0.95 and extras["ocr"]["shots"] == shots.height
+    per_shot = file_store.read_table("runs/t/results/memshot_readrate.parquet")
+    assert per_shot.height == shots.height and set(per_shot["dataset"]) == {"locomo"}
+    assert extras["seconds"]["embedder"].unique().to_list() == ["ocr-minilm (stand-in)"]
+    none_cfg = SimpleNamespace(memshot=MemShotConfig(image_embedder=None), ray=RayConfig())
+    assert _pixel_text(SimpleNamespace(**{**vars(ctx), "config": none_cfg}), units, [conv]) == (units, {})
