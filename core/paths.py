@@ -18,7 +18,11 @@ def resolve_data_dir(data_dir: str | Path = DEFAULT_DATA_DIR) -> Path:
     p = Path(data_dir)
     if p.is_absolute():
         return p
-    for base in (repo_root(), Path.cwd()):
-        if (base / p).exists():
+    try:
+        cwd: Path | None = Path.cwd()
+    except FileNotFoundError:  # a Ray job driver's working_dir is removed once it attaches to the cluster
+        cwd = None
+    for base in (repo_root(), cwd):
+        if base is not None and (base / p).exists():
             return (base / p).resolve()
     return (repo_root() / p).resolve()
