@@ -28,6 +28,7 @@ BENCH_MODULES = (
     "bench.stats",
     "bench.memory_replay",
     "bench.probes",
+    "bench.pocket_clip",
 )
 
 

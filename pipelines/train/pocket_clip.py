@@ -26,6 +26,7 @@ import os
 import random
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,9 +125,12 @@ def render_dataset(recipe: Recipe, workers: int = RENDER_WORKERS) -> dict[str, n
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def batch_texts(rng: random.Random, objs: np.ndarray, cols: np.ndarray, plain: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """This step's captions: one per distinct positive, plus two hard negatives per cue image;
-    returns ``(texts, target)`` with ``target[i]`` the index of image ``i``'s caption."""
+def batch_texts(rng: random.Random, objs: np.ndarray, cols: np.ndarray, plain: np.ndarray,
+                confused: np.ndarray | None = None) -> tuple[list[str], np.ndarray]:
+    """This step's captions: one per distinct positive, plus hard negatives per cue image (same
+    object in another colour, same colour on a random other object, and — given ``confused``, the
+    object the model currently mistakes each image for — same colour on that object); returns
+    ``(texts, target)`` with ``target[i]`` the index of image ``i``'s caption."""
     from env.storefront.images.scene import PAINTERS
     from env.storefront.images.styles import STYLES
 
@@ -146,23 +150,50 @@ def batch_texts(rng: random.Random, objs: np.ndarray, cols: np.ndarray, plain: n
     target = np.array([add(("cue", int(o), int(c)) if o >= 0 else ("plain", int(p)))
                        for o, c, p in zip(objs, cols, plain)])
     V, C = len(ts.VOCAB), len(ts.PALETTE)
-    for o, c in zip(objs, cols):
-        if o >= 0:  # same object in another colour, same colour on another object
+    for i, (o, c) in enumerate(zip(objs, cols)):
+        if o >= 0:
             add(("cue", int(o), (int(c) + rng.randrange(1, C)) % C))
             add(("cue", (int(o) + rng.randrange(1, V)) % V, int(c)))
+            if confused is not None:
+                add(("cue", int(confused[i]), int(c)))
     return texts, target
 
 
-def _setup_torch(seed: int):
+def most_confused(logits, objs: np.ndarray) -> np.ndarray:
+    """Per image, the wrong object its object head scores highest (online hard-negative mining:
+    random negatives are mostly easy; the look-alike glyphs are what retrieval gets wrong)."""
+    torch = _torch()
+    scores = logits.detach().clone()
+    rows = torch.from_numpy(np.nonzero(objs >= 0)[0])
+    scores[rows, torch.from_numpy(objs[objs >= 0])] = float("-inf")
+    return scores.argmax(1).numpy()
+
+
+def _torch():
     import torch
 
+    return torch
+
+
+@contextmanager
+def torch_mode(seed: int):
+    """Seeded, deterministic, fixed-thread torch for a training run; the process's previous
+    settings come back afterwards (the tests train inside a pytest process shared with others)."""
+    torch = _torch()
+    det = torch.utils.deterministic
+    prev = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(), det.fill_uninitialized_memory)
     torch.set_num_threads(TRAIN_THREADS)
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
     # CPU kernels are deterministic already; filling every fresh tensor (this mode's default, to
     # catch reads of uninitialised memory) doubles a step's time on 2 cores
-    torch.utils.deterministic.fill_uninitialized_memory = False
-    return torch
+    det.fill_uninitialized_memory = False
+    try:
+        yield torch
+    finally:
+        torch.set_num_threads(prev[0])
+        torch.use_deterministic_algorithms(prev[1])
+        det.fill_uninitialized_memory = prev[2]
 
 
 def _shifted_crops(window: np.ndarray, res: int, rng: np.random.Generator) -> np.ndarray:
@@ -170,6 +201,16 @@ def _shifted_crops(window: np.ndarray, res: int, rng: np.random.Generator) -> np
     m = window.shape[1] - res
     off = rng.integers(0, m + 1, (len(window), 2))
     return np.stack([w[y: y + res, x: x + res] for w, (y, x) in zip(window, off)])
+
+
+def _contrastive(F, logits, target: np.ndarray):
+    """Symmetric InfoNCE: each image against every caption; each positive caption against every
+    image, with images that share the caption as equal targets."""
+    torch = _torch()
+    tgt = torch.from_numpy(target)
+    pos_cols = torch.unique(tgt)  # captions that are some image's positive
+    soft = (tgt[None, :] == pos_cols[:, None]).float()
+    return 0.5 * (F.cross_entropy(logits, tgt) + F.cross_entropy(logits.T[pos_cols], soft / soft.sum(1, keepdim=True)))
 
 
 def _optimiser(torch, model, heads, log_scale, recipe: Recipe):
@@ -185,9 +226,13 @@ def _optimiser(torch, model, heads, log_scale, recipe: Recipe):
 
 def train(recipe: Recipe, data: dict[str, np.ndarray], *, log=print) -> dict[str, Any]:
     """Train the model; returns ``{"model", "words", "config", "losses"}``."""
+    with torch_mode(recipe.seed) as torch:
+        return _train(torch, recipe, data, log)
+
+
+def _train(torch, recipe: Recipe, data: dict[str, np.ndarray], log) -> dict[str, Any]:
     from serve.embedders.pocket import Vocab, build_model, pixels_to_tensor
 
-    torch = _setup_torch(recipe.seed)
     F = torch.nn.functional
     config, words = full_config(recipe), text_words()
     vocab = Vocab(words)
@@ -207,17 +252,14 @@ def train(recipe: Recipe, data: dict[str, np.ndarray], *, log=print) -> dict[str
         idx = np.sort(order[pos: pos + recipe.batch])
         pos += recipe.batch
         objs, cols = data["obj"][idx], data["colour"][idx]
-        texts, target = batch_texts(crng, objs, cols, data["plain"][idx])
         crops = _shifted_crops(data["window"][idx], config["crop_res"], rng)
         heat, feats = model.image_features(pixels_to_tensor(data["whole"][idx]), pixels_to_tensor(crops))
+        obj_logits = heads["object"](feats)
+        texts, target = batch_texts(crng, objs, cols, data["plain"][idx], most_confused(obj_logits, objs))
         img = F.normalize(model.proj(feats), dim=-1)
         txt = F.normalize(model.text(torch.from_numpy(vocab.encode(texts))), dim=-1)
-        logits = log_scale.clamp(max=math.log(100.0)).exp() * img @ txt.T
-        tgt = torch.from_numpy(target)
-        pos_cols = torch.unique(tgt)  # captions that are some image's positive
-        soft = (tgt[None, :] == pos_cols[:, None]).float()
-        contrast = 0.5 * (F.cross_entropy(logits, tgt) + F.cross_entropy(logits.T[pos_cols], soft / soft.sum(1, keepdim=True)))
-        aux = F.cross_entropy(heads["object"](feats), torch.from_numpy(objs), ignore_index=-1) + \
+        contrast = _contrastive(F, log_scale.clamp(max=math.log(100.0)).exp() * img @ txt.T, target)
+        aux = F.cross_entropy(obj_logits, torch.from_numpy(objs), ignore_index=-1) + \
             F.cross_entropy(heads["colour"](feats), torch.from_numpy(cols), ignore_index=-1)
         locate = F.cross_entropy(heat, torch.from_numpy(data["cell"][idx]), ignore_index=-1)
         loss = contrast + recipe.aux_weight * aux + recipe.locator_weight * locate

@@ -3,4 +3,4 @@
 torch / transformers / sentence-transformers are imported lazily inside each backend.
 """
 
-from serve.embedders import dual, http, jina, minilm, ocr, qwen3vl  # noqa: F401
+from serve.embedders import dual, http, jina, minilm, ocr, pocket, qwen3vl  # noqa: F401

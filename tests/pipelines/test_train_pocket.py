@@ -11,7 +11,7 @@ from PIL import Image
 from env.storefront.images import trainset as ts
 from pipelines.train import pocket_clip as pc
 
-SMALL = dict(samples=160, batch=32, render_size=128, warmup=2)
+SMALL = dict(samples=96, batch=24, render_size=128, warmup=2)
 
 
 def test_batch_texts_hold_positives_and_hard_negatives():
@@ -26,6 +26,17 @@ def test_batch_texts_hold_positives_and_hard_negatives():
     assert any(" red " in f" {t} " and "baseball cap" not in t for t in negatives)
 
 
+def test_mined_negatives_are_the_look_alikes_the_model_confuses():
+    import torch
+
+    logits = torch.tensor([[5.0, 4.0, 1.0], [0.0, 3.0, 2.0]])
+    objs = np.array([0, 1])
+    assert pc.most_confused(logits, objs).tolist() == [1, 2]  # never the true object
+    texts, _ = pc.batch_texts(random.Random(0), objs, np.array([0, 0]), np.array([-1, -1]), np.array([1, 2]))
+    colour, third = ts.PALETTE[0], ts.VOCAB[2]
+    assert any(f"{colour} {third}" in t for t in texts)
+
+
 def test_text_vocabulary_covers_every_caption_word():
     from serve.embedders.pocket import tokenize
 
@@ -38,10 +49,14 @@ def test_text_vocabulary_covers_every_caption_word():
 
 
 def test_loss_decreases_from_scratch():
-    out = pc.run(pc.Recipe(steps=40, lr=3e-3, **SMALL), None, log=lambda m: None)
+    import torch
+
+    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
+    out = pc.run(pc.Recipe(steps=15, lr=3e-3, **SMALL), None, log=lambda m: None)
+    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == before  # restored
     losses = out["losses"]
-    assert len(losses) == 40 and all(np.isfinite(losses))
-    assert np.mean(losses[-8:]) < np.mean(losses[:8]) - 0.5
+    assert len(losses) == 15 and all(np.isfinite(losses))
+    assert np.mean(losses[-4:]) < np.mean(losses[:4]) - 2.0  # measured: ~14.5 → ~8.8
 
 
 def test_cli_is_deterministic_and_writes_loadable_weights(tmp_path):
@@ -49,14 +64,14 @@ def test_cli_is_deterministic_and_writes_loadable_weights(tmp_path):
 
     from serve.embedders.pocket import PocketClipEmbedder
 
-    args = ["--steps", "3", "--samples", "64", "--batch", "32"]
+    args = ["--steps", "2", "--samples", "48", "--batch", "24"]
     a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"
     assert pc.main(["--out", str(a), *args]) == 0
     assert pc.main(["--out", str(b), *args]) == 0
     wa, wb = load_file(str(a)), load_file(str(b))
     assert wa.keys() == wb.keys() and all(np.array_equal(wa[k].numpy(), wb[k].numpy()) for k in wa)
     emb = PocketClipEmbedder(weights=str(a))
-    assert json_field(emb.meta, "recipe")["steps"] == 3
+    assert json_field(emb.meta, "recipe")["steps"] == 2
     img = Image.new("RGB", (256, 256), (200, 190, 180))
     assert emb.embed_images([img, img]).shape == (2, emb.dim)
 
