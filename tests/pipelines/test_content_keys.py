@@ -72,7 +72,7 @@ def test_trajectory_slugs_follow_the_catalogue_content(data_copy, shared_dir):
 def test_an_edited_locomo_file_is_not_served_from_stale_caches(tmp_path, data_copy, ray_local):
     over = {"stages": ["memshot"], "data_dir": str(data_copy), "runs_dir": str(tmp_path / "runs"),
             "store": {"uri": f"file://{tmp_path}/store"},
-            "memshot": {"conversations": 1, "variants": ["text-rag"], "k": [5], "embed_on_ray": False}}
+            "memshot": {"conversations": 1, "variants": ["text-rag"], "memories": [], "k": [5], "embed_on_ray": False}}
     first_cfg = load_config(overrides=over)
     first = run(first_cfg, progress=False)["memshot"]
     _edit_locomo(data_copy / "locomo" / "locomo10.json")
