@@ -38,8 +38,10 @@ def arch_key(arch_spec: dict[str, Any], recaller: dict[str, Any], protocol: dict
 
     from pipelines.jobs.encode import TRANSPORT_ARGS
 
-    rec = {"name": recaller["name"], "args": {k: v for k, v in (recaller.get("args") or {}).items()
-                                              if k not in TRANSPORT_ARGS}}
+    from core.secrets import drop_secrets
+
+    rec = {"name": recaller["name"], "args": drop_secrets({k: v for k, v in (recaller.get("args") or {}).items()
+                                                           if k not in TRANSPORT_ARGS})}
     blob = json.dumps({"v": PROTOCOL_VERSION, "arch": content_key(arch_spec["spec"]), "recaller": rec, **protocol},
                       sort_keys=True, separators=(",", ":"), default=str)
     name = re.sub(r"[^a-z0-9._-]+", "-", str(arch_spec["name"]).lower()).strip("-") or "arch"
