@@ -33,9 +33,15 @@ def cache_key(ocr_key: str, data: bytes) -> str:
     return f"{CACHE_ROOT}/{ocr_key.strip('/')}/{content_hash(data)}.txt"
 
 
+def seconds_key(text_key: str) -> str:
+    """Where the seconds the first reading took are kept, beside the text (``.s``, a float)."""
+    return text_key[:-4] + ".s"
+
+
 @dataclass(frozen=True, slots=True)
 class ShotText:
-    """The text read from one shot, how long reading took (0 when cached), and whether cached."""
+    """The text read from one shot, the seconds reading it took (when it was first read, so a
+    cached shot still counts its construction time), and whether it came from the cache."""
 
     text: str
     seconds: float
@@ -50,15 +56,19 @@ def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], byt
     ``get(key)`` returns the cached bytes or None; ``put(key, bytes)`` stores a new text. Only
     the shots missing from the cache are read, in their given order and in one call, so a
     session's shots reach the reader consecutively. Each read shot is charged an equal share of
-    the call's wall time.
+    the call's wall time, kept beside its text (:func:`seconds_key`) so that a later run that
+    finds it cached reports the same construction time.
     """
     keys = [cache_key(reader.ocr_key, img) for img in images]
     found: list[str | None] = []
-    for k in keys:
+    secs = [0.0] * len(images)
+    for i, k in enumerate(keys):
         raw = get(k)
         found.append(None if raw is None else raw.decode("utf-8"))
+        if raw is not None:
+            s = get(seconds_key(k))
+            secs[i] = float(s.decode()) if s else 0.0
     todo = [i for i, t in enumerate(found) if t is None]
-    secs = [0.0] * len(images)
     if todo:
         t0 = time.perf_counter()
         texts = reader.read_images([images[i] for i in todo])
@@ -66,6 +76,7 @@ def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], byt
         for i, text in zip(todo, texts):
             found[i] = text
             secs[i] = share
+            put(seconds_key(keys[i]), repr(share).encode())  # the seconds first: the text marks it done
             put(keys[i], text.encode("utf-8"))
     new = set(todo)
     return [ShotText(str(found[i]), secs[i], i not in new, keys[i].rsplit("/", 1)[-1][:-4])
@@ -87,4 +98,4 @@ def store_cache(store: Any) -> tuple[Callable[[str], bytes | None], Callable[[st
     return get, put
 
 
-__all__ = ["CACHE_ROOT", "ShotText", "cache_key", "content_hash", "read_batch", "store_cache"]
+__all__ = ["CACHE_ROOT", "ShotText", "cache_key", "content_hash", "read_batch", "seconds_key", "store_cache"]

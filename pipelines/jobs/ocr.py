@@ -5,7 +5,8 @@ unit order); each actor builds the reader once (``ocr-minilm``: an onnxruntime s
 thread, so two actors fill two cores) and reads a session's shots in one call — consecutive
 shots repeat two turn-pairs, which the reader's line cache then reads for free. The per-batch
 work is :func:`memory.dialogue.pixels.read_batch`, cache first: texts live in the store at
-``ocr/<ocr_key>/<sha256>.txt`` and are shared across runs. Output: one row per shot.
+``ocr/<ocr_key>/<sha256>.txt`` (with the seconds their reading took beside them, ``.s``) and
+are shared across runs. Output: one row per shot.
 """
 
 from __future__ import annotations

@@ -1,0 +1,187 @@
+"""The MemShot stage's issue-13 steps, kept apart from its core loop (``pipelines.stages.memshot``).
+
+* :func:`pixel_text` — a pixel reader's OCR job, the read rate per variant, and the ``ocr``
+  rows it embeds (MemShot recall from pixels, locally);
+* :func:`extra_recall` / :func:`with_unit_size` — Fig. 4b's second retriever family and the
+  unit size / modality each recall row is plotted by;
+* :func:`memories` — DialogueMemory adapters (``memshot.memories``) beside the batch variants;
+* :func:`adversarial_choices` — LoCoMo category 5 as the official multiple choice;
+* :func:`with_latency` — Table 1's Latency column on every answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.stages import memshot as ms
+
+
+def adversarial_choices(qs: Any) -> Any:
+    """LoCoMo category 5 as the official multiple choice: options ``mc_a``/``mc_b`` per question
+    (null for other categories) and the correct one, "Not mentioned in the conversation", as
+    the gold answer the judge compares with."""
+    import polars as pl
+
+    from memory.dialogue.datasets.locomo import NOT_MENTIONED, cat5_options
+
+    adv = (pl.col("category_code") == "5") & pl.col("adversarial_answer").is_not_null()
+    opts = [cat5_options(q, a) if c == "5" and a is not None else {"a": None, "b": None}
+            for q, a, c in zip(qs["question_id"].to_list(), qs["adversarial_answer"].to_list(),
+                               qs["category_code"].to_list())]
+    return qs.with_columns(pl.Series("mc_a", [o["a"] for o in opts], dtype=pl.Utf8),
+                           pl.Series("mc_b", [o["b"] for o in opts], dtype=pl.Utf8),
+                           pl.when(adv).then(pl.lit(NOT_MENTIONED)).otherwise(pl.col("answer")).alias("answer"))
+
+def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dict[str, Any]]:
+    """When ``image_embedder`` is a pixel reader (``ocr-minilm``): read every shot's text with the
+    OCR job (cached by content hash in the store), score the read rate per variant, and return
+    the units with image rows turned into ``ocr`` rows carrying that text (what the reader
+    embeds). Otherwise the units unchanged and ``{}``.
+
+    The extras: ``seconds`` (OCR seconds per unit, part of construction latency), ``ocr`` (the
+    job's summary) and ``read_rate`` (per variant: word-weighted rate, worst shot, share of shots
+    at the 95 % goal), also written to ``results/memshot_readrate.parquet`` (one row per shot).
+    """
+    import polars as pl
+
+    from memory.dialogue.readrate import readrate_table, unit_readings
+    from pipelines.jobs.ocr import read_shots
+    from serve.embed import EMBEDDERS
+    from serve.embedders.ocr import is_pixel_reader
+
+    cfg = ctx.config.memshot
+    images = units.filter(pl.col("modality") == "image")
+    if cfg.image_embedder is None or images.height == 0:
+        return units, {}
+    spec = EMBEDDERS.resolve(cfg.image_embedder, field="memshot.image_embedder")
+    if not is_pixel_reader(spec):
+        return units, {}
+    ocr, job = read_shots(images, spec, store=ctx.store, ray_cfg=ctx.config.ray, actors=cfg.ocr_actors,
+                          use_ray=cfg.ocr_on_ray)
+    ctx.logger.info("memshot: OCR of %d shots (%d read, %d cached) in %.1f s", job["shots"], job["read"],
+                    job["cached"], job["wall_s"])
+    item = pl.lit("u:") + pl.col("variant") + pl.lit(":") + pl.col("unit_id")
+    read = images.with_columns(item.alias("item_id")).join(ocr, on="item_id", how="left", maintain_order="left")
+    readings = unit_readings(conversations, read)
+    ctx.store.write_table(f"{ctx.run_prefix}/results/memshot_readrate.parquet",
+                          readings.with_columns(pl.lit(ms._dataset(cfg)).alias("dataset")),
+                          schema_version=ms.SUMMARY_SCHEMA_VERSION)
+    rates = {r.pop("variant"): {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
+             for r in readrate_table(readings).iter_rows(named=True)}
+    out = units.with_columns(item.alias("item_id")).join(ocr.select("item_id", "ocr_text"), on="item_id",
+                                                         how="left", maintain_order="left")
+    out = out.with_columns(
+        pl.when(pl.col("ocr_text").is_not_null()).then(pl.lit("ocr")).otherwise(pl.col("modality")).alias("modality"),
+        pl.coalesce(pl.col("ocr_text"), pl.col("text")).alias("text")).drop("item_id", "ocr_text")
+    seconds = read.select("variant", "conversation_id", pl.col("ocr_s").alias("embed_s"),
+                          pl.lit(ms.embedder_label(spec)).alias("embedder"))
+    return out, {"seconds": seconds, "ocr": job, "read_rate": rates}
+
+def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
+    """Recall rows of ``memshot.extra_retrievers`` (Fig. 4b's second retriever family): each
+    embeds every variant's units (text through ``embed_texts``, shots through
+    ``embed_images``) and the questions; answers keep using the main retrievers."""
+    import polars as pl
+
+    from memory.dialogue.retrieval import evidence_recall
+    from serve.embed import EMBEDDERS
+
+    cfg = ctx.config.memshot
+    parts = []
+    for i, raw in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
+        spec = EMBEDDERS.resolve(raw, field=f"memshot.extra_retrievers[{i}]")
+        ranked, _secs, name = ms._retrieve(ctx, f"extra_retriever_{i}", spec, units, questions)
+        parts.append(evidence_recall(ranked, units, questions, cfg.k).with_columns(
+            pl.lit(ms._dataset(cfg)).alias("dataset"), pl.lit(name).alias("embedder"),
+            pl.col("variant").replace_strict(ms._max_heights(units), default=None, return_dtype=pl.Int64)
+            .alias("max_height")))
+    return pl.concat(parts) if parts else pl.DataFrame()
+
+def with_unit_size(recall: Any) -> Any:
+    """Recall rows with what Fig. 4b plots them by: ``unit_size`` ("512", "768", "1024" px or
+    "session" for full-session shots; null for Text RAG's session text, which is not a MemShot
+    unit) and ``unit_modality`` ("image": drawn shots, "text": the same units as text)."""
+    import polars as pl
+
+    from memory.dialogue.variants import load_variant
+
+    from memory.dialogue.variants import list_variants
+
+    known = set(list_variants())
+    names = [v for v in (recall["variant"].unique().to_list() if recall.height else []) if v in known]
+    vs = {v: load_variant(v) for v in names}
+    size = {v: (None if x.kind != "shots" else "session" if x.max_height is None else str(x.max_height))
+            for v, x in vs.items()}
+    modality = {v: "image" if x.is_image else "text" for v, x in vs.items()}
+    return recall.with_columns(
+        pl.col("variant").replace_strict(size, default=None, return_dtype=pl.Utf8).alias("unit_size"),
+        pl.col("variant").replace_strict(modality, default=None, return_dtype=pl.Utf8).alias("unit_modality"))
+
+def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, Any]:
+    """Evaluate ``memshot.memories`` (DialogueMemory adapters: memocr, external systems, ...)
+    beside the batch variants: ingest each conversation (timed: construction latency), store
+    the shots they draw, retrieve the top-k per question. Returns units / ranked / seconds
+    frames shaped like the batch path's, the embedder name per memory, and the memories whose
+    units are not tied to turns (no recall), or ``{}`` when none is configured."""
+    import polars as pl
+
+    from memory.dialogue.memories import build_memory
+    from pipelines.jobs.render import shot_key
+    from serve.embed import EMBEDDERS
+
+    cfg = ctx.config.memshot
+    specs = list(getattr(cfg, "memories", ()) or ())
+    if not specs:
+        return {}
+    inject = {role: EMBEDDERS.resolve(getattr(cfg, role), field=f"memshot.{role}")
+              for role in ("text_embedder", "image_embedder") if getattr(cfg, role) is not None}
+    unit_rows, ranked_rows, secs, names, no_recall = [], [], [], {}, []
+    k_max = max(cfg.k)
+    for i, spec in enumerate(specs):
+        mem = build_memory(spec, **inject)
+        ctx.manifest.component(f"memshot.memories[{i}]", getattr(mem, "spec", spec))
+        emb = getattr(getattr(mem, "embedder", None), "spec", None)
+        names[mem.name] = ms.embedder_label(emb) if emb else mem.name
+        if not getattr(mem, "scores_recall", True):
+            no_recall.append(mem.name)
+        seen: set[str] = set()
+        for conv in conversations:
+            secs.append({"variant": mem.name, "conversation_id": conv.conversation_id,
+                         "embed_s": float(mem.ingest(conv)), "embedder": names[mem.name]})
+            qs = questions.filter(pl.col("conversation_id") == conv.conversation_id)
+            built = mem.units(conv.conversation_id)
+            retrieved = {q: mem.retrieve(conv.conversation_id, text, k_max)
+                         for q, text in zip(qs["question_id"].to_list(), qs["question"].to_list())}
+            for j, u in enumerate(built + [u for r in retrieved.values() for u in r]):
+                if u.unit_id in seen:
+                    continue
+                seen.add(u.unit_id)
+                key = None
+                if u.image is not None:
+                    key = shot_key(f"{ctx.run_prefix}/memshot/{ms._dataset(cfg)}/memory-{i}", conv.conversation_id,
+                                   f"s{u.session_index:03d}", j, "png")
+                    ctx.store.put_bytes(key, u.image, content_type="image/png")
+                unit_rows.append({"variant": mem.name, "conversation_id": conv.conversation_id, "unit_id": u.unit_id,
+                                  "dia_ids": list(u.dia_ids), "modality": u.modality, "text": u.text,
+                                  "image_key": key, "key": key, "session_index": u.session_index, "unit_index": j})
+            for q, units in retrieved.items():
+                ranked_rows += [{"variant": mem.name, "conversation_id": conv.conversation_id, "question_id": q,
+                                 "rank": r + 1, "unit_id": u.unit_id, "score": None} for r, u in enumerate(units)]
+    ctx.logger.info("memshot: %d memories, %d units", len(specs), len(unit_rows))
+    return {"units": pl.DataFrame(unit_rows, schema_overrides={"dia_ids": pl.List(pl.Utf8), "image_key": pl.Utf8,
+                                                                "key": pl.Utf8, "session_index": pl.Int32,
+                                                                "unit_index": pl.Int32}),
+            "ranked": pl.DataFrame(ranked_rows, schema={"variant": pl.Utf8, "conversation_id": pl.Utf8,
+                                                        "question_id": pl.Utf8, "rank": pl.Int64, "unit_id": pl.Utf8,
+                                                        "score": pl.Float64}),
+            "seconds": pl.DataFrame(secs), "embedders": names, "no_recall": no_recall}
+
+def with_latency(scored: Any, latency: Any) -> Any:
+    """Answers with ``latency_s``: the memory-construction seconds of the answer's conversation
+    and variant (render + embedding), so Table 1 shows its Latency column."""
+    import polars as pl
+
+    if latency is None or latency.height == 0:
+        return scored
+    lat = latency.select("conversation_id", "variant", pl.col("construction_s").alias("latency_s"))
+    return scored.drop("latency_s", strict=False).join(lat, on=["conversation_id", "variant"], how="left")
