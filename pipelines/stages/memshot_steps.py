@@ -99,8 +99,9 @@ def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
 
 def with_unit_size(recall: Any) -> Any:
     """Recall rows with what Fig. 4b plots them by: ``unit_size`` ("512", "768", "1024" px or
-    "session" for full-session shots; null for Text RAG's session text, which is not a MemShot
-    unit) and ``unit_modality`` ("image": drawn shots, "text": the same units as text)."""
+    "session" for full-session shots; null for Text RAG's session text and for w/o Header,
+    which are not points of the sweep) and ``unit_modality`` ("image": drawn shots, "text": the
+    same units as text)."""
     import polars as pl
 
     from memory.dialogue.variants import load_variant
@@ -110,8 +111,10 @@ def with_unit_size(recall: Any) -> Any:
     known = set(list_variants())
     names = [v for v in (recall["variant"].unique().to_list() if recall.height else []) if v in known]
     vs = {v: load_variant(v) for v in names}
-    size = {v: (None if x.kind != "shots" else "session" if x.max_height is None else str(x.max_height))
-            for v, x in vs.items()}
+    # Only MemShot's own template (header on) is a point of the sweep: w/o Header is an ablation
+    # at 768 px, not a unit size, and would otherwise pool with memshot.
+    size = {v: (None if x.kind != "shots" or not x.header else "session" if x.max_height is None
+                else str(x.max_height)) for v, x in vs.items()}
     modality = {v: "image" if x.is_image else "text" for v, x in vs.items()}
     return recall.with_columns(
         pl.col("variant").replace_strict(size, default=None, return_dtype=pl.Utf8).alias("unit_size"),

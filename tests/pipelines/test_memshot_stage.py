@@ -203,3 +203,16 @@ def test_memories_beside_variants_adapter_text_rag_equals_batch(file_store, ray_
     assert lat.filter(pl.col("variant") == "text-rag (adapter)")["construction_s"][0] > 0
     assert summary["recall"]["text-rag (adapter)@10"] == summary["recall"]["text-rag@10"]
     assert ctx.manifest.data["components"]["memshot.memories[0]"]["name"] == "text-rag"
+
+
+def test_fig4b_unit_size_of_each_variant():
+    from pipelines.stages.memshot_steps import with_unit_size
+
+    names = ["memshot", "no-header", "no-render", "h512", "h512-no-render", "h1024", "full-session",
+             "full-session-no-render", "text-rag"]
+    got = with_unit_size(pl.DataFrame({"variant": names}))
+    assert dict(zip(names, got["unit_size"].to_list())) == {
+        "memshot": "768", "no-header": None, "no-render": "768", "h512": "512", "h512-no-render": "512",
+        "h1024": "1024", "full-session": "session", "full-session-no-render": "session", "text-rag": None}
+    assert got.filter(pl.col("variant").str.contains("no-render"))["unit_modality"].unique().to_list() == ["text"]
+    assert got.filter(pl.col("variant") == "h512")["unit_modality"][0] == "image"
