@@ -68,6 +68,18 @@ def run_log_path(config: object) -> Path:
     return Path(getattr(config, "runs_dir")).resolve() / getattr(config, "run_id") / "run.log"
 
 
+class _LazyFileHandler(logging.FileHandler):
+    """A file handler that creates its file (and folder) on the first record: a run refused
+    before it starts (a bad store, a bad config) leaves no run folder behind."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, delay=True)
+
+    def _open(self):  # type: ignore[override]
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
+
+
 def quiet(log_path: Path | None, *, verbose: bool = False) -> Quiet:
     """Route Ray Data's and transformers' logging to ``log_path`` (None: drop it) unless ``verbose``.
 
@@ -82,8 +94,7 @@ def quiet(log_path: Path | None, *, verbose: bool = False) -> Quiet:
         q.env[k] = os.environ.get(k)
         os.environ[k] = v
     if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        q.handler = logging.FileHandler(log_path)
+        q.handler = _LazyFileHandler(log_path)
         q.handler.setFormatter(logging.Formatter(_FORMAT))
         # Ray Data logs DEBUG to its logger (for its own session file); the run log keeps INFO up.
         q.handler.setLevel(logging.INFO)

@@ -136,7 +136,8 @@ from serve.models import list_models, load_model_spec
 built = {}
 for name in list_models():
     spec = load_model_spec(name)
-    if spec.source != "local":   # cluster models need weights or an endpoint
+    # cluster models need weights or an endpoint; MiniLM's weights ship in a package
+    if spec.source != "local" and name != "minilm":
         continue
     obj = (build_vlm if spec.kind == "vlm" else build_embedder)(name)
     built[name] = {"stand_in": bool(getattr(obj, "stand_in", False))}
