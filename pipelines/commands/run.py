@@ -68,8 +68,13 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"unknown stage(s) {bad}; allowed: {', '.join(STAGE_ORDER)}")
     cfg = config_from_args(args)
     if args.print_config:
+        import yaml
+
+        from core.secrets import redact
+
+        # Printed configs end up in terminals, CI logs and bug reports: secrets shown as ***.
         print(f"# run id: {cfg.run_id}")
-        print(cfg.to_yaml(), end="")
+        print(yaml.safe_dump(redact(cfg.model_dump(mode="json")), sort_keys=False), end="")
         return 0
     from pipelines import logs
     from pipelines.runner import run

@@ -100,3 +100,10 @@ def test_cli_print_config(tmp_path):
     r = _cli("run", "--preset", "paper", "--print-config", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("# run id: paper-")
+
+
+def test_cli_print_config_shows_secrets_as_stars(tmp_path):
+    canary = "CANARY-print-config-7f3a9c"
+    r = _cli("run", "--set", f"catalog.image_source_args={{api_key: {canary}}}", "--print-config", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert canary not in r.stdout and "api_key: '***'" in r.stdout
