@@ -6,6 +6,15 @@ browser's contract and the same ``click_index`` semantics, for tests that need m
 form of ``click_index``: it mirrors ``env.browser._TARGETS_JS`` (the N-th distinct same-origin
 ``/product/`` or ``/collection/`` link inside ``<main>``, DOM order); a test checks the two
 agree on real pages. Action semantics come from :class:`env.pageenv.BasePageEnv`.
+
+Speed: one kept-alive client per env, product images cached, and pages cached by path. The
+HTTP env never POSTs (``add_to_wishlist`` is not executed), so a page's observation -- final URL,
+status, title, description, product image and click targets, all read inside ``<main>`` or the
+head -- is a function of its path alone: the shop's session state (the recently-viewed strip and
+cart count outside ``<main>``) never reaches it. A probe worker asks for ``/`` and the same few
+product pages thousands of times; each fetch costs the shop a template render (~5 ms on 2 busy
+cores), so pages are fetched once per env. The session pages (wishlist, cart, checkout) list
+session state and are always fetched.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import html as _html
 import re
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -58,21 +68,39 @@ def click_targets(html: str, page_url: str) -> list[str]:
     return list(seen)
 
 
+#: Paths whose page shows the shop session's state: never served from the page cache.
+_SESSION_PAGES = ("/wishlist", "/cart", "/checkout")
+
+
+@dataclass
+class _Page:
+    """One fetched page as the env reads it (what the page cache keeps)."""
+
+    url: str                        # site-relative final URL (redirects followed)
+    status: int | None
+    html: str
+    fields: tuple[str, str, str | None]  # page_fields(html)
+    targets: list[str] | None = None      # click_targets, computed on first use
+
+
 class HttpEnv(BasePageEnv):
     """The browser contract over plain HTTP (``product_image`` observations only)."""
 
     #: Product images kept per env (the shop's images are static; a probe revisits them often).
     IMAGE_CACHE = 256
+    #: Pages kept per env (the whole shop is ~1,100 pages; a probe unit reads a few dozen).
+    PAGE_CACHE = 1024
 
     def __init__(self, base_url: str, *, timeout_s: float = 30.0) -> None:
         super().__init__()
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._client: Any = None
-        self._url = "/"
-        self._html = ""
-        self._status: int | None = None
+        self._page = _Page("/", None, "", ("", "", None))
         self._images: OrderedDict[str, bytes | None] = OrderedDict()
+        self._pages: OrderedDict[str, _Page] = OrderedDict()
+        #: Page requests actually sent (the rest came from the page cache).
+        self.fetches = 0
 
     def reset(self, start_url: str = "/") -> Observation:
         import httpx
@@ -82,7 +110,7 @@ class HttpEnv(BasePageEnv):
         if self._client is None:
             self._client = httpx.Client(base_url=self.base_url, timeout=self.timeout_s, follow_redirects=True)
         self._client.cookies.clear()
-        self._url, self._html, self._status = "/", "", None
+        self._page = _Page("/", None, "", ("", "", None))
         self._begin_episode()
         err = self._nav(start_url, {})
         if err:
@@ -90,17 +118,30 @@ class HttpEnv(BasePageEnv):
         return self.observe()
 
     def _goto(self, path: str) -> int | None:
-        r = self._client.get(path)
-        u = urlsplit(str(r.url))
-        self._url = u.path + (f"?{u.query}" if u.query else "")
-        self._html, self._status = r.text, r.status_code
-        return self._status
+        page = self._pages.get(path)
+        if page is not None:
+            self._pages.move_to_end(path)
+        else:
+            r = self._client.get(path)
+            self.fetches += 1
+            u = urlsplit(str(r.url))
+            url = u.path + (f"?{u.query}" if u.query else "")
+            page = _Page(url, r.status_code, r.text, page_fields(r.text))
+            if r.status_code < 500 and _cacheable(path) and _cacheable(url):  # a server error is retried
+                self._pages[path] = page
+                while len(self._pages) > self.PAGE_CACHE:
+                    self._pages.popitem(last=False)
+        self._page = page
+        return page.status
 
     def current_path(self) -> str:
-        return self._url
+        return self._page.url
 
     def click_targets(self) -> list[str]:
-        return click_targets(self._html, self.base_url + self._url)
+        page = self._page
+        if page.targets is None:
+            page.targets = click_targets(page.html, self.base_url + page.url)
+        return list(page.targets)
 
     def _image(self, src: str) -> bytes | None:
         if src in self._images:
@@ -115,16 +156,23 @@ class HttpEnv(BasePageEnv):
         return data
 
     def observe(self) -> Observation:
-        title, description, src = page_fields(self._html)
-        m = PRODUCT_PATH.match(urlsplit(self._url).path)
+        page = self._page
+        title, description, src = page.fields
+        m = PRODUCT_PATH.match(urlsplit(page.url).path)
         image = self._image(src) if (m and src) else None
-        return Observation(url=self._url, title=title, description=description, mode="product_image", image=image,
-                           url_hash=m.group(1) if m else None, status=self._status)
+        return Observation(url=page.url, title=title, description=description, mode="product_image", image=image,
+                           url_hash=m.group(1) if m else None, status=page.status)
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _cacheable(path: str) -> bool:
+    """Whether a page's observation depends on its path alone (not on the shop session)."""
+    p = urlsplit(path).path
+    return not any(p == s or p.startswith(s + "/") for s in _SESSION_PAGES)
 
 
 def http_env(shop_url: str, *, observation: str = "product_image", step_timeout_s: float = 30.0) -> HttpEnv:

@@ -27,6 +27,38 @@ INPUT_COLUMNS = ("chain", "arch", "j", "set")
 OUTPUT_COLUMNS = ("chain", "arch", "j", "set", "ok", "error", "summary")
 
 
+class BlobCache:
+    """``key -> bytes`` over a store reader, remembering what it read (LRU, bounded in bytes).
+
+    Probe steps inject the same few memory images thousands of times; on the default local S3
+    store each read is an HTTP round trip. The trajectory blobs are content-addressed
+    (``blobs/sha256/<hex>``) and never rewritten, so a kept copy is always current.
+    """
+
+    def __init__(self, read: Any, max_bytes: int = 256 << 20) -> None:
+        from collections import OrderedDict
+
+        self.read, self.max_bytes = read, max_bytes
+        self._data: "OrderedDict[str, bytes]" = OrderedDict()
+        self._bytes = 0
+        self.hits = self.misses = 0
+
+    def __call__(self, key: str) -> bytes:
+        data = self._data.get(key)
+        if data is not None:
+            self._data.move_to_end(key)
+            self.hits += 1
+            return data
+        data = self.read(key)
+        self.misses += 1
+        self._data[key] = data
+        self._bytes += len(data)
+        while self._bytes > self.max_bytes and len(self._data) > 1:
+            _, old = self._data.popitem(last=False)
+            self._bytes -= len(old)
+        return data
+
+
 class ProbeWorker:
     """Runs probe units and writes them to the probe cache.
 
@@ -66,7 +98,9 @@ class ProbeWorker:
             for cid, value in load_parts(store, fs).items():
                 target[(fs.key, cid)] = value
         # Query embeddings depend on the step's URL: computed here (memoised), never stored.
-        self.features = TableFeatures(tables, read_blob=store.get_bytes, fallback=InProcessFeatures(store.get_bytes))
+        # Every probe step injects up to keep_k memory images: read each blob once per worker.
+        self.blobs = BlobCache(store.get_bytes)
+        self.features = TableFeatures(tables, read_blob=self.blobs, fallback=InProcessFeatures(self.blobs))
         self.archs = [build_architecture(a, features=self.features) for a in archs]
         self._obs: dict[int, list[Any]] = {}
         self._vlms: dict[int, Any] = {}

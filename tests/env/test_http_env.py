@@ -49,11 +49,12 @@ def test_images_are_fetched_once_and_every_reset_wipes_the_session(shop, catalog
     assert list(env._images) == [f"/images/{v.url_hash}.png"]
     again = env.reset(f"/product/{v.url_hash}")
     assert again.image == obs.image and len(env._images) == 1
-    env.reset("/")
+    # /cart is a session page, never served from the page cache: each reset asks the shop again.
+    env.reset("/cart")
     first = dict(env._client.cookies)
-    env.step(env_action(f"/product/{v.url_hash}"))
+    env.step(env_action("/cart"))
     assert dict(env._client.cookies) == first    # one session within an episode
-    env.reset("/")
+    env.reset("/cart")
     assert first and dict(env._client.cookies) != first  # a new episode never carries the old session
     env.close()
 
@@ -62,3 +63,37 @@ def env_action(url):
     from env.actions import parse_action
 
     return parse_action(f'Action: navigate("{url}")')
+
+
+def _obs_tuple(env, obs):
+    return (obs.url, obs.title, obs.description, obs.image, obs.url_hash, obs.status, env.click_targets())
+
+
+def test_page_cache_serves_what_the_shop_would_and_fetches_each_page_once(shop, catalog):
+    """The page cache (observations depend on the path alone) changes no observation: a cached env
+    and one that fetches every page see the same thing on every step of two episodes; the second
+    episode sends no page request; session pages and server errors are never cached."""
+    from env.actions import parse_action
+
+    v = catalog.variants[42]
+    steps = [f'navigate("/product/{v.url_hash}")', "click_index(0)", "click_index(3)", "click_index(0)",
+             f'navigate("/category/{v.cat}")', "click_index(1)", 'navigate("/nope")', 'navigate("/search?q=chair")',
+             'navigate("/wishlist")', 'navigate("/cart")']
+    cached, plain = HttpEnv(shop.url), HttpEnv(shop.url)
+    plain.PAGE_CACHE = 0  # keeps nothing: every step is fetched
+    try:
+        for episode in range(2):
+            before = cached.fetches
+            a, b = cached.reset("/"), plain.reset("/")
+            assert _obs_tuple(cached, a) == _obs_tuple(plain, b)
+            for s in steps:
+                ra, rb = cached.step(parse_action(f"Action: {s}")), plain.step(parse_action(f"Action: {s}"))
+                assert (ra.ok, ra.error, ra.info) == (rb.ok, rb.error, rb.info), s
+                assert _obs_tuple(cached, ra.observation) == _obs_tuple(plain, rb.observation), s
+            if episode == 1:
+                assert cached.fetches - before == 2  # only /wishlist and /cart
+        assert plain.fetches == 2 * (len(steps) + 1) and not plain._pages
+        assert "/wishlist" not in cached._pages and "/cart" not in cached._pages
+    finally:
+        cached.close()
+        plain.close()
