@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.digest import file_digest
+from core.peakmem import PeakWatch
 from core.secrets import Scrubber
 from core.store import Store
 
@@ -55,6 +56,7 @@ class Manifest:
         self.key = f"runs/{run_id}/manifest.json"
         self.scrubber = scrubber or Scrubber()
         self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
+        self._watch: PeakWatch | None = None  # the running stage's memory watch
 
     def begin(self, config: Any, *, seeds: dict[str, int]) -> None:
         previous = self.data.get("stages", {})
@@ -83,11 +85,23 @@ class Manifest:
         now = time.time()
         if status == "running":
             entry = {"status": status, "started": now}
+            # Each stage's peak memory beside its wall time, in every run's summary (a regression
+            # shows in every run, not only in `vismem bench`); see core.peakmem for what is counted.
+            self._stop_watch()
+            self._watch = PeakWatch().__enter__()
         else:
             entry.update(status=status, finished=now, wall_s=round(now - entry.get("started", now), 3))
+            entry.update(self._stop_watch())
         entry.update(info)
         self.data["stages"][name] = entry
         self.save()
+
+    def _stop_watch(self) -> dict[str, float]:
+        watch, self._watch = self._watch, None
+        if watch is None:
+            return {}
+        watch.__exit__(None, None, None)
+        return watch.as_dict()
 
     def component(self, role: str, spec: dict[str, Any]) -> None:
         """Record the ``{name, args}`` spec a component was built from (rebuildable)."""

@@ -68,9 +68,12 @@ def stage_rows(results: dict[str, Any], manifest: dict[str, Any] | None) -> list
         if name.startswith("_") or not isinstance(s, dict):
             continue
         status = s.get("status") or (times.get(name) or {}).get("status") or "done"
-        wall = (times.get(name) or {}).get("wall_s", s.get("wall_s"))
+        t = times.get(name) or {}
+        wall = t.get("wall_s", s.get("wall_s"))
         what = "disabled in the config" if status == "disabled" else LINES.get(name, lambda _: "")(s)
-        rows.append({"stage": name, "status": status, "wall_s": wall, "what": what})
+        # Peak memory (MiB) of the stage: this driver alone, and with the processes it started.
+        rows.append({"stage": name, "status": status, "wall_s": wall, "peak_rss_mib": t.get("peak_rss_mib"),
+                     "tree_peak_mib": t.get("tree_peak_mib"), "what": what})
     return rows
 
 
@@ -81,7 +84,9 @@ def collect(results: dict[str, Any], *, manifest: dict[str, Any] | None, tables:
     from analysis.report import headline
 
     heads = headline(tables, options) if tables else {}
-    return {"run_id": run_id, "wall_s": round(wall_s, 1), "stages": stage_rows(results, manifest),
+    rows = stage_rows(results, manifest)
+    peaks = [r["tree_peak_mib"] for r in rows if r.get("tree_peak_mib") is not None]
+    return {"run_id": run_id, "wall_s": round(wall_s, 1), "peak_mib": max(peaks) if peaks else None, "stages": rows,
             "headline": {k: v.to_dicts() for k, v in heads.items()},
             "where": {"store": store_uri, "results": f"{store_uri}/runs/{run_id}/results/",
                       "result_tables": sorted(tables), "report": report, **viewers, "run_log": run_log},
@@ -104,6 +109,13 @@ def _secs(v: Any) -> str:
     return f"{v:.1f} s" if v < 90 else f"{int(v // 60)} min {int(v % 60)} s"
 
 
+def _mib(r: dict[str, Any]) -> str:
+    tree, own = r.get("tree_peak_mib"), r.get("peak_rss_mib")
+    if tree is None and own is None:
+        return ""
+    return f"{tree or own:,.0f} MiB" + (f" ({own:,.0f} driver)" if tree and own else "")
+
+
 def render(summary: dict[str, Any], console: Any = None) -> None:
     """Print ``summary`` (from :func:`collect`) as rich tables on ``console`` (default: stdout)."""
     from rich.console import Console
@@ -111,14 +123,16 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
 
     con = console or Console()
     status = "finished with failed shards" if summary["partial"] else "done"
-    con.print(f"\n[bold]vismem run {summary['run_id']}[/bold] {status} in {_secs(summary['wall_s'])}")
-    con.print("[bold]Stages[/bold]")
+    peak = f", peak memory {summary['peak_mib']:,.0f} MiB" if summary.get("peak_mib") else ""
+    con.print(f"\n[bold]vismem run {summary['run_id']}[/bold] {status} in {_secs(summary['wall_s'])}{peak}")
+    con.print("[bold]Stages[/bold] [dim](peak memory: PSS of the driver and the processes it started, "
+              "e.g. a local Ray)[/dim]", soft_wrap=True)
     t = Table(show_edge=False)
-    for c in ("stage", "status", "time", "what ran / was reused"):
-        t.add_column(c, justify="right" if c == "time" else "left")
+    for c in ("stage", "status", "time", "peak memory", "what ran / was reused"):
+        t.add_column(c, justify="right" if c in ("time", "peak memory") else "left")
     for r in summary["stages"]:
         colour = {"partial": "yellow", "failed": "red"}.get(r["status"], "green")
-        t.add_row(r["stage"], f"[{colour}]{r['status']}[/{colour}]", _secs(r["wall_s"]), r["what"])
+        t.add_row(r["stage"], f"[{colour}]{r['status']}[/{colour}]", _secs(r["wall_s"]), _mib(r), r["what"])
     con.print(t)
     h = summary["headline"]
     blocks: dict[tuple[str, int], list[dict[str, Any]]] = {}

@@ -71,7 +71,8 @@ def test_summary_numbers_equal_the_result_tables(file_store):
     results = {"encode": {"status": "ok", "sessions": 12, "ran": 4, "cached": 8, "failed": []},
                "probes": {"status": "done", "units": 9, "ran": 0, "cached": 9, "probes": 100},
                "report": {"status": "done", "tables": 5, "figures": 2, "viewers": {"trajectories": "x"}}}
-    manifest = {"stages": {"encode": {"status": "done", "wall_s": 12.5}, "probes": {"status": "done", "wall_s": 95.0}}}
+    manifest = {"stages": {"encode": {"status": "done", "wall_s": 12.5, "peak_rss_mib": 210.4, "tree_peak_mib": 1534.2},
+                           "probes": {"status": "done", "wall_s": 95.0}}}
     summary = collect(results, manifest=manifest, tables=tables, options=ReportOptions(n_resamples=300, seed=1),
                       wall_s=130.0, store_uri="local-s3://vismem", run_id="sum-1", report="file:///r/index.html",
                       viewers={"trajectories": "file:///r/trajectories.html"}, run_log="/r/run.log")
@@ -82,6 +83,8 @@ def test_summary_numbers_equal_the_result_tables(file_store):
     # Stages: what ran and what was reused, with the manifest's times.
     assert "encode" in text and "12 sessions: 4 browsed, 8 reused" in text and "12.5 s" in text
     assert "9 probe units: 0 ran, 9 reused" in text and "1 min 35 s" in text
+    # ... and each stage's peak memory (the run's own regression check), the run's peak on top.
+    assert "1,534 MiB (210 driver)" in text and "peak memory 1,534 MiB" in text and summary["peak_mib"] == 1534.2
     # DMV-Bench TSR rows equal the probes table's rates on the common probe set.
     tsr = _expected_tsr(want["probes"])
     for arch, rate in tsr.items():
