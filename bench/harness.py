@@ -1,7 +1,11 @@
 """The benchmark harness: a registry of named benchmarks, each returning metric records.
 
-A record is ``{"name", "metric", "value", "unit", "target", "better", "machine"}``; ``target``
-is the goal from the issue that introduced the benchmark (None when there is none).
+A record is ``{"name", "metric", "value", "unit", "target", "better", "machine", "load"}``;
+``target`` is the goal from the issue that introduced the benchmark (None when there is none) and
+``load`` the 1-minute load average when it was measured (the machine is shared: a figure taken at
+load 5 on 2 cores is not one taken at load 1). Every benchmark also gets two records from the
+harness itself: ``wall`` (its whole run) and ``peak memory`` (PSS of this process and of every
+process it started, e.g. a local Ray; :mod:`core.peakmem`).
 Benchmarks register themselves in modules listed in ``BENCH_MODULES``.
 """
 
@@ -76,7 +80,15 @@ def record(name: str, metric: str, value: float, unit: str, *, target: float | N
            better: Literal["lower", "higher"] = "lower") -> dict[str, Any]:
     """One measured metric."""
     return {"name": name, "metric": metric, "value": float(value), "unit": unit, "target": target,
-            "better": better, "machine": machine()}
+            "better": better, "machine": machine(), "load": load()}
+
+
+def load() -> float | None:
+    """The 1-minute load average now (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _load() -> None:
@@ -89,20 +101,30 @@ def _load() -> None:
 
 
 def run_benchmarks(names: list[str]) -> list[dict[str, Any]]:
-    """Run benchmarks by name; a failing one yields an ``error`` record instead of aborting all."""
+    """Run benchmarks by name; a failing one yields an ``error`` record instead of aborting all.
+
+    Each benchmark ends with its ``wall`` and ``peak memory`` records (see the module doc).
+    """
+    from core.peakmem import PeakWatch
+
     _load()
     out: list[dict[str, Any]] = []
     for name in names:
         b = BENCHMARKS[name]
         t0 = time.perf_counter()
-        try:
-            out.extend(b.fn())
-        except Exception as err:  # report and continue with the next benchmark
-            rec = record(name, "error", float("nan"), "")
-            rec["error"] = f"{type(err).__name__}: {err}"
-            rec["traceback"] = traceback.format_exc(limit=5)
-            out.append(rec)
-        print(f"[bench] {name} finished in {time.perf_counter() - t0:.1f}s", flush=True)
+        with PeakWatch(interval_s=0.25) as watch:
+            try:
+                out.extend(b.fn())
+            except Exception as err:  # report and continue with the next benchmark
+                rec = record(name, "error", float("nan"), "")
+                rec["error"] = f"{type(err).__name__}: {err}"
+                rec["traceback"] = traceback.format_exc(limit=5)
+                out.append(rec)
+        wall = time.perf_counter() - t0
+        out.append(record(name, "wall", wall, "s"))
+        out.append(record(name, "peak memory", watch.tree_peak_mib, "MiB"))
+        out[-1]["peak_rss_mib"] = round(watch.self_peak_mib, 1)  # this process alone
+        print(f"[bench] {name} finished in {wall:.1f}s, peak {watch.tree_peak_mib:,.0f} MiB", flush=True)
     return out
 
 
@@ -118,13 +140,13 @@ def print_table(records: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     t = Table(title=f"vismem benchmarks — {machine()}")
-    for col in ("benchmark", "metric", "value", "unit", "target", "ok"):
-        t.add_column(col, justify="right" if col in ("value", "target") else "left")
+    for col in ("benchmark", "metric", "value", "unit", "target", "ok", "load"):
+        t.add_column(col, justify="right" if col in ("value", "target", "load") else "left")
     for r in records:
         ok = meets(r)
         t.add_row(r["name"], r["metric"], r.get("error") or f"{r['value']:.4g}", r["unit"],
                   "" if r["target"] is None else f"{'≤' if r['better'] == 'lower' else '≥'}{r['target']:g}",
-                  "" if ok is None else ("yes" if ok else "NO"))
+                  "" if ok is None else ("yes" if ok else "NO"), "" if r.get("load") is None else f"{r['load']:.1f}")
     Console(width=140).print(t)
 
 

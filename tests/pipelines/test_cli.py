@@ -61,9 +61,14 @@ def test_bench_harness_records(tmp_path, monkeypatch):
         out = tmp_path / "r.json"
         harness.write_records(recs, out)
         data = json.loads(out.read_text())
-        assert data[0].keys() >= {"name", "metric", "value", "unit", "target", "better", "machine"}
+        assert data[0].keys() >= {"name", "metric", "value", "unit", "target", "better", "machine", "load"}
         assert harness.meets(data[0]) is True
-        assert data[1]["error"] == "RuntimeError: boom" and harness.meets(data[1]) is None
+        # every benchmark, failed or not, ends with the harness's wall time and peak memory
+        assert [(r["name"], r["metric"]) for r in data[1:3]] == [("unit-test-bench", "wall"),
+                                                                ("unit-test-bench", "peak memory")]
+        assert data[2]["unit"] == "MiB" and data[2]["value"] > 0 and data[2]["peak_rss_mib"] > 0
+        assert data[3]["error"] == "RuntimeError: boom" and harness.meets(data[3]) is None
+        assert [r["metric"] for r in data[4:]] == ["wall", "peak memory"]
     finally:
         harness.BENCHMARKS.pop("unit-test-bench", None)
         harness.BENCHMARKS.pop("unit-test-broken", None)
