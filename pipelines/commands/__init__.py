@@ -16,4 +16,5 @@ COMMAND_MODULES = (
     "pipelines.commands.runs",
     "pipelines.commands.shots",
     "pipelines.commands.serve",
+    "pipelines.commands.listing",
 )

@@ -1,0 +1,117 @@
+"""``vismem list [KIND]``: what can be named in a config, by name, with what each one is.
+
+Every extension point is a registry plus named variants (YAML). A user writing a config needs
+the names (``memory.architectures: [dualmem, ...]``, ``probes.backends``, ``memshot.variants``)
+without reading the source tree; this prints them, one table per kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+#: kind -> (title, rows()) where rows are (name, detail, description).
+Rows = list[tuple[str, str, str]]
+
+
+def _architectures() -> Rows:
+    from memory.agent.variants import list_variants, load_variant
+
+    out = []
+    for name in list_variants():
+        v = load_variant(name)
+        tables = ", ".join((v.study, *v.also))
+        out.append((name, f"{v.name} · {tables}" + (f" · {v.paper}" if v.paper else ""), v.description))
+    return out
+
+
+def _models() -> Rows:
+    from serve.models import list_models, load_model_spec
+
+    out = []
+    for name in list_models():
+        m = load_model_spec(name)
+        out.append((name, f"{m.kind} · {m.source or '-'}", m.description))
+    return out
+
+
+def _memshot_variants() -> Rows:
+    from memory.dialogue.variants import list_variants, load_variant
+
+    return [(n, load_variant(n).kind, load_variant(n).description) for n in list_variants()]
+
+
+def _registry(module: str, attr: str) -> Callable[[], Rows]:
+    def rows() -> Rows:
+        import importlib
+
+        reg = getattr(importlib.import_module(module), attr)
+        names = reg.names()
+        return [(n, "registered", _doc(reg, n)) for n in names] + \
+               [(n, "variant", "") for n in reg.variants() if n not in names]
+    return rows
+
+
+def _doc(reg: Any, name: str) -> str:
+    """First line of the factory's docstring (what the registered thing is)."""
+    factory = getattr(reg, "_factories", {}).get(name)
+    return _para(getattr(factory, "__doc__", None))
+
+
+def _para(doc: str | None) -> str:
+    """A docstring's first paragraph on one line."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
+def _stages() -> Rows:
+    from pipelines.stages import STAGE_ORDER, get_stage
+
+    return [(n, f"config section: {get_stage(n).section or '-'}", _para(get_stage(n).run.__doc__)) for n in STAGE_ORDER]
+
+
+KINDS: dict[str, tuple[str, Callable[[], Rows]]] = {
+    "architectures": ("DMV-Bench memory architecture variants (memory.architectures)", _architectures),
+    "models": ("model variants: VLMs, judges, embedders (serve/models/*.yaml)", _models),
+    "memshot-variants": ("MemShot unit variants (memshot.variants)", _memshot_variants),
+    "memories": ("dialogue memories beside the variants (memshot.memories)",
+                 _registry("memory.dialogue.memories", "MEMORIES")),
+    "datasets": ("dialogue datasets (memshot.dataset)", _registry("memory.dialogue.datasets", "DATASETS")),
+    "image-sources": ("catalogue image sources (catalog.image_source)",
+                      _registry("env.storefront.imagesource", "IMAGE_SOURCES")),
+    "captioners": ("captioners (memory.components.captioner)", _registry("memory.agent.captioner", "CAPTIONERS")),
+    "vlms": ("VLM back-end families ({name, args} specs)", _registry("serve.vlm", "VLMS")),
+    "embedders": ("embedder families ({name, args} specs)", _registry("serve.embed", "EMBEDDERS")),
+    "stages": ("stages of a run, in order", _stages),
+}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("list", help="list what a config can name (architectures, models, variants, ...)",
+                       description="List the names a config can use, one table per kind. With no KIND, every kind.")
+    p.add_argument("kind", nargs="?", choices=sorted(KINDS), metavar="KIND",
+                   help=f"one of: {', '.join(KINDS)}")
+    p.add_argument("--json", action="store_true", help="print {kind: [{name, detail, description}]} as JSON")
+    p.set_defaults(func=_list)
+
+
+def _list(args: argparse.Namespace) -> int:
+    kinds = [args.kind] if args.kind else list(KINDS)
+    data = {k: KINDS[k][1]() for k in kinds}
+    if args.json:
+        import json
+
+        print(json.dumps({k: [dict(zip(("name", "detail", "description"), r)) for r in rows]
+                          for k, rows in data.items()}, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for k, rows in data.items():
+        table = Table(title=f"{k}: {KINDS[k][0]}", title_justify="left", show_lines=False)
+        for col in ("name", "detail", "description"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
+    return 0

@@ -1,0 +1,43 @@
+"""`vismem list`: every name a config can use, and each listed name is accepted by a config."""
+
+from __future__ import annotations
+
+import json
+
+from pipelines.cli import main
+
+
+def _listed(capsys, kind: str | None = None) -> dict:
+    assert main(["list", *([kind] if kind else []), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_list_names_every_kind_and_the_shipped_variants(capsys):
+    data = _listed(capsys)
+    from pipelines.commands.listing import KINDS
+
+    assert set(data) == set(KINDS)
+    archs = {r["name"]: r for r in data["architectures"]}
+    # the seven architectures of Table 2 are among them, each with its family and result table
+    for name in ("nomemory", "textonly", "caption", "dualmem", "worldmm-lite", "mma-lite", "m2a-lite"):
+        assert name in archs, sorted(archs)
+    assert archs["dualmem"]["detail"].startswith("dual · main")
+    assert "pocket-clip" in {r["name"] for r in data["models"]}
+    assert [r["name"] for r in data["stages"]] == ["memshot", "catalog", "encode", "replay", "probes", "report"]
+    assert all(r["description"] for r in data["architectures"])
+
+
+def test_every_listed_architecture_is_accepted_by_a_config(capsys):
+    from pipelines.config import parse_config
+
+    names = [r["name"] for r in _listed(capsys, "architectures")["architectures"]]
+    cfg = parse_config({"memory": {"architectures": names}}, source="test")
+    assert len(cfg.memory.architectures) == len(names)
+
+
+def test_list_unknown_kind_is_a_usage_error(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        main(["list", "nope"])
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
