@@ -75,6 +75,7 @@ class Store:
 
     spec: StoreSpec
     _client: Any = field(default=None, repr=False, compare=False)
+    _lean: Any = field(default=None, repr=False, compare=False)  # core.s3put.LeanPut, False: not usable
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -134,7 +135,7 @@ class Store:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.spec = state["spec"]
-        self._client = None
+        self._client = self._lean = None
 
     # -- addressing ---------------------------------------------------------------------------
     @property
@@ -184,6 +185,16 @@ class Store:
             )
         return self._client
 
+    def _lean_put(self) -> Any:
+        """The lean PUT of a loopback S3 server (the local store), or False where boto3 must do it."""
+        if self._lean is None:
+            from core import s3put
+
+            sp = self.spec
+            self._lean = (s3put.LeanPut(sp.endpoint_url, sp.region, sp.access_key, sp.secret_key)
+                          if s3put.usable(sp.endpoint_url, sp.access_key, sp.secret_key) else False)
+        return self._lean
+
     def _check_s3(self) -> None:
         from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
@@ -229,6 +240,9 @@ class Store:
         """Write a blob atomically (overwrites)."""
         if self.is_s3:
             bucket, k = self._s3_key(key)
+            lean = self._lean_put()
+            if lean and lean.put(bucket, k, data, content_type):
+                return
             extra = {"ContentType": content_type} if content_type else {}
             self._s3().put_object(Bucket=bucket, Key=k, Body=data, **extra)
             return
