@@ -226,7 +226,8 @@ def cluster_mean_ci(df: pl.DataFrame, by: Sequence[str], value: str, *, cluster:
     res = pl.DataFrame(out, schema=schema).with_columns(pl.col("low", "high").fill_nan(None))
     single = res.filter(pl.col("clusters") < 2)
     if single.height:
-        flat = mean_ci(rows.join(single.select(by), on=by, how="semi") if by else rows, by, "_v",
+        # nulls_equal: a group keyed by a null (Text RAG's max_height) is still a group.
+        flat = mean_ci(rows.join(single.select(by), on=by, how="semi", nulls_equal=True) if by else rows, by, "_v",
                        order=[cluster, "question_id"] if "question_id" in rows.columns else [cluster],
                        n_resamples=n_resamples, seed=seed)
         res = (res.join(flat.select(*by, pl.col("low").alias("_lo"), pl.col("high").alias("_hi")), on=by,

@@ -136,6 +136,13 @@ def headline(tables: dict[str, pl.DataFrame], options: ReportOptions = ReportOpt
     rec = tables.get("memshot_recall")
     if rec is not None and rec.height:
         by = ["variant", "k"]
+        if "embedder" in rec.columns:
+            # A variant retrieved by several embedders (memshot.extra_retrievers, Fig. 4b) is one
+            # row per embedder, named so: never one mean pooled over two retrievers.
+            several = pl.col("embedder").n_unique().over("variant") > 1
+            rec = rec.with_columns(pl.when(several).then(pl.format("{} [{}]", "variant", pl.col("embedder")
+                                                                   .fill_null("none")))
+                                   .otherwise(pl.col("variant")).alias("variant"))
         kw_ci = dict(order=["conversation_id", "question_id"], **kw)
         r = mean_ci(rec, by, "recall", **kw_ci).rename({"mean": "recall", "low": "recall lo", "high": "recall hi"})
         h = mean_ci(rec, by, "hit", **kw_ci).select(*by, pl.col("mean").alias("hit"), pl.col("low").alias("hit lo"),

@@ -228,3 +228,40 @@ def test_extra_sections_read_rate_latency_fig4_and_quoted_baselines():
     assert (lm["Overall Acc"], lm["Overall F1"], lm["Latency (s)"]) == (0.6799, 0.4753, 439.06)  # Table 1 as printed
     assert tables["memshot-fig4a"].df.height == 2  # memshot@5, memshot@10
     assert memshot_extra_sections({}, ReportOptions(), Links()) == []
+
+
+def test_headline_recall_keeps_retrievers_apart():
+    """With a second retriever (memshot.extra_retrievers) the run's headline gives each embedder
+    its own row; a variant with one embedder keeps its plain name."""
+    from analysis.report import ReportOptions, headline
+
+    def rows(variant, embedder, recalls):
+        return [{"dataset": "locomo", "conversation_id": f"c{i % 2}", "question_id": f"q{i}", "category": "single-hop",
+                 "variant": variant, "embedder": embedder, "k": 5, "recall": r, "hit": r > 0}
+                for i, r in enumerate(recalls)]
+
+    rec = pl.DataFrame(rows("memshot", "ocr-minilm (stand-in)", [1.0, 1.0, 0.0, 1.0])
+                       + rows("memshot", "jina-embeddings-v4", [0.0, 0.0, 0.0, 1.0])
+                       + rows("text-rag", "minilm", [0.5, 0.5, 0.5, 0.5]))
+    head = headline({"memshot_recall": rec}, ReportOptions(n_resamples=200))["memshot_recall"]
+    got = dict(zip(head["variant"], head["recall"]))
+    assert got == {"memshot [ocr-minilm (stand-in)]": 0.75, "memshot [jina-embeddings-v4]": 0.25, "text-rag": 0.5}
+    assert head["n"].to_list() == [4, 4, 4]
+
+
+def test_recall_intervals_for_rows_without_a_unit_height():
+    """Text RAG (and memories) have no max_height: their recall rows still get an interval,
+    in the one-conversation fallback too (a null key is a group, not a missing one)."""
+    from analysis.report_sections import Links, ReportOptions, memshot_sections
+
+    rows = [{"dataset": "locomo", "conversation_id": "c0", "question_id": f"q{i}", "category": "single-hop",
+             "variant": v, "embedder": "minilm", "max_height": h, "k": 5, "recall": float(i % 3 > 0), "hit": i % 3 > 0}
+            for i in range(12) for v, h in (("no-render", 768), ("text-rag", None))]
+    rec = pl.DataFrame(rows, schema_overrides={"max_height": pl.Int64})
+    ci = memshot.cluster_mean_ci(rec, ["variant", "max_height", "k"], "recall", n_resamples=300)
+    assert ci["low"].null_count() == 0 and ci["high"].null_count() == 0 and (ci["ci"] == "question").all()
+    secs = memshot_sections(None, rec, ReportOptions(n_resamples=300), Links())
+    (t,) = [t for s in secs for t in s.tables if t.id == "memshot-recall"]
+    rag = t.df.filter(pl.col("variant") == "text-rag").row(0, named=True)
+    assert rag["recall lo"] is not None and rag["recall lo"] <= rag["recall"] <= rag["recall hi"]
+    assert rag["hit lo"] is not None
