@@ -17,7 +17,7 @@ def _cfg(tmp_path, **over):
     base = {"name": "memtest", "stages": ["encode", "replay", "probes"], "runs_dir": str(tmp_path / "runs"),
             "store": {"uri": f"file://{tmp_path}/store"},
             "encode": {"chains": 1, "J": 3, "env": "http"},
-            "memory": {"architectures": ARCHS, "components": {"captioner": "catalogue", "visual_encoder": "tiny-siglip2"}},
+            "memory": {"architectures": ARCHS, "components": {"captioner": "catalogue", "visual_encoder": "pocket-clip"}},
             "probes": {"backends": ["scripted-recall"], "workers": 1}}
     for k, v in over.items():
         base[k] = {**base[k], **v} if isinstance(v, dict) and isinstance(base.get(k), dict) else v
@@ -81,6 +81,11 @@ def test_probes_table_counts_and_no_memory_scores_zero(first_run):
     ok = df.filter(pl.col("correct"))
     assert (ok["final_url"] == ok["target_url"]).all()
     assert df.filter(~pl.col("correct"))["failure"].is_not_null().all()
+    # The paper's central contrast, locally with pocket-clip (the shipped stand-in for SigLIP-2):
+    # visual memory recalls the incidental cue, the verbal channel ("a chair") cannot.
+    tsr = dict(main.group_by("architecture").agg(pl.col("correct").mean()).iter_rows())
+    vis = df.filter(pl.col("architecture") == "dualmem-vis")["correct"].mean()
+    assert tsr["dualmem"] >= 0.8 and vis >= 0.8 and tsr["textonly"] <= 0.35, (tsr, vis)
 
 
 def test_second_run_recomputes_nothing_and_a_new_architecture_runs_only_its_units(first_run):
