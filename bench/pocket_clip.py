@@ -84,6 +84,7 @@ def _render(catalog: Any) -> tuple[list[bytes], list[bytes], float]:
 
 @benchmark(NAME, "pocket-clip (stand-in for SigLIP-2): cue-phrase text→image recall over the catalogue and a J=15 chain bank")
 def pocket_clip() -> list[dict[str, Any]]:
+    """Embed the catalogue with the shipped weights and score cue-phrase retrieval (module docstring)."""
     from env.storefront.catalog import load_catalog
     from env.storefront.images.sources import ProceduralImageSource
     from serve.embed import build_embedder

@@ -61,6 +61,7 @@ class Recipe:
 
 
 def full_config(recipe: Recipe) -> dict[str, Any]:
+    """The architecture a recipe trains: ``DEFAULT_CONFIG`` with the recipe's overrides."""
     from serve.embedders.pocket import DEFAULT_CONFIG
 
     return {**DEFAULT_CONFIG, **recipe.config}
