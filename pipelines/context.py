@@ -48,6 +48,23 @@ class RunContext:
     def data_dir(self) -> Path:
         return resolve_data_dir(self.config)
 
+    @property
+    def worker_data_dir(self) -> str:
+        """``data_dir`` as actors on other nodes must be told it (they resolve it themselves).
+
+        A data folder that travels inside the job's working dir (``vismem submit`` ships small
+        datasets as ``_data/``) lies at a different path on every node, and an ``s3://`` data dir
+        is copied to each node's own cache: both are passed as written. Any other folder is
+        passed resolved, so a path relative to the driver's cwd means the same on a worker.
+        """
+        raw = str(self.config.data_dir)
+        from core.datadir import is_remote
+        from core.paths import repo_root
+
+        if is_remote(raw) or (not Path(raw).is_absolute() and self.data_dir.is_relative_to(repo_root().resolve())):
+            return raw
+        return str(self.data_dir)
+
 
 def resolve_data_dir(config: Any) -> Path:
     """``config.data_dir`` resolved against the repo root (then the cwd)."""

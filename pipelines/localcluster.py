@@ -1,8 +1,23 @@
 """A real multi-raylet Ray cluster on loopback, for cluster tests and trying `vismem submit` locally.
 
-``ray start --head`` plus extra raylets joining it, all bound to 127.0.0.1, each cluster with its
-own short temp dir. Stopping kills only this cluster's processes (found by that temp dir and GCS
-port), never other Ray instances on the machine — ``ray stop`` would kill them all.
+``ray start --head`` plus extra raylets joining it, every listener on 127.0.0.1. What makes it
+behave like a cluster of separate machines, and leave nothing behind:
+
+* **One temp/session dir per raylet** (``<root>/head``, ``<root>/w1``, ...). A raylet started
+  without ``--temp-dir`` takes the head's, and two raylets sharing one ``runtime_resources/``
+  fight over a job's package: the second one's runtime-env agent deletes and re-extracts the
+  working dir under the running driver (``FileNotFoundError`` from ``Path.cwd()``).
+* **Every process is tracked**: ``ray start`` runs with a fresh token in its environment
+  (``VISMEM_LOCALCLUSTER``), which every process it spawns inherits (GCS, raylets, dashboard and
+  runtime-env agents, workers, job drivers and what they start, Chromium included), and nothing
+  else carries. :meth:`LocalRayCluster.stop` ends them by that token -- SIGTERM, then SIGKILL,
+  repeated while any remain (agents re-parented to init ignore SIGTERM) -- and a lifeline
+  (:mod:`core.lifeline`) does the same if the owner dies without stopping it.
+* **Every listener on 127.0.0.1**, the Ray Client server included (it follows the node IP,
+  which Ray would otherwise turn into the machine's outward address: see ``_LOOPBACK_ENV``);
+  :meth:`LocalRayCluster.listeners` lists what the cluster's processes listen on.
+
+Never ``ray stop``: it kills every Ray on the machine, other sessions' included.
 """
 
 from __future__ import annotations
@@ -10,13 +25,30 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from core.lifeline import Lifeline, _alive, end_pids, pids_with_env
+
+#: Environment variable carrying a cluster's token into every one of its processes.
+TOKEN_VAR = "VISMEM_LOCALCLUSTER"
+
+
+#: Ray resolves "127.0.0.1" to the machine's outward address (``resolve_ip_for_localhost``) unless
+#: this is 0; then every Ray process -- agents and job drivers too, which connect to the GCS by
+#: that address -- keeps to loopback, and every listener that follows the node IP (GCS, Ray Client
+#: server, agents) stays on 127.0.0.1.
+_LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+#: ``ray`` with the node IP taken as given, and joining a head allowed: the variable above also
+#: makes ``ray start --address`` refuse to start a worker node, a check only this CLI makes.
+_RAY_CLI = ("import sys\nimport ray._private.services as s\nimport ray._private.ray_constants as c\n"
+            "s.resolve_ip_for_localhost = lambda host: host\nc.ENABLE_RAY_CLUSTER = True\n"
+            "from ray.scripts.scripts import main\nsys.argv[0] = 'ray'\nsys.exit(main())")
 
 
 def _free_port() -> int:
@@ -25,23 +57,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ray_bin() -> str:
-    exe = Path(sys.executable).parent / "ray"
-    return str(exe) if exe.exists() else (shutil.which("ray") or "ray")
-
-
 @dataclass
 class LocalRayCluster:
-    """``with LocalRayCluster(workers=1) as c: c.address, c.dashboard_url``."""
+    """``with LocalRayCluster(workers=1) as c: c.address, c.dashboard_url``.
+
+    ``root`` holds one temp dir per raylet; it is short because Ray's Unix socket paths live
+    under it (the kernel caps them at 107 bytes).
+    """
 
     head_cpus: float = 1
     workers: int = 1
     worker_cpus: float = 1
     object_store_mb: int = 200
     env: dict[str, str] = field(default_factory=dict)
-    temp_dir: Path = field(default_factory=lambda: Path(f"/tmp/vmr{secrets.token_hex(3)}"))
+    root: Path = field(default_factory=lambda: Path(f"/tmp/vmr{secrets.token_hex(3)}"))
     gcs_port: int = 0
     dashboard_port: int = 0
+    token: str = field(default_factory=lambda: secrets.token_hex(8))
+    _lifeline: Lifeline | None = field(default=None, repr=False)
+    _seen: set[int] = field(default_factory=set, repr=False)
 
     @property
     def address(self) -> str:
@@ -51,25 +85,44 @@ class LocalRayCluster:
     def dashboard_url(self) -> str:
         return f"http://127.0.0.1:{self.dashboard_port}"
 
-    def _run(self, args: list[str]) -> None:
-        env = {**os.environ, "RAY_AUTH_MODE": "disabled", **self.env}
+    @property
+    def temp_dir(self) -> Path:
+        """The head's temp dir (its session dir, logs and job packages live under it)."""
+        return self.root / "head"
+
+    def raylet_dirs(self) -> list[Path]:
+        """The temp dir of each raylet, head first."""
+        return [self.temp_dir, *(self.root / f"w{i}" for i in range(1, self.workers + 1))]
+
+    def _env(self) -> dict[str, str]:
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled", **_LOOPBACK_ENV, **self.env, TOKEN_VAR: self.token}
         # The job driver must run with this interpreter (the one with vismem installed).
         env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
-        r = subprocess.run([_ray_bin(), *args], capture_output=True, text=True, env=env, timeout=180)
+        # A caller's own Ray address must not make `ray start` join someone else's cluster.
+        env.pop("RAY_ADDRESS", None)
+        return env
+
+    def _run(self, args: list[str]) -> None:
+        r = subprocess.run([sys.executable, "-c", _RAY_CLI, *args], capture_output=True, text=True, env=self._env(), timeout=180,
+                           stdin=subprocess.DEVNULL)
         if r.returncode != 0:
             raise RuntimeError(f"`ray {' '.join(args[:2])}` failed: {r.stderr[-1500:] or r.stdout[-1500:]}")
 
     @staticmethod
     def _node_ports() -> list[str]:
         """Free ports for every per-node listener. Ray's defaults are fixed (e.g. the dashboard
-        agent on 52365), so a second Ray on the machine — a test session's, a user's — would
+        agent on 52365), so a second Ray on the machine -- a test session's, a user's -- would
         collide and leave the node without a job agent."""
         return [f"--node-manager-port={_free_port()}", f"--object-manager-port={_free_port()}",
                 f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
                 f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}"]
 
     def start(self) -> "LocalRayCluster":
-        self.temp_dir.mkdir(parents=True, exist_ok=True)
+        """Start the head and the worker raylets; returns once every node is alive."""
+        for d in self.raylet_dirs():
+            d.mkdir(parents=True, exist_ok=True)
+        # Armed before the first process exists: an owner killed mid-start leaves nothing either.
+        self._lifeline = Lifeline(sweep_env=(TOKEN_VAR, self.token), grace_s=3.0)
         self.gcs_port, self.dashboard_port = _free_port(), _free_port()
         common = ["--node-ip-address=127.0.0.1", f"--object-store-memory={self.object_store_mb * 2**20}",
                   "--disable-usage-stats"]
@@ -77,31 +130,26 @@ class LocalRayCluster:
                    "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
                    f"--ray-client-server-port={_free_port()}", f"--temp-dir={self.temp_dir}",
                    "--include-dashboard=true", *common, *self._node_ports()])
-        for _ in range(self.workers):
-            self._run(["start", f"--address={self.address}", f"--num-cpus={self.worker_cpus}", *common,
-                       *self._node_ports()])
+        for d in self.raylet_dirs()[1:]:
+            self._run(["start", f"--address={self.address}", f"--num-cpus={self.worker_cpus}",
+                       f"--temp-dir={d}", *common, *self._node_ports()])
         self._wait_nodes(1 + self.workers)
+        self.pids()
         return self
 
     def _wait_nodes(self, n: int, timeout_s: float = 60) -> None:
-        import json
-        import urllib.request
-
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(f"{self.dashboard_url}/api/cluster_status", timeout=3) as resp:
-                    body = json.loads(resp.read())
-                healthy = body.get("data", {}).get("clusterStatus", {}).get("loadMetricsReport", {})
-                nodes = self.alive_nodes()
-                if nodes >= n and healthy is not None:
+                if self.alive_nodes() >= n:
                     return
-            except Exception:
+            except Exception:  # the dashboard is still starting
                 pass
             time.sleep(0.5)
         raise RuntimeError(f"local Ray cluster did not reach {n} nodes in {timeout_s}s")
 
     def alive_nodes(self) -> int:
+        """Raylets the GCS reports alive (through the dashboard)."""
         import json
         import urllib.request
 
@@ -110,33 +158,45 @@ class LocalRayCluster:
         summary = body.get("data", {}).get("summary", [])
         return sum(1 for n in summary if n.get("raylet", {}).get("state") == "ALIVE")
 
-    def _pids(self) -> list[int]:
-        marks = (str(self.temp_dir), f"127.0.0.1:{self.gcs_port}", f"gcs_server_port={self.gcs_port}")
-        pids = []
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if any(m in cmd for m in marks):
-                pids.append(int(proc.name))
-        return pids
+    def pids(self) -> list[int]:
+        """Live processes of this cluster (by token); every pid ever seen is remembered for stop()."""
+        lifeline = {self._lifeline.pid} if self._lifeline is not None else set()
+        found = [p for p in pids_with_env(TOKEN_VAR, self.token, exclude={os.getpid(), *lifeline}) if _alive(p)]
+        self._seen.update(found)
+        return found
 
-    def stop(self) -> None:
-        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
-            pids = self._pids()
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-            deadline = time.monotonic() + wait
-            while pids and time.monotonic() < deadline:
-                pids = [p for p in pids if Path(f"/proc/{p}").exists() and _alive(p)]
-                time.sleep(0.1)
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+    def raylet_pids(self) -> dict[str, int]:
+        """``{temp dir name: raylet pid}`` (``head``, ``w1``, ...), to kill one node in a test."""
+        out = {}
+        for pid in self.pids():
+            cmd = _cmdline(pid)
+            if "/raylet/raylet" in cmd.split(" ", 1)[0]:
+                for d in self.raylet_dirs():
+                    if f"{d}/" in cmd:
+                        out[d.name] = pid
+        return out
+
+    def listeners(self) -> list[tuple[int, str, int]]:
+        """``(pid, address, port)`` of every TCP socket this cluster's processes listen on."""
+        return listening_sockets(self.pids())
+
+    def leftovers(self) -> list[int]:
+        """Processes of this cluster still alive (tracked by token, and every pid ever seen)."""
+        return sorted({*self.pids(), *(p for p in self._seen if _alive(p))})
+
+    def stop(self, timeout_s: float = 30) -> list[int]:
+        """End every process of the cluster and remove its temp dirs; returns what survived (none)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            left = self.leftovers()
+            if not left:
+                break
+            end_pids(left, grace_s=2.0)
+        if self._lifeline is not None:
+            self._lifeline.close()
+            self._lifeline = None
+        shutil.rmtree(self.root, ignore_errors=True)
+        return self.leftovers()
 
     def __enter__(self) -> "LocalRayCluster":
         try:
@@ -149,9 +209,56 @@ class LocalRayCluster:
         self.stop()
 
 
-def _alive(pid: int) -> bool:
+def _cmdline(pid: int) -> str:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-        return state != "Z"
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
-        return False
+        return ""
+
+
+def _listening_inodes() -> dict[int, tuple[str, int]]:
+    """``socket inode -> (address, port)`` of every listening TCP socket (IPv4 and IPv6)."""
+    out: dict[int, tuple[str, int]] = {}
+    for name, width in (("tcp", 8), ("tcp6", 32)):
+        try:
+            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) < 10 or parts[3] != "0A":  # 0A = LISTEN
+                continue
+            hexaddr, hexport = parts[1].split(":")
+            out[int(parts[9])] = (_addr(hexaddr, width), int(hexport, 16))
+    return out
+
+
+def _addr(hexaddr: str, width: int) -> str:
+    raw = bytes.fromhex(hexaddr)
+    # /proc/net/tcp* writes each 32-bit word in host (little-endian) order.
+    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    return socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6, raw)
+
+
+def listening_sockets(pids: list[int]) -> list[tuple[int, str, int]]:
+    """``(pid, address, port)`` of the TCP sockets ``pids`` listen on (those we may inspect)."""
+    inodes = _listening_inodes()
+    out = []
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:[") and int(link[8:-1]) in inodes:
+                out.append((pid, *inodes[int(link[8:-1])]))
+    return sorted(set(out))
+
+
+def is_loopback(addr: str) -> bool:
+    """127.0.0.0/8, ::1 or an IPv4-mapped loopback address."""
+    return addr.startswith("127.") or addr in ("::1", "::ffff:127.0.0.1") or addr.startswith("::ffff:127.")

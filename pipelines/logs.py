@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.paths import local_dir
+
 #: Loggers routed to the run log (each keeps its own level; their console handlers are removed).
 ROUTED = ("ray.data", "ray", "transformers", "huggingface_hub", "sentence_transformers", "urllib3", "filelock")
 
@@ -65,7 +67,7 @@ class Quiet:
 
 def run_log_path(config: object) -> Path:
     """``<runs_dir>/<run_id>/run.log``: the runner's log file for ``config``."""
-    return Path(getattr(config, "runs_dir")).resolve() / getattr(config, "run_id") / "run.log"
+    return local_dir(getattr(config, "runs_dir")) / getattr(config, "run_id") / "run.log"
 
 
 class _LazyFileHandler(logging.FileHandler):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
 import platform
 import subprocess
 import time
@@ -31,8 +32,19 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+#: Environment variable carrying the client's git revision into a submitted job.
+GIT_REVISION_VAR = "VISMEM_GIT_REVISION"
+
+
 def git_revision(cwd: str | Path | None = None) -> str:
-    """HEAD's sha, with ``+dirty`` when the work tree has changes; ``unknown`` outside git."""
+    """HEAD's sha, with ``+dirty`` when the work tree has changes; ``unknown`` outside git.
+
+    ``$VISMEM_GIT_REVISION`` wins: ``vismem submit`` sets it from the client's checkout, because
+    a job's shipped working dir has no ``.git/``.
+    """
+    given = os.environ.get(GIT_REVISION_VAR)
+    if given:
+        return given
     cwd = cwd or Path(__file__).resolve().parent.parent
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,

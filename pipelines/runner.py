@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from core.lifeline import Lifeline
+from core.paths import local_dir
 from core.s3server import LocalS3Server
 from core.secrets import Scrubber, ScrubFilter, is_secret_name, secret_values
 from core.store import Store
@@ -36,7 +37,7 @@ def open_store(config: RunConfig) -> Iterator[tuple[Store, dict[str, str]]]:
     if uri.startswith("local-s3://"):
         bucket_path = uri[len("local-s3://"):].strip("/")
         bucket = bucket_path.split("/", 1)[0]
-        data_dir = Path(config.runs_dir).resolve() / ".s3"
+        data_dir = local_dir(config.runs_dir) / ".s3"
         server = LocalS3Server(data_dir=data_dir, buckets=(bucket,), region=config.store.region)
         with server:
             env = server.env()
@@ -66,6 +67,16 @@ def _setup_logging(run_dir: Path, scrubber: Scrubber) -> logging.Handler:
     root.setLevel(logging.INFO)
     root.addHandler(handler)
     return handler
+
+
+def _keep_log(store: Store, path: Path, run_id: str, handler: logging.Handler) -> None:
+    """Copy the run log (already scrubbed of secrets) to ``runs/<run_id>/run.log`` in the store."""
+    handler.flush()
+    try:
+        if path.exists():
+            store.put_bytes(f"runs/{run_id}/run.log", path.read_bytes(), content_type="text/plain")
+    except Exception as err:  # a log that cannot be kept must not fail a run that succeeded
+        log.warning("run log not copied to the store: %s", err)
 
 
 #: Environment variable marking every process of the Ray this run starts (see :func:`_ray_lifeline`).
@@ -98,7 +109,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
         # Fail fast, before anything is started or written: unknown stages, and components
         # (models, embedders, image sources) that do not resolve.
         get_stage(name).check(config)
-    run_dir = Path(config.runs_dir).resolve() / config.run_id
+    run_dir = local_dir(config.runs_dir) / config.run_id
     os.environ["VISMEM_PROGRESS"] = "1" if progress else "0"
     results: dict[str, Any] = {}
     partial: list[str] = []
@@ -107,10 +118,13 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     lifeline: Lifeline | None = None
     scrubber = Scrubber(secret_values(config.model_dump(mode="json")))
     try:
-        with open_store(config) as (store, env):
+        with open_store(config) as (store, env), contextlib.ExitStack() as keep:
             scrubber.add(v for k, v in env.items() if is_secret_name(k))
             # Logs start only once the store is known to be usable: a bad store writes nothing.
             handler = _setup_logging(run_dir, scrubber)
+            # The log goes into the store when the run ends, failed or not: a cluster job's local
+            # folder is a Ray temp dir, gone with the job.
+            keep.callback(_keep_log, store, run_dir / "run.log", config.run_id, handler)
             import ray
 
             started_ray = not ray.is_initialized()  # a caller's Ray (tests, notebooks) is left running

@@ -22,6 +22,8 @@ from typing import Any
 
 import polars as pl
 
+from core.paths import local_dir
+
 log = logging.getLogger("vismem")
 
 TRAJECTORIES = "trajectories.html"
@@ -206,7 +208,7 @@ def copy_report(store: Any, run_id: str, dest: str | Path) -> Path | None:
 
 def local_report_dir(config: Any, run_id: str) -> Path:
     """Where ``vismem run`` puts a run's report locally: ``<runs_dir>/<run_id>/report``."""
-    return Path(config.runs_dir).resolve() / run_id / "report"
+    return local_dir(config.runs_dir) / run_id / "report"
 
 
 __all__ = ["copy_report", "local_report_dir", "sample_page", "trajectory_page", "write_viewers"]

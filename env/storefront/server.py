@@ -33,7 +33,10 @@ class ShopServer(ThreadedASGIServer):
     @classmethod
     def from_data(cls, data_dir: str | Path, *, seed: int = 0, colour_order: ColourOrder = "seeded",
                   images: dict[str, Any] | str = "placeholder", **kw: Any) -> "ShopServer":
-        cat = load_catalog(data_dir, seed=seed, colour_order=colour_order)
+        from core.paths import resolve_data_dir
+
+        # Resolved here, on the node that serves: a relative or s3:// data dir means this node's copy.
+        cat = load_catalog(resolve_data_dir(data_dir), seed=seed, colour_order=colour_order)
         return cls(cat, build_image_source(images, cat), **kw)
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -39,15 +40,39 @@ def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, 
            pip: list[str] | None = None, wait: bool = False, timeout_s: float = 3600) -> str:
     """Submit ``cfg`` as a Ray job; returns the submission id.
 
-    The config travels as YAML in the job's environment (``$VISMEM_CONFIG_YAML``); the job's
-    driver runs ``vismem run`` on the cluster with ``--address auto`` so it attaches to the
-    cluster that runs it.
+    The job carries its code and the small data files its stages read (:mod:`pipelines.jobpackage`:
+    ``data_dir`` becomes the package's ``_data/``; an ``s3://`` data dir is read from the store),
+    the client's git revision (``$VISMEM_GIT_REVISION``; the package has no ``.git/``) and the
+    client's resolved config as YAML (``$VISMEM_CONFIG_YAML``). The job's driver runs
+    ``vismem run`` with ``--address auto`` so it attaches to the cluster that runs it.
     """
+    import tempfile
+
+    from pipelines import jobpackage
+    from pipelines.manifest import GIT_REVISION_VAR, git_revision
+
     client = _client(dashboard)
-    working_dir = Path(working_dir).resolve()
-    runtime_env: dict[str, Any] = {"working_dir": str(working_dir), "excludes": RUNTIME_EXCLUDES,
-                                   "env_vars": {"RAY_AUTH_MODE": "disabled", **(env or {}),
-                                                "VISMEM_CONFIG_YAML": cfg.to_yaml()}}
+    with tempfile.TemporaryDirectory(prefix="vismem-job-") as pkg:
+        config_yaml, _shipped = jobpackage.build(cfg, Path(working_dir).resolve(), Path(pkg))
+        runtime_env: dict[str, Any] = {"working_dir": pkg, "excludes": RUNTIME_EXCLUDES,
+                                       "env_vars": {"RAY_AUTH_MODE": "disabled", **(env or {}),
+                                                    GIT_REVISION_VAR: git_revision(working_dir),
+                                                    "VISMEM_CONFIG_YAML": config_yaml}}
+        # The package is uploaded by submit_job; the folder of links is not needed afterwards.
+        job_id = _send(client, cfg, dashboard, runtime_env, pip)
+    if wait:
+        status = wait_for(client, job_id, timeout_s)
+        if status != "SUCCEEDED":
+            from core.secrets import Scrubber
+
+            # The log tail may echo a forwarded credential: cut every forwarded value out of it.
+            tail = Scrubber(v for k, v in (env or {}).items() if _is_secret_var(k)).text(
+                client.get_job_logs(job_id)[-2000:])
+            raise VismemError(f"job {job_id} ended {status}:\n{tail}")
+    return job_id
+
+
+def _send(client: Any, cfg: Any, dashboard: str, runtime_env: dict[str, Any], pip: list[str] | None) -> str:
     if pip:
         runtime_env["pip"] = pip
     # `python` is the cluster's interpreter (the image's, or the venv the raylets run from).
@@ -65,10 +90,6 @@ def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, 
                 time.sleep(2)
                 continue
             raise VismemError(f"job submission to {dashboard} failed: {err}") from None
-    if wait:
-        status = wait_for(client, job_id, timeout_s)
-        if status != "SUCCEEDED":
-            raise VismemError(f"job {job_id} ended {status}:\n{client.get_job_logs(job_id)[-2000:]}")
     return job_id
 
 
@@ -107,8 +128,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lg.set_defaults(func=_logs)
 
 
-_FORWARD = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL", "HF_HUB_OFFLINE",
-            "VISMEM_VLM_URL", "VISMEM_JUDGE_URL")
+#: Forwarded to every job: the store's credentials and endpoint, and offline mode for model hubs.
+_FORWARD = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_ENDPOINT_URL",
+            "VISMEM_S3_ENDPOINT", "HF_HUB_OFFLINE")
+#: Also forwarded: what the model specs read (``base_url: ${VISMEM_VLM_BASE_URL:-...}``,
+#: ``api_key_env: GEMINI_API_KEY``, ...), whatever the model's name.
+_MODEL_VARS = re.compile(r"^[A-Z][A-Z0-9_]*_(BASE_URL|API_KEY)$")
+
+
+def forwarded_env(extra: list[str] = ()) -> dict[str, str]:  # type: ignore[assignment]
+    """The client's variables a job gets (values never printed: see :func:`_is_secret_var`)."""
+    names = [*_FORWARD, *(k for k in sorted(os.environ) if _MODEL_VARS.match(k)), *extra]
+    return {k: os.environ[k] for k in names if k in os.environ}
+
+
+def _is_secret_var(name: str) -> bool:
+    from core.secrets import is_secret_name
+
+    return is_secret_name(name) or name.endswith("_API_KEY")
 
 
 def _submit(args: argparse.Namespace) -> int:
@@ -117,7 +154,7 @@ def _submit(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     if cfg.store.uri.startswith("local-s3://"):
         raise VismemError("a submitted run needs a store the cluster can reach: pass --store s3://... or file:///...")
-    env = {k: os.environ[k] for k in (*_FORWARD, *args.env) if k in os.environ}
+    env = forwarded_env(args.env)
     job_id = submit(cfg, _dashboard(args), working_dir=repo_root(), env=env, wait=args.wait, timeout_s=args.timeout)
     print(job_id)
     return 0

@@ -158,7 +158,7 @@ def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> di
     from pipelines.jobs.encode import env_factory
 
     cfg = ctx.config
-    return {"store": ctx.store, "backends": specs, "slugs": slugs, "data_dir": str(ctx.data_dir),
+    return {"store": ctx.store, "backends": specs, "slugs": slugs, "data_dir": ctx.worker_data_dir,
             "catalog_seed": cfg.seed, "colour_order": cfg.catalog.colour_order, "images": image_source(ctx),
             "options": options(cfg), "observation": cfg.encode.observation,
             "step_timeout_s": cfg.encode.step_timeout_s, "env_factory": env_factory(cfg.encode.env),

@@ -99,7 +99,7 @@ def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: 
     return {"store": ctx.store, "chains": [{"backend": c.backend, "slug": c.slug, "seed": c.seed} for c in chains],
             "recallers": recall, "archs": architecture_specs(cfg), "arch_keys": keys, "feature_specs": feature_specs,
             "cues": cue_lookup(cfg),
-            "shop": {"data_dir": str(ctx.data_dir), "seed": cfg.seed, "colour_order": cfg.catalog.colour_order,
+            "shop": {"data_dir": ctx.worker_data_dir, "seed": cfg.seed, "colour_order": cfg.catalog.colour_order,
                      "images": image_source(ctx)},
             "options": {"max_steps": cfg.probes.max_steps, "fetch_k": cfg.probes.fetch_k, "keep_k": cfg.probes.keep_k,
                         "max_tokens": cfg.probes.max_tokens, "J": max(cfg.probes.J or (cfg.encode.J,)),

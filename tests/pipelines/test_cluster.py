@@ -1,7 +1,14 @@
-"""A real two-raylet Ray cluster on loopback: `vismem submit` a tiny run, outputs land in the store."""
+"""A real two-raylet Ray cluster on loopback: `vismem submit` with the default config.
+
+The data reaches the job inside its package (``_data/``), the client's git revision and config
+travel with it, the run log lands in the store, the model endpoint variables are forwarded
+without their values being printed, and afterwards nothing of the cluster is left: no process,
+and no listener beyond 127.0.0.1 while it ran.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.localcluster import LocalRayCluster
 from core.store import Store
+from pipelines.localcluster import LocalRayCluster, is_loopback
 
 REPO = Path(__file__).resolve().parents[2]
+SECRET = "sk-test-do-not-print-4f2a9c"
 
 
 def _vismem(args, env, timeout=300):
@@ -20,31 +28,90 @@ def _vismem(args, env, timeout=300):
                           cwd=REPO, env=env, timeout=timeout)
 
 
+def _store(s3_server, uri):
+    return Store.open(uri, endpoint_url=s3_server.endpoint_url, access_key=s3_server.access_key,
+                      secret_key=s3_server.secret_key)
+
+
+def _git_revision() -> str:
+    from pipelines.manifest import git_revision
+
+    return git_revision(REPO)
+
+
+def _submit_and_check(cluster, env, store_uri, stages, s3_server, timeout=420):
+    """Submit ``stages`` with the default config; returns (manifest, store, run prefix)."""
+    r = _vismem(["submit", *stages, "--store", store_uri, "--dashboard", cluster.dashboard_url, "--wait",
+                 "--timeout", str(timeout)], env, timeout=timeout + 60)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-2000:]
+    assert SECRET not in r.stdout + r.stderr
+    job_id = r.stdout.strip().splitlines()[-1]
+    assert job_id.startswith("vismem-")
+
+    st = _vismem(["status", job_id, "--dashboard", cluster.dashboard_url], env, timeout=60)
+    assert st.returncode == 0 and st.stdout.strip() == "SUCCEEDED"
+    logs = _vismem(["logs", job_id, "--dashboard", cluster.dashboard_url], env, timeout=60)
+    assert logs.returncode == 0 and SECRET not in logs.stdout
+
+    # The model variables reached the job by name; the secret's value was never printed.
+    from ray.job_submission import JobSubmissionClient
+
+    info = JobSubmissionClient(cluster.dashboard_url).get_job_info(job_id)
+    job_env = (info.runtime_env or {}).get("env_vars", {})
+    assert job_env.get("VISMEM_TESTMODEL_BASE_URL") == "http://127.0.0.1:9/v1"
+    assert "VISMEM_TESTMODEL_API_KEY" in job_env and "VISMEM_VLM_URL" not in job_env
+
+    store = _store(s3_server, store_uri)
+    manifests = [k for k in store.list("runs") if k.endswith("manifest.json")]
+    assert len(manifests) == 1
+    man = store.get_json(manifests[0])
+    prefix = manifests[0].rsplit("/", 1)[0]
+    for stage in stages:
+        assert man["stages"][stage]["status"] == "done", man["stages"][stage]
+    # Default config: the data travelled with the job, the run id is the client's.
+    local_id = _vismem(["run", *stages, "--print-config"], env, timeout=60).stdout.splitlines()[0]
+    assert local_id == f"# run id: {man['run_id']}"
+    assert man["config"]["data_dir"] == "_data"
+    assert all(v["digest"].startswith("sha256:") for v in man["inputs"].values()) and man["inputs"]
+    assert man["git_revision"] == _git_revision() != "unknown"
+    assert SECRET not in json.dumps(man)
+    log = store.get_bytes(f"{prefix}/run.log").decode()
+    assert f"run {man['run_id']}" in log and SECRET not in log
+    return man, store, prefix
+
+
+def _cluster_env(s3_server):
+    env = {**os.environ, **s3_server.env(), "RAY_AUTH_MODE": "disabled",
+           "VISMEM_TESTMODEL_BASE_URL": "http://127.0.0.1:9/v1", "VISMEM_TESTMODEL_API_KEY": SECRET}
+    env.pop("VISMEM_VLM_URL", None)
+    return env
+
+
+def _assert_clean(cluster, pids, listeners):
+    assert pids and listeners
+    outward = [x for x in listeners if not is_loopback(x[1])]
+    assert not outward, f"listeners beyond loopback: {outward}"
+
+
 def test_submit_to_two_raylet_cluster(s3_server):
-    env = {**os.environ, **s3_server.env(), "RAY_AUTH_MODE": "disabled"}
-    with LocalRayCluster(head_cpus=1, workers=1, worker_cpus=1) as cluster:
+    env = _cluster_env(s3_server)
+    cluster = LocalRayCluster(head_cpus=1, workers=1, worker_cpus=1)
+    with cluster:
         assert cluster.alive_nodes() == 2
-        r = _vismem(["submit", "report", "--store", "s3://vismem-test/cluster", "--seed", "7",
-                     "--dashboard", cluster.dashboard_url, "--wait", "--timeout", "240"], env)
-        assert r.returncode == 0, r.stderr + r.stdout
-        job_id = r.stdout.strip().splitlines()[-1]
-        assert job_id.startswith("vismem-")
+        assert set(cluster.raylet_pids()) == {"head", "w1"}
+        # catalog reads dmv-bench on the driver; report reads the run back: both need the data.
+        _submit_and_check(cluster, env, "s3://vismem-test/cluster", ["catalog", "report"], s3_server)
+        for unknown in (["status", "vismem-nope"], ["logs", "vismem-nope"]):
+            r = _vismem([*unknown, "--dashboard", cluster.dashboard_url], env, timeout=60)
+            assert r.returncode != 0 and "Traceback" not in r.stderr
+            assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "no job 'vismem-nope'" in r.stderr
+        pids, listeners = cluster.pids(), cluster.listeners()
+        _assert_clean(cluster, pids, listeners)
+    assert cluster.stop() == []
+    from core.lifeline import _alive
 
-        st = _vismem(["status", job_id, "--dashboard", cluster.dashboard_url], env, timeout=60)
-        assert st.returncode == 0 and st.stdout.strip() == "SUCCEEDED"
-        logs = _vismem(["logs", job_id, "--dashboard", cluster.dashboard_url], env, timeout=60)
-        assert logs.returncode == 0 and '"_run_id"' in logs.stdout
-
-        store = Store.open("s3://vismem-test/cluster", endpoint_url=s3_server.endpoint_url,
-                           access_key=s3_server.access_key, secret_key=s3_server.secret_key)
-        manifests = [k for k in store.list("runs") if k.endswith("manifest.json")]
-        assert len(manifests) == 1
-        man = store.get_json(manifests[0])
-        assert man["config"]["seed"] == 7 and man["stages"]["report"]["status"] == "done"
-        pids = cluster._pids()
-        assert pids
-    assert not [p for p in pids if Path(f"/proc/{p}").exists() and
-                Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"]
+    assert not [p for p in pids if _alive(p)]
+    assert not cluster.root.exists()
 
 
 def test_submit_needs_reachable_store_and_server(tmp_path):
