@@ -5,6 +5,8 @@
 2. **Retrieve**: embed units and questions through the Embedder protocol (text units with
    ``text_embedder``, image units with ``image_embedder``), as a Ray Data actor-pool job for
    large inputs or in the driver for small ones; rank units per question within the conversation.
+   A pixel reader (``ocr-minilm``) reads the shots first (OCR job, read rate per variant;
+   :mod:`pipelines.stages.memshot_steps`, with ``memshot.memories`` and Fig. 4b's retrievers).
 3. **Recall@k** per question (exact, from the dia_ids each unit recorded) →
    ``results/memshot_recall.parquet`` and the benchmark-free ``results/memshot_recall_summary.parquet``.
 4. **Construction latency** per conversation and variant (render + unit embedding) →
@@ -102,7 +104,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     """Run the MemShot evaluation for ``ctx.config.memshot``; returns a JSON-able summary."""
     import polars as pl
 
-    from memory.dialogue.retrieval import evidence_recall, rank_units, recall_summary
+    from memory.dialogue.retrieval import evidence_recall, recall_summary
     from pipelines.stages import memshot_steps as steps
 
     cfg = ctx.config.memshot
@@ -132,6 +134,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         ranked = pl.concat([ranked, memories["ranked"]])
         embed_parts.append(memories["seconds"])
         embedder_names.update(memories["embedders"])
+        pixels = steps.add_readings(ctx, pixels, memories["readings"])
     # The ranking is an intermediate (answers and any re-scoring start from it), not a result table.
     ctx.store.write_table(f"{ctx.run_prefix}/memshot/ranked.parquet", ranked, schema_version=SUMMARY_SCHEMA_VERSION)
 
@@ -154,8 +157,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     summary: dict[str, Any] = {
         "status": "done", "dataset": _dataset(cfg), "conversations": len(conversations),
         "questions": questions.height, "units": units.height,
-        "recall": _recall_dict(summary_tbl),
-        "construction_latency_s": _latency_dict(latency),
+        "recall": steps.recall_dict(summary_tbl),
+        "construction_latency_s": steps.latency_dict(latency),
         "paper_construction_latency_s": PAPER_CONSTRUCTION_LATENCY_S,
         "rendered_not_retrieved": sorted(set(units["variant"].unique().to_list()) - set(embedder_names)),
         "results": [f"{results}/{n}.parquet" for n in
@@ -201,8 +204,6 @@ def _questions(conversations: list[Any], cfg: Any) -> Any:
     if excluded:
         qs = qs.filter(~pl.col("category").is_in(excluded))
     return qs
-
-
 
 
 def _embedder_groups(units: Any, cfg: Any):
@@ -270,12 +271,6 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
     return ranked, unit_secs, name
 
 
-
-
-
-
-
-
 def _max_heights(units: Any) -> dict[str, int | None]:
     """Variant → its maximum rendering height (None: full session / unbounded), from the variant
     YAML; memories of ``memshot.memories`` (not variants) have none."""
@@ -283,8 +278,6 @@ def _max_heights(units: Any) -> dict[str, int | None]:
 
     known = set(list_variants())
     return {v: load_variant(v).max_height if v in known else None for v in units["variant"].unique().to_list()}
-
-
 
 
 def embedder_label(spec: dict[str, Any]) -> str:
@@ -318,8 +311,6 @@ def _latency(render_s: Any, embed_s: Any, units: Any) -> Any:
            .with_columns((pl.col("render_s") + pl.col("embed_s")).alias("construction_s"),
                          pl.lit(PAPER_CONSTRUCTION_LATENCY_S).alias("paper_construction_s")))
     return out.sort(["variant", "conversation_id"])
-
-
 
 
 def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall: Any,
@@ -407,22 +398,6 @@ def _write_result(ctx: Any, kind: str, df: Any) -> None:
     from analysis.schemas import write_results
 
     write_results(ctx.store, ctx.run_prefix, kind, df)
-
-
-def _recall_dict(tbl: Any) -> dict[str, Any]:
-    import polars as pl
-
-    out: dict[str, Any] = {}
-    for r in tbl.filter(pl.col("category") == "overall").iter_rows(named=True):
-        out[f"{r['variant']}@{r['k']}"] = {"recall": round(r["recall"], 4), "hit_rate": round(r["hit_rate"], 4), "n": r["n"]}
-    return out
-
-
-def _latency_dict(lat: Any) -> dict[str, float]:
-    import polars as pl
-
-    agg = lat.group_by("variant").agg(pl.col("construction_s").mean()).sort("variant")
-    return {r["variant"]: round(r["construction_s"], 3) for r in agg.iter_rows(named=True)}
 
 
 STAGE = Stage(name="memshot", section="memshot", run=run, add_cli_args=add_cli_args,

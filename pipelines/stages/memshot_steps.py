@@ -4,9 +4,11 @@
   rows it embeds (MemShot recall from pixels, locally);
 * :func:`extra_recall` / :func:`with_unit_size` — Fig. 4b's second retriever family and the
   unit size / modality each recall row is plotted by;
-* :func:`memories` — DialogueMemory adapters (``memshot.memories``) beside the batch variants;
+* :func:`memories` / :func:`add_readings` — DialogueMemory adapters (``memshot.memories``) beside
+  the batch variants, and the read rate of the shots a pixel reader read for them;
 * :func:`adversarial_choices` — LoCoMo category 5 as the official multiple choice;
-* :func:`with_latency` — Table 1's Latency column on every answer.
+* :func:`with_latency` — Table 1's Latency column on every answer;
+* :func:`recall_dict` / :func:`latency_dict` — the stage summary's recall and latency.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def adversarial_choices(qs: Any) -> Any:
     return qs.with_columns(pl.Series("mc_a", [o["a"] for o in opts], dtype=pl.Utf8),
                            pl.Series("mc_b", [o["b"] for o in opts], dtype=pl.Utf8),
                            pl.when(adv).then(pl.lit(NOT_MENTIONED)).otherwise(pl.col("answer")).alias("answer"))
+
 
 def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dict[str, Any]]:
     """When ``image_embedder`` is a pixel reader (``ocr-minilm``): read every shot's text with the
@@ -77,6 +80,7 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
                           pl.lit(ms.embedder_label(spec)).alias("embedder"))
     return out, {"seconds": seconds, "ocr": job, "read_rate": rates}
 
+
 def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
     """Recall rows of ``memshot.extra_retrievers`` (Fig. 4b's second retriever family): each
     embeds every variant's units (text through ``embed_texts``, shots through
@@ -97,6 +101,7 @@ def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
             .alias("max_height")))
     return pl.concat(parts) if parts else pl.DataFrame()
 
+
 def with_unit_size(recall: Any) -> Any:
     """Recall rows with what Fig. 4b plots them by: ``unit_size`` ("512", "768", "1024" px or
     "session" for full-session shots; null for Text RAG's session text and for w/o Header,
@@ -104,9 +109,7 @@ def with_unit_size(recall: Any) -> Any:
     same units as text)."""
     import polars as pl
 
-    from memory.dialogue.variants import load_variant
-
-    from memory.dialogue.variants import list_variants
+    from memory.dialogue.variants import list_variants, load_variant
 
     known = set(list_variants())
     names = [v for v in (recall["variant"].unique().to_list() if recall.height else []) if v in known]
@@ -119,6 +122,7 @@ def with_unit_size(recall: Any) -> Any:
     return recall.with_columns(
         pl.col("variant").replace_strict(size, default=None, return_dtype=pl.Utf8).alias("unit_size"),
         pl.col("variant").replace_strict(modality, default=None, return_dtype=pl.Utf8).alias("unit_modality"))
+
 
 def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, Any]:
     """Evaluate ``memshot.memories`` (DialogueMemory adapters: memocr, external systems, ...)
@@ -138,7 +142,7 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
         return {}
     inject = {role: EMBEDDERS.resolve(getattr(cfg, role), field=f"memshot.{role}")
               for role in ("text_embedder", "image_embedder") if getattr(cfg, role) is not None}
-    unit_rows, ranked_rows, secs, names, no_recall = [], [], [], {}, []
+    unit_rows, ranked_rows, secs, names, no_recall, readings = [], [], [], {}, [], []
     k_max = max(cfg.k)
     for i, spec in enumerate(specs):
         mem = build_memory(spec, **inject)
@@ -153,6 +157,8 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
                          "embed_s": float(mem.ingest(conv)), "embedder": names[mem.name]})
             qs = questions.filter(pl.col("conversation_id") == conv.conversation_id)
             built = mem.units(conv.conversation_id)
+            read = mem.ocr_texts(conv.conversation_id) if hasattr(mem, "ocr_texts") else []
+            readings += [_reading(mem.name, u, t) for u, t in zip(built, read) if u.image is not None]
             retrieved = {q: mem.retrieve(conv.conversation_id, text, k_max)
                          for q, text in zip(qs["question_id"].to_list(), qs["question"].to_list())}
             for j, u in enumerate(built + [u for r in retrieved.values() for u in r]):
@@ -177,7 +183,46 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
             "ranked": pl.DataFrame(ranked_rows, schema={"variant": pl.Utf8, "conversation_id": pl.Utf8,
                                                         "question_id": pl.Utf8, "rank": pl.Int64, "unit_id": pl.Utf8,
                                                         "score": pl.Float64}),
-            "seconds": pl.DataFrame(secs), "embedders": names, "no_recall": no_recall}
+            "seconds": pl.DataFrame(secs), "embedders": names, "no_recall": no_recall,
+            "readings": (pl.DataFrame(readings, schema={c: getattr(pl, t) for c, t in READING_SCHEMA.items()})
+                         if readings else None)}
+
+
+#: Columns of ``results/memshot_readrate.parquet`` (``memory.dialogue.readrate.unit_readings``).
+READING_SCHEMA = {"variant": "Utf8", "conversation_id": "Utf8", "session_id": "Utf8", "unit_id": "Utf8",
+                  "n_words": "Int64", "n_read": "Int64", "read_rate": "Float64", "missed": "Utf8"}
+
+
+def _reading(name: str, unit: Any, ocr_text: str) -> dict[str, Any]:
+    """One read-rate row for a memory's shot: the words it draws (``unit.text``) against what
+    the pixel reader read from it at ingest."""
+    from memory.dialogue.readrate import reading
+
+    rd = reading(unit.text, ocr_text)
+    return {"variant": name, "conversation_id": unit.conversation_id, "session_id": str(unit.session_index),
+            "unit_id": unit.unit_id, "n_words": rd.n_words, "n_read": rd.n_read, "read_rate": rd.rate,
+            "missed": " ".join(rd.missed[:20])}
+
+
+def add_readings(ctx: Any, pixels: dict[str, Any], readings: Any) -> dict[str, Any]:
+    """Memories' shots read by a pixel reader (MemOCR's, locally) join the read rate: their rows
+    are appended to ``results/memshot_readrate.parquet`` and their rate to ``read_rate``."""
+    import polars as pl
+
+    from memory.dialogue.readrate import readrate_table
+
+    if readings is None or readings.height == 0:
+        return pixels
+    key = f"{ctx.run_prefix}/results/memshot_readrate.parquet"
+    rows = readings.with_columns(pl.lit(ms._dataset(ctx.config.memshot)).alias("dataset"))
+    if pixels and ctx.store.exists(key):
+        rows = pl.concat([ctx.store.read_table(key).drop("schema_version", strict=False), rows], how="diagonal_relaxed")
+    ctx.store.write_table(key, rows, schema_version=ms.SUMMARY_SCHEMA_VERSION)
+    rates = {r.pop("variant"): {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
+             for r in readrate_table(readings).iter_rows(named=True)}
+    empty = {"shots": 0, "read": 0, "cached": 0, "wall_s": 0.0}
+    return {**pixels, "ocr": pixels.get("ocr", empty), "read_rate": {**pixels.get("read_rate", {}), **rates}}
+
 
 def with_latency(scored: Any, latency: Any) -> Any:
     """Answers with ``latency_s``: the memory-construction seconds of the answer's conversation
@@ -188,3 +233,21 @@ def with_latency(scored: Any, latency: Any) -> Any:
         return scored
     lat = latency.select("conversation_id", "variant", pl.col("construction_s").alias("latency_s"))
     return scored.drop("latency_s", strict=False).join(lat, on=["conversation_id", "variant"], how="left")
+
+
+def recall_dict(tbl: Any) -> dict[str, Any]:
+    """Overall recall@k and hit rate per ``variant@k`` from the recall summary table."""
+    import polars as pl
+
+    out: dict[str, Any] = {}
+    for r in tbl.filter(pl.col("category") == "overall").iter_rows(named=True):
+        out[f"{r['variant']}@{r['k']}"] = {"recall": round(r["recall"], 4), "hit_rate": round(r["hit_rate"], 4), "n": r["n"]}
+    return out
+
+
+def latency_dict(lat: Any) -> dict[str, float]:
+    """Mean construction seconds per conversation, per variant."""
+    import polars as pl
+
+    agg = lat.group_by("variant").agg(pl.col("construction_s").mean()).sort("variant")
+    return {r["variant"]: round(r["construction_s"], 3) for r in agg.iter_rows(named=True)}

@@ -37,6 +37,8 @@ class RetrievingMemory:
             self.name = label
         self._units: dict[str, list[MemoryUnit]] = {}
         self._vecs: dict[str, np.ndarray] = {}
+        self._read: dict[str, list[str]] = {}  # a pixel reader's OCR text per unit, per conversation
+        self._last_read: list[str] = []
 
     def build_units(self, conversation: Any) -> list[MemoryUnit]:
         raise NotImplementedError
@@ -50,15 +52,24 @@ class RetrievingMemory:
             return l2_normalise(self.embedder.embed_texts([u.text for u in units]))
         images = [u.image for u in units]
         if hasattr(self.embedder, "read_images"):  # pixel reader: read, then embed the text
-            return l2_normalise(self.embedder.embed_ocr_texts(self.embedder.read_images(images)))
+            self._last_read = self.embedder.read_images(images)
+            return l2_normalise(self.embedder.embed_ocr_texts(self._last_read))
         return l2_normalise(self.embedder.embed_images(images))
 
     def ingest(self, conversation: Any) -> float:
         t0 = time.perf_counter()
         units = self.build_units(conversation)
+        self._last_read = []
         self._units[conversation.conversation_id] = units
         self._vecs[conversation.conversation_id] = self._embed_units(units)
+        self._read[conversation.conversation_id] = list(self._last_read)
         return time.perf_counter() - t0
+
+    def ocr_texts(self, conversation_id: str) -> list[str]:
+        """What a pixel reader read from each unit's shot at ingest (in :meth:`units` order);
+        empty when the embedder reads no pixels as text. With each unit's ``text`` (the words
+        its shot draws) this is the memory's read rate."""
+        return list(self._read.get(conversation_id, []))
 
     def units(self, conversation_id: str) -> list[MemoryUnit]:
         return list(self._units.get(conversation_id, []))
