@@ -23,7 +23,8 @@ from typing import Any
 from bench.harness import benchmark, record
 
 NAME = "memshot-render-locomo"
-TARGET_WALL_S = 3.0
+TARGET_WALL_S = 1.5      # file:// (issue 18; was 3.0)
+TARGET_S3_WALL_S = 3.0   # the default local-s3:// store (issue 18)
 PROCESSES = 2
 CHUNK = 4  # sessions per worker call: small enough to balance 272 sessions over 2 workers
 
@@ -115,11 +116,21 @@ def memshot_render_locomo() -> list[dict[str, Any]]:
                             access_key=srv.access_key, secret_key=srv.secret_key)
             res = run_once(s3, "bench/memshot", rows)
             out += [
-                record(NAME, "s3.wall_s", res["wall_s"], "s"),
+                record(NAME, "s3.wall_s", res["wall_s"], "s", target=TARGET_S3_WALL_S),
                 record(NAME, "s3.cpu_s", res["cpu_s"], "s"),
                 record(NAME, "s3.shots_per_s", res["shots_per_s"], "shots/s", better="higher"),
                 record(NAME, "s3.write_ms_per_shot", res["write_ms"], "ms"),
             ]
+            # The peer, side by side at the same load: every put through boto3 (the path before
+            # core.s3put), into a fresh prefix of the same server.
+            os.environ["VISMEM_S3_LEAN"] = "0"  # read by the spawned workers' stores
+            try:
+                res = run_once(s3, "bench/memshot-boto3", rows)
+            finally:
+                os.environ.pop("VISMEM_S3_LEAN", None)
+            out += [record(NAME, "s3_boto3.wall_s", res["wall_s"], "s"),
+                    record(NAME, "s3_boto3.cpu_s", res["cpu_s"], "s"),
+                    record(NAME, "s3_boto3.write_ms_per_shot", res["write_ms"], "ms")]
     return out
 
 

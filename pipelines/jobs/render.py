@@ -18,6 +18,7 @@ Store layout under ``prefix``::
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -85,20 +86,23 @@ def render_rows(rows: list[dict[str, Any]], *, store: Any, variant: Variant, pre
 
     out = []
     font = Path(variant.style.font_regular).name
+    # Shots are written by a few background threads while the next session renders: on an S3
+    # store each put waits a round trip on the server, time this worker would otherwise idle.
+    # A session's shard is written only once all its shots are stored (the resumption marker).
+    writer = _writer()
+    pending: list[Any] = []
     for row in rows:
         t0 = time.perf_counter()
         conv = Conversation(dataset=row["dataset"], conversation_id=row["conversation_id"],
                             speakers=tuple(json.loads(row["speakers"])), sessions=(), source=row["source"])
         session = session_from_dict(json.loads(row["session_json"]))
         units = session_units(conv, session, variant, image_format=image_format, compress_level=compress_level)
-        recs = []
+        recs, puts = [], []
         for u in units:
-            key, write_ms = None, 0.0
+            key = None
             if u.image is not None:
                 key = shot_key(prefix, u.conversation_id, u.session_id, u.unit, image_format)
-                t1 = time.perf_counter()
-                store.put_bytes(key, u.image, content_type=f"image/{image_format}")
-                write_ms = (time.perf_counter() - t1) * 1e3
+                puts.append((len(recs), writer.submit(_timed_put, store, key, u.image, f"image/{image_format}")))
             recs.append({
                 "dataset": conv.dataset, "variant": variant.name, "conversation_id": u.conversation_id,
                 "session_id": u.session_id, "session_index": u.session_index, "unit": u.unit, "unit_id": u.unit_id,
@@ -106,18 +110,61 @@ def render_rows(rows: list[dict[str, Any]], *, store: Any, variant: Variant, pre
                 "pair_end": u.pair_end, "overlap_pairs": u.overlap_pairs, "width": u.width, "height": u.height,
                 "overflow": u.overflow, "key": key, "format": image_format if key else "text",
                 "bytes": len(u.image) if u.image is not None else len(u.text.encode()), "text": u.text,
-                "layout_ms": u.layout_ms, "draw_ms": u.draw_ms, "encode_ms": u.encode_ms, "write_ms": write_ms,
+                "layout_ms": u.layout_ms, "draw_ms": u.draw_ms, "encode_ms": u.encode_ms, "write_ms": 0.0,
                 "style": variant.style.digest if variant.is_image else "", "font": font if variant.is_image else "",
             })
         skey = shard_key(prefix, row["conversation_id"], row["session_id"])
-        # A JSON shard, not Parquet: a per-session Parquet write costs ~3 ms of writer set-up,
-        # as much as rendering two shots; the driver turns the shards into units.parquet.
-        store.put_bytes(skey, json.dumps({"schema_version": SCHEMA_VERSION, "rows": recs}).encode(),
-                        content_type="application/json")
+        pending.append(writer.submit(_write_shard, store, skey, recs, puts))
         out.append({"conversation_id": row["conversation_id"], "session_id": row["session_id"],
                     "n_units": len(units), "bytes": int(sum(r["bytes"] for r in recs)), "shard_key": skey,
                     "render_s": time.perf_counter() - t0})
+    for f in pending:  # every shard (hence every shot) stored before the batch reports done
+        f.result()
     return out
+
+
+_WRITER: Any = None
+#: Writer threads per process: enough to keep a put in flight while one waits on the server.
+WRITE_THREADS = int(os.environ.get("VISMEM_WRITE_THREADS", "2"))
+
+
+class _Inline:
+    """An executor that runs each call at once (``WRITE_THREADS = 0``)."""
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        from concurrent.futures import Future
+
+        f: Future = Future()
+        try:
+            f.set_result(fn(*args))
+        except BaseException as err:  # noqa: BLE001 - re-raised by result(), as a pool would
+            f.set_exception(err)
+        return f
+
+
+def _writer() -> Any:
+    global _WRITER
+    if _WRITER is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _WRITER = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="shot-writer") if WRITE_THREADS else _Inline()
+    return _WRITER
+
+
+def _timed_put(store: Any, key: str, data: bytes, content_type: str) -> float:
+    t1 = time.perf_counter()
+    store.put_bytes(key, data, content_type=content_type)
+    return (time.perf_counter() - t1) * 1e3
+
+
+def _write_shard(store: Any, skey: str, recs: list[dict[str, Any]], puts: list[tuple[int, Any]]) -> None:
+    """Wait for the session's shots (their write times go into the rows), then write its shard."""
+    for i, fut in puts:
+        recs[i]["write_ms"] = fut.result()
+    # A JSON shard, not Parquet: a per-session Parquet write costs ~3 ms of writer set-up,
+    # as much as rendering two shots; the driver turns the shards into units.parquet.
+    store.put_bytes(skey, json.dumps({"schema_version": SCHEMA_VERSION, "rows": recs}).encode(),
+                    content_type="application/json")
 
 
 def _render_batch(batch: dict[str, Any], *, store: Any, variant: Variant, prefix: str, image_format: str,
