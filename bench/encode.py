@@ -1,8 +1,12 @@
-"""Benchmark ``encode-session``: scripted encoding sessions through the real browser.
+"""Benchmark ``encode-session``: scripted encoding sessions through the real browser and over HTTP.
 
-Metrics: ``wall_s`` of one 25-step scripted session (storefront and browser already warm; the
-target is <= 4 s), and encoding throughput in sessions/min with 1 and with 2 workers (each worker
-a thread with its own browser against one shared storefront, as one node's Ray actors would).
+Metrics: ``wall_s`` of one 25-step scripted session in Chromium (storefront and browser already
+warm; target <= 4 s) with where its time goes (``chromium.<phase>_ms_per_step``: exclusive time
+in the env's navigation, page reading, click targets, new browser context, the model call and
+the blob write; ``other`` is the session loop itself); encoding throughput in sessions/min with
+1 and 2 workers (threads, each with its own env, one shared storefront, as one node's Ray actors
+would) for Chromium and, side by side in the same run, for the HTTP env (the paper's
+product-image mode needs no screenshots). Target (issue 18): HTTP >= 5x Chromium at 2 workers.
 """
 
 from __future__ import annotations
@@ -12,12 +16,17 @@ import tempfile
 import threading
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import Any, Callable
 
 from bench.harness import benchmark, record
 
 N_STEPS = 25
-THROUGHPUT_SESSIONS = 4
+THROUGHPUT_SESSIONS = {"browser": 4, "http": 16}  # enough sessions for >= ~2 s of each
+HTTP_SPEEDUP_TARGET = 5.0
+#: Env methods timed in the breakdown (``reset`` is the new browser context; it calls ``_goto``).
+PHASES = {"_goto": "navigate", "observe": "observe", "click_targets": "click_targets", "reset": "new_context"}
 
 
 def _data_dir() -> str:
@@ -27,69 +36,132 @@ def _data_dir() -> str:
     return str(resolve_data_dir(RunConfig()))
 
 
-@benchmark("encode-session", "one 25-step scripted-shopper session through Chromium; sessions/min with 1 and 2 workers")
-def encode_session() -> list[dict]:
-    from env.storefront.server import ShopServer
-    from agents.chains import session_spec
-    from agents.session import run_session
-    from pipelines.jobs.encode import EncodeWorker
-    from core.store import Store
+class _Breakdown:
+    """Exclusive wall time per phase: a timed call nested in another is subtracted from it."""
 
-    records = []
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self._stack: list[float] = []  # child time accumulated per open call
+
+    def wrap(self, phase: str, fn: Callable) -> Callable:
+        def timed(*a: Any, **kw: Any) -> Any:
+            self._stack.append(0.0)
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                dt = (time.perf_counter() - t0) * 1e3
+                child = self._stack.pop()
+                self.ms[phase] = self.ms.get(phase, 0.0) + dt - child
+                if self._stack:
+                    self._stack[-1] += dt
+        return timed
+
+
+def _timed_session(w: Any, spec: Any, j: int, bd: _Breakdown | None) -> float:
+    """One session on worker ``w``'s env; with ``bd``, its phases are timed."""
+    from agents.session import run_session
+
+    env, vlm, sink = w.env, w.vlm(0), w.caches[0].put_blob
+    if bd is not None:
+        for meth, phase in PHASES.items():
+            setattr(env, meth, bd.wrap(phase, getattr(type(env), meth).__get__(env)))
+        vlm = _Proxy(vlm, chat=bd.wrap("model", vlm.chat))
+        sink = bd.wrap("blob_write", sink)
+    t0 = time.perf_counter()
+    try:
+        run_session(replace(spec, j=j), vlm=vlm, env=env, backend="bench", blob_sink=sink)
+    finally:
+        for meth in PHASES if bd is not None else ():
+            delattr(env, meth)
+    return time.perf_counter() - t0
+
+
+class _Proxy:
+    """``obj`` with some attributes replaced."""
+
+    def __init__(self, obj: Any, **over: Any) -> None:
+        self._obj, self._over = obj, over
+
+    def __getattr__(self, name: str) -> Any:
+        return self._over[name] if name in self._over else getattr(self._obj, name)
+
+
+def _throughput(make: Callable[[str], Any], n_workers: int, n_sessions: int) -> float:
+    """Sessions/min of ``n_workers`` threads, each with its own worker (and env)."""
+    keys = [(0, j) for j in range(n_sessions)]
+    lock = threading.Lock()
+    ready = threading.Barrier(n_workers + 1)
+
+    def loop(i: int) -> None:
+        # Playwright's sync API is thread-bound: each thread makes its own browser.
+        wk = make(f"bench-{n_workers}-{i}")
+        try:
+            wk.env  # noqa: B018 - start the env before the clock starts
+            ready.wait()
+            while True:
+                with lock:
+                    if not keys:
+                        return
+                    seed, j = keys.pop(0)
+                wk.run_key(0, seed, j)
+        finally:
+            wk.close()
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(n_workers)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return n_sessions / (time.perf_counter() - t0) * 60
+
+
+@benchmark("encode-session", "one 25-step scripted-shopper session through Chromium (time breakdown); "
+           "sessions/min with 1 and 2 workers, Chromium and HTTP env side by side")
+def encode_session() -> list[dict]:
+    from agents.chains import session_spec
+    from core.store import Store
+    from env.pageenv import make_env
+    from env.storefront.server import ShopServer
     from pipelines.config import RunConfig
+    from pipelines.jobs.encode import EncodeWorker
     from pipelines.stages.catalog import source_spec
 
+    name, records = "encode-session", []
     # The storefront as the encode stage builds it: the catalogue's procedural images, on demand.
     images = source_spec(RunConfig().catalog)
     with tempfile.TemporaryDirectory() as tmp, ShopServer.from_data(_data_dir(), seed=0, images=images) as shop:
         store = Store.open(f"file://{Path(tmp)}/store")
         spec = [{"name": "scripted-shopper", "args": {"seed": 0}}]
+        factories = {"browser": None, "http": partial(make_env, "http")}
 
-        def worker(slug: str) -> EncodeWorker:
-            return EncodeWorker(store, spec, [slug], data_dir=_data_dir(), shop_url=shop.url)
+        def worker(kind: str, slug: str) -> EncodeWorker:
+            return EncodeWorker(store, spec, [f"{kind}-{slug}"], data_dir=_data_dir(), shop_url=shop.url,
+                                env_factory=factories[kind])
 
-        w = worker("bench-a")
+        w = worker("browser", "a")
         try:
             s = replace(session_spec(0, 0), n_steps=N_STEPS)
-            run_session(replace(s, j=99), vlm=w.vlm(0), env=w.env, backend="warmup")  # warm the browser
-            times = []
-            for j in range(3):
-                t0 = time.perf_counter()
-                run_session(replace(s, j=j), vlm=w.vlm(0), env=w.env, backend="bench",
-                            blob_sink=w.caches[0].put_blob)
-                times.append(time.perf_counter() - t0)
-            records.append(record("encode-session", "wall_s", statistics.median(times), "s", target=4.0))
+            _timed_session(w, s, 99, None)  # warm the browser
+            bd, times = _Breakdown(), [_timed_session(w, s, j, _Breakdown()) for j in range(2)]
+            times.append(_timed_session(w, s, 2, bd))
         finally:
             w.close()
-
+        records.append(record(name, "wall_s", statistics.median(times), "s", target=4.0))
+        steps = N_STEPS
+        for phase in [*PHASES.values(), "model", "blob_write"]:
+            records.append(record(name, f"chromium.{phase}_ms_per_step", bd.ms.get(phase, 0.0) / steps, "ms"))
+        records.append(record(name, "chromium.other_ms_per_step",
+                              (times[-1] * 1e3 - sum(bd.ms.values())) / steps, "ms"))
+        rates: dict[tuple[str, int], float] = {}
         for n_workers in (1, 2):
-            keys = [(0, j) for j in range(THROUGHPUT_SESSIONS)]
-            lock = threading.Lock()
-            ready = threading.Barrier(n_workers + 1)
-
-            def loop(i: int) -> None:
-                # Playwright's sync API is thread-bound: each thread makes its own browser.
-                wk = worker(f"bench-{n_workers}-{i}")
-                try:
-                    wk.env  # noqa: B018 - start the browser before the clock starts
-                    ready.wait()
-                    while True:
-                        with lock:
-                            if not keys:
-                                return
-                            seed, j = keys.pop(0)
-                        wk.run_key(0, seed, j)
-                finally:
-                    wk.close()
-
-            threads = [threading.Thread(target=loop, args=(i,)) for i in range(n_workers)]
-            for t in threads:
-                t.start()
-            ready.wait()
-            t0 = time.perf_counter()
-            for t in threads:
-                t.join()
-            dt = time.perf_counter() - t0
-            records.append(record("encode-session", f"sessions_per_min_{n_workers}w",
-                                  THROUGHPUT_SESSIONS / dt * 60, "sessions/min", better="higher"))
+            for kind in ("browser", "http"):  # side by side, same load
+                rates[kind, n_workers] = _throughput(partial(worker, kind), n_workers, THROUGHPUT_SESSIONS[kind])
+                label = "" if kind == "browser" else "http."
+                records.append(record(name, f"{label}sessions_per_min_{n_workers}w", rates[kind, n_workers],
+                                      "sessions/min", better="higher"))
+        records.append(record(name, "http_speedup_2w", rates["http", 2] / rates["browser", 2], "x",
+                              target=HTTP_SPEEDUP_TARGET, better="higher"))
     return records
