@@ -33,6 +33,7 @@ BENCH_MODULES = (
     "bench.memory_replay",
     "bench.probes",
     "bench.pocket_clip",
+    "bench.scaling",
 )
 
 

@@ -1,0 +1,206 @@
+"""Benchmark ``scaling``: how each stage's cost grows when its work doubles twice.
+
+Each stage's own kernel, in this process (no Ray start-up, which would flatten small sizes), at
+work w, 2w, 4w; the record is the exponent b of wall ~ work^b (least squares on log-log): 1 is
+linear. Stages and their unit of work:
+
+* ``render``: MemShot shots of the first n LoCoMo sessions (``pipelines.jobs.render.render_rows``);
+* ``catalog``: n products, both images, into a ``file://`` store (``pipelines.jobs.catalog.generate_rows``);
+* ``encode``: n scripted-shopper sessions over the HTTP env (``agents.session.run_session``);
+* ``features``: captions + embeddings of n chains' observations (``InProcessFeatures.precompute``);
+* ``replay``: n chains replayed into every memory variant from cached features;
+* ``probes_J``: recall queries of one chain of J sessions, J doubling -- every product of
+  session t is probed from every later session, so the count is quadratic in J by definition
+  (expected exponent ~2 against J; ~1 against the number of probes).
+
+Not covered: the probe stage's page env and recall VLM (per probe they are constant work, so
+they scale with the probe count) and the Ray Data jobs' scheduling (measured by the stage
+benchmarks). Targets: every exponent <= 1.2 except ``probes_J`` (<= 2.2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.harness import benchmark, record
+
+NAME = "scaling"
+LINEAR_MAX, QUADRATIC_MAX = 1.2, 2.2
+
+
+def exponent(work: list[float], wall: list[float]) -> float:
+    """Least-squares slope of log(wall) against log(work)."""
+    xs, ys = [math.log(w) for w in work], [math.log(max(t, 1e-9)) for t in wall]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _render(tmp: Path, sizes: list[int]) -> list[float]:
+    from core.store import Store
+    from env.dialogue import load_locomo
+    from memory.dialogue.variants import load_variant
+    from pipelines.jobs.render import render_rows, session_rows
+    from bench.memshot_render import _locomo_path
+
+    rows, variant = session_rows(load_locomo(_locomo_path())), load_variant("memshot")
+    render_rows(rows[-2:], store=Store.open(f"file://{tmp}/warm"), variant=variant, prefix="w")  # fonts, caches
+    return [_timed(lambda: render_rows(rows[:n], store=Store.open(f"file://{tmp}/render{n}"), variant=variant,
+                                       prefix="p")) for n in sizes]
+
+
+def _catalog(tmp: Path, sizes: list[int]) -> list[float]:
+    from core.paths import resolve_data_dir
+    from core.store import Store
+    from env.storefront.catalog import load_catalog
+    from pipelines.config import RunConfig
+    from pipelines.jobs.catalog import generate_rows
+    from pipelines.stages.catalog import plan_rows, source_spec
+
+    cfg = RunConfig().catalog
+    variants = load_catalog(resolve_data_dir(), seed=0).variants
+    spec = source_spec(cfg)
+
+    def run(vs: Any, name: str) -> None:
+        rows = plan_rows(vs, "cat", cfg.image_format, set())
+        generate_rows(rows, store=Store.open(f"file://{tmp}/{name}"), spec=spec, size=cfg.image_size,
+                      fmt=cfg.image_format, compress_level=cfg.png_compress_level)
+
+    run(variants[-4:], "warm")
+    return [_timed(lambda: run(variants[:n], f"cat{n}")) for n in sizes]
+
+
+def _sessions(shop_url: str, root: Path, chains: int, J: int) -> list[Any]:
+    """Step rows of ``chains`` scripted chains of ``J`` sessions over HTTP (blobs under ``root``)."""
+    from agents.chains import session_spec
+    from agents.session import run_session
+    from env.pageenv import make_env
+    from serve.vlm import build_vlm
+
+    blobs = root / "blobs" / "sha256"
+    blobs.mkdir(parents=True, exist_ok=True)
+
+    def sink(data: bytes) -> str:
+        hexd = hashlib.sha256(data).hexdigest()
+        (blobs / f"{hexd}.png").write_bytes(data)
+        return f"blobs/sha256/{hexd}.png"
+
+    env, steps = make_env("http", shop_url), []
+    try:
+        for seed in range(chains):
+            vlm = build_vlm({"name": "scripted-shopper", "args": {"seed": seed}})
+            for j in range(J):
+                steps += run_session(session_spec(seed, j), vlm=vlm, env=env, backend="bench", blob_sink=sink).steps
+    finally:
+        env.close()
+    return steps
+
+
+def _memory(tmp: Path, shop_url: str, sizes: list[int], J: int) -> dict[str, list[float]]:
+    """encode, features and replay walls at ``sizes`` chains of ``J`` sessions."""
+    from bench.memory_replay import _visual_encoder
+    from memory.agent import (InProcessFeatures, TableFeatures, build_architecture, chain_streams, list_variants,
+                              replay_chain, with_components)
+
+    local = {"captioner": "catalogue", "visual_encoder": _visual_encoder(), "text_encoder": "minilm"}
+    specs = [with_components(v, local) for v in list_variants()]
+    out: dict[str, list[float]] = {"encode": [], "features": [], "replay": []}
+    _sessions(shop_url, tmp / "warm", 1, 1)
+    for n in sizes:
+        root = tmp / f"mem{n}"
+        t0 = time.perf_counter()
+        steps = _sessions(shop_url, root, n, J)
+        out["encode"].append(time.perf_counter() - t0)
+        streams = chain_streams(steps)
+        obs = [o for s in streams.values() for o in s]
+        feats = InProcessFeatures(lambda k, root=root: (root / k).read_bytes())
+        archs = [build_architecture(s, features=feats) for s in specs]
+        for fs in {fs for a in archs for fs in a.required_features()}:
+            feats.model(fs)  # models loaded outside the clock
+        out["features"].append(_timed(lambda: feats.precompute(obs, archs)))
+        table = TableFeatures(feats.tables, read_blob=lambda k, root=root: (root / k).read_bytes())
+        archs = [build_architecture(s, features=table) for s in specs]
+        out["replay"].append(_timed(lambda: [None for a in archs for s in streams.values() for _ in replay_chain(a, s)]))
+    return out
+
+
+def _probes_J(tmp: Path, shop_url: str, Js: list[int]) -> tuple[list[float], list[int]]:
+    """Replay one chain's first J sessions into ``dualmem`` and run every exhaustive probe's
+    retrieval at its session (the probe stage's memory work, no page env or VLM)."""
+    from agents.probes import chain_probes, probes_at
+    from bench.memory_replay import _visual_encoder
+    from core.paths import resolve_data_dir
+    from env.storefront.catalog import load_catalog
+    from memory.agent import InProcessFeatures, Query, build_architecture, chain_streams, replay_chain, with_components
+
+    root = tmp / "probesJ"
+    steps = _sessions(shop_url, root, 1, max(Js))
+    (obs,) = chain_streams(steps).values()
+    cat = load_catalog(resolve_data_dir(), seed=0).by_hash
+    cue_of = lambda h: (cat[h].cue_color, cat[h].cue_object) if h in cat else None  # noqa: E731
+    visits: dict[int, list[str]] = {}
+    for o in obs:
+        if o.url_hash:
+            visits.setdefault(o.j, []).append(o.url_hash)
+    spec = with_components("dualmem", {"captioner": "catalogue", "visual_encoder": _visual_encoder(),
+                                       "text_encoder": "minilm"})
+    feats = InProcessFeatures(lambda k: (root / k).read_bytes())
+    arch = build_architecture(spec, features=feats)
+    feats.precompute(obs, [arch])  # features (and the probe queries' model) outside the clock
+    walls, counts = [], []
+    for J in Js:
+        probes = chain_probes(visits, J, 0, cue_of)
+        sub = [o for o in obs if o.j < J]
+        for p in probes:  # warm the query-embedding memo: model calls are not what is timed
+            arch.retrieve(Query.probe(p.cue, "/"), 5)
+        t0 = time.perf_counter()
+        for j in replay_chain(arch, sub):
+            for p in probes_at(probes, j):
+                arch.retrieve(Query.probe(p.cue, "/"), 5)
+        walls.append(time.perf_counter() - t0)
+        counts.append(len(probes))
+    return walls, counts
+
+
+@benchmark(NAME, "doubling each stage's work twice: exponent of wall time against work per stage")
+def scaling() -> list[dict[str, Any]]:
+    from core.paths import resolve_data_dir
+    from env.storefront.server import ShopServer
+    from pipelines.config import RunConfig
+    from pipelines.stages.catalog import source_spec
+
+    out: list[dict[str, Any]] = []
+
+    def add(stage: str, work: list[float], walls: list[float], unit: str, target: float = LINEAR_MAX) -> None:
+        for w, t in zip(work, walls):
+            out.append(record(NAME, f"{stage}.wall_s@{w:g} {unit}", t, "s"))
+        out.append(record(NAME, f"{stage}.exponent", exponent(work, walls), "", target=target))
+
+    with tempfile.TemporaryDirectory(prefix="vismem-bench-scaling-") as tmp_s:
+        tmp = Path(tmp_s)
+        sizes = [24, 48, 96]
+        add("render", sizes, _render(tmp, sizes), "sessions")
+        sizes = [40, 80, 160]
+        add("catalog", sizes, _catalog(tmp, sizes), "products")
+        images = source_spec(RunConfig().catalog)
+        with ShopServer.from_data(str(resolve_data_dir()), seed=0, images=images) as shop:
+            sizes = [1, 2, 4]
+            mem = _memory(tmp, shop.url, sizes, J=4)
+            for stage, walls in mem.items():
+                add(stage, sizes, walls, "chains")
+            Js = [4, 8, 16]
+            walls, counts = _probes_J(tmp, shop.url, Js)
+            add("probes_J", Js, walls, "J", target=QUADRATIC_MAX)
+            out.append(record(NAME, "probes_J.exponent_vs_probes", exponent(counts, walls), "", target=LINEAR_MAX))
+            out.append(record(NAME, "probes_J.probe_count_exponent", exponent(Js, counts), ""))
+    return out
