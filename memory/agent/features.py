@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Pro
 
 import numpy as np
 
+from core.secrets import is_secret_name
+
 if TYPE_CHECKING:
     from memory.agent.base import Observation
 
@@ -57,7 +59,7 @@ def content_key(spec: Any) -> Any:
     if isinstance(spec, Mapping):
         out = {}
         for k, v in spec.items():
-            if k in TRANSPORT_ARGS:
+            if k in TRANSPORT_ARGS or is_secret_name(k):  # a credential never keys a cache
                 continue
             if k == "path" and isinstance(v, str) and not v.startswith("tiny:"):
                 v = os.path.basename(v.rstrip("/"))

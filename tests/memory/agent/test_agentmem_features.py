@@ -141,3 +141,12 @@ def test_failed_captions_are_not_kept_and_workers_run_batches():
     items = [(f"blobs/sha256/{i:064x}.png", f"p{i}") for i in range(8)]
     assert feats._caption_batch(fs, items) == ["<caption error: TimeoutError>"] * 8
     assert feats._caption_batch(fs, items) == [f"ok p{i}" for i in range(8)]
+
+
+def test_feature_cache_key_ignores_credentials():
+    from memory.agent.features import spec_key
+
+    base = {"name": "openai", "args": {"model": "gemini-2.5-flash", "temperature": 0}}
+    with_key = {"name": "openai", "args": {**base["args"], "api_key": "sk-CANARY-123456", "auth_token": "t0k3n-xyz"}}
+    assert spec_key("caption", base) == spec_key("caption", with_key)
+    assert spec_key("caption", base) != spec_key("caption", {"name": "openai", "args": {**base["args"], "temperature": 1}})
