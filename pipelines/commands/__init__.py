@@ -17,4 +17,5 @@ COMMAND_MODULES = (
     "pipelines.commands.shots",
     "pipelines.commands.serve",
     "pipelines.commands.listing",
+    "pipelines.commands.plan",
 )

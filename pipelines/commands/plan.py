@@ -1,0 +1,93 @@
+"""``vismem plan``: VLM calls, tokens, GPU-hours and wall time of a config (see :mod:`pipelines.plan`)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Any
+
+from core.errors import ConfigError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from pipelines.commands.run import add_config_args
+    from pipelines.stages import all_stages
+
+    p = sub.add_parser("plan", help="estimate VLM calls, tokens, GPU-hours and wall time of a run",
+                       description="Estimate what a config costs before running it: VLM calls and tokens per "
+                       "stage, GPU-hours, wall time on N GPUs, and how probes grow with J (exhaustive O(J^2) "
+                       "per chain, Monte Carlo O(J*M)). Per-call figures are given (--rate) or measured from a "
+                       "finished run (--measured RUN_ID, read from --store).")
+    p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to plan (default: the config's)")
+    add_config_args(p)
+    p.add_argument("--gpus", type=int, default=1, help="GPUs serving the VLM (default 1)")
+    p.add_argument("--rate", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a per-call figure, e.g. --rate latency_s=1.5 (see the printed assumptions)")
+    p.add_argument("--measured", metavar="RUN_ID",
+                   help="take latency_s and steps_per_session from this finished run's trajectories in --store")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    for stage in all_stages():  # the same stage flags as `vismem run` (--chains, --J, ...)
+        stage.add_cli_args(p)
+    p.set_defaults(func=_plan)
+
+
+def rates_from(pairs: list[str], measured: dict[str, float] | None = None) -> Any:
+    """:class:`pipelines.plan.Rates` with measured figures, then ``NAME=VALUE`` overrides, applied."""
+    from pipelines.plan import Rates
+
+    known = {f.name for f in dataclasses.fields(Rates)}
+    values: dict[str, float] = dict(measured or {})
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or name not in known:
+            raise ConfigError(f"bad --rate {pair!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(known))}")
+        try:
+            values[name] = float(raw)
+        except ValueError:
+            raise ConfigError(f"bad --rate {pair!r}: {raw!r} is not a number") from None
+        if values[name] < 0 or (name in ("latency_s", "streams_per_gpu") and values[name] == 0):
+            raise ConfigError(f"bad --rate {pair!r}: must be positive")
+    return Rates(**values)
+
+
+def measure(store: Any, run_id: str) -> dict[str, float]:
+    """Mean seconds per agent call and agent steps per session of a finished run's encoding."""
+    import polars as pl
+
+    from pipelines.trajectories import TrajectoryCache
+
+    key = f"runs/{run_id}/results/encoding.parquet"
+    if not store.exists(key):
+        raise ConfigError(f"no encoding results for run {run_id!r} in {store.uri} (`vismem runs` lists the runs)")
+    enc = store.read_table(key)
+    enc = enc if isinstance(enc, pl.DataFrame) else pl.from_arrow(enc)
+    lat, steps = [], []
+    for slug, seed, j in enc.select("backend", "seed", "j").unique().iter_rows():
+        try:
+            df = TrajectoryCache(store, slug).read_steps(seed, j - 1)
+        except FileNotFoundError:
+            continue
+        steps.append(df.height)
+        lat.extend(v for v in df["latency_s"].to_list() if v is not None)
+    if not steps or not lat:
+        raise ConfigError(f"run {run_id!r} has no timed encoding steps to measure")
+    return {"latency_s": sum(lat) / len(lat), "steps_per_session": sum(steps) / len(steps)}
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from pipelines.commands.run import config_from_args
+    from pipelines.plan import estimate, render
+
+    if args.gpus < 1:
+        raise ConfigError(f"--gpus must be >= 1, got {args.gpus}")
+    cfg = config_from_args(args)
+    measured = None
+    if args.measured:
+        from pipelines.runner import open_store
+
+        with open_store(cfg) as (store, _env):
+            measured = measure(store, args.measured)
+    plan = estimate(cfg, rates_from(args.rate, measured), gpus=args.gpus)
+    print(json.dumps(plan, indent=2) if args.json else render(plan))
+    return 0
