@@ -34,6 +34,7 @@ BENCH_MODULES = (
     "bench.probes",
     "bench.pocket_clip",
     "bench.scaling",
+    "bench.cluster",
 )
 
 
