@@ -69,8 +69,35 @@ def architecture_specs(config: Any) -> list[dict[str, Any]]:
     out = []
     for i, spec in enumerate(config.memory.architectures):
         ARCHITECTURES.resolve(spec.raw(), field=f"memory.architectures[{i}]")  # names the field when unknown
-        out.append(with_components(spec, comps) if comps else spec.raw())
+        out.append(pin_deployed(with_components(spec, comps) if comps else spec.raw()))
     return out
+
+
+def pin_deployed(spec: Any) -> Any:
+    """``spec`` with every ``deployed:NAME`` component replaced by its resolved client spec.
+
+    Workers (Ray Data actors, a cluster's nodes) rebuild the architectures from these specs but
+    cannot see the driver's deployment state (``vismem serve up``'s state file, or a
+    ``VISMEM_SERVE_URL`` set after the workers started): the driver, which can, pins the endpoint.
+    """
+    from serve.deploy import DEPLOYED_PREFIX, deployable
+
+    def registry(name: str) -> Any:
+        from serve.embed import EMBEDDERS
+        from serve.vlm import VLMS
+
+        return VLMS if deployable(name).kind == "vlm" else EMBEDDERS
+
+    if isinstance(spec, str) and spec.startswith(DEPLOYED_PREFIX):
+        return registry(spec[len(DEPLOYED_PREFIX):]).resolve(spec)
+    if isinstance(spec, dict):
+        ref = spec.get("model") or spec.get("name")
+        if isinstance(ref, str) and ref.startswith(DEPLOYED_PREFIX):
+            return registry(ref[len(DEPLOYED_PREFIX):]).resolve(spec)
+        return {k: pin_deployed(v) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return [pin_deployed(v) for v in spec]
+    return spec
 
 
 def build_architectures(config: Any, features: Any = None) -> list[Any]:

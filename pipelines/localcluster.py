@@ -74,6 +74,9 @@ class LocalRayCluster:
     gcs_port: int = 0
     dashboard_port: int = 0
     token: str = field(default_factory=lambda: secrets.token_hex(8))
+    #: End the cluster with the process that started it (False: it outlives its starter, as
+    #: ``vismem serve up``'s cluster must; whoever holds ``root`` and ``token`` stops it).
+    lifeline: bool = True
     _lifeline: Lifeline | None = field(default=None, repr=False)
     _seen: set[int] = field(default_factory=set, repr=False)
 
@@ -122,7 +125,8 @@ class LocalRayCluster:
         for d in self.raylet_dirs():
             d.mkdir(parents=True, exist_ok=True)
         # Armed before the first process exists: an owner killed mid-start leaves nothing either.
-        self._lifeline = Lifeline(sweep_env=(TOKEN_VAR, self.token), grace_s=3.0)
+        if self.lifeline:
+            self._lifeline = Lifeline(sweep_env=(TOKEN_VAR, self.token), grace_s=3.0)
         self.gcs_port, self.dashboard_port = _free_port(), _free_port()
         common = ["--node-ip-address=127.0.0.1", f"--object-store-memory={self.object_store_mb * 2**20}",
                   "--disable-usage-stats"]

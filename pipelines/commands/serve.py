@@ -157,8 +157,8 @@ def _local_cluster(state: dict[str, Any]) -> Any:
     from pipelines.localcluster import LocalRayCluster
 
     lr = state.get("local_ray") or {}
-    return LocalRayCluster(temp_dir=Path(lr["temp_dir"]), gcs_port=lr["gcs_port"],
-                           dashboard_port=lr["dashboard_port"]) if lr else None
+    return LocalRayCluster(root=Path(lr["root"]), token=lr["token"], gcs_port=lr["gcs_port"],
+                           dashboard_port=lr["dashboard_port"], workers=0, lifeline=False) if lr else None
 
 
 def _alive(state: dict[str, Any] | None) -> bool:
@@ -199,9 +199,11 @@ def _up(args: argparse.Namespace) -> int:
     if local:
         from pipelines.localcluster import LocalRayCluster
 
-        cluster = LocalRayCluster(head_cpus=args.ray_cpus or os.cpu_count() or 2, workers=0).start()
+        # It outlives this command (runs reach it until `serve down`): no lifeline; the state
+        # keeps the cluster's root and process token so `down` finds every process it started.
+        cluster = LocalRayCluster(head_cpus=args.ray_cpus or os.cpu_count() or 2, workers=0, lifeline=False).start()
         state["dashboard"] = cluster.dashboard_url
-        state["local_ray"] = {"temp_dir": str(cluster.temp_dir), "gcs_port": cluster.gcs_port,
+        state["local_ray"] = {"root": str(cluster.root), "token": cluster.token, "gcs_port": cluster.gcs_port,
                               "dashboard_port": cluster.dashboard_port, "address": cluster.address}
     try:
         client = _client(state["dashboard"])
@@ -274,9 +276,9 @@ def _teardown(state: dict[str, Any]) -> None:
             pass
     cluster = _local_cluster(state)
     if cluster is not None:
-        # Ray workers (Serve replicas, the proxy) rename their process, so the cluster's own
-        # stop cannot find them by command line: take the whole process tree down with it.
-        tree = _descendants(cluster._pids())
+        # Every process of the cluster carries its token (Serve replicas and the proxy too); the
+        # process tree below them is taken down as well, for anything that dropped its env.
+        tree = _descendants(cluster.pids())
         cluster.stop()
         _kill(tree)
     clear_state()

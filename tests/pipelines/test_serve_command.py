@@ -176,7 +176,7 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
         assert df.height == probes["probes"] > 0 and df["backend"].str.contains("scripted-recall").all()
         assert df.filter(pl.col("correct")).height >= 1  # the deployed recall policy opened recalled products
 
-        tree = _descendants(_local_cluster(st)._pids())
+        tree = _descendants(_local_cluster(st).pids())
         assert len(tree) > 3  # gcs, raylet, dashboard, Serve's controller, proxy and replicas
     finally:
         rc = main(["serve", "down"])
