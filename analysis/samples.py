@@ -66,7 +66,9 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
     for r in ranked.sort("variant", "question_id", "rank").iter_rows(named=True):
         i = unit_index.get((r["variant"], r["unit_id"]))
         if i is not None:
-            ranks.setdefault((r["question_id"], r["variant"]), []).append([i, round(float(r["score"]), 4)])
+            # a memory's retrieve() gives an order, not always a score (null)
+            score = None if r.get("score") is None else round(float(r["score"]), 4)
+            ranks.setdefault((r["question_id"], r["variant"]), []).append([i, score])
     variants = sorted({v for _, v in ranks} | {v for _, v in ans})
     qs = []
     for q in questions.iter_rows(named=True):
@@ -209,7 +211,7 @@ function showQuestion(q) {
     const u = D.units[i], isEv = u.dia.some(x => ev.has(x));
     const shot = u.shot && IMG[u.shot] ? el('img', {class: 'shot', src: IMG[u.shot], alt: u.id}) : null;
     d.append(el('div', {class: 'card unit' + (isEv ? ' evidence' : ''), 'data-unit': u.id}, el('div', {class: 'txt'},
-      el('b', {}, '#' + (r + 1) + ' ' + u.id), ' ', el('span', {class: 'muted'}, 'score ' + score), isEv ? el('span', {class: 'badge ok'}, 'evidence') : null,
+      el('b', {}, '#' + (r + 1) + ' ' + u.id), ' ', el('span', {class: 'muted'}, score === null ? '' : 'score ' + score), isEv ? el('span', {class: 'badge ok'}, 'evidence') : null,
       el('div', {}, chips(u.dia, ev)), shot, shot && !u.own_shot ? el('div', {class: 'muted'}, 'the same unit as the memshot variant rendered it') : null,
       !shot && u.text ? el('pre', {}, u.text) : null)));
   });

@@ -152,6 +152,7 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
         if not getattr(mem, "scores_recall", True):
             no_recall.append(mem.name)
         seen: set[str] = set()
+        start = len(unit_rows)
         for conv in conversations:
             secs.append({"variant": mem.name, "conversation_id": conv.conversation_id,
                          "embed_s": float(mem.ingest(conv)), "embedder": names[mem.name]})
@@ -176,16 +177,24 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
             for q, units in retrieved.items():
                 ranked_rows += [{"variant": mem.name, "conversation_id": conv.conversation_id, "question_id": q,
                                  "rank": r + 1, "unit_id": u.unit_id, "score": None} for r, u in enumerate(units)]
+        if len(unit_rows) > start:  # beside the memory's shots, as a variant's: the sample viewer shows them
+            ctx.store.write_table(f"{ctx.run_prefix}/memshot/{ms._dataset(cfg)}/memory-{i}/units.parquet",
+                                  _unit_frame(unit_rows[start:]), schema_version=ms.SUMMARY_SCHEMA_VERSION)
     ctx.logger.info("memshot: %d memories, %d units", len(specs), len(unit_rows))
-    return {"units": pl.DataFrame(unit_rows, schema_overrides={"dia_ids": pl.List(pl.Utf8), "image_key": pl.Utf8,
-                                                                "key": pl.Utf8, "session_index": pl.Int32,
-                                                                "unit_index": pl.Int32}),
+    return {"units": _unit_frame(unit_rows),
             "ranked": pl.DataFrame(ranked_rows, schema={"variant": pl.Utf8, "conversation_id": pl.Utf8,
                                                         "question_id": pl.Utf8, "rank": pl.Int64, "unit_id": pl.Utf8,
                                                         "score": pl.Float64}),
             "seconds": pl.DataFrame(secs), "embedders": names, "no_recall": no_recall,
             "readings": (pl.DataFrame(readings, schema={c: getattr(pl, t) for c, t in READING_SCHEMA.items()})
                          if readings else None)}
+
+
+def _unit_frame(rows: list[dict[str, Any]]) -> Any:
+    import polars as pl
+
+    return pl.DataFrame(rows, schema_overrides={"dia_ids": pl.List(pl.Utf8), "image_key": pl.Utf8, "key": pl.Utf8,
+                                                "session_index": pl.Int32, "unit_index": pl.Int32})
 
 
 #: Columns of ``results/memshot_readrate.parquet`` (``memory.dialogue.readrate.unit_readings``).

@@ -2,7 +2,7 @@
 ``ocr-minilm`` for shots, MiniLM for text, the MemOCR stand-in beside them) on a two-session
 LoCoMo cut, then the report. MemShot gets recall@k *from its pixels* beside Text RAG and
 w/o Rendering, the read rate per variant meets the 95 % goal, and the report's MemShot
-sections (recall, read rate and latency, quoted baselines) render."""
+sections (recall, read rate and latency, quoted baselines) and the sample viewer render."""
 
 from __future__ import annotations
 
@@ -96,3 +96,17 @@ def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_loc
     rt = pl.read_csv(file_store.get_bytes(f"{ctx.run_prefix}/report/tables/memshot-recall.csv"))
     assert {"memshot", "no-render", "text-rag"} <= set(rt["variant"].to_list())
     assert "ocr-minilm (stand-in)" in rt["embedder"].to_list()
+    # The sample viewer shows the memories' units too (MemOCR's shots, ranked without scores).
+    import json
+    import re
+
+    from pipelines.viewers import sample_page
+
+    page = sample_page(file_store, ctx.config.run_id, tables, ctx.manifest.data)
+    data = json.loads(re.search(r'<script type="application/json" id="sdata">(.*?)</script>', page, re.S)[1])
+    assert MEMOCR in data["variants"] and "memshot" in data["variants"]
+    memo = [u for u in data["units"] if u["variant"] == MEMOCR]
+    assert len(memo) == SESSIONS and all(u["shot"] for u in memo)
+    ranked = [v[MEMOCR]["ranked"] for q in data["questions"] for v in [q["v"]] if MEMOCR in v]
+    assert ranked and all(score is None for r in ranked for _, score in r)
+
