@@ -1,12 +1,14 @@
 """Benchmark ``scaling``: how each stage's cost grows when its work doubles twice.
 
 Each stage's own kernel, in this process (no Ray start-up, which would flatten small sizes), at
-work w, 2w, 4w; the record is the exponent b of wall ~ work^b (least squares on log-log): 1 is
-linear. Stages and their unit of work:
+work w, 2w, 4w; the record is the exponent b of time ~ work^b (least squares on log-log): 1 is
+linear. ``exponent`` is fitted on this process's CPU seconds (steady on a shared machine),
+``wall_exponent`` on wall seconds. Stages and their unit of work:
 
 * ``render``: MemShot shots of the first n LoCoMo sessions (``pipelines.jobs.render.render_rows``);
 * ``catalog``: n products, both images, into a ``file://`` store (``pipelines.jobs.catalog.generate_rows``);
-* ``encode``: n scripted-shopper sessions over the HTTP env (``agents.session.run_session``);
+* ``encode``: n chains of scripted-shopper sessions over one HTTP env (``agents.session.run_session``;
+  sub-linear where later chains revisit pages the env's page cache holds);
 * ``features``: captions + embeddings of n chains' observations (``InProcessFeatures.precompute``);
 * ``replay``: n chains replayed into every memory variant from cached features;
 * ``probes_J``: recall queries of one chain of J sessions, J doubling -- every product of
@@ -15,7 +17,9 @@ linear. Stages and their unit of work:
 
 Not covered: the probe stage's page env and recall VLM (per probe they are constant work, so
 they scale with the probe count) and the Ray Data jobs' scheduling (measured by the stage
-benchmarks). Targets: every exponent <= 1.2 except ``probes_J`` (<= 2.2).
+benchmarks). Targets: every exponent <= 1.2; for ``probes_J`` the exponent against the probe
+count (against J it is reported: ~2 from the count, more from retrieval over a bank that grows
+with J).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from typing import Any, Callable
 from bench.harness import benchmark, record
 
 NAME = "scaling"
-LINEAR_MAX, QUADRATIC_MAX = 1.2, 2.2
+LINEAR_MAX = 1.2
+REPLAY_REPEATS = 20
 
 
 def exponent(work: list[float], wall: list[float]) -> float:
@@ -40,13 +45,15 @@ def exponent(work: list[float], wall: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
+def _timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of ``fn()``; cpu is this process's, every thread's (the shop's
+    server and the writer threads run in it too)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _render(tmp: Path, sizes: list[int]) -> list[float]:
+def _render(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
     from core.store import Store
     from env.dialogue import load_locomo
     from memory.dialogue.variants import load_variant
@@ -54,12 +61,13 @@ def _render(tmp: Path, sizes: list[int]) -> list[float]:
     from bench.memshot_render import _locomo_path
 
     rows, variant = session_rows(load_locomo(_locomo_path())), load_variant("memshot")
-    render_rows(rows[-2:], store=Store.open(f"file://{tmp}/warm"), variant=variant, prefix="w")  # fonts, caches
+    # Untimed pass over the largest size first: fonts, glyph and word caches warm for every size.
+    render_rows(rows[:max(sizes)], store=Store.open(f"file://{tmp}/warm"), variant=variant, prefix="w")
     return [_timed(lambda: render_rows(rows[:n], store=Store.open(f"file://{tmp}/render{n}"), variant=variant,
                                        prefix="p")) for n in sizes]
 
 
-def _catalog(tmp: Path, sizes: list[int]) -> list[float]:
+def _catalog(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
     from core.paths import resolve_data_dir
     from core.store import Store
     from env.storefront.catalog import load_catalog
@@ -80,7 +88,7 @@ def _catalog(tmp: Path, sizes: list[int]) -> list[float]:
     return [_timed(lambda: run(variants[:n], f"cat{n}")) for n in sizes]
 
 
-def _sessions(shop_url: str, root: Path, chains: int, J: int) -> list[Any]:
+def _sessions(shop_url: str, root: Path, chains: int, J: int, first_seed: int = 0) -> list[Any]:
     """Step rows of ``chains`` scripted chains of ``J`` sessions over HTTP (blobs under ``root``)."""
     from agents.chains import session_spec
     from agents.session import run_session
@@ -97,7 +105,7 @@ def _sessions(shop_url: str, root: Path, chains: int, J: int) -> list[Any]:
 
     env, steps = make_env("http", shop_url), []
     try:
-        for seed in range(chains):
+        for seed in range(first_seed, first_seed + chains):
             vlm = build_vlm({"name": "scripted-shopper", "args": {"seed": seed}})
             for j in range(J):
                 steps += run_session(session_spec(seed, j), vlm=vlm, env=env, backend="bench", blob_sink=sink).steps
@@ -106,7 +114,7 @@ def _sessions(shop_url: str, root: Path, chains: int, J: int) -> list[Any]:
     return steps
 
 
-def _memory(tmp: Path, shop_url: str, sizes: list[int], J: int) -> dict[str, list[float]]:
+def _memory(tmp: Path, shop_url: str, sizes: list[int], J: int) -> dict[str, list[tuple[float, float]]]:
     """encode, features and replay walls at ``sizes`` chains of ``J`` sessions."""
     from bench.memory_replay import _visual_encoder
     from memory.agent import (InProcessFeatures, TableFeatures, build_architecture, chain_streams, list_variants,
@@ -114,27 +122,32 @@ def _memory(tmp: Path, shop_url: str, sizes: list[int], J: int) -> dict[str, lis
 
     local = {"captioner": "catalogue", "visual_encoder": _visual_encoder(), "text_encoder": "minilm"}
     specs = [with_components(v, local) for v in list_variants()]
-    out: dict[str, list[float]] = {"encode": [], "features": [], "replay": []}
-    _sessions(shop_url, tmp / "warm", 1, 1)
+    out: dict[str, list[tuple[float, float]]] = {"encode": [], "features": [], "replay": []}
+    warm = chain_streams(_sessions(shop_url, tmp / "warm", 1, 2, first_seed=99))  # a chain no size browses
+    warm_obs = [o for s in warm.values() for o in s]
     for n in sizes:
         root = tmp / f"mem{n}"
-        t0 = time.perf_counter()
-        steps = _sessions(shop_url, root, n, J)
-        out["encode"].append(time.perf_counter() - t0)
+        got: list[Any] = []
+        out["encode"].append(_timed(lambda: got.extend(_sessions(shop_url, root, n, J))))
+        steps = got
         streams = chain_streams(steps)
         obs = [o for s in streams.values() for o in s]
-        feats = InProcessFeatures(lambda k, root=root: (root / k).read_bytes())
+        def read(k: str, root: Path = root) -> bytes:
+            return (root / k if (root / k).exists() else tmp / "warm" / k).read_bytes()
+
+        feats = InProcessFeatures(read)
         archs = [build_architecture(s, features=feats) for s in specs]
-        for fs in {fs for a in archs for fs in a.required_features()}:
-            feats.model(fs)  # models loaded outside the clock
+        feats.precompute(warm_obs, archs)  # models loaded and run once outside the clock
         out["features"].append(_timed(lambda: feats.precompute(obs, archs)))
-        table = TableFeatures(feats.tables, read_blob=lambda k, root=root: (root / k).read_bytes())
+        table = TableFeatures(feats.tables, read_blob=read)
         archs = [build_architecture(s, features=table) for s in specs]
-        out["replay"].append(_timed(lambda: [None for a in archs for s in streams.values() for _ in replay_chain(a, s)]))
+        # Replay takes milliseconds: REPLAY_REPEATS passes keep it above the timer's noise.
+        out["replay"].append(_timed(lambda: [None for _ in range(REPLAY_REPEATS) for a in archs
+                                             for s in streams.values() for _ in replay_chain(a, s)]))
     return out
 
 
-def _probes_J(tmp: Path, shop_url: str, Js: list[int]) -> tuple[list[float], list[int]]:
+def _probes_J(tmp: Path, shop_url: str, Js: list[int]) -> tuple[list[tuple[float, float]], list[int]]:
     """Replay one chain's first J sessions into ``dualmem`` and run every exhaustive probe's
     retrieval at its session (the probe stage's memory work, no page env or VLM)."""
     from agents.probes import chain_probes, probes_at
@@ -157,18 +170,18 @@ def _probes_J(tmp: Path, shop_url: str, Js: list[int]) -> tuple[list[float], lis
     feats = InProcessFeatures(lambda k: (root / k).read_bytes())
     arch = build_architecture(spec, features=feats)
     feats.precompute(obs, [arch])  # features (and the probe queries' model) outside the clock
-    walls, counts = [], []
-    for J in Js:
+    def run(J: int) -> int:
         probes = chain_probes(visits, J, 0, cue_of)
-        sub = [o for o in obs if o.j < J]
-        for p in probes:  # warm the query-embedding memo: model calls are not what is timed
-            arch.retrieve(Query.probe(p.cue, "/"), 5)
-        t0 = time.perf_counter()
-        for j in replay_chain(arch, sub):
+        for j in replay_chain(arch, [o for o in obs if o.j < J]):
             for p in probes_at(probes, j):
                 arch.retrieve(Query.probe(p.cue, "/"), 5)
-        walls.append(time.perf_counter() - t0)
-        counts.append(len(probes))
+        return len(probes)
+
+    run(max(Js))  # untimed: loads the query encoder and fills the query-embedding memo
+    walls: list[tuple[float, float]] = []
+    counts: list[int] = []
+    for J in Js:
+        walls.append(_timed(lambda: counts.append(run(J))))
     return walls, counts
 
 
@@ -181,14 +194,19 @@ def scaling() -> list[dict[str, Any]]:
 
     out: list[dict[str, Any]] = []
 
-    def add(stage: str, work: list[float], walls: list[float], unit: str, target: float = LINEAR_MAX) -> None:
-        for w, t in zip(work, walls):
+    def add(stage: str, work: list[float], times: list[tuple[float, float]], unit: str,
+            target: float | None = LINEAR_MAX) -> None:
+        for w, (t, c) in zip(work, times):
             out.append(record(NAME, f"{stage}.wall_s@{w:g} {unit}", t, "s"))
-        out.append(record(NAME, f"{stage}.exponent", exponent(work, walls), "", target=target))
+            out.append(record(NAME, f"{stage}.cpu_s@{w:g} {unit}", c, "s"))
+        # The target is on CPU time: on a shared machine the wall time's exponent mostly
+        # measures how the others' load changed between sizes.
+        out.append(record(NAME, f"{stage}.exponent", exponent(work, [c for _, c in times]), "", target=target))
+        out.append(record(NAME, f"{stage}.wall_exponent", exponent(work, [t for t, _ in times]), ""))
 
     with tempfile.TemporaryDirectory(prefix="vismem-bench-scaling-") as tmp_s:
         tmp = Path(tmp_s)
-        sizes = [24, 48, 96]
+        sizes = [34, 68, 136]
         add("render", sizes, _render(tmp, sizes), "sessions")
         sizes = [40, 80, 160]
         add("catalog", sizes, _catalog(tmp, sizes), "products")
@@ -200,7 +218,10 @@ def scaling() -> list[dict[str, Any]]:
                 add(stage, sizes, walls, "chains")
             Js = [4, 8, 16]
             walls, counts = _probes_J(tmp, shop.url, Js)
-            add("probes_J", Js, walls, "J", target=QUADRATIC_MAX)
-            out.append(record(NAME, "probes_J.exponent_vs_probes", exponent(counts, walls), "", target=LINEAR_MAX))
+            # Against J no target: the probe count grows ~J^2 and each retrieval scans a bank
+            # that grows ~J, so 2-3 is expected; the target is on the cost per probe (linear).
+            add("probes_J", Js, walls, "J", target=None)
+            out.append(record(NAME, "probes_J.exponent_vs_probes", exponent(counts, [c for _, c in walls]), "",
+                              target=LINEAR_MAX))
             out.append(record(NAME, "probes_J.probe_count_exponent", exponent(Js, counts), ""))
     return out
