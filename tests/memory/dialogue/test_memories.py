@@ -114,3 +114,31 @@ class _Toy:
 
 def toy_backend():
     return _Toy()
+
+
+class FakePixelReader(BagOfWords):
+    """A pixel reader's surface (read_images + embed_ocr_texts): "reads" each shot's height."""
+
+    def read_images(self, images):
+        return [f"read {Image.open(io.BytesIO(b)).height}" for b in images]
+
+    def embed_ocr_texts(self, texts):
+        return self.embed_texts(texts)
+
+
+def test_a_pixel_readers_text_is_kept_per_conversation_in_unit_order(conv):
+    """What a pixel reader read at ingest stays with the memory (the stage's read rate of MemOCR's
+    shots); a text embedder reads nothing."""
+    from dataclasses import replace
+
+    mem = build_memory("memocr", image_embedder=FakePixelReader())
+    short = replace(conv, conversation_id="short", sessions=conv.sessions[:2])
+    mem.ingest(conv)
+    mem.ingest(short)
+    for c in (conv, short):
+        units, read = mem.units(c.conversation_id), mem.ocr_texts(c.conversation_id)
+        assert read == [f"read {Image.open(io.BytesIO(u.image)).height}" for u in units] and len(read) == len(c.sessions)
+    assert mem.ocr_texts("unknown") == []
+    rag = build_memory("text-rag", text_embedder=BagOfWords())
+    rag.ingest(conv)
+    assert rag.ocr_texts(conv.conversation_id) == []
