@@ -129,11 +129,13 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
     beside the batch variants: ingest each conversation (timed: construction latency), store
     the shots they draw, retrieve the top-k per question. Returns units / ranked / seconds
     frames shaped like the batch path's, the embedder name per memory, and the memories whose
-    units are not tied to turns (no recall), or ``{}`` when none is configured."""
+    units are not tied to turns (no recall), or ``{}`` when none is configured.
+
+    Each (memory, conversation) is a unit of work cached in the run (``memory-<i>/done/``): a
+    re-run neither rebuilds the memory nor re-reads its shots, and reports the latency measured
+    when the unit ran."""
     import polars as pl
 
-    from memory.dialogue.memories import build_memory
-    from pipelines.jobs.render import shot_key
     from serve.embed import EMBEDDERS
 
     cfg = ctx.config.memshot
@@ -143,43 +145,36 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
     inject = {role: EMBEDDERS.resolve(getattr(cfg, role), field=f"memshot.{role}")
               for role in ("text_embedder", "image_embedder") if getattr(cfg, role) is not None}
     unit_rows, ranked_rows, secs, names, no_recall, readings = [], [], [], {}, [], []
-    k_max = max(cfg.k)
     for i, spec in enumerate(specs):
-        mem = build_memory(spec, **inject)
-        ctx.manifest.component(f"memshot.memories[{i}]", getattr(mem, "spec", spec))
-        emb = getattr(getattr(mem, "embedder", None), "spec", None)
-        names[mem.name] = ms.embedder_label(emb) if emb else mem.name
-        if not getattr(mem, "scores_recall", True):
-            no_recall.append(mem.name)
+        base = f"{ctx.run_prefix}/memshot/{ms._dataset(cfg)}/memory-{i}"
+        done = {c.conversation_id: ctx.store.get_json(f"{base}/done/{c.conversation_id}.json")
+                for c in conversations if ctx.store.exists(f"{base}/done/{c.conversation_id}.json")}
+        mem, meta = None, next(iter(done.values()), {}).get("memory")
+        if len(done) < len(conversations):
+            mem, meta = _build_memory(spec, inject)
+        ctx.manifest.component(f"memshot.memories[{i}]", meta["spec"])
+        names[meta["name"]] = meta["label"]
+        if not meta["scores_recall"]:
+            no_recall.append(meta["name"])
         seen: set[str] = set()
         start = len(unit_rows)
         for conv in conversations:
-            secs.append({"variant": mem.name, "conversation_id": conv.conversation_id,
-                         "embed_s": float(mem.ingest(conv)), "embedder": names[mem.name]})
-            qs = questions.filter(pl.col("conversation_id") == conv.conversation_id)
-            built = mem.units(conv.conversation_id)
-            read = mem.ocr_texts(conv.conversation_id) if hasattr(mem, "ocr_texts") else []
-            readings += [_reading(mem.name, u, t) for u, t in zip(built, read) if u.image is not None]
-            retrieved = {q: mem.retrieve(conv.conversation_id, text, k_max)
-                         for q, text in zip(qs["question_id"].to_list(), qs["question"].to_list())}
-            for j, u in enumerate(built + [u for r in retrieved.values() for u in r]):
-                if u.unit_id in seen:
-                    continue
-                seen.add(u.unit_id)
-                key = None
-                if u.image is not None:
-                    key = shot_key(f"{ctx.run_prefix}/memshot/{ms._dataset(cfg)}/memory-{i}", conv.conversation_id,
-                                   f"s{u.session_index:03d}", j, "png")
-                    ctx.store.put_bytes(key, u.image, content_type="image/png")
-                unit_rows.append({"variant": mem.name, "conversation_id": conv.conversation_id, "unit_id": u.unit_id,
-                                  "dia_ids": list(u.dia_ids), "modality": u.modality, "text": u.text,
-                                  "image_key": key, "key": key, "session_index": u.session_index, "unit_index": j})
-            for q, units in retrieved.items():
-                ranked_rows += [{"variant": mem.name, "conversation_id": conv.conversation_id, "question_id": q,
-                                 "rank": r + 1, "unit_id": u.unit_id, "score": None} for r, u in enumerate(units)]
+            out = done.get(conv.conversation_id)
+            if out is None:
+                qs = questions.filter(pl.col("conversation_id") == conv.conversation_id)
+                out = _memory_conversation(ctx, mem, meta, base, conv, qs, max(cfg.k))
+                ctx.store.put_json(f"{base}/done/{conv.conversation_id}.json", out)  # only once complete
+            out = _in_column_order(out)  # a stored unit comes back with its keys sorted
+            secs.append(out["seconds"])
+            readings += out["readings"]
+            ranked_rows += out["ranked"]
+            for row in out["units"]:
+                if row["unit_id"] not in seen:
+                    seen.add(row["unit_id"])
+                    unit_rows.append(row)
         if len(unit_rows) > start:  # beside the memory's shots, as a variant's: the sample viewer shows them
-            ctx.store.write_table(f"{ctx.run_prefix}/memshot/{ms._dataset(cfg)}/memory-{i}/units.parquet",
-                                  _unit_frame(unit_rows[start:]), schema_version=ms.SUMMARY_SCHEMA_VERSION)
+            ctx.store.write_table(f"{base}/units.parquet", _unit_frame(unit_rows[start:]),
+                                  schema_version=ms.SUMMARY_SCHEMA_VERSION)
     ctx.logger.info("memshot: %d memories, %d units", len(specs), len(unit_rows))
     return {"units": _unit_frame(unit_rows),
             "ranked": pl.DataFrame(ranked_rows, schema={"variant": pl.Utf8, "conversation_id": pl.Utf8,
@@ -188,6 +183,63 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
             "seconds": pl.DataFrame(secs), "embedders": names, "no_recall": no_recall,
             "readings": (pl.DataFrame(readings, schema={c: getattr(pl, t) for c, t in READING_SCHEMA.items()})
                          if readings else None)}
+
+
+#: Column order of a cached memory unit's rows (frames are stacked by position).
+_COLUMNS = {
+    "seconds": ("variant", "conversation_id", "embed_s", "embedder"),
+    "units": ("variant", "conversation_id", "unit_id", "dia_ids", "modality", "text", "image_key", "key",
+              "session_index", "unit_index"),
+    "ranked": ("variant", "conversation_id", "question_id", "rank", "unit_id", "score"),
+}
+
+
+def _in_column_order(out: dict[str, Any]) -> dict[str, Any]:
+    order = {**_COLUMNS, "readings": tuple(READING_SCHEMA)}
+    return {**out, "seconds": {c: out["seconds"][c] for c in order["seconds"]},
+            **{k: [{c: r[c] for c in order[k]} for r in out[k]] for k in ("units", "ranked", "readings")}}
+
+
+def _build_memory(spec: Any, inject: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The built memory and what results name it by (kept with each cached unit)."""
+    from memory.dialogue.memories import build_memory
+
+    mem = build_memory(spec, **inject)
+    emb = getattr(getattr(mem, "embedder", None), "spec", None)
+    raw = getattr(mem, "spec", spec)
+    return mem, {"name": mem.name, "label": ms.embedder_label(emb) if emb else mem.name,
+                 "scores_recall": bool(getattr(mem, "scores_recall", True)),
+                 "spec": raw.raw() if hasattr(raw, "raw") else raw}
+
+
+def _memory_conversation(ctx: Any, mem: Any, meta: dict[str, Any], base: str, conv: Any, qs: Any,
+                         k_max: int) -> dict[str, Any]:
+    """Ingest one conversation into ``mem`` (timed), store its shots, retrieve for its questions:
+    the JSON-able rows of this unit of work."""
+    from pipelines.jobs.render import shot_key
+
+    name, cid = meta["name"], conv.conversation_id
+    seconds = {"variant": name, "conversation_id": cid, "embed_s": float(mem.ingest(conv)), "embedder": meta["label"]}
+    built = mem.units(cid)
+    read = mem.ocr_texts(cid) if hasattr(mem, "ocr_texts") else []
+    readings = [_reading(name, u, t) for u, t in zip(built, read) if u.image is not None]
+    retrieved = {q: mem.retrieve(cid, text, k_max)
+                 for q, text in zip(qs["question_id"].to_list(), qs["question"].to_list())}
+    units, seen = [], set()
+    for j, u in enumerate(built + [u for r in retrieved.values() for u in r]):
+        if u.unit_id in seen:
+            continue
+        seen.add(u.unit_id)
+        key = None
+        if u.image is not None:
+            key = shot_key(base, cid, f"s{u.session_index:03d}", j, "png")
+            ctx.store.put_bytes(key, u.image, content_type="image/png")
+        units.append({"variant": name, "conversation_id": cid, "unit_id": u.unit_id, "dia_ids": list(u.dia_ids),
+                      "modality": u.modality, "text": u.text, "image_key": key, "key": key,
+                      "session_index": u.session_index, "unit_index": j})
+    ranked = [{"variant": name, "conversation_id": cid, "question_id": q, "rank": r + 1, "unit_id": u.unit_id,
+               "score": None} for q, us in retrieved.items() for r, u in enumerate(us)]
+    return {"memory": meta, "seconds": seconds, "units": units, "ranked": ranked, "readings": readings}
 
 
 def _unit_frame(rows: list[dict[str, Any]]) -> Any:

@@ -203,6 +203,26 @@ def test_memories_beside_variants_adapter_text_rag_equals_batch(file_store, ray_
     assert lat.filter(pl.col("variant") == "text-rag (adapter)")["construction_s"][0] > 0
     assert summary["recall"]["text-rag (adapter)@10"] == summary["recall"]["text-rag@10"]
     assert ctx.manifest.data["components"]["memshot.memories[0]"]["name"] == "text-rag"
+    # Each (memory, conversation) is a cached unit: a re-run builds no memory and reports the same
+    # recall and the latency measured when the unit ran.
+    import pipelines.stages.memshot_steps as steps
+
+    def no_build(*a, **k):
+        raise AssertionError("memory rebuilt on a re-run")
+
+    again_ctx = _ctx(file_store, tmp_path, {
+        "dataset": "locomo", "conversations": 1, "variants": ["text-rag"], "k": [5, 10], "embed_on_ray": False,
+        "memories": [{"name": "text-rag", "args": {"label": "text-rag (adapter)"}}]})
+    orig, steps._build_memory = steps._build_memory, no_build
+    try:
+        again = memshot.run(again_ctx)
+    finally:
+        steps._build_memory = orig
+    assert again["recall"]["text-rag (adapter)@10"] == summary["recall"]["text-rag (adapter)@10"]
+    lat2 = file_store.read_table(f"{ctx.run_prefix}/results/memshot_latency.parquet")
+    assert lat2.filter(pl.col("variant") == "text-rag (adapter)")["construction_s"][0] == \
+        lat.filter(pl.col("variant") == "text-rag (adapter)")["construction_s"][0]
+    assert again_ctx.manifest.data["components"]["memshot.memories[0]"]["name"] == "text-rag"
 
 
 def test_fig4b_unit_size_of_each_variant():
