@@ -25,8 +25,11 @@ def _memshot(s: dict[str, Any]) -> str:
         tail = f"{_n(ans.get('answers', 0))} answers ({_n(ans.get('answer_failures', 0))} failed), judged"
     else:
         tail = f"answers {ans}" if ans else ""
+    rr = s.get("read_rate") or {}
+    read = ("; read rate " + ", ".join(f"{v} {100 * r['read_rate']:.1f} %" for v, r in rr.items()
+                                       if isinstance(r, dict) and r.get("read_rate") is not None)) if rr else ""
     return (f"{_n(s.get('conversations'))} conversation(s), {_n(s.get('questions'))} questions, "
-            f"{_n(s.get('units'))} units; {tail}")
+            f"{_n(s.get('units'))} units{read}; {tail}")
 
 
 def _catalog(s: dict[str, Any]) -> str:

@@ -280,3 +280,13 @@ def test_new_commands_have_help(cmd, capsys):
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args([*cmd, "--help"])
     assert e.value.code == 0 and "usage: vismem" in capsys.readouterr().out
+
+
+def test_summary_memshot_line_shows_the_read_rate_per_variant():
+    from pipelines.summary import _memshot
+
+    line = _memshot({"conversations": 1, "questions": 152, "units": 298, "answers": "skipped: no memshot.vlm",
+                     "read_rate": {"memshot": {"read_rate": 0.99861, "shots": 130},
+                                   "memocr (stand-in extractive)": {"read_rate": 0.9974, "shots": 19}}})
+    assert "read rate memshot 99.9 %, memocr (stand-in extractive) 99.7 %" in line
+    assert "read rate" not in _memshot({"conversations": 1, "questions": 2, "units": 3})
