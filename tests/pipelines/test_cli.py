@@ -11,7 +11,7 @@ import pytest
 from pipelines.cli import build_parser
 
 COMMANDS = [["run"], ["submit"], ["status"], ["logs"], ["store"], ["store", "ls"], ["store", "get"], ["store", "cat"],
-            ["runs"], ["report"], ["shots"], ["bench"]]
+            ["runs"], ["report"], ["shots"], ["bench"], ["plan"]]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c))
