@@ -105,8 +105,10 @@ def wait_for(client: Any, job_id: str, timeout_s: float) -> str:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit a run to a Ray cluster as a Ray job",
-                       description="Submit a run config to a Ray cluster (JobSubmissionClient). The repo is "
-                       "shipped as the job's working_dir minus venvs, runs and generated data.")
+                       description="Submit a run config to a Ray cluster (JobSubmissionClient). The job carries "
+                       "the code (minus .git, venvs, runs and generated data), the data files its stages read "
+                       "(as _data/; an s3:// data_dir is read from the store instead), the git revision and the "
+                       "resolved config; AWS_*, *_BASE_URL and *_API_KEY are forwarded.")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run")
     add_config_args(p)
     p.add_argument("--dashboard", metavar="URL", help="Ray job server (default $RAY_API_SERVER_ADDRESS)")
