@@ -118,8 +118,13 @@ class RapidOcr:
 
         n = _threads(threads)
         self.engine = RapidOCR(intra_op_num_threads=n, inter_op_num_threads=1, text_score=text_score)
-        self.key = f"rapidocr/r{REVISION}/{_wheel_version()}/s{text_score}"
+        self.key = self.key_for(text_score=text_score)
         self._lock = threading.Lock()
+
+    @staticmethod
+    def key_for(*, text_score: float = 0.5, **_: Any) -> str:
+        """The cache key of an engine built with these args (what it reads depends on them)."""
+        return f"rapidocr/r{REVISION}/{_wheel_version()}/s{text_score}"
 
     def read_array(self, rgb: np.ndarray) -> str:
         """OCR of an ``(H, W, 3)`` RGB or ``(H, W)`` grey uint8 array."""
@@ -179,8 +184,14 @@ class RapidLineOcr:
         self._lock = threading.Lock()
         self.stats = {"lines": 0, "cached": 0, "tall": 0}
         # threads / batch_size / cache_lines do not change what is read (per-line tensors).
-        self.key = (f"rapidocr-lines/r{REVISION}/{_wheel_version()}/h{self.height}-p{self.pad}"
-                    f"-g{self.word_gap}-w{self.width_bucket}")
+        self.key = self.key_for(height=self.height, pad=self.pad, word_gap=self.word_gap,
+                                width_bucket=self.width_bucket)
+
+    @staticmethod
+    def key_for(*, height: int = 48, pad: int = 4, word_gap: int = 4, width_bucket: int = 128, **_: Any) -> str:
+        """The cache key of an engine built with these args (threads and batching change nothing read)."""
+        return (f"rapidocr-lines/r{REVISION}/{_wheel_version()}/h{int(height)}-p{int(pad)}"
+                f"-g{int(word_gap)}-w{int(width_bucket)}")
 
     def _tensor(self, ink: np.ndarray, width: int) -> np.ndarray:
         import cv2  # the recogniser was trained on cv2's bilinear resize
@@ -269,6 +280,18 @@ def build_ocr_engine(spec: dict | str | OcrEngine) -> OcrEngine:
     if name not in OCR_ENGINES:
         raise ValueError(f"unknown OCR engine {name!r}; known: {', '.join(sorted(OCR_ENGINES))}")
     return OCR_ENGINES[name](**args)
+
+
+def reader_ocr_key(spec: dict[str, Any]) -> str | None:
+    """The ``ocr_key`` a pixel reader built from the resolved ``spec`` will have, without loading
+    any model (None when its engine cannot say): lets a driver find fully cached shots first."""
+    if not is_pixel_reader(spec):
+        return None
+    eng = (spec.get("args") or {}).get("ocr", "rapidocr-lines")
+    name, args = (eng, {}) if isinstance(eng, str) else (eng.get("name"), dict(eng.get("args") or {}))
+    cls = OCR_ENGINES.get(name)
+    key_for = getattr(cls, "key_for", None)
+    return key_for(**args) if key_for is not None else None
 
 
 @EMBEDDERS.register("ocr-minilm", stand_in=True)

@@ -46,7 +46,19 @@ def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv)
 
     key = cache_key(build_embedder(SPEC).ocr_key, png)
     assert file_store.get_bytes(key).decode() == first["ocr_text"][0]
-    again, job2 = read_shots(units, SPEC, store=file_store, actors=2, use_ray=False)
+    # Every shot cached: no reader is built (no actor, no model), on Ray or not.
+    import pipelines.jobs.ocr as ocr_job
+
+    def no_reader(*a, **k):
+        raise AssertionError("a reader was built for fully cached shots")
+
+    orig, ocr_job._OcrActor = ocr_job._OcrActor, no_reader
+    try:
+        again, job2 = read_shots(units, SPEC, store=file_store, actors=2, use_ray=False)
+        on_ray, _ = read_shots(units, SPEC, store=file_store, ray_cfg=ray_local, actors=2)
+    finally:
+        ocr_job._OcrActor = orig
+    assert on_ray.equals(again)
     assert job2["cached"] == units.height and job2["read"] == 0
     # a cached shot still reports the seconds its first reading took (construction latency)
     assert again["ocr_s"].to_list() == first["ocr_s"].to_list() and (again["ocr_s"] > 0).all()

@@ -133,3 +133,12 @@ def test_pixel_helpers():
     light_on_dark = np.full((6, 6, 3), 30, np.uint8)
     light_on_dark[2:4, 2:4] = 250
     assert px.ink_map(light_on_dark, canvas=np.array([200, 200, 200]))[2, 2] == 0  # text → dark ink
+
+
+def test_reader_ocr_key_is_known_before_any_model_loads(embedder):
+    from serve.embedders.ocr import reader_ocr_key
+
+    assert reader_ocr_key({"name": "ocr-minilm", "args": {}}) == embedder.ocr_key
+    spec = {"name": "ocr-minilm", "args": {"ocr": {"name": "rapidocr-lines", "args": {"word_gap": 6, "threads": 1}}}}
+    assert reader_ocr_key(spec) == build_ocr_engine(spec["args"]["ocr"]).key != embedder.ocr_key
+    assert reader_ocr_key({"name": "minilm", "args": {}}) is None
