@@ -18,7 +18,7 @@ from core.store import Store
 from pipelines.localcluster import LocalRayCluster, is_loopback
 from tests.pipelines.test_cluster import _cluster_env, _store, _submit_and_check, _vismem
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # a whole preset twice: past the 600 s default
 
 #: The job driver's argv (``python -m pipelines run --config env:...``), not the shell around it.
 DRIVER = b"pipelines\x00run\x00--config\x00env:VISMEM_CONFIG_YAML"
