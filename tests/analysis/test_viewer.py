@@ -163,6 +163,9 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
         "name": "samples-test", "stages": ["memshot", "report"], "report": {"n_resamples": 200},
         "memshot": {"dataset": "locomo", "conversations": 1, "variants": ["memshot", "no-render"], "k": [3],
                     "embed_on_ray": False, "max_questions": 4,
+                    # No pixel reader and no memories (the local preset's OCR of every shot): the
+                    # no-render units borrow the shots memshot renders, which is what is checked.
+                    "image_embedder": None, "memories": [],
                     "vlm": {"name": "scripted", "args": {"replies": ["7 May 2023", "a painting"]}},
                     "judge": {"name": "scripted", "args": {"replies": ['{"label": "CORRECT"}', '{"label": "WRONG"}']}}}})
     manifest = Manifest(file_store, cfg.run_id)
