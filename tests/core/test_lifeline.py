@@ -45,6 +45,10 @@ def test_child_and_marked_processes_die_when_the_owner_is_sigkilled(tmp_path):
         time.sleep(600)
     """)
     child, marked = map(int, owner.stdout.readline().split())
+    # A just-started process can show an empty /proc environ for a moment on a loaded machine.
+    deadline = time.monotonic() + 10
+    while pids_with_env("T_MARK", "x1") != [marked] and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert _alive(child) and _alive(marked) and pids_with_env("T_MARK", "x1") == [marked]
     owner.send_signal(signal.SIGKILL)
     owner.wait(timeout=10)
