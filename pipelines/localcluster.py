@@ -106,7 +106,7 @@ class LocalRayCluster:
         return env
 
     def _run(self, args: list[str]) -> None:
-        r = subprocess.run([sys.executable, "-c", _RAY_CLI, *args], capture_output=True, text=True, env=self._env(), timeout=180,
+        r = subprocess.run([sys.executable, "-c", _RAY_CLI, *args], capture_output=True, text=True, env=self._env(), timeout=300,
                            stdin=subprocess.DEVNULL)
         if r.returncode != 0:
             raise RuntimeError(f"`ray {' '.join(args[:2])}` failed: {r.stderr[-1500:] or r.stdout[-1500:]}")
@@ -121,7 +121,18 @@ class LocalRayCluster:
                 f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}"]
 
     def start(self) -> "LocalRayCluster":
-        """Start the head and the worker raylets; returns once every node is alive."""
+        """Start the head and the worker raylets; returns once every node is alive.
+
+        A start that fails (a ``ray start`` that times out on a loaded machine) ends what it
+        started and removes its temp dirs before raising: a caller without ``with`` leaks nothing.
+        """
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> "LocalRayCluster":
         for d in self.raylet_dirs():
             d.mkdir(parents=True, exist_ok=True)
         # Armed before the first process exists: an owner killed mid-start leaves nothing either.
@@ -203,11 +214,7 @@ class LocalRayCluster:
         return self.leftovers()
 
     def __enter__(self) -> "LocalRayCluster":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
+        return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

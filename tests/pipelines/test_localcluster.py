@@ -1,0 +1,37 @@
+"""LocalRayCluster's bookkeeping without starting Ray: a failed start leaks nothing, listeners
+are read from /proc, loopback is recognised."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from pipelines.localcluster import LocalRayCluster, is_loopback, listening_sockets
+
+
+def test_failed_start_removes_its_dirs_and_processes():
+    c = LocalRayCluster()
+
+    def fail(args):
+        raise RuntimeError("`ray start` timed out")
+
+    c._run = fail  # type: ignore[method-assign]
+    try:
+        c.start()
+    except RuntimeError:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("start did not raise")
+    assert not c.root.exists() and c.leftovers() == [] and c._lifeline is None
+
+
+def test_listening_sockets_of_a_process():
+    with socket.socket() as lo, socket.socket() as anyaddr:
+        lo.bind(("127.0.0.1", 0))
+        lo.listen()
+        anyaddr.bind(("0.0.0.0", 0))
+        anyaddr.listen()
+        found = {(a, p) for pid, a, p in listening_sockets([os.getpid()])}
+        assert ("127.0.0.1", lo.getsockname()[1]) in found and ("0.0.0.0", anyaddr.getsockname()[1]) in found
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("::ffff:127.0.0.1")
+    assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("192.0.2.2")
