@@ -69,8 +69,27 @@ def architecture_specs(config: Any) -> list[dict[str, Any]]:
     out = []
     for i, spec in enumerate(config.memory.architectures):
         ARCHITECTURES.resolve(spec.raw(), field=f"memory.architectures[{i}]")  # names the field when unknown
-        out.append(pin_deployed(with_components(spec, comps) if comps else spec.raw()))
+        raw = pin_deployed(with_components(spec, comps) if comps else spec.raw())
+        out.append(_catalogue_reads_run_data(raw, str(config.data_dir)))
     return out
+
+
+def _catalogue_reads_run_data(spec: Any, data_dir: str) -> Any:
+    """The ``catalogue`` captioner stand-in reads product attributes from the run's ``data_dir``
+    (not the checkout's default, absent in a submitted job's package); ``data_dir`` is a transport
+    arg, so no cache key changes."""
+    if isinstance(spec, dict):
+        out = {}
+        for k, v in spec.items():
+            if k == "captioner" and (v == "catalogue" or (isinstance(v, dict) and v.get("name") == "catalogue")):
+                args = dict(v.get("args") or {}) if isinstance(v, dict) else {}
+                args.setdefault("data_dir", data_dir)
+                v = {"name": "catalogue", "args": args}
+            out[k] = _catalogue_reads_run_data(v, data_dir)
+        return out
+    if isinstance(spec, list):
+        return [_catalogue_reads_run_data(v, data_dir) for v in spec]
+    return spec
 
 
 def pin_deployed(spec: Any) -> Any:

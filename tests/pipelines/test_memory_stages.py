@@ -150,3 +150,27 @@ def test_sigkill_mid_probes_then_rerun_gives_the_same_table_and_no_duplicates(fi
     keys = ["backend", "J", "architecture", "study", "seed", "probe_id"]
     assert again.height == ref.height and again.select(keys).is_duplicated().sum() == 0
     assert again.sort(keys).equals(ref.sort(keys))
+
+
+def test_catalogue_captioner_reads_the_runs_data_dir(tmp_path, shared_dir):
+    """A submitted job's data travels in its package: the stand-in captioner must read the run's
+    data_dir, not the checkout's default; the cache keys do not depend on where it is."""
+    import shutil
+
+    from memory.agent.captioner import CAPTIONERS
+    from memory.agent.features import spec_key
+    from pipelines.chains import architecture_specs
+
+    data = tmp_path / "moved"
+    shutil.copytree(shared_dir / "data" / "dmv-bench", data / "dmv-bench")
+    here = _cfg(tmp_path, data_dir=str(data))
+    specs = architecture_specs(here)
+    caps = [s["args"]["captioner"] for s in specs if s["args"].get("captioner")]
+    assert caps and all(c["name"] == "catalogue" and c["args"]["data_dir"] == str(data) for c in caps)
+    from env.storefront.catalog import load_catalog
+
+    product = load_catalog(data, seed=0).variants[0]
+    text = CAPTIONERS.build(caps[0]).caption(None, url_hash=product.url_hash)
+    assert product.name in text
+    default = [s["args"].get("captioner") for s in architecture_specs(_cfg(tmp_path))]
+    assert spec_key("caption", caps[0]) == spec_key("caption", next(c for c in default if c))
