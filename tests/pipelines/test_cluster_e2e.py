@@ -163,7 +163,7 @@ def test_j50_monte_carlo_pilot_end_to_end(tmp_path):
                                 "--set", "probes.J=[50]", "--set", "probes.mc=10",
                                 "--set", "memory.architectures=[nomemory,dualmem]"])
     probes = pl.read_parquet(store.get_bytes(f"{prefix}/results/probes.parquet"))
-    # dualmem is also the alpha = 0.5 point of the Fig. 7 sweep (same probes, another study label)
+    # dualmem is also the alpha = 0.75 point of the Fig. 7 sweep (same probes, another study label)
     assert set(probes["study"].to_list()) == {"main", "alpha_sweep"}
     probes = probes.filter(pl.col("study") == "main")
     enc = pl.read_parquet(store.get_bytes(f"{prefix}/results/encoding.parquet"))
@@ -178,3 +178,52 @@ def test_j50_monte_carlo_pilot_end_to_end(tmp_path):
     assert probes["correct"].dtype == pl.Boolean and probes["correct"].null_count() == 0
     acc = dict(probes.group_by("architecture").agg(pl.col("correct").mean()).iter_rows())
     assert acc["dualmem"] > acc["nomemory"]  # memory recalls at reach up to 49; no memory cannot
+
+
+def _count(store: Store, prefix: str, suffix: str) -> int:
+    return sum(1 for k in store.list(prefix) if k.endswith(suffix))
+
+
+def _kill_first(cluster: LocalRayCluster, needle: bytes, ready, timeout_s: float = 900) -> int:
+    """SIGKILL the first cluster process matching ``needle`` once ``ready()`` holds."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ready():
+            victims = _pids_with(cluster, needle)
+            if victims:
+                os.kill(victims[0], signal.SIGKILL)
+                return victims[0]
+        time.sleep(0.2)
+    raise AssertionError(f"nothing matching {needle!r} to kill")
+
+
+def test_workers_killed_mid_catalogue_and_mid_probes_leave_identical_results(s3_server, tmp_path):
+    """A catalogue task worker SIGKILLed while images are being written, then a probe actor
+    SIGKILLed after the first probe units are committed: the job still succeeds, and the
+    catalogue images and every result table equal a local run's."""
+    from ray.job_submission import JobSubmissionClient
+
+    env = _cluster_env(s3_server)
+    stages = ["catalog", "encode", "replay", "probes"]
+    extra = ["--set", "encode.chains=1", "--set", "memory.architectures=[nomemory,textonly,dualmem]"]
+    local_store, local_prefix = _local_run(tmp_path, env, stages, extra)
+    uri = "s3://vismem-test/killed-catalog-probes"
+    cluster = LocalRayCluster(head_cpus=1, workers=1, worker_cpus=1).start()
+    try:
+        client = JobSubmissionClient(cluster.dashboard_url)
+        store = _store(s3_server, uri)
+        r = _vismem(["submit", *stages, "--store", uri, "--dashboard", cluster.dashboard_url, *extra], env,
+                    timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        job = r.stdout.strip().splitlines()[-1]
+        killed = [_kill_first(cluster, b"_generate_batch", lambda: _count(store, "catalog", ".png") > 40),
+                  _kill_first(cluster, b"ProbeWorker", lambda: _count(store, "probes", ".done.json") > 0)]
+        assert _wait(client, job) == "SUCCEEDED", client.get_job_logs(job)[-3000:]
+        assert not any(_alive(k) for k in killed)
+        _assert_equal_tables(result_tables(store, local_prefix), result_tables(local_store, local_prefix))
+        images = sorted(k for k in local_store.list("catalog") if k.endswith(".png"))
+        assert len(images) == 2000 and sorted(k for k in store.list("catalog") if k.endswith(".png")) == images
+        for key in images[::97]:
+            assert store.get_bytes(key) == local_store.get_bytes(key), key
+    finally:
+        _stop_clean(cluster)
