@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from memory.dialogue.datasets import dataset_names, get_dataset
-from memory.dialogue.render import conversation_units, session_units
+from memory.dialogue.render import shot_units
 from memory.dialogue.variants import list_variants, load_variant
 from core.errors import VismemError
 
@@ -38,13 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         if conv is None:
             raise VismemError(f"no conversation {a.conversation!r} in {a.path}")
         v = load_variant(a.variant)
-        if a.session is None:
-            units = conversation_units(conv, v, image_format=a.format)
-        else:
-            sess = next((s for s in conv.sessions if s.index == a.session), None)
-            if sess is None:
-                raise VismemError(f"{conv.conversation_id} has no session {a.session}")
-            units = session_units(conv, sess, v, image_format=a.format)
+        units = shot_units(conv, v, a.session, image_format=a.format)
     except VismemError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code

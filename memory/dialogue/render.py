@@ -95,3 +95,15 @@ def session_units(conv: Conversation, session: Session, variant: Variant, *,
 def conversation_units(conv: Conversation, variant: Variant, **kw) -> list[Unit]:
     """Units of every session of a conversation, in session order."""
     return [u for s in conv.sessions for u in session_units(conv, s, variant, **kw)]
+
+
+def shot_units(conv: Conversation, variant: Variant, session: int | None = None, **kw) -> list[Unit]:
+    """Units of one session (by its ``index``) or, with ``session=None``, of the whole conversation."""
+    if session is None:
+        return conversation_units(conv, variant, **kw)
+    sess = next((s for s in conv.sessions if s.index == session), None)
+    if sess is None:
+        from core.errors import VismemError
+
+        raise VismemError(f"{conv.conversation_id} has no session {session}")
+    return session_units(conv, sess, variant, **kw)

@@ -52,20 +52,14 @@ def _conversation(args: argparse.Namespace):
 def _shots(args: argparse.Namespace) -> int:
     from analysis.samples import shots_gallery
     from core.errors import VismemError
-    from memory.dialogue.render import conversation_units, session_units
+    from memory.dialogue.render import shot_units
     from memory.dialogue.variants import list_variants, load_variant
 
     if args.variant not in list_variants():
         raise VismemError(f"unknown variant {args.variant!r}; one of {', '.join(list_variants())}")
     cfg, conv = _conversation(args)
     variant = load_variant(args.variant)
-    if args.session is None:
-        units = conversation_units(conv, variant, image_format=args.format)
-    else:
-        sess = next((s for s in conv.sessions if s.index == args.session), None)
-        if sess is None:
-            raise VismemError(f"{conv.conversation_id} has no session {args.session}")
-        units = session_units(conv, sess, variant, image_format=args.format)
+    units = shot_units(conv, variant, args.session, image_format=args.format)
     out = args.out or Path(cfg.runs_dir).resolve() / "shots" / f"{conv.conversation_id}-{variant.name}"
     out.mkdir(parents=True, exist_ok=True)
     records = []
