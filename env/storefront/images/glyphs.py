@@ -81,6 +81,11 @@ def base_glyph(cue_object: str) -> Image.Image:
 
 def recolor(glyph: Image.Image, color: str) -> Image.Image:
     """Map the glyph's luminance onto ``color``'s ramp by rank; alpha is kept."""
+    return recolor_lut(glyph, ramp_lut(color))
+
+
+def recolor_lut(glyph: Image.Image, lut: np.ndarray) -> Image.Image:
+    """:func:`recolor` onto any 256-entry RGB ramp ``lut`` (the training scenes' wider palette)."""
     arr = np.asarray(glyph.convert("RGBA"), dtype=np.float32)
     alpha = arr[..., 3]
     lum = arr[..., :3] @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -91,7 +96,7 @@ def recolor(glyph: Image.Image, color: str) -> Image.Image:
     lo = 0.5 * (lum - p2) / max(p50 - p2, 1.0)
     hi = 0.5 + 0.5 * (lum - p50) / max(p98 - p50, 1.0)
     t = np.clip(np.where(lum <= p50, lo, hi), 0.0, 1.0)
-    rgb = ramp_lut(color)[(t * 255).round().astype(np.uint8)]
+    rgb = lut[(t * 255).round().astype(np.uint8)]
     out = np.dstack([rgb, alpha.round().astype(np.uint8)])
     return Image.fromarray(out, "RGBA")
 

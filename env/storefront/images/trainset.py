@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from env.storefront.images.colors import CUE_COLORS, CUE_RAMPS
-from env.storefront.images.glyphs import EMOJI_FONT, EMOJI_SIZE, base_glyph, depicted_object, glyph_table
+from env.storefront.images.glyphs import EMOJI_FONT, EMOJI_SIZE, base_glyph, depicted_object, glyph_table, recolor_lut
 from env.storefront.images.paint import Painter
 from env.storefront.images.scene import FLOOR, HORIZON, PAINTERS, SIZES
 from env.storefront.images.styles import STYLES
@@ -124,18 +124,7 @@ def ramp_lut_of(colour: str) -> np.ndarray:
 
 def recolour(glyph: Image.Image, colour: str) -> Image.Image:
     """``glyphs.recolor`` for any palette colour: luminance → the colour's ramp by rank."""
-    arr = np.asarray(glyph.convert("RGBA"), dtype=np.float32)
-    alpha = arr[..., 3]
-    lum = arr[..., :3] @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
-    solid = lum[alpha > 128]
-    if solid.size == 0:
-        solid = lum[alpha > 0]
-    p2, p50, p98 = np.percentile(solid, [2, 50, 98]) if solid.size else (0.0, 128.0, 255.0)
-    lo = 0.5 * (lum - p2) / max(p50 - p2, 1.0)
-    hi = 0.5 + 0.5 * (lum - p50) / max(p98 - p50, 1.0)
-    t = np.clip(np.where(lum <= p50, lo, hi), 0.0, 1.0)
-    rgb = ramp_lut_of(colour)[(t * 255).round().astype(np.uint8)]
-    return Image.fromarray(np.dstack([rgb, alpha.round().astype(np.uint8)]), "RGBA")
+    return recolor_lut(glyph, ramp_lut_of(colour))
 
 
 _FONT_LOCK = threading.Lock()  # one FreeType face must not render from two threads at once
