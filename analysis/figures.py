@@ -156,7 +156,9 @@ def recall_by_unit_size(t: pl.DataFrame) -> Any:
     panel per k, conversation-clustered 95% CIs as error bars."""
     ks = sorted(t["k"].unique().to_list())
     fig, axes = _grid(len(ks))
-    sizes = [s for s in ("512", "768", "1024", "session") if s in set(t["unit_size"].to_list())]
+    from analysis.memshot import UNIT_SIZES
+
+    sizes = [s for s in UNIT_SIZES if s in set(t["unit_size"].to_list())]
     for ax, k in zip(axes.flat, ks):
         d = t.filter(pl.col("k") == k)
         for i, ((emb, mod), g) in enumerate(d.group_by(["embedder", "unit_modality"], maintain_order=True)):

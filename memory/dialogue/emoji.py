@@ -72,10 +72,16 @@ def advance(size: int) -> int:
     return size + 1
 
 
+@lru_cache(maxsize=4)
+def _font(path: str) -> ImageFont.FreeTypeFont:
+    """The colour-emoji font at its bitmap strike, parsed once (the file is ~10 MB)."""
+    return ImageFont.truetype(path, _STRIKE, layout_engine=ImageFont.Layout.BASIC)
+
+
 @lru_cache(maxsize=512)
 def glyph_image(ch: str, size: int, emoji_font: str = NOTO_EMOJI) -> Image.Image:
     """An RGBA ``size`` x ``size`` image of the colour glyph ``ch`` (transparent around it)."""
-    font = ImageFont.truetype(emoji_font, _STRIKE, layout_engine=ImageFont.Layout.BASIC)
+    font = _font(emoji_font)
     im = Image.new("RGBA", (_STRIKE + 40, _STRIKE + 40), (0, 0, 0, 0))
     ImageDraw.Draw(im).text((0, 0), ch, font=font, embedded_color=True)
     box = im.getbbox()

@@ -113,6 +113,7 @@ def mem0_f1(prediction: Any, gold: Any) -> float:
 
 # -- prompts (data files) ---------------------------------------------------------------------
 
+@lru_cache(maxsize=None)  # read-only package data, asked for once per question
 def load_prompt(name: str) -> str:
     """The text of ``memory/dialogue/prompts/<name>.txt`` (kept verbatim as data)."""
     try:
