@@ -32,20 +32,15 @@ CHAIN_SEED, CHAIN_J, PER_SESSION = 0, 15, 10
 
 
 def _category_order(seed: int) -> list[str]:
-    try:  # the agents package after the re-layering, the pipelines one before it
-        from agents.chains import category_order
-    except ImportError:  # pragma: no cover - older layout
-        from pipelines.agents.chains import category_order
+    from agents.chains import category_order
+
     return category_order(seed)
 
 
 def _data_dir() -> str:
     from pipelines.config import RunConfig
+    from pipelines.context import resolve_data_dir
 
-    try:
-        from pipelines.context import resolve_data_dir
-    except ImportError:  # pragma: no cover - older layout
-        from pipelines.runner import resolve_data_dir
     return str(resolve_data_dir(RunConfig()))
 
 

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.digest import file_digest
 from core.peakmem import PeakWatch
 from core.secrets import Scrubber
 from core.store import Store
@@ -78,8 +77,9 @@ class Manifest:
             "run_id": config.run_id,
             "config": config.model_dump(mode="json"),
             # The content of every data file the run reads (the run id hashes these digests).
-            "inputs": {role: {"path": str(path), "digest": file_digest(path)} for role, path in inputs().items()}
-            if inputs else {},
+            # The digests are the run id's own (pinned per config object), not a second reading.
+            "inputs": {role: {"path": str(path), "digest": config.input_digests()[role]}
+                       for role, path in inputs().items()} if inputs else {},
             "seeds": seeds,
             "packages": package_versions(),
             "python": platform.python_version(),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -148,9 +147,9 @@ def _wait_running(client: Any, apps: list[str], timeout_s: float) -> dict[str, A
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from pipelines.localcluster import _free_port as free
+
+    return free()
 
 
 def _local_cluster(state: dict[str, Any]) -> Any:
@@ -303,10 +302,9 @@ def _descendants(roots: list[int]) -> list[int]:
 
 
 def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    from core.lifeline import _alive
+
+    return _alive(pid)
 
 
 def _kill(pids: list[int], wait_s: float = 10.0) -> None:

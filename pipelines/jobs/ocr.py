@@ -60,7 +60,7 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: Any) ->
 
     A re-run would otherwise start the actor pool and load an OCR model per actor only to find
     every text in the cache (~40 s on 2 busy cores for one conversation)."""
-    from memory.dialogue.pixels import cache_key, content_hash, seconds_key, store_cache
+    from memory.dialogue.pixels import cache_key, seconds_key, store_cache
     from serve.embedders.ocr import reader_ocr_key
 
     key = reader_ocr_key(spec)
@@ -73,14 +73,15 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: Any) ->
                                      "ocr_cached": [], "sha256": []}
         for k in row["image_keys"]:
             img = store.get_bytes(k)
-            text = get(cache_key(key, img))
+            text_key = cache_key(key, img)
+            text = get(text_key)
             if text is None:
                 return None
-            secs = get(seconds_key(cache_key(key, img)))
+            secs = get(seconds_key(text_key))
             out["ocr_text"].append(text.decode("utf-8"))
             out["ocr_s"].append(float(secs.decode()) if secs else 0.0)
             out["ocr_cached"].append(True)
-            out["sha256"].append(content_hash(img))
+            out["sha256"].append(text_key.rsplit("/", 1)[-1][: -len(".txt")])  # the key ends <sha256>.txt
         parts.append(out)
     return parts
 

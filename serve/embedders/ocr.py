@@ -340,7 +340,7 @@ class OcrMiniLMEmbedder:
         read = self.read_images(images)
         if texts is not None:
             read = [f"{t}\n{r}" if t else r for t, r in zip(texts, read)]
-        return l2_normalise(self.embed_ocr_texts(read)) if read else np.zeros((0, self.dim), np.float32)
+        return self.embed_ocr_texts(read)  # MiniLM returns unit vectors, and (0, dim) for no input
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         return self.text.embed_texts(list(texts))

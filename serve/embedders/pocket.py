@@ -22,7 +22,6 @@ Inference is deterministic on CPU for a fixed thread count.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import threading
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from serve.embed import EMBEDDERS, l2_normalise
+from serve.qwen_inputs import to_pil
 
 WEIGHTS = Path(__file__).with_name("weights") / "pocket-clip.safetensors"
 LABEL = "pocket-clip"
@@ -159,16 +159,6 @@ class Vocab:
             out[i, : len(r)] = r
         return out
 
-
-def to_rgb(image: Any):
-    """Bytes or a PIL image → an RGB PIL image."""
-    from PIL import Image
-
-    if isinstance(image, (bytes, bytearray, memoryview)):
-        image = Image.open(io.BytesIO(bytes(image)))
-    elif not isinstance(image, Image.Image):
-        raise TypeError(f"image must be bytes or PIL.Image, got {type(image).__name__}")
-    return image.convert("RGB")
 
 
 def resized(img, res: int) -> np.ndarray:
@@ -310,7 +300,7 @@ class PocketClipEmbedder:
         out = []
         with ThreadPoolExecutor(self.workers) as pool:
             for i in range(0, len(images), self.batch_size):
-                imgs = list(pool.map(to_rgb, images[i: i + self.batch_size]))
+                imgs = list(pool.map(to_pil, images[i: i + self.batch_size]))
                 out.append(self._embed_batch(imgs, pool))
         vecs = l2_normalise(np.concatenate(out))
         if texts is not None and self.pair == "mean":
