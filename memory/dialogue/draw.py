@@ -21,7 +21,8 @@ lossless WebP (method 0) 18 ms / 59 kB; RGB PNG level 1 14 ms / 87 kB. PNG level
 palette image wins encode time x size by far, so PNG is the default (WebP stays available).
 PNG shots go one step further (``SessionPainter`` + ``memory.dialogue.png``): each header band
 and turn-pair strip is compressed once and spliced into every shot that shows it, so the
-overlapping pairs are neither drawn nor compressed twice. PNGs carry no text chunks or
+overlapping pairs are neither drawn nor compressed twice, and the deflate is ISA-L's
+(``core.png``: ~4x zlib level 1, same pixels, ~8% fewer bytes). PNGs carry no text chunks or
 timestamps, so the same input gives the same bytes.
 """
 
@@ -192,6 +193,12 @@ def compose(layout: SessionLayout, start: int, end: int, height: int, style: Sty
 
 def encode(img: Image.Image, fmt: ImageFormat = "png", *, compress_level: int = 1) -> bytes:
     """Lossless bytes of a shot; deterministic (no metadata chunks, no timestamps)."""
+    if fmt == "png" and img.mode == "RGB":  # colour (emoji) shots: Up filter + ISA-L, ~1/3 of Pillow's time
+        import numpy as np
+
+        from core.png import rgb_png
+
+        return rgb_png(np.asarray(img), compress_level)
     buf = io.BytesIO()
     if fmt == "png":
         img.save(buf, "PNG", compress_level=compress_level)

@@ -2,9 +2,9 @@
 
 A shot is a vertical stack of full-width pieces — header band, padding, turn-pair strips — and
 with the overlap-two rule each strip appears in about 2.3 shots. Compressing each piece once as
-an independent deflate segment (ended with ``Z_FULL_FLUSH``: byte-aligned, no back-references
-across pieces) and splicing segments into each shot's zlib stream makes encoding a shot almost
-free: the PNG's ``IDAT`` is ``zlib header + segments + final empty block + adler32``, where the
+an independent deflate segment (``core.png.deflate_segment``: ISA-L at the default level, ended
+with a full flush: byte-aligned, no back-references across pieces) and splicing segments into
+each shot's zlib stream makes encoding a shot almost free: the PNG's ``IDAT`` is ``zlib header + segments + final empty block + adler32``, where the
 adler32 of the whole is combined from the pieces' checksums (zlib's ``adler32_combine``).
 The output is an ordinary 8-bit palette PNG (filter 0 on every row), byte-deterministic, with no
 metadata chunks; it decodes to exactly the pixels Pillow would encode from the composed image.
@@ -19,8 +19,9 @@ from functools import lru_cache
 
 from PIL import Image
 
+from core.png import SIGNATURE, chunk, deflate_segment
+
 _BASE = 65521
-_SIG = b"\x89PNG\r\n\x1a\n"
 _FINAL = b"\x03\x00"  # an empty final fixed-Huffman block: ends the deflate stream
 
 
@@ -53,8 +54,7 @@ class Block:
 
 
 def _deflate(raw: bytes, level: int) -> bytes:
-    c = zlib.compressobj(level, zlib.DEFLATED, -15)
-    return c.compress(raw) + c.flush(zlib.Z_FULL_FLUSH)
+    return deflate_segment(raw, level)
 
 
 def rows_block(img: Image.Image, level: int = 1) -> Block:
@@ -75,10 +75,6 @@ def fill_block(width: int, rows: int, index: int, level: int = 1) -> Block:
     return Block(_deflate(filtered, level), zlib.adler32(filtered), len(filtered), rows)
 
 
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
 def assemble(width: int, palette: bytes, blocks: list[Block]) -> bytes:
     """A palette PNG whose rows are the concatenation of ``blocks``."""
     height = sum(b.rows for b in blocks)
@@ -88,4 +84,4 @@ def assemble(width: int, palette: bytes, blocks: list[Block]) -> bytes:
         segs.append(b.data)
     idat = b"\x78\x01" + b"".join(segs) + _FINAL + struct.pack(">I", adler)
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)
-    return _SIG + _chunk(b"IHDR", ihdr) + _chunk(b"PLTE", palette) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
+    return SIGNATURE + chunk(b"IHDR", ihdr) + chunk(b"PLTE", palette) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")

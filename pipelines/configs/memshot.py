@@ -49,7 +49,8 @@ class MemShotConfig(Frozen):
         "png",
         description="Lossless shot encoding: png (palette PNG, fastest and smallest here; see memory/dialogue/draw.py) or webp.",
     )
-    png_compress_level: int = Field(1, ge=0, le=9, description="zlib level of PNG shots (1: fastest; 6+: ~10-40% smaller, 2-20x slower).")
+    png_compress_level: int = Field(1, ge=0, le=9, description="Deflate level of PNG shots (core.png): 0-3 ISA-L (1: the fast default), "
+                                    "4-9 zlib (6+: smaller, several times slower).")
     render_batch_size: int = Field(4, ge=1, description="Sessions per Ray Data render task.")
 
     # -- retrieval, answers and judging (MemShot evaluation; see memory/dialogue/retrieval.py) --

@@ -12,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import io
 import random
-import struct
-import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -21,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from core.png import rgb_png
 from env.storefront.images import decor, furniture
 from env.storefront.images.glyphs import cue_sprite, depicted_object
 from env.storefront.images.paint import Painter
@@ -188,28 +187,9 @@ class ProceduralRenderer:
 
 
 def png_bytes(img: Image.Image, compress_level: int = 1) -> bytes:
-    """A minimal RGB PNG writer: numpy "Up" filter + zlib with the RLE strategy.
-
-    Pillow tries all five PNG filters on every row, which costs more than the compression itself
-    on 512² frames; the procedural art is vertical gradients and flat shapes, where "Up" alone
-    leaves mostly zeros and RLE finds them. Measured per product photo: 3.3 ms vs Pillow's 6.2 ms
-    (level 1, RLE), for ~20% more bytes. Output is a standard, deterministic PNG (no metadata).
-    """
-    a = np.asarray(img.convert("RGB"), dtype=np.uint8)
-    h, w, _ = a.shape
-    raw = np.empty((h, 1 + w * 3), np.uint8)
-    raw[:, 0] = 2  # filter type Up
-    f = raw[:, 1:].reshape(h, w, 3)
-    f[0] = a[0]
-    np.subtract(a[1:], a[:-1], out=f[1:])  # uint8 arithmetic wraps modulo 256, as PNG wants
-    co = zlib.compressobj(compress_level, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
-    data = co.compress(raw.tobytes()) + co.flush()
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + _chunk(b"IDAT", data) + _chunk(b"IEND", b""))
-
-
-def _chunk(tag: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+    """A product photo as a deterministic RGB PNG (``core.png.rgb_png``: Up filter, ISA-L deflate
+    at levels 0-3). Measured per 512² photo: ~1 ms vs Pillow's 6.2 ms."""
+    return rgb_png(np.asarray(img.convert("RGB"), dtype=np.uint8), compress_level)
 
 
 def encode(img: Image.Image, fmt: str = "png", compress_level: int = 1, quality: int = 90) -> bytes:
