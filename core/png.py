@@ -23,6 +23,11 @@ SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ISAL_MAX_LEVEL = 3
 
 
+def adler32(data: bytes, value: int = 1) -> int:
+    """Adler-32 (ISA-L's SIMD version: ~5x zlib's, same values)."""
+    return isal_zlib.adler32(data, value)
+
+
 def _check(level: int) -> int:
     level = int(level)
     if not 0 <= level <= 9:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
+from core.blobref import parse_ref
 from core.errors import StoreError
 
 _S3_BUCKET_OK = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
@@ -259,7 +260,11 @@ class Store:
             raise
 
     def get_bytes(self, key: str) -> bytes:
-        """Read a blob; a missing key raises ``FileNotFoundError`` naming it."""
+        """Read a blob, or the byte range a ``core.blobref`` reference names; a missing key raises
+        ``FileNotFoundError`` naming it."""
+        ref = parse_ref(key)
+        if ref is not None:
+            return self._get_range(*ref)
         if self.is_s3:
             from botocore.exceptions import ClientError
 
@@ -275,8 +280,40 @@ class Store:
             raise FileNotFoundError(self.url(key))
         return path.read_bytes()
 
+    def _get_range(self, key: str, offset: int, length: int) -> bytes:
+        if length == 0:
+            return b"" if self.exists(key) else self.get_bytes(key)  # the latter raises, naming it
+        if self.is_s3:
+            from botocore.exceptions import ClientError
+
+            bucket, k = self._s3_key(key)
+            try:
+                rng = f"bytes={offset}-{offset + length - 1}"
+                data = self._s3().get_object(Bucket=bucket, Key=k, Range=rng)["Body"].read()
+            except ClientError as err:
+                if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                    raise FileNotFoundError(self.url(key)) from None
+                if err.response.get("Error", {}).get("Code") != "InvalidRange":
+                    raise
+                data = b""
+        else:
+            path = self._local_root() / self._clean(key)
+            if not path.is_file():
+                raise FileNotFoundError(self.url(key))
+            with path.open("rb") as fh:
+                fh.seek(offset)
+                data = fh.read(length)
+        if len(data) != length:  # a reference past the object's end: the object is not the one referenced
+            raise StoreError(f"{self.url(key)} holds {len(data)} of the {length} bytes at offset {offset} "
+                             "that a reference names")
+        return data
+
     def exists(self, key: str) -> bool:
-        """True when the blob exists (used by every stage to skip finished work)."""
+        """True when the blob exists (used by every stage to skip finished work); for a
+        ``core.blobref`` reference, whether the object it points into exists."""
+        ref = parse_ref(key)
+        if ref is not None:
+            key = ref[0]
         if self.is_s3:
             from botocore.exceptions import ClientError
 

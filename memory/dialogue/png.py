@@ -4,22 +4,22 @@ A shot is a vertical stack of full-width pieces — header band, padding, turn-p
 with the overlap-two rule each strip appears in about 2.3 shots. Compressing each piece once as
 an independent deflate segment (``core.png.deflate_segment``: ISA-L at the default level, ended
 with a full flush: byte-aligned, no back-references across pieces) and splicing segments into
-each shot's zlib stream makes encoding a shot almost free: the PNG's ``IDAT`` is ``zlib header + segments + final empty block + adler32``, where the
-adler32 of the whole is combined from the pieces' checksums (zlib's ``adler32_combine``).
-The output is an ordinary 8-bit palette PNG (filter 0 on every row), byte-deterministic, with no
-metadata chunks; it decodes to exactly the pixels Pillow would encode from the composed image.
+each shot's zlib stream makes encoding a shot almost free: the PNG's ``IDAT`` is ``zlib header +
+segments + final empty block + adler32``, where the adler32 of the whole is combined from the
+pieces' checksums (zlib's ``adler32_combine``). The output is an ordinary 8-bit palette PNG
+(filter 0 on every row), byte-deterministic, with no metadata chunks; it decodes to exactly the
+pixels Pillow would encode from the composed image.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
 from PIL import Image
 
-from core.png import SIGNATURE, chunk, deflate_segment
+from core.png import SIGNATURE, adler32, chunk, deflate_segment
 
 _BASE = 65521
 _FINAL = b"\x03\x00"  # an empty final fixed-Huffman block: ends the deflate stream
@@ -65,14 +65,14 @@ def rows_block(img: Image.Image, level: int = 1) -> Block:
     wide = Image.new("L", (w + 1, h), 0)
     wide.paste(img if img.mode == "L" else img.convert("L"), (1, 0))
     filtered = wide.tobytes()
-    return Block(_deflate(filtered, level), zlib.adler32(filtered), len(filtered), h)
+    return Block(_deflate(filtered, level), adler32(filtered), len(filtered), h)
 
 
 @lru_cache(maxsize=256)
 def fill_block(width: int, rows: int, index: int, level: int = 1) -> Block:
     """``rows`` rows of one palette index (page padding)."""
     filtered = (b"\x00" + bytes([index]) * width) * rows
-    return Block(_deflate(filtered, level), zlib.adler32(filtered), len(filtered), rows)
+    return Block(_deflate(filtered, level), adler32(filtered), len(filtered), rows)
 
 
 def assemble(width: int, palette: bytes, blocks: list[Block]) -> bytes:

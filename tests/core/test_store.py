@@ -106,6 +106,27 @@ def test_resumption_check_skips_finished_shards(store):
     assert done == [0, 1, 2, 3, 4]
 
 
+def test_blob_references_read_byte_ranges(store):
+    from core.blobref import make_ref, parse_ref
+
+    parts = [b"\x89PNG first", b"", b"second shot", bytes(range(256)) * 40]
+    store.put_bytes("pack/s1.pack", b"".join(parts))
+    refs, off = [], 0
+    for p in parts:
+        refs.append(make_ref("pack/s1.pack", off, len(p)))
+        off += len(p)
+    assert [store.get_bytes(r) for r in refs] == parts
+    assert all(store.exists(r) for r in refs) and not store.exists(make_ref("pack/none.pack", 0, 3))
+    assert parse_ref(refs[2]) == ("pack/s1.pack", len(parts[0]), len(parts[2]))
+    assert parse_ref("plain/key#not-a-range") is None  # only #<offset>+<length> is a reference
+    with pytest.raises(FileNotFoundError, match="none.pack"):
+        store.get_bytes(make_ref("pack/none.pack", 0, 3))
+    with pytest.raises(StoreError, match="holds 4 of the 10 bytes"):  # a range past the end is an error
+        store.get_bytes(make_ref("pack/s1.pack", off - 4, 10))
+    with pytest.raises(ValueError):
+        make_ref("a#b", 0, 1)
+
+
 def test_store_is_picklable_for_workers(store):
     import pickle
 
