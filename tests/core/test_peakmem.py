@@ -28,3 +28,19 @@ def test_tree_peak_counts_a_child_process():
         assert child.pid in tree_pids()
         child.wait(timeout=30)
     assert w.tree_peak_mib >= w.self_peak_mib + 100  # the child's 128 MiB, sampled while it held them
+
+
+def test_dear_samples_are_taken_less_often(monkeypatch):
+    import time
+
+    def dear_sample(self):  # a sample that costs 20 ms of CPU, as with a local Ray up
+        self.samples += 1
+        t = time.thread_time()
+        while time.thread_time() - t < 0.02:
+            pass
+
+    monkeypatch.setattr(PeakWatch, "_sample", dear_sample)
+    with PeakWatch(interval_s=0.01, max_duty=0.05) as w:  # waits >= 0.02 / 0.05 = 0.4 s
+        time.sleep(1.0)
+    # entry + exit + at most ~3 in the loop; at the bare 10 ms interval it would be ~30
+    assert 2 <= w.samples <= 6
