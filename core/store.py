@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
+from core import s3client
 from core.blobref import parse_ref
 from core.errors import StoreError
 
@@ -172,65 +173,20 @@ class Store:
         return Store(StoreSpec(self.url(prefix), self.spec.endpoint_url, self.spec.region,
                                self.spec.access_key, self.spec.secret_key))
 
-    # -- S3 plumbing --------------------------------------------------------------------------
+    # -- S3 plumbing (core.s3client) ----------------------------------------------------------
     def _s3(self) -> Any:
         if self._client is None:
-            import boto3
-            from botocore.config import Config
-
-            self._client = boto3.client(
-                "s3", endpoint_url=self.spec.endpoint_url, region_name=self.spec.region,
-                aws_access_key_id=self.spec.access_key, aws_secret_access_key=self.spec.secret_key,
-                config=Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=3,
-                              read_timeout=60, max_pool_connections=32),
-            )
+            self._client = s3client.client(self.spec)
         return self._client
 
     def _lean_put(self) -> Any:
         """The lean PUT of a loopback S3 server (the local store), or False where boto3 must do it."""
         if self._lean is None:
-            from core import s3put
-
-            sp = self.spec
-            on = os.environ.get("VISMEM_S3_LEAN", "1") != "0"  # 0: every put through boto3 (benchmarks' peer)
-            self._lean = (s3put.LeanPut(sp.endpoint_url, sp.region, sp.access_key, sp.secret_key)
-                          if on and s3put.usable(sp.endpoint_url, sp.access_key, sp.secret_key) else False)
+            self._lean = s3client.lean_put(self.spec)
         return self._lean
 
     def _check_s3(self) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
-
-        import boto3
-        from botocore.config import Config
-
-        probe = boto3.client(
-            "s3", endpoint_url=self.spec.endpoint_url, region_name=self.spec.region,
-            aws_access_key_id=self.spec.access_key, aws_secret_access_key=self.spec.secret_key,
-            config=Config(retries={"max_attempts": 1}, connect_timeout=2, read_timeout=5),
-        )
-        bucket, _ = self._bucket_prefix()
-        where = self.spec.endpoint_url or "AWS"
-        try:
-            probe.head_bucket(Bucket=bucket)
-        except EndpointConnectionError:
-            raise StoreError(f"S3 endpoint {where} is unreachable (store {self.spec.uri})") from None
-        except ClientError as err:
-            code = err.response.get("Error", {}).get("Code", "")
-            if code in ("404", "NoSuchBucket", "NotFound"):
-                try:
-                    probe.create_bucket(Bucket=bucket)
-                    return
-                except ClientError as err2:
-                    raise StoreError(f"bucket {bucket!r} does not exist at {where} and cannot be created: {err2}") from None
-            if code in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied"):
-                raise StoreError(f"S3 credentials rejected by {where} for bucket {bucket!r} ({code})") from None
-            raise StoreError(f"S3 error at {where} for bucket {bucket!r}: {err}") from None
-        except NoCredentialsError:
-            raise StoreError(f"missing credentials for store {self.spec.uri}: set AWS_ACCESS_KEY_ID and "
-                             "AWS_SECRET_ACCESS_KEY, or run where boto3's default chain finds them "
-                             "(instance profile, IRSA)") from None
-        except BotoCoreError as err:
-            raise StoreError(f"S3 endpoint {where} is unusable: {err}") from None
+        s3client.check_bucket(self.spec, self._bucket_prefix()[0])
 
     def _s3_key(self, key: str) -> tuple[str, str]:
         bucket, prefix = self._bucket_prefix()

@@ -52,8 +52,6 @@ def _conform(data: bytes, size: int, fmt: str, compress_level: int) -> bytes:
 def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], size: int, fmt: str,
                   compress_level: int, upload_threads: int = 8) -> list[dict[str, Any]]:
     """Render + upload the images of ``rows`` (or read back those that exist); one result per row."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from env.storefront.imagesource import build_image_source
 
     if not rows:
@@ -64,35 +62,47 @@ def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any
     store.exists(rows[0]["with_cue_key"])  # creates the client before threads share it
     out: list[dict[str, Any]] = []
     cpu0 = time.process_time()
-    with ThreadPoolExecutor(max_workers=upload_threads) as pool:
-        futures = []
-        for r in rows:
-            t0 = time.perf_counter()
-            if r["exists"]:
-                cue_b, base_b = store.get_bytes(r["with_cue_key"]), store.get_bytes(r["base_key"])
+    pool = _upload_pool(upload_threads)  # kept across batches: its threads keep their store connections
+    futures = []
+    for r in rows:
+        t0 = time.perf_counter()
+        if r["exists"]:
+            cue_b, base_b = store.get_bytes(r["with_cue_key"]), store.get_bytes(r["base_key"])
+        else:
+            if hasattr(src, "get_pair"):
+                cue_b, base_b = src.get_pair(r["url_hash"])
             else:
-                if hasattr(src, "get_pair"):
-                    cue_b, base_b = src.get_pair(r["url_hash"])
-                else:
-                    cue_b, base_b = src.get(r["url_hash"], True), src.get(r["url_hash"], False)
-                if not procedural:
-                    cue_b, base_b = (_conform(b, size, fmt, compress_level) for b in (cue_b, base_b))
-                ctype = f"image/{'jpeg' if fmt == 'jpeg' else fmt}"
-                futures.append(pool.submit(store.put_bytes, r["base_key"], base_b, content_type=ctype))
-                # with_cue last: its presence (with base) marks the row done for resumption
-                futures.append(pool.submit(store.put_bytes, r["with_cue_key"], cue_b, content_type=ctype))
-            depicted = src.depicted_object(r["url_hash"]) if hasattr(src, "depicted_object") else r["cue_object"]
-            out.append({"url_hash": r["url_hash"], "with_cue_key": r["with_cue_key"], "base_key": r["base_key"],
-                        "with_cue_bytes": len(cue_b), "base_bytes": len(base_b),
-                        "with_cue_sha256": hashlib.sha256(cue_b).hexdigest(),
-                        "base_sha256": hashlib.sha256(base_b).hexdigest(), "depicted_object": depicted,
-                        "generated": not r["exists"], "seconds": time.perf_counter() - t0})
-        for f in futures:
-            f.result()  # surface upload errors
+                cue_b, base_b = src.get(r["url_hash"], True), src.get(r["url_hash"], False)
+            if not procedural:
+                cue_b, base_b = (_conform(b, size, fmt, compress_level) for b in (cue_b, base_b))
+            ctype = f"image/{'jpeg' if fmt == 'jpeg' else fmt}"
+            futures.append(pool.submit(store.put_bytes, r["base_key"], base_b, content_type=ctype))
+            # each put is atomic; a row counts as done only when both images are stored (plan_rows)
+            futures.append(pool.submit(store.put_bytes, r["with_cue_key"], cue_b, content_type=ctype))
+        depicted = src.depicted_object(r["url_hash"]) if hasattr(src, "depicted_object") else r["cue_object"]
+        out.append({"url_hash": r["url_hash"], "with_cue_key": r["with_cue_key"], "base_key": r["base_key"],
+                    "with_cue_bytes": len(cue_b), "base_bytes": len(base_b),
+                    "with_cue_sha256": hashlib.sha256(cue_b).hexdigest(),
+                    "base_sha256": hashlib.sha256(base_b).hexdigest(), "depicted_object": depicted,
+                    "generated": not r["exists"], "seconds": time.perf_counter() - t0})
+    for f in futures:
+        f.result()  # surface upload errors
     cpu = (time.process_time() - cpu0) / len(out)  # this process's CPU (render, encode, upload threads)
     for r in out:
         r["cpu_s"] = cpu
     return out
+
+
+_POOLS: dict[int, Any] = {}
+
+
+def _upload_pool(threads: int) -> Any:
+    """This process's upload threads (one pool per size, kept across batches)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="catalog-upload")
+    return _POOLS[threads]
 
 
 def _generate_batch(batch: dict[str, Any], **kw: Any) -> dict[str, Any]:
