@@ -40,13 +40,18 @@ def load_extras(store: Any, run_prefix: str) -> dict[str, pl.DataFrame]:
 def readrate_table(readings: pl.DataFrame | None, goal: float = GOAL) -> pl.DataFrame:
     """Per variant: shots, words, ``read_rate`` (word-weighted), ``mean_shot``, ``min_shot``,
     ``share_at_goal`` — the summary of ``memory.dialogue.readrate`` from its per-shot rows."""
+    schema = {"variant": pl.String, "shots": pl.Int64, "words": pl.Int64, "read_rate": pl.Float64,
+              "mean_shot": pl.Float64, "min_shot": pl.Float64, "share_at_goal": pl.Float64}
     if readings is None or readings.height == 0:
-        return pl.DataFrame(schema={"variant": pl.String})
+        return pl.DataFrame(schema=schema)
+    # A shot (or a whole variant) that draws no words reads perfectly: nothing was lost.
     rate = pl.when(pl.col("n_words") > 0).then(pl.col("n_read") / pl.col("n_words")).otherwise(1.0)
+    words = pl.col("n_words").sum()
     return (readings.group_by("variant").agg(
-        pl.len().alias("shots"), pl.col("n_words").sum().alias("words"),
-        (pl.col("n_read").sum() / pl.col("n_words").sum()).alias("read_rate"), rate.mean().alias("mean_shot"),
-        rate.min().alias("min_shot"), (rate >= goal).mean().alias("share_at_goal")).sort("variant"))
+        pl.len().cast(pl.Int64).alias("shots"), words.cast(pl.Int64).alias("words"),
+        pl.when(words > 0).then(pl.col("n_read").sum() / words).otherwise(1.0).alias("read_rate"),
+        rate.mean().alias("mean_shot"), rate.min().alias("min_shot"),
+        (rate >= goal).mean().alias("share_at_goal")).sort("variant").cast(schema))
 
 
 def latency_table(latency: pl.DataFrame | None) -> pl.DataFrame:

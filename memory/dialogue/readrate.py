@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
+from analysis.memshot_sections import GOAL  # the target share of words read (one constant)
 from env.dialogue.model import Conversation, Session
 from memory.dialogue.layout import SessionLayout
 from memory.dialogue.render import plan_session
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     import polars as pl
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
-GOAL = 0.95  # the issue's target share of words read
 
 
 def words(text: str) -> list[str]:
@@ -155,16 +155,11 @@ def unit_readings(conversations: Iterable[Conversation], units: "pl.DataFrame",
 
 
 def readrate_table(readings: "pl.DataFrame", goal: float = GOAL) -> "pl.DataFrame":
-    """Per variant, :func:`summarise` of its shots as a frame (``read_rate`` word-weighted)."""
-    import polars as pl
+    """Per variant, :func:`summarise` of its shots as a frame (``read_rate`` word-weighted); the
+    report's own table (``analysis.memshot_sections.readrate_table``), one implementation."""
+    from analysis.memshot_sections import readrate_table as table
 
-    out = []
-    for (variant,), g in readings.group_by(["variant"], maintain_order=True):
-        rs = [Reading(int(w), int(n), ()) for w, n in zip(g["n_words"].to_list(), g["n_read"].to_list())]
-        out.append({"variant": variant, **summarise(rs, goal)})
-    schema = {"variant": pl.Utf8, "shots": pl.Int64, "words": pl.Int64, "read_rate": pl.Float64,
-              "mean_shot": pl.Float64, "min_shot": pl.Float64, "share_at_goal": pl.Float64}
-    return pl.DataFrame(out, schema=schema).sort("variant")
+    return table(readings, goal)
 
 
 __all__ = ["GOAL", "Reading", "drawn_text", "read_rate", "readrate_table", "reading",

@@ -84,3 +84,24 @@ def test_drawn_texts_match_units_on_locomo(shared_dir):
         texts = session_drawn_texts(conv, sess, v)
         assert len(texts) == len(units)
         assert all(read_rate(t, u.text) == 1.0 for t, u in zip(texts, units))
+
+
+def test_table_equals_summarise_per_variant_zero_word_shots_included():
+    import random
+
+    import polars as pl
+
+    from memory.dialogue.readrate import Reading, readrate_table
+
+    rng = random.Random(7)
+    rows = []
+    for v in ("a", "b", "empty"):
+        for _ in range(9):
+            n = 0 if v == "empty" else rng.choice([0, 3, 10, 40])
+            rows.append({"variant": v, "n_words": n, "n_read": rng.randint(0, n)})
+    table = readrate_table(pl.DataFrame(rows))
+    assert table["variant"].to_list() == ["a", "b", "empty"]
+    for r in table.iter_rows(named=True):
+        want = summarise([Reading(x["n_words"], x["n_read"], ()) for x in rows if x["variant"] == r["variant"]])
+        assert r == pytest.approx({"variant": r["variant"], **want})
+    assert table.filter(pl.col("variant") == "empty")["read_rate"][0] == 1.0  # nothing drawn, nothing lost
