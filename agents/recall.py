@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from agents import prompts
 from agents.probes import Probe
 from agents.records import product_hash
+from core.failures import shorten
 from serve.vlm import Message
 
 if TYPE_CHECKING:
@@ -90,12 +91,6 @@ class RecallResult:
                 "log": [asdict(s) for s in self.log]}
 
 
-def _cap(text: str | None, cap: int) -> str | None:
-    if not text or len(text) <= cap:
-        return text or None
-    return text[:cap] + f"... [{len(text) - cap} more characters]"
-
-
 def _failure(final_url: str | None, target: str, terminated_by: str | None, last_status: str | None) -> str | None:
     if final_url == target:
         return None
@@ -139,7 +134,7 @@ def run_probe(probe: Probe, *, vlm: Any, env: "PageEnv", memory: "MemoryHook", m
         text = prompts.step_message(step=step, cap=max_steps, subtask_text=subtask, history=history,
                                     memory_text=mem.text, url=url, title=url, description=url)
         rec = RecallStep(step, url, "ok", None, None, None, None, recalled, len(images),
-                         memory_text=_cap(mem.text, MEMORY_TEXT_CAP))
+                         memory_text=shorten(mem.text, MEMORY_TEXT_CAP, "...") if mem.text else None)
         messages = [Message("system", system), Message("user", text, images=images)]
         calls += 1
         t1 = time.perf_counter()

@@ -190,16 +190,18 @@ def write_report(store: Any, run_prefix: str, rep: Report) -> dict[str, Any]:
 
 
 def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOptions(),
-               manifest: dict[str, Any] | None = None, viewers: dict[str, str] | None = None) -> dict[str, Any]:
+               manifest: dict[str, Any] | None = None, viewers: dict[str, str] | None = None,
+               results: tuple[dict[str, pl.DataFrame], dict[str, str]] | None = None) -> dict[str, Any]:
     """Load, build and write the report of ``run_id`` in ``store``; returns a summary.
 
     ``viewers``: the viewers already written under ``runs/<id>/report/`` (name -> relative href).
+    ``results``: what :func:`load_results` returned, when the caller has read the tables already.
     """
     prefix = f"runs/{run_id}"
     t0 = time.perf_counter()
     if manifest is None and store.exists(f"{prefix}/manifest.json"):
         manifest = store.get_json(f"{prefix}/manifest.json")
-    tables, errors = load_results(store, prefix)
+    tables, errors = results if results is not None else load_results(store, prefix)
     from analysis.memshot_sections import load_extras
 
     # MemShot side tables (read rate, latency) ride along; build_report passes them to its sections.

@@ -16,15 +16,14 @@ from typing import Any, Mapping
 import polars as pl
 
 from analysis.viewer_common import JS_COMMON, PRODUCT_MAX_PX, gzip_block, image_table, json_block, page
+from core.failures import shorten
 
 #: Characters of a reply / memory block kept per step (the page stays loadable at paper scale).
 TEXT_CAP = 4000
 
 
 def _s(v: Any, cap: int = TEXT_CAP) -> Any:
-    if isinstance(v, str) and len(v) > cap:
-        return v[:cap] + f"… [{len(v) - cap} more characters]"
-    return v
+    return shorten(v, cap) if isinstance(v, str) else v
 
 
 def _sessions(steps: pl.DataFrame) -> list[dict[str, Any]]:

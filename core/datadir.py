@@ -77,14 +77,6 @@ def _copy(uri: str) -> Path:
 
 
 def _objects(store: object) -> list[tuple[str, str]]:
-    """``(key relative to the prefix, ETag)`` of every object under the store's root."""
-    bucket, root = store._bucket_prefix()  # type: ignore[attr-defined]  # one listing gives keys and ETags
-    cut = len(root) + 1 if root else 0
-    out = []
-    for page in store._s3().get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]
-            Bucket=bucket, Prefix=root + "/" if root else ""):
-        for obj in page.get("Contents", []):
-            key = obj["Key"][cut:]
-            if key and not key.endswith("/"):
-                out.append((key, str(obj.get("ETag", "")).strip('"')))
-    return out
+    """``(key relative to the prefix, ETag)`` of every object under the store's root (one listing)."""
+    return [(key, str(obj.get("ETag", "")).strip('"'))
+            for key, obj in store.iter_s3_objects() if key and not key.endswith("/")]  # type: ignore[attr-defined]

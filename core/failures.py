@@ -44,6 +44,14 @@ def cap_text(text: str | None, cap: int = REPLY_CAP) -> tuple[str | None, bool]:
     return text[:cap], True
 
 
+def shorten(text: str, cap: int, dots: str = "…") -> str:
+    """``text`` cut to ``cap`` characters with a note of how many were left out (for display and
+    stored excerpts; :func:`cap_text` is the plain cut that also says whether it cut)."""
+    if len(text) <= cap:
+        return text
+    return text[:cap] + f"{dots} [{len(text) - cap} more characters]"
+
+
 def failure_line(errors: list[str], total: int, unit: str) -> str:
     """``"2 of 14 sessions failed, e.g. 25 of 25 model calls failed (...)"``:
     a stage's one-line verdict on its failed units (``errors``: one message per failed unit)."""

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 _ME = Path(__file__).resolve()
 
@@ -50,22 +50,44 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def proc_files(name: str) -> Iterator[tuple[int, bytes]]:
+    """``(pid, contents of /proc/<pid>/<name>)`` for every process this user may read; nothing
+    where there is no procfs (not Linux). A process gone since the listing is skipped. The one
+    /proc scan of the project (lifelines, the S3 server's stale check, the peak-memory watcher);
+    here because this module runs as a stand-alone script and imports only the standard library."""
+    if not os.path.isdir("/proc"):
+        return
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/{name}", "rb") as fh:
+                data = fh.read()
+        except OSError:  # gone, or another user's
+            continue
+        yield int(entry), data
+
+
+def descendants(roots: list[int]) -> list[int]:
+    """``roots`` and every process below them, sorted (one /proc scan)."""
+    kids: dict[int, list[int]] = {}
+    for pid, raw in proc_files("stat"):
+        stat = raw.decode(errors="replace")
+        # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+        kids.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(pid)
+    out, todo = set(roots), list(roots)
+    while todo:
+        for child in kids.get(todo.pop(), ()):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return sorted(out)
+
+
 def pids_with_env(name: str, value: str, *, exclude: set[int] = frozenset()) -> list[int]:  # type: ignore[assignment]
     """Pids whose initial environment holds ``name=value`` (processes we may read only)."""
     needle = f"{name}={value}".encode()
-    out = []
-    if not os.path.isdir("/proc"):  # no procfs (not Linux): nothing to find; the child is still ended
-        return out
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in exclude:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if needle in fh.read().split(b"\0"):
-                    out.append(int(entry))
-        except OSError:  # gone, or another user's
-            continue
-    return out
+    return [pid for pid, env in proc_files("environ") if pid not in exclude and needle in env.split(b"\0")]
 
 
 def end_pids(pids: list[int], grace_s: float) -> None:
@@ -86,15 +108,24 @@ def end_pids(pids: list[int], grace_s: float) -> None:
                 pass
 
 
-def _sweep(spec: str | None, grace_s: float, exclude: set[int]) -> None:
+def _sweep(spec: str | None, grace_s: float, exclude: set[int], budget_s: float = 30.0) -> None:
+    """End the marked processes until two scans half a second apart find none (processes spawn
+    others while they are being ended: a raylet mid-way through starting its agents), within
+    ``budget_s`` plus one grace period."""
     if not spec:
         return
     name, _, value = spec.partition("=")
-    for _round in range(3):  # processes may spawn others while they are being ended
+    deadline = time.monotonic() + budget_s
+    empty = 0
+    while empty < 2 and time.monotonic() < deadline:
         pids = pids_with_env(name, value, exclude=exclude)
-        if not pids:
-            return
-        end_pids(pids, grace_s)
+        if pids:
+            empty = 0
+            end_pids(pids, grace_s)
+        else:
+            empty += 1
+            if empty < 2:
+                time.sleep(0.5)
 
 
 def main(argv: list[str] | None = None) -> int:

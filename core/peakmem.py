@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Any
 
+from core.lifeline import descendants
+
 _MIB = 1 << 20
 
 
@@ -48,31 +50,9 @@ def self_peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 
-def _children() -> dict[int, list[int]]:
-    """``ppid -> [pid]`` over every process visible in /proc."""
-    kids: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                stat = fh.read()
-        except OSError:  # gone since the listing
-            continue
-        # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(name))
-    return kids
-
-
 def tree_pids(root: int | None = None) -> list[int]:
     """``root`` (default: this process) and all its descendants."""
-    kids, out, todo = _children(), [], [root or os.getpid()]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(kids.get(pid, ()))
-    return out
+    return descendants([root or os.getpid()])
 
 
 def _pss_kib(pid: int) -> int:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import StoreError
-from core.lifeline import Lifeline, end_pids
+from core.lifeline import Lifeline, end_pids, proc_files
 
 # weed mini opens many listeners; every one we know of gets a free port so that several
 # servers (parallel tests, two runs) never collide. Iceberg/Lance catalogues are switched off.
@@ -229,8 +229,11 @@ def stale_servers(data_dir: Path) -> list[int]:
     """Pids of ``weed mini`` processes serving ``data_dir`` (ours and a dead owner's alike)."""
     want = f"-dir={Path(data_dir).resolve()}".encode()
     out: list[int] = []
-    if not os.path.isdir("/proc"):  # no procfs (not Linux): the owner lock still guards the data dir
-        return out
+    for pid, raw in proc_files("cmdline"):  # no procfs (not Linux): the owner lock still guards the dir
+        argv = raw.split(b"\0")
+        if len(argv) > 2 and argv[0].endswith(b"weed") and argv[1] == b"mini" and want in argv:
+            out.append(pid)
+    return out
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue

@@ -102,9 +102,11 @@ class Scrubber:
     objects (structural :func:`redact` plus value scrubbing)."""
 
     def __init__(self, values: Iterable[str] = ()) -> None:
-        self.values = sorted({v for v in values if v and len(v) >= _MIN_SCRUB_LEN}, key=len, reverse=True)
+        self.values: list[str] = []
+        self.add(values)
 
     def add(self, values: Iterable[str]) -> None:
+        # Longest first, so a secret that contains another is replaced whole.
         self.values = sorted(set(self.values) | {v for v in values if v and len(v) >= _MIN_SCRUB_LEN},
                              key=len, reverse=True)
 

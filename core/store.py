@@ -290,13 +290,7 @@ class Store:
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         prefix = prefix.strip("/")
         if self.is_s3:
-            bucket, root = self._bucket_prefix()
-            full = "/".join(p for p in (root, prefix) if p)
-            paginator = self._s3().get_paginator("list_objects_v2")
-            cut = len(root) + 1 if root else 0
-            for page in paginator.paginate(Bucket=bucket, Prefix=full + "/" if full else ""):
-                for obj in page.get("Contents", []):
-                    yield obj["Key"][cut:]
+            yield from (key for key, _ in self.iter_s3_objects(prefix))
             return
         base = self._local_root()
         start = base / prefix if prefix else base
@@ -307,6 +301,16 @@ class Store:
                 if name.startswith(".") and name.endswith(".tmp"):
                     continue
                 yield str(Path(dirpath, name).relative_to(base))
+
+    def iter_s3_objects(self, prefix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(key relative to the root, listing entry with ETag, Size, ...)`` under ``prefix`` (S3)."""
+        bucket, root = self._bucket_prefix()
+        full = "/".join(p for p in (root, prefix.strip("/")) if p)
+        cut = len(root) + 1 if root else 0
+        pages = self._s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=full + "/" if full else "")
+        for page in pages:
+            for obj in page.get("Contents", []):
+                yield obj["Key"][cut:], obj
 
     def delete(self, key: str) -> None:
         """Delete one blob (missing is fine)."""

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from core.lifeline import Lifeline
 from core.paths import local_dir
@@ -99,8 +99,14 @@ def _ray_lifeline() -> Lifeline:
     return line
 
 
-def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: bool = True) -> dict[str, Any]:
-    """Run the config's stages (or ``stages``) and return ``{stage: summary}``."""
+def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: bool = True,
+        after: Callable[[Store, dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+    """Run the config's stages (or ``stages``) and return ``{stage: summary}``.
+
+    ``after(store, results)``, when given, runs once the stages are done while the run's store is
+    still open (the private S3 server of ``local-s3://`` still up); what it returns is kept under
+    ``results["_after"]``.
+    """
     from pipelines.rayctx import init_ray
     from pipelines.stages import get_stage
 
@@ -160,6 +166,8 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 results["_partial"] = partial
                 # One line per stage: how many units failed and why (the CLI's exit message).
                 results["_failures"] = {n: results[n].get("failure") or "failed shards" for n in partial}
+            if after is not None:
+                results["_after"] = after(store, results)
     finally:
         from pipelines.rayctx import shutdown_ray
 

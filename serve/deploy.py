@@ -272,11 +272,12 @@ def deployed_spec(name: str, kind: str) -> dict[str, Any]:
     if d.kind != kind:
         article = {"vlm": "a VLM", "embedder": "an embedder"}
         raise ConfigError(f"{ref}: {name!r} is {article[d.kind]}, not {article.get(kind, kind)}")
-    url = serve_url()
+    env_url = os.environ.get("VISMEM_SERVE_URL")
+    state = None if env_url else read_state()  # the state file is read once (serve_url() would read it again)
+    url = env_url.rstrip("/") if env_url else (state or {}).get("serve_url")
     hint = f"start it with `vismem serve up {name}`"
     if url is None:
         raise ConfigError(f"{ref}: no model deployment is up (no {state_path()}, VISMEM_SERVE_URL unset); {hint}")
-    state = read_state() if not os.environ.get("VISMEM_SERVE_URL") else None
     if state is not None and name not in state.get("models", []):
         raise ConfigError(f"{ref}: not deployed (deployed: {', '.join(state.get('models', [])) or 'none'}); {hint}")
     base = d.base_url(url)

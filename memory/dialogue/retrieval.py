@@ -72,6 +72,12 @@ def questions_frame(conversations: Sequence[Any], *, scored_only: bool = True) -
 
 # -- embedding -----------------------------------------------------------------------------------
 
+def unit_item_id() -> pl.Expr:
+    """The embedding item id of a unit row, ``u:<variant>:<unit_id>`` (one expression for every
+    stage that keys unit vectors or texts)."""
+    return (pl.lit("u:") + pl.col("variant") + pl.lit(":") + pl.col("unit_id").cast(pl.Utf8)).alias("item_id")
+
+
 def embedding_items(units: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     """Everything one embedder must encode: each unit once, each question once.
 
@@ -83,7 +89,7 @@ def embedding_items(units: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFram
     _require(units, UNIT_COLUMNS, "units")
     _require(questions, QUESTION_COLUMNS, "questions")
     u = units.select(
-        (pl.lit("u:") + pl.col("variant") + pl.lit(":") + pl.col("unit_id").cast(pl.Utf8)).alias("item_id"),
+        unit_item_id(),
         pl.col("modality"),
         (pl.col("text") if "text" in units.columns else pl.lit(None, pl.Utf8)).alias("text"),
         (pl.col("image_key") if "image_key" in units.columns else pl.lit(None, pl.Utf8)).alias("image_key"),

@@ -82,11 +82,15 @@ def _run(args: argparse.Namespace) -> int:
     log_path = logs.run_log_path(cfg)
     quiet = logs.quiet(log_path, verbose=args.verbose)
     t0 = time.perf_counter()
+
+    def after(store: Any, res: dict[str, Any]) -> dict[str, Any]:  # in the run's still-open store
+        return finish(cfg, res, store=store, wall_s=time.perf_counter() - t0, run_log=str(log_path))
+
     try:
-        results = run(cfg, progress=not args.no_progress)
+        results = run(cfg, progress=not args.no_progress, after=after)
     finally:
         quiet.restore()
-    summary = finish(cfg, results, wall_s=time.perf_counter() - t0, run_log=str(log_path))
+    summary = results.pop("_after")
     if args.json:
         print(json.dumps({**results, "_summary": summary}, indent=2, default=str))
     else:
@@ -103,8 +107,9 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def finish(cfg: Any, results: dict[str, Any], *, wall_s: float, run_log: str | None) -> dict[str, Any]:
-    """After a run: read its manifest and result tables back, bring the report to a local folder.
+def finish(cfg: Any, results: dict[str, Any], *, store: Any, wall_s: float, run_log: str | None) -> dict[str, Any]:
+    """After a run's stages, in its still-open ``store``: read the manifest and result tables
+    back, bring the report to a local folder.
 
     A store that is not a local folder (the default private S3 server, which is gone once the
     run ends, or a remote bucket) gets its report -- viewers included -- copied to
@@ -112,28 +117,26 @@ def finish(cfg: Any, results: dict[str, Any], *, wall_s: float, run_log: str | N
     Returns :func:`pipelines.summary.collect`'s summary.
     """
     from analysis.report import load_results
-    from pipelines.runner import open_store
     from pipelines.stages.report import options_from
     from pipelines.summary import collect
     from pipelines.viewers import copy_report, local_report_dir
 
     prefix = f"runs/{cfg.run_id}"
     report, viewers = None, {}
-    with open_store(cfg) as (store, _env):
-        manifest = store.get_json(f"{prefix}/manifest.json") if store.exists(f"{prefix}/manifest.json") else None
-        tables, _errors = load_results(store, prefix)
-        rep = results.get("report")
-        if isinstance(rep, dict) and rep.get("html"):
-            names = {k: v.rsplit("/", 1)[-1] for k, v in (rep.get("viewers") or {}).items()}
-            if store.uri.startswith("file://"):
-                base = store.url(f"{prefix}/report")
-            else:
-                index = copy_report(store, cfg.run_id, local_report_dir(cfg, cfg.run_id))
-                base = index.parent.as_uri() if index else None
-            if base:
-                report = f"{base}/index.html"
-                viewers = {k: f"{base}/{v}" for k, v in names.items()}
-        uri = store.uri
+    manifest = store.get_json(f"{prefix}/manifest.json") if store.exists(f"{prefix}/manifest.json") else None
+    tables, _errors = load_results(store, prefix)
+    rep = results.get("report")
+    if isinstance(rep, dict) and rep.get("html"):
+        names = {k: v.rsplit("/", 1)[-1] for k, v in (rep.get("viewers") or {}).items()}
+        if store.uri.startswith("file://"):
+            base = store.url(f"{prefix}/report")
+        else:
+            index = copy_report(store, cfg.run_id, local_report_dir(cfg, cfg.run_id))
+            base = index.parent.as_uri() if index else None
+        if base:
+            report = f"{base}/index.html"
+            viewers = {k: f"{base}/{v}" for k, v in names.items()}
+    uri = store.uri
     return collect(results, manifest=manifest, tables=tables, options=options_from(cfg), wall_s=wall_s,
                    store_uri=cfg.store.uri if cfg.store.uri.startswith("local-s3://") else uri, run_id=cfg.run_id,
                    report=report, viewers=viewers, run_log=run_log)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, VismemError
+from core.lifeline import descendants
 
 _OVERRIDES = (("min_replicas", int), ("max_replicas", int), ("target_ongoing_requests", float),
               ("num_cpus", float), ("num_gpus", float), ("accelerator_type", str))
@@ -277,28 +278,10 @@ def _teardown(state: dict[str, Any]) -> None:
     if cluster is not None:
         # Every process of the cluster carries its token (Serve replicas and the proxy too); the
         # process tree below them is taken down as well, for anything that dropped its env.
-        tree = _descendants(cluster.pids())
+        tree = [p for p in descendants(cluster.pids()) if p != os.getpid()]
         cluster.stop()
         _kill(tree)
     clear_state()
-
-
-def _descendants(roots: list[int]) -> list[int]:
-    """``roots`` and every process below them (from ``/proc``)."""
-    parent: dict[int, int] = {}
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                parent[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    out, todo = set(roots), list(roots)
-    while todo:
-        pid = todo.pop()
-        kids = [c for c, p in parent.items() if p == pid and c not in out]
-        out.update(kids)
-        todo += kids
-    return sorted(out - {os.getpid()})
 
 
 def _running(pid: int) -> bool:

@@ -16,6 +16,8 @@ from typing import Any
 
 import polars as pl
 
+from memory.dialogue.retrieval import unit_item_id
+
 #: Columns of the job's output frame (one row per shot).
 OUTPUT_COLUMNS = ("item_id", "ocr_text", "ocr_s", "ocr_cached", "sha256")
 
@@ -29,7 +31,7 @@ def session_rows(units: pl.DataFrame) -> list[dict[str, Any]]:
     if units.height == 0:
         return []
     df = (units.sort(["variant", "conversation_id", "session_index", "unit_index"])
-          .with_columns((pl.lit("u:") + pl.col("variant") + pl.lit(":") + pl.col("unit_id")).alias("item_id"))
+          .with_columns(unit_item_id())
           .group_by(["variant", "conversation_id", "session_index"], maintain_order=True)
           .agg(pl.col("item_id"), pl.col("image_key")))
     return [{"item_ids": r["item_id"], "image_keys": r["image_key"]} for r in df.iter_rows(named=True)]
@@ -124,7 +126,7 @@ def read_shots(units: pl.DataFrame, spec: dict[str, Any], *, store: Any, ray_cfg
         actor = _OcrActor(spec, store)
         parts = [actor(r) for r in rows]
     df = _frame(parts)
-    ids = (units.with_columns((pl.lit("u:") + pl.col("variant") + pl.lit(":") + pl.col("unit_id")).alias("item_id"))
+    ids = (units.with_columns(unit_item_id())
            .select("item_id"))
     df = ids.join(df, on="item_id", how="left", maintain_order="left")
     if df["ocr_text"].null_count():

@@ -89,7 +89,7 @@ def check(config: Any) -> None:
         EMBEDDERS.check(cfg.image_embedder, field="memshot.image_embedder")
     for i, spec in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
         EMBEDDERS.check(spec, field=f"memshot.extra_retrievers[{i}]")
-    if getattr(cfg, "memories", ()):
+    if cfg.memories:
         from memory.dialogue.memories import MEMORIES
 
         for i, spec in enumerate(cfg.memories):
@@ -342,8 +342,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     new = capped(generate_answers(todo, units, questions, vlm, dataset=dataset, read_image=ctx.store.get_bytes,
                                    max_tokens=cfg.answer_max_tokens, concurrency=cfg.request_concurrency,
                                    order=cfg.context_order))
-    if done is not None and "answer_truncated" not in done.columns:  # cached before the cap existed
-        done = done.with_columns(pl.lit(False).alias("answer_truncated"))
+    done = _with_truncated(done)
     answers = (pl.concat([done.select(new.columns), new]) if done is not None else new).sort(keys)
     answers = answers.join(tasks.select(keys), on=keys, how="semi")
     ctx.store.write_table(a_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
@@ -352,8 +351,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
         ctx.manifest.component("memshot.judge", judge_spec)
         j_key = f"{ctx.run_prefix}/memshot/judged_raw.parquet"
         jdone = cached(ctx, j_key, ~pl.col("judge_status").str.starts_with("error"))
-        if jdone is not None and "answer_truncated" not in jdone.columns:  # cached before the cap existed
-            jdone = jdone.with_columns(pl.lit(False).alias("answer_truncated"))
+        jdone = _with_truncated(jdone)
         if jdone is not None:  # a verdict is reused only for the very same prediction
             jdone = jdone.join(answers.select(keys + ["prediction"]), on=keys + ["prediction"], how="semi", nulls_equal=True)
         jtodo = answers.join(jdone.select(keys), on=keys, how="anti") if jdone is not None else answers
@@ -391,6 +389,15 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
                                   + scored["judge_status"].str.starts_with("error").sum()),
             "overall": {f"{r['variant']}@{r['k']}": {"accuracy": r["accuracy"], "f1": r["f1"], "f1_mem0": r["f1_mem0"]}
                         for r in overall.iter_rows(named=True)}}
+
+
+def _with_truncated(df: Any) -> Any:
+    """Cached answers or verdicts written before the answer cap existed: none was truncated."""
+    import polars as pl
+
+    if df is None or "answer_truncated" in df.columns:
+        return df
+    return df.with_columns(pl.lit(False).alias("answer_truncated"))
 
 
 def _write_result(ctx: Any, kind: str, df: Any) -> None:

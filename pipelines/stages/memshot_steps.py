@@ -47,7 +47,7 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
     """
     import polars as pl
 
-    from memory.dialogue.readrate import readrate_table, unit_readings
+    from memory.dialogue.readrate import unit_readings
     from pipelines.jobs.ocr import read_shots
     from serve.embed import EMBEDDERS
     from serve.embedders.ocr import is_pixel_reader
@@ -63,16 +63,16 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
                           use_ray=cfg.ocr_on_ray)
     ctx.logger.info("memshot: OCR of %d shots (%d read, %d cached) in %.1f s", job["shots"], job["read"],
                     job["cached"], job["wall_s"])
-    item = pl.lit("u:") + pl.col("variant") + pl.lit(":") + pl.col("unit_id")
-    read = images.with_columns(item.alias("item_id")).join(ocr, on="item_id", how="left", maintain_order="left")
+    from memory.dialogue.retrieval import unit_item_id
+
+    read = images.with_columns(unit_item_id()).join(ocr, on="item_id", how="left", maintain_order="left")
     readings = unit_readings(conversations, read)
     ctx.store.write_table(f"{ctx.run_prefix}/results/memshot_readrate.parquet",
                           readings.with_columns(pl.lit(ms._dataset(cfg)).alias("dataset")),
                           schema_version=ms.SUMMARY_SCHEMA_VERSION)
-    rates = {r.pop("variant"): {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
-             for r in readrate_table(readings).iter_rows(named=True)}
-    out = units.with_columns(item.alias("item_id")).join(ocr.select("item_id", "ocr_text"), on="item_id",
-                                                         how="left", maintain_order="left")
+    rates = _rates(readings)
+    out = units.with_columns(unit_item_id()).join(ocr.select("item_id", "ocr_text"), on="item_id",
+                                                  how="left", maintain_order="left")
     out = out.with_columns(
         pl.when(pl.col("ocr_text").is_not_null()).then(pl.lit("ocr")).otherwise(pl.col("modality")).alias("modality"),
         pl.coalesce(pl.col("ocr_text"), pl.col("text")).alias("text")).drop("item_id", "ocr_text")
@@ -139,7 +139,7 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
     from serve.embed import EMBEDDERS
 
     cfg = ctx.config.memshot
-    specs = list(getattr(cfg, "memories", ()) or ())
+    specs = list(cfg.memories)
     if not specs:
         return {}
     inject = {role: EMBEDDERS.resolve(getattr(cfg, role), field=f"memshot.{role}")
@@ -265,12 +265,18 @@ def _reading(name: str, unit: Any, ocr_text: str) -> dict[str, Any]:
             "missed": " ".join(rd.missed[:20])}
 
 
+def _rates(readings: Any) -> dict[str, dict[str, Any]]:
+    """``{variant: read-rate summary}`` (floats to 4 places) for the stage summary."""
+    from analysis.memshot_sections import readrate_table
+
+    return {r.pop("variant"): {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
+            for r in readrate_table(readings).iter_rows(named=True)}
+
+
 def add_readings(ctx: Any, pixels: dict[str, Any], readings: Any) -> dict[str, Any]:
     """Memories' shots read by a pixel reader (MemOCR's, locally) join the read rate: their rows
     are appended to ``results/memshot_readrate.parquet`` and their rate to ``read_rate``."""
     import polars as pl
-
-    from memory.dialogue.readrate import readrate_table
 
     if readings is None or readings.height == 0:
         return pixels
@@ -279,8 +285,7 @@ def add_readings(ctx: Any, pixels: dict[str, Any], readings: Any) -> dict[str, A
     if pixels and ctx.store.exists(key):
         rows = pl.concat([ctx.store.read_table(key).drop("schema_version", strict=False), rows], how="diagonal_relaxed")
     ctx.store.write_table(key, rows, schema_version=ms.SUMMARY_SCHEMA_VERSION)
-    rates = {r.pop("variant"): {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
-             for r in readrate_table(readings).iter_rows(named=True)}
+    rates = _rates(readings)
     empty = {"shots": 0, "read": 0, "cached": 0, "wall_s": 0.0}
     return {**pixels, "ocr": pixels.get("ocr", empty), "read_rate": {**pixels.get("read_rate", {}), **rates}}
 

@@ -40,10 +40,10 @@ def build(store: Any, run_id: str, *, options: Any, manifest: dict[str, Any] | N
 
     written: dict[str, str] = {}
     errors: dict[str, str] = {}
+    results = load_results(store, f"runs/{run_id}")  # read once, for the viewers and the report
     if viewers:
-        tables, _ = load_results(store, f"runs/{run_id}")
-        written, errors = write_viewers(store, run_id, manifest=manifest, tables=tables)
-    summary = report_run(store, run_id, options=options, manifest=manifest, viewers=written)
+        written, errors = write_viewers(store, run_id, manifest=manifest, tables=results[0])
+    summary = report_run(store, run_id, options=options, manifest=manifest, viewers=written, results=results)
     if errors:
         summary["viewer_errors"] = errors
     return summary

@@ -66,6 +66,38 @@ def test_close_ends_the_child_and_the_owner_survives_its_own_sweep():
     assert _wait_gone([child]) == [] and _alive(os.getpid())
 
 
+def test_sweep_ends_processes_that_spawn_successors_while_being_ended(tmp_path):
+    """Four generations, each of which answers SIGTERM by starting the next (marked, inheriting
+    the environment) and exiting: a fixed number of rounds leaves the last alive."""
+    pidfile = tmp_path / "pids"
+    code = textwrap.dedent(f"""
+        import os, signal, subprocess, sys, time
+        gen = int(sys.argv[1])
+        open({str(pidfile)!r}, "a").write(f"{{os.getpid()}}\\n")
+        def successor(*_):
+            if gen < 4:
+                subprocess.Popen([sys.executable, __file__, str(gen + 1)], start_new_session=True)
+            os._exit(0)
+        signal.signal(signal.SIGTERM, successor)
+        time.sleep(600)
+    """)
+    script = tmp_path / "gen.py"
+    script.write_text(code)
+    os.environ["T_MARK3"] = "z3"
+    try:
+        line = Lifeline(sweep_env=("T_MARK3", "z3"), grace_s=0.5)
+        first = subprocess.Popen([sys.executable, str(script), "1"], start_new_session=True)
+    finally:
+        os.environ.pop("T_MARK3")
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    line.close()  # the sweep runs to the end before close returns
+    first.wait(timeout=10)
+    pids = [int(x) for x in pidfile.read_text().split()]
+    assert len(pids) == 4 and _wait_gone(pids, 5) == []
+
+
 def test_second_owner_of_a_data_dir_gets_one_line_naming_the_live_run(tmp_path):
     first = LocalS3Server(data_dir=tmp_path / "s3").start()
     try:

@@ -25,10 +25,11 @@ def _marked(mark: str) -> list[int]:
     return pids_with_env("VISMEM_TEST_MARK", mark, exclude={os.getpid()})
 
 
-def _wait_no_marked(mark: str, timeout_s: float = 60.0) -> list[int]:
-    # The lifelines' own budget: weed's gets 10 s between SIGTERM and SIGKILL, the Ray sweep up to
-    # three rounds of 5 s (agents ignore SIGTERM; processes spawn while being ended); on a loaded
-    # 2-core machine that has run past 30 s once.
+def _wait_no_marked(mark: str, timeout_s: float = 75.0) -> list[int]:
+    # The lifelines' own budget: weed's gets 10 s between SIGTERM and SIGKILL, the Ray sweep keeps
+    # ending marked processes until two scans find none, for up to 30 s plus a 5 s grace (agents
+    # ignore SIGTERM; a raylet may be starting its agents while it is ended); on a loaded 2-core
+    # machine the whole took past 30 s once.
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         left = [p for p in _marked(mark) if _alive(p)]

@@ -32,7 +32,8 @@ def _units(store, conv, variant="memshot"):
 
 def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv):
     from memory.dialogue.pixels import cache_key
-    from memory.dialogue.readrate import readrate_table, unit_readings
+    from analysis.memshot_sections import readrate_table
+    from memory.dialogue.readrate import unit_readings
     from pipelines.jobs.ocr import read_shots, session_rows
 
     units = _units(file_store, conv)

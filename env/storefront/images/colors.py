@@ -8,6 +8,8 @@ warm and a step darker; brown is dark and low-chroma, orange bright and saturate
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 #: colour name → (shadow, base, highlight) sRGB stops.
@@ -28,11 +30,17 @@ CUE_COLORS: tuple[str, ...] = tuple(CUE_RAMPS)
 
 
 def ramp_lut(color: str) -> np.ndarray:
-    """A 256×3 uint8 lookup table: position 0..255 on the ramp → sRGB."""
+    """A 256×3 uint8 lookup table: position 0..255 on the cue colour's ramp → sRGB."""
     try:
-        lo, mid, hi = (np.asarray(c, dtype=np.float32) for c in CUE_RAMPS[color])
+        stops = CUE_RAMPS[color]
     except KeyError:
         raise KeyError(f"unknown cue colour {color!r}; known: {', '.join(CUE_COLORS)}") from None
+    return ramp_lut_from(stops)
+
+
+def ramp_lut_from(stops: Any) -> np.ndarray:
+    """The 256×3 uint8 LUT of any three-stop ramp ``(low, mid, high)`` of sRGB triples."""
+    lo, mid, hi = (np.asarray(c, dtype=np.float32) for c in stops)
     t = np.linspace(0.0, 1.0, 256, dtype=np.float32)[:, None]
     low = lo + (mid - lo) * np.clip(t * 2, 0, 1)
     high = mid + (hi - mid) * np.clip(t * 2 - 1, 0, 1)

@@ -66,17 +66,30 @@ def _emoji_font() -> ImageFont.FreeTypeFont:
 def base_glyph(cue_object: str) -> Image.Image:
     """The uncoloured glyph (RGBA, tight bbox) of a cue object."""
     spec = _spec(cue_object)
-    if spec["kind"] == "procedural":
-        im = draw_picto(spec["picto"])
-    else:
-        ch = chr(int(spec["codepoint"], 16))
-        im = Image.new("RGBA", (160, 160), (0, 0, 0, 0))
-        with _FONT_LOCK:
-            ImageDraw.Draw(im).text((0, 0), ch, font=_emoji_font(), embedded_color=True)
+    im = draw_picto(spec["picto"]) if spec["kind"] == "procedural" else emoji_canvas(spec["codepoint"])
+    return tight(im, f"cue object {cue_object!r}")
+
+
+def emoji_canvas(codepoint: str) -> Image.Image:
+    """A colour emoji (hex ``codepoint``) drawn at the font's bitmap size on a clear 160² canvas."""
+    im = Image.new("RGBA", (160, 160), (0, 0, 0, 0))
+    with _FONT_LOCK:
+        ImageDraw.Draw(im).text((0, 0), chr(int(codepoint, 16)), font=_emoji_font(), embedded_color=True)
+    return im
+
+
+def tight(im: Image.Image, what: str) -> Image.Image:
+    """``im`` cropped to its visible pixels (alpha > 8); an empty glyph is an error naming ``what``."""
     bbox = im.getchannel("A").point(lambda a: 255 if a > 8 else 0).getbbox()
     if bbox is None:
-        raise ValueError(f"glyph for cue object {cue_object!r} rendered empty (font lacks it?)")
+        raise ValueError(f"glyph for {what} rendered empty (font lacks it?)")
     return im.crop(bbox)
+
+
+def fit(glyph: Image.Image, box: int) -> Image.Image:
+    """``glyph`` scaled (Lanczos, aspect kept) so its longer side is ``box`` pixels."""
+    scale = box / max(glyph.size)
+    return glyph.resize((max(1, round(glyph.width * scale)), max(1, round(glyph.height * scale))), Image.LANCZOS)
 
 
 def recolor(glyph: Image.Image, color: str) -> Image.Image:
@@ -104,7 +117,4 @@ def recolor_lut(glyph: Image.Image, lut: np.ndarray) -> Image.Image:
 @lru_cache(maxsize=2048)
 def cue_sprite(cue_object: str, color: str, box: int) -> Image.Image:
     """The recoloured glyph fitted into a ``box``×``box`` square (aspect kept); cached."""
-    g = base_glyph(cue_object)
-    scale = box / max(g.size)
-    size = (max(1, round(g.width * scale)), max(1, round(g.height * scale)))
-    return recolor(g.resize(size, Image.LANCZOS), color)
+    return recolor(fit(base_glyph(cue_object), box), color)

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import random
-import threading
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFilter, ImageFont
+from PIL import Image, ImageDraw, ImageFilter
 
-from env.storefront.images.colors import CUE_COLORS, CUE_RAMPS
-from env.storefront.images.glyphs import EMOJI_FONT, EMOJI_SIZE, base_glyph, depicted_object, glyph_table, recolor_lut
+from env.storefront.images.colors import CUE_COLORS, CUE_RAMPS, ramp_lut_from
+from env.storefront.images.glyphs import base_glyph, depicted_object, emoji_canvas, fit, glyph_table, recolor_lut, tight
 from env.storefront.images.paint import Painter
 from env.storefront.images.scene import FLOOR, HORIZON, PAINTERS, SIZES
 from env.storefront.images.styles import STYLES
@@ -114,12 +113,8 @@ def sample_rng(seed: int, index: int, salt: str = SALT) -> random.Random:
 
 
 def ramp_lut_of(colour: str) -> np.ndarray:
-    """256×3 uint8 LUT along ``colour``'s three-stop ramp (same maths as ``colors.ramp_lut``)."""
-    lo, mid, hi = (np.asarray(c, dtype=np.float32) for c in RAMPS[colour])
-    t = np.linspace(0.0, 1.0, 256, dtype=np.float32)[:, None]
-    low = lo + (mid - lo) * np.clip(t * 2, 0, 1)
-    high = mid + (hi - mid) * np.clip(t * 2 - 1, 0, 1)
-    return np.where(t <= 0.5, low, high).round().astype(np.uint8)
+    """256×3 uint8 LUT along ``colour``'s three-stop ramp (``colors.ramp_lut_from``)."""
+    return ramp_lut_from(RAMPS[colour])
 
 
 def recolour(glyph: Image.Image, colour: str) -> Image.Image:
@@ -127,34 +122,17 @@ def recolour(glyph: Image.Image, colour: str) -> Image.Image:
     return recolor_lut(glyph, ramp_lut_of(colour))
 
 
-_FONT_LOCK = threading.Lock()  # one FreeType face must not render from two threads at once
-
-
-@lru_cache(maxsize=1)
-def _font() -> ImageFont.FreeTypeFont:
-    return ImageFont.truetype(EMOJI_FONT, EMOJI_SIZE)
-
-
 @lru_cache(maxsize=None)
 def vocab_glyph(name: str) -> Image.Image:
     """The uncoloured glyph (RGBA, tight bbox) of a vocabulary object; cached for the process."""
     if name in _CUE_BY_DEPICTED:
         return base_glyph(_CUE_BY_DEPICTED[name])
-    im = Image.new("RGBA", (160, 160), (0, 0, 0, 0))
-    with _FONT_LOCK:
-        ImageDraw.Draw(im).text((0, 0), chr(int(EXTRA_OBJECTS[name], 16)), font=_font(), embedded_color=True)
-    bbox = im.getchannel("A").point(lambda a: 255 if a > 8 else 0).getbbox()
-    if bbox is None:
-        raise ValueError(f"glyph for {name!r} rendered empty (font lacks it?)")
-    return im.crop(bbox)
+    return tight(emoji_canvas(EXTRA_OBJECTS[name]), repr(name))
 
 
 def sprite(name: str, colour: str, box: int) -> Image.Image:
     """The recoloured glyph fitted into ``box``×``box`` (aspect kept), as the catalogue fits cues."""
-    g = vocab_glyph(name)
-    scale = box / max(g.size)
-    size = (max(1, round(g.width * scale)), max(1, round(g.height * scale)))
-    return recolour(g.resize(size, Image.LANCZOS), colour)
+    return recolour(fit(vocab_glyph(name), box), colour)
 
 
 def _jitter(c: tuple[int, int, int], rng: random.Random, amount: int) -> tuple[int, int, int]:

@@ -86,12 +86,16 @@ def test_drawn_texts_match_units_on_locomo(shared_dir):
         assert all(read_rate(t, u.text) == 1.0 for t, u in zip(texts, units))
 
 
-def test_table_equals_summarise_per_variant_zero_word_shots_included():
+def test_report_table_equals_summarise_per_variant_zero_word_shots_included():
+    """The report's read-rate table (analysis, a floor below) agrees with this module's summary."""
     import random
 
     import polars as pl
 
-    from memory.dialogue.readrate import Reading, readrate_table
+    from analysis.memshot_sections import GOAL as REPORT_GOAL, readrate_table
+    from memory.dialogue.readrate import GOAL, Reading
+
+    assert REPORT_GOAL == GOAL
 
     rng = random.Random(7)
     rows = []
