@@ -5,6 +5,7 @@ YAMLs, name resolution against a running app, and the whole path on a real local
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -144,7 +145,8 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
     import polars as pl
 
     from core.store import Store
-    from pipelines.commands.serve import _descendants, _local_cluster, _running
+    from core.lifeline import descendants
+    from pipelines.commands.serve import _local_cluster, _running
 
     models = ["scripted-shopper", "scripted-recall", "minilm"]
     try:
@@ -176,7 +178,7 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
         assert df.height == probes["probes"] > 0 and df["backend"].str.contains("scripted-recall").all()
         assert df.filter(pl.col("correct")).height >= 1  # the deployed recall policy opened recalled products
 
-        tree = _descendants(_local_cluster(st).pids())
+        tree = [p for p in descendants(_local_cluster(st).pids()) if p != os.getpid()]
         assert len(tree) > 3  # gcs, raylet, dashboard, Serve's controller, proxy and replicas
     finally:
         rc = main(["serve", "down"])
