@@ -146,3 +146,12 @@ def test_credentials_never_reach_params_or_manifest():
     params = stage.image_params(cfg, [])
     assert "AK" not in str(params) and "SK" not in str(params)
     assert params["source"]["args"] == {"root": "s3://b/imgs"}
+
+
+def test_default_batch_size_makes_four_batches_per_task():
+    from pipelines.jobs.catalog import batch_size_for
+
+    assert batch_size_for(1000, 2) == 125  # 8 batches on 2 cores
+    assert batch_size_for(1001, 2) == 126  # rounded up: never a ninth, tiny batch
+    assert batch_size_for(1000, 64) == 10  # a big cluster: at least 10 rows a batch
+    assert batch_size_for(30, 2) == 10 and batch_size_for(0, 0) == 10
