@@ -115,13 +115,6 @@ def _generate_batch(batch: dict[str, Any], **kw: Any) -> dict[str, Any]:
     return {k: np.array([r[k] for r in res]) for k in res[0]} if res else {k: np.array([]) for k in batch}
 
 
-def batch_size_for(n_rows: int, concurrency: int, per_task: int = 4, least: int = 10) -> int:
-    """Rows per batch so ``n_rows`` make ``per_task`` batches per concurrent task (at least ``least``
-    rows each): few enough batches that Ray's per-task cost stays small, enough that the last
-    batches balance across the tasks."""
-    return max(least, -(-n_rows // (per_task * max(1, concurrency))))
-
-
 def generate(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], cfg: Any, ray_cfg: Any,
              use_ray: bool = True) -> list[dict[str, Any]]:
     """Run the generation job over ``rows`` (Ray Data, or in-process with ``use_ray=False``).
@@ -137,7 +130,7 @@ def generate(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], cf
         return generate_rows(rows, **kw)
     import ray.data
 
-    from pipelines.rayctx import init_ray, task_pool
+    from pipelines.rayctx import batch_size_for, init_ray, task_pool
 
     init_ray(ray_cfg)
     bs = cfg.batch_size or batch_size_for(len(rows), ray_cfg.concurrency)

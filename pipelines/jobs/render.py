@@ -245,7 +245,7 @@ def _list_shards(store: Any, prefix: str) -> list[str]:
 
 
 def render_units(store: Any, conversations: Iterable[Conversation], variant: Variant | str, ray_cfg: Any,
-                 prefix: str, *, image_format: str = "png", compress_level: int = 1, batch_size: int = 4,
+                 prefix: str, *, image_format: str = "png", compress_level: int = 1, batch_size: int | None = None,
                  use_ray: bool = True) -> dict[str, Any]:
     """Build every unit of ``conversations`` for ``variant`` under ``prefix``; resumable.
 
@@ -267,9 +267,11 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
     if todo and use_ray:
         import ray.data
 
-        from pipelines.rayctx import init_ray, task_pool
+        from pipelines.rayctx import batch_size_for, init_ray, task_pool
 
         init_ray(ray_cfg)
+        if batch_size is None:
+            batch_size = batch_size_for(len(todo), getattr(ray_cfg, "concurrency", 2), least=4)
         ds = ray.data.from_items(todo, override_num_blocks=max(1, min(len(todo), (len(todo) + batch_size - 1) // batch_size)))
         out = ds.map_batches(_render_batch, fn_kwargs=kw, batch_size=batch_size, batch_format="numpy",
                              **task_pool(ray_cfg))

@@ -149,7 +149,7 @@ def test_credentials_never_reach_params_or_manifest():
 
 
 def test_default_batch_size_makes_four_batches_per_task():
-    from pipelines.jobs.catalog import batch_size_for
+    from pipelines.rayctx import batch_size_for
 
     assert batch_size_for(1000, 2) == 125  # 8 batches on 2 cores
     assert batch_size_for(1001, 2) == 126  # rounded up: never a ninth, tiny batch
