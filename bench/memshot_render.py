@@ -33,6 +33,8 @@ _STATE: dict[str, Any] = {}
 
 
 def _init(store: Any, prefix: str) -> None:
+    import pipelines.jobs.render  # noqa: F401 - the renderer is imported before the clock, as the module says
+    import memory.dialogue.render  # noqa: F401
     from memory.dialogue.variants import load_variant
 
     _STATE.update(store=store, prefix=prefix, variant=load_variant("memshot"))
