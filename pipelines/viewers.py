@@ -191,6 +191,17 @@ def write_viewers(store: Any, run_id: str, *, manifest: dict[str, Any] | None = 
     return written, errors
 
 
+def local_report(store: Any, config: Any, run_id: str, out: str | Path | None = None) -> Path | None:
+    """The run's ``report/index.html`` as a local file: in place for a ``file://`` store (unless
+    ``out`` asks for a copy), else copied to ``out`` or ``<runs_dir>/<run_id>/report/`` (the
+    private S3 server is gone once the run ends; a bucket does not open in a browser). None when
+    the run has no report."""
+    if out is None and store.uri.startswith("file://"):
+        index = Path(store.url(f"runs/{run_id}/report/index.html")[len("file://"):])
+        return index if index.is_file() else None
+    return copy_report(store, run_id, out if out is not None else local_report_dir(config, run_id))
+
+
 def copy_report(store: Any, run_id: str, dest: str | Path) -> Path | None:
     """Copy ``runs/<id>/report/`` from the store into ``dest``; returns ``dest/index.html``
     (None when the run has no report)."""

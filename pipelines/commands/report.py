@@ -54,13 +54,12 @@ def _with_stage_defaults(args: argparse.Namespace) -> argparse.Namespace:
 
 def _report(args: argparse.Namespace) -> int:
     import dataclasses
-    from pathlib import Path
 
     from core.errors import VismemError
     from pipelines.commands.run import config_from_args
     from pipelines.runner import open_store
     from pipelines.stages.report import build, options_from
-    from pipelines.viewers import copy_report, local_report_dir
+    from pipelines.viewers import local_report
 
     cfg = config_from_args(_with_stage_defaults(args))
     with open_store(cfg) as (store, _env):
@@ -77,11 +76,10 @@ def _report(args: argparse.Namespace) -> int:
             if isinstance(run_seed, int):
                 options = dataclasses.replace(options, seed=run_seed)
         summary = build(store, args.run_id, options=options, manifest=manifest, viewers=not args.no_viewers)
-        out = Path(args.out) if args.out else (None if store.uri.startswith("file://")
-                                               else local_report_dir(cfg, args.run_id))
-        index = copy_report(store, args.run_id, out) if out is not None else Path(summary["html"][len("file://"):])
-        summary["out"] = str(index.parent) if out is not None else None
-        summary["local_html"] = index.as_uri()
+        index = local_report(store, cfg, args.run_id, args.out)
+        copied = args.out is not None or not store.uri.startswith("file://")
+        summary["out"] = str(index.parent) if copied and index else None
+        summary["local_html"] = index.as_uri() if index else summary["html"]
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     else:

@@ -119,7 +119,7 @@ def finish(cfg: Any, results: dict[str, Any], *, store: Any, wall_s: float, run_
     from analysis.report import load_results
     from pipelines.stages.report import options_from
     from pipelines.summary import collect
-    from pipelines.viewers import copy_report, local_report_dir
+    from pipelines.viewers import local_report
 
     prefix = f"runs/{cfg.run_id}"
     report, viewers = None, {}
@@ -128,11 +128,8 @@ def finish(cfg: Any, results: dict[str, Any], *, store: Any, wall_s: float, run_
     rep = results.get("report")
     if isinstance(rep, dict) and rep.get("html"):
         names = {k: v.rsplit("/", 1)[-1] for k, v in (rep.get("viewers") or {}).items()}
-        if store.uri.startswith("file://"):
-            base = store.url(f"{prefix}/report")
-        else:
-            index = copy_report(store, cfg.run_id, local_report_dir(cfg, cfg.run_id))
-            base = index.parent.as_uri() if index else None
+        index = local_report(store, cfg, cfg.run_id)
+        base = index.parent.as_uri() if index else None
         if base:
             report = f"{base}/index.html"
             viewers = {k: f"{base}/{v}" for k, v in names.items()}
