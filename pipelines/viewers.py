@@ -222,4 +222,4 @@ def local_report_dir(config: Any, run_id: str) -> Path:
     return local_dir(config.runs_dir) / run_id / "report"
 
 
-__all__ = ["copy_report", "local_report_dir", "sample_page", "trajectory_page", "write_viewers"]
+__all__ = ["copy_report", "local_report", "local_report_dir", "sample_page", "trajectory_page", "write_viewers"]

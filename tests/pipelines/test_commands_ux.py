@@ -290,3 +290,22 @@ def test_summary_memshot_line_shows_the_read_rate_per_variant():
                                    "memocr (stand-in extractive)": {"read_rate": 0.9974, "shots": 19}}})
     assert "read rate memshot 99.9 %, memocr (stand-in extractive) 99.7 %" in line
     assert "read rate" not in _memshot({"conversations": 1, "questions": 2, "units": 3})
+
+
+def test_local_report_in_place_for_a_folder_copied_for_s3_or_out(s3_store, file_store, tmp_path):
+    from types import SimpleNamespace
+
+    from pipelines.viewers import local_report
+
+    cfg = SimpleNamespace(runs_dir=str(tmp_path / "runs"))
+    for store in (s3_store, file_store):
+        store.put_bytes("runs/r1/report/index.html", b"<html>r1</html>")
+        store.put_bytes("runs/r1/report/figures/a.svg", b"<svg/>")
+    here = local_report(file_store, cfg, "r1")
+    assert here == Path(file_store.url("runs/r1/report/index.html")[len("file://"):])  # not copied
+    copied = local_report(s3_store, cfg, "r1")
+    assert copied.read_bytes() == b"<html>r1</html>" and copied.parent == (tmp_path / "runs/r1/report").resolve()
+    assert (copied.parent / "figures/a.svg").read_bytes() == b"<svg/>"
+    out = local_report(file_store, cfg, "r1", tmp_path / "out")
+    assert out == (tmp_path / "out/index.html").resolve() and out.read_bytes() == b"<html>r1</html>"
+    assert local_report(file_store, cfg, "nope") is None and local_report(s3_store, cfg, "nope") is None
