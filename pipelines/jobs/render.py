@@ -10,8 +10,9 @@ Finally the driver concatenates the shards into ``units.parquet`` (``UNIT_SCHEMA
 
 A pack is the session's shot files back to back (each a complete PNG or WebP); a unit row's
 ``key`` is a ``core.blobref`` reference ``<pack>#<offset>+<length>`` that ``Store.get_bytes``
-reads like a key. One object per session instead of one per shot: on the local S3 server a put
-costs ~1 ms of server CPU whatever its size, which made the puts as costly as the drawing.
+reads like a key. One object per session instead of one per shot: on the local S3 server each
+put costs ~0.85 ms of server CPU before its bytes (~9 µs per KiB), which made 1,835 puts for
+LoCoMo cost about as much as drawing the shots.
 
 Store layout under ``prefix``::
 
