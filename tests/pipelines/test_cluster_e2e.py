@@ -96,19 +96,6 @@ def _sessions(store: Store) -> int:
     return sum(1 for k in store.list("trajectories") if k.endswith(".parquet") and ".timing." not in k)
 
 
-def _kill_when(cluster: LocalRayCluster, store: Store, needle: bytes, after: int, timeout_s: float = 900) -> int:
-    """SIGKILL the first process matching ``needle`` once more than ``after`` sessions are committed."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if _sessions(store) > after:
-            victims = _pids_with(cluster, needle)
-            if victims:
-                os.kill(victims[0], signal.SIGKILL)
-                return victims[0]
-        time.sleep(0.3)
-    raise AssertionError(f"nothing matching {needle!r} to kill")
-
-
 def _wait(client, job_id: str, timeout_s: float = 1500) -> str:
     deadline = time.monotonic() + timeout_s
     while (status := str(client.get_job_status(job_id)).split(".")[-1]) not in ("SUCCEEDED", "FAILED", "STOPPED"):
@@ -136,7 +123,7 @@ def test_driver_then_worker_killed_mid_encoding_leave_identical_trajectories(s3_
             assert r.returncode == 0, r.stderr[-3000:]
             jobs.append(r.stdout.strip().splitlines()[-1])
             done_before = _sessions(store)
-            killed = _kill_when(cluster, store, needle, after=done_before)
+            killed = _kill_first(cluster, needle, lambda: _sessions(store) > done_before)
             status = _wait(client, jobs[-1])
             assert not _alive(killed)
             if needle == DRIVER:
