@@ -33,6 +33,11 @@ def cache_key(ocr_key: str, data: bytes) -> str:
     return f"{CACHE_ROOT}/{ocr_key.strip('/')}/{content_hash(data)}.txt"
 
 
+def key_hash(text_key: str) -> str:
+    """The shot's content hash a :func:`cache_key` ends with (no second hashing of the shot)."""
+    return text_key.rsplit("/", 1)[-1][: -len(".txt")]
+
+
 def seconds_key(text_key: str) -> str:
     """Where the seconds the first reading took are kept, beside the text (``.s``, a float)."""
     return text_key[:-4] + ".s"
@@ -79,7 +84,7 @@ def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], byt
             put(seconds_key(keys[i]), repr(share).encode())  # the seconds first: the text marks it done
             put(keys[i], text.encode("utf-8"))
     new = set(todo)
-    return [ShotText(str(found[i]), secs[i], i not in new, keys[i].rsplit("/", 1)[-1][:-4])
+    return [ShotText(str(found[i]), secs[i], i not in new, key_hash(keys[i]))
             for i in range(len(images))]
 
 
@@ -98,4 +103,5 @@ def store_cache(store: Any) -> tuple[Callable[[str], bytes | None], Callable[[st
     return get, put
 
 
-__all__ = ["CACHE_ROOT", "ShotText", "cache_key", "content_hash", "read_batch", "seconds_key", "store_cache"]
+__all__ = ["CACHE_ROOT", "ShotText", "cache_key", "content_hash", "key_hash", "read_batch", "seconds_key",
+           "store_cache"]

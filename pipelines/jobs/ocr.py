@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from core.blobref import read_many
 from memory.dialogue.retrieval import unit_item_id
 
 #: Columns of the job's output frame (one row per shot).
@@ -50,7 +51,7 @@ class _OcrActor:
         from memory.dialogue.pixels import read_batch, store_cache
 
         get, put = store_cache(self.store)
-        images = [self.store.get_bytes(k) for k in row["image_keys"]]
+        images = read_many(self.store.get_bytes, list(row["image_keys"]))  # one read per pack
         texts = read_batch(self.reader, images, get=get, put=put)
         return {"item_id": list(row["item_ids"]), "ocr_text": [t.text for t in texts],
                 "ocr_s": [t.seconds for t in texts], "ocr_cached": [t.cached for t in texts],
@@ -62,7 +63,7 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: Any) ->
 
     A re-run would otherwise start the actor pool and load an OCR model per actor only to find
     every text in the cache (~40 s on 2 busy cores for one conversation)."""
-    from memory.dialogue.pixels import cache_key, seconds_key, store_cache
+    from memory.dialogue.pixels import cache_key, key_hash, seconds_key, store_cache
     from serve.embedders.ocr import reader_ocr_key
 
     key = reader_ocr_key(spec)
@@ -73,8 +74,7 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: Any) ->
     for row in rows:
         out: dict[str, list[Any]] = {"item_id": list(row["item_ids"]), "ocr_text": [], "ocr_s": [],
                                      "ocr_cached": [], "sha256": []}
-        for k in row["image_keys"]:
-            img = store.get_bytes(k)
+        for img in read_many(store.get_bytes, list(row["image_keys"])):
             text_key = cache_key(key, img)
             text = get(text_key)
             if text is None:
@@ -83,7 +83,7 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: Any) ->
             out["ocr_text"].append(text.decode("utf-8"))
             out["ocr_s"].append(float(secs.decode()) if secs else 0.0)
             out["ocr_cached"].append(True)
-            out["sha256"].append(text_key.rsplit("/", 1)[-1][: -len(".txt")])  # the key ends <sha256>.txt
+            out["sha256"].append(key_hash(text_key))
         parts.append(out)
     return parts
 

@@ -160,7 +160,6 @@ class Vocab:
         return out
 
 
-
 def resized(img, res: int) -> np.ndarray:
     """``res``×``res``×3 uint8 (bilinear, antialiased when shrinking)."""
     from PIL import Image

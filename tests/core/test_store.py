@@ -180,3 +180,21 @@ def test_cli_bad_store_one_error_nonzero_nothing_written(tmp_path, store_uri, en
     assert r.returncode == 3, r.stderr
     assert needle in r.stderr and r.stderr.strip().count("\n") == 0
     assert not (tmp_path / "runs").exists()
+
+
+def test_read_many_reads_each_pack_once_in_order(store):
+    from core.blobref import make_ref, read_many
+
+    store.put_bytes("p/a.pack", b"AAAAbbbCC")
+    store.put_bytes("p/plain.bin", b"plain")
+    store.put_bytes("p/b.pack", b"xyz")
+    keys = [make_ref("p/a.pack", 4, 3), "p/plain.bin", make_ref("p/b.pack", 1, 2), make_ref("p/a.pack", 0, 4),
+            make_ref("p/a.pack", 7, 2)]
+    calls = []
+
+    def get(k):
+        calls.append(k)
+        return store.get_bytes(k)
+
+    assert read_many(get, keys) == [b"bbb", b"plain", b"yz", b"AAAA", b"CC"]
+    assert sorted(calls) == sorted([make_ref("p/a.pack", 0, 9), "p/plain.bin", make_ref("p/b.pack", 1, 2)])
