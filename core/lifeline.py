@@ -116,16 +116,14 @@ def _sweep(spec: str | None, grace_s: float, exclude: set[int], budget_s: float 
         return
     name, _, value = spec.partition("=")
     deadline = time.monotonic() + budget_s
-    empty = 0
-    while empty < 2 and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         pids = pids_with_env(name, value, exclude=exclude)
         if pids:
-            empty = 0
             end_pids(pids, grace_s)
-        else:
-            empty += 1
-            if empty < 2:
-                time.sleep(0.5)
+            continue
+        time.sleep(0.5)
+        if not pids_with_env(name, value, exclude=exclude):
+            return
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,8 +9,9 @@ Two figures, both in MiB:
   in local mode that is the run's Ray (GCS, raylet, workers, the object store) and the shop or S3
   servers it started. PSS, not RSS: a page shared by several workers (the plasma store, forked
   libraries) is counted once in total instead of once per process. Sampled every
-  ``interval_s`` or less often (see :class:`PeakWatch`), so a spike shorter than that can be missed; processes on other machines (a
-  remote cluster) or outside the tree (a caller's Ray) are not seen.
+  ``interval_s`` or less often (see :class:`PeakWatch`), so a spike shorter than that can be
+  missed; processes on other machines (a remote cluster) or outside the tree (a caller's Ray)
+  are not seen.
 
 Linux ``/proc`` only; elsewhere both figures fall back to ``ru_maxrss`` of this process.
 """

@@ -247,9 +247,10 @@ class Store:
                 rng = f"bytes={offset}-{offset + length - 1}"
                 data = self._s3().get_object(Bucket=bucket, Key=k, Range=rng)["Body"].read()
             except ClientError as err:
-                if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                code = err.response.get("Error", {}).get("Code")
+                if code in ("NoSuchKey", "404"):
                     raise FileNotFoundError(self.url(key)) from None
-                if err.response.get("Error", {}).get("Code") != "InvalidRange":
+                if code != "InvalidRange":  # a range past the end: reported below like a short read
                     raise
                 data = b""
         else:
