@@ -85,7 +85,7 @@ def run_once(store: Any, prefix: str, rows: list[dict[str, Any]], processes: int
 
 def first_put_s(store: Any) -> float:
     """Seconds of a fresh weed server's first put, made before the clock starts: the first write
-    to a bucket allocates its volumes (~0.5 s here), once per data dir -- the local store keeps
+    to a bucket allocates its volumes (0.2-0.5 s here), once per data dir -- the local store keeps
     its volumes in ``runs/.s3`` -- so a benchmark on a fresh server would count it in every run."""
     t0 = time.perf_counter()
     store.put_bytes("bench/first-put", b"x")

@@ -129,8 +129,8 @@ def finish(cfg: Any, results: dict[str, Any], *, store: Any, wall_s: float, run_
     if isinstance(rep, dict) and rep.get("html"):
         names = {k: v.rsplit("/", 1)[-1] for k, v in (rep.get("viewers") or {}).items()}
         index = local_report(store, cfg, cfg.run_id)
-        base = index.parent.as_uri() if index else None
-        if base:
+        if index is not None:
+            base = index.parent.as_uri()
             report = f"{base}/index.html"
             viewers = {k: f"{base}/{v}" for k, v in names.items()}
     uri = store.uri

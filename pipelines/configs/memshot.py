@@ -51,8 +51,8 @@ class MemShotConfig(Frozen):
     )
     png_compress_level: int = Field(1, ge=0, le=9, description="Deflate level of PNG shots (core.png): 0-3 ISA-L (1: the fast default), "
                                     "4-9 zlib (6+: smaller, several times slower).")
-    render_batch_size: int | None = Field(None, ge=1, description="Sessions per Ray Data render task; None: 4 "
-                                          "tasks per concurrent task (ray.concurrency), at least 4 sessions each.")
+    render_batch_size: int | None = Field(None, ge=1, description="Sessions per Ray Data render task; None: 4 batches "
+                                          "per concurrent task (ray.concurrency), at least 4 sessions each.")
 
     # -- retrieval, answers and judging (MemShot evaluation; see memory/dialogue/retrieval.py) --
     k: tuple[int, ...] = Field(
