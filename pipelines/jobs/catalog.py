@@ -59,7 +59,6 @@ def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any
     cat = RowCatalog(rows)
     src = build_image_source(spec, cat)  # type: ignore[arg-type]
     procedural = spec["name"] == "procedural"
-    store.exists(rows[0]["with_cue_key"])  # creates the client before threads share it
     out: list[dict[str, Any]] = []
     cpu0 = time.process_time()
     pool = _upload_pool(upload_threads)  # kept across batches: its threads keep their store connections
