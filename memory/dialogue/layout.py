@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from PIL import ImageFont
 
 from env.dialogue.model import Conversation, Session, Turn
 from memory.dialogue.style import Style
+
+
+#: How a word is drawn: ``(core mask, dx, dy, advance, emoji runs or None)`` -- the mask of the
+#: whole word (emoji as the font's box), its offset from the pen, the width the layout measured,
+#: and the word's text/emoji runs when it holds colour emoji (:meth:`Font.emoji_runs`).
+Stamp = tuple[Any, int, int, float, "list[tuple[str, bool]] | None"]
 
 
 class Font:
@@ -32,7 +39,8 @@ class Font:
         self.emoji_font, self.emoji_size = emoji_font, emoji_size
         self.space = self.font.getlength(" ")
         self._widths: dict[str, float] = {}
-        self._masks: dict[str, tuple] = {}
+        #: word -> its :data:`Stamp`; read directly by the drawing loop (one lookup per word).
+        self.stamps: dict[str, Stamp] = {}
 
     def emoji_runs(self, word: str) -> list[tuple[str, bool]] | None:
         """``word``'s text/emoji runs when it holds an emoji this font draws in colour, else None."""
@@ -58,12 +66,18 @@ class Font:
 
     def mask(self, word: str) -> tuple:
         """``(core mask, (dx, dy))`` of a word, rendered once and reused for every shot."""
-        m = self._masks.get(word)
-        if m is None:
-            if len(self._masks) > 200_000:  # bound memory on huge corpora
-                self._masks.clear()
-            m = self._masks[word] = self.font.getmask2(word, mode="L")
-        return m
+        s = self.stamp(word)
+        return s[0], (s[1], s[2])
+
+    def stamp(self, word: str) -> Stamp:
+        """A word's :data:`Stamp`, rendered once per process and reused for every shot."""
+        s = self.stamps.get(word)
+        if s is None:
+            if len(self.stamps) > 200_000:  # bound memory on huge corpora
+                self.stamps.clear()
+            mask, (dx, dy) = self.font.getmask2(word, mode="L")
+            s = self.stamps[word] = (mask, dx, dy, self.width(word), self.emoji_runs(word))
+        return s
 
 
 @lru_cache(maxsize=64)
@@ -83,8 +97,22 @@ Line = tuple[str, ...]  # the words of one wrapped line
 def wrap(text: str, font: Font, max_width: float) -> list[Line]:
     """Greedy word wrap; paragraphs (newlines) are kept, runs of blank lines collapse to one,
     and a word wider than a line is broken between characters."""
+    return wrap_measured(text, font, max_width)[0]
+
+
+def wrap_measured(text: str, font: Font, max_width: float) -> tuple[list[Line], float]:
+    """:func:`wrap` and the widest line's :func:`line_width`, measured in the same pass."""
     lines: list[Line] = []
+    widest = 0.0
     blank = False
+    space = font.space
+    known = font._widths  # one dict lookup per word; font.width fills it on a miss
+
+    def end(cur: list[str], ws: list[float]) -> None:
+        nonlocal widest
+        lines.append(tuple(cur))
+        widest = max(widest, sum(ws) + space * (len(ws) - 1))  # exactly line_width's sum
+
     for para in text.replace("\t", "    ").split("\n"):
         words = para.split()
         if not words:
@@ -94,29 +122,34 @@ def wrap(text: str, font: Font, max_width: float) -> list[Line]:
             continue
         blank = False
         cur: list[str] = []
+        ws: list[float] = []
         cur_w = 0.0
         for w in words:
-            ww = font.width(w)
+            ww = known.get(w)
+            if ww is None:
+                ww = font.width(w)
             if ww > max_width:  # break an over-long token (URLs, code) into chunks
                 for chunk in _break_word(w, font, max_width):
                     cw = font.width(chunk)
-                    if cur and cur_w + font.space + cw > max_width:
-                        lines.append(tuple(cur))
-                        cur, cur_w = [], 0.0
-                    cur_w = cur_w + font.space + cw if cur else cw
+                    if cur and cur_w + space + cw > max_width:
+                        end(cur, ws)
+                        cur, ws, cur_w = [], [], 0.0
+                    cur_w = cur_w + space + cw if cur else cw
                     cur.append(chunk)
+                    ws.append(cw)
                 continue
-            if cur and cur_w + font.space + ww > max_width:
-                lines.append(tuple(cur))
-                cur, cur_w = [w], ww
+            if cur and cur_w + space + ww > max_width:
+                end(cur, ws)
+                cur, ws, cur_w = [w], [ww], ww
             else:
-                cur_w = cur_w + font.space + ww if cur else ww
+                cur_w = cur_w + space + ww if cur else ww
                 cur.append(w)
+                ws.append(ww)
         if cur:
-            lines.append(tuple(cur))
+            end(cur, ws)
     while lines and not lines[-1]:
         lines.pop()
-    return lines or [()]
+    return lines or [()], widest
 
 
 def _break_word(word: str, font: Font, max_width: float) -> list[str]:
@@ -192,15 +225,18 @@ def caption_text(turn: Turn) -> str | None:
 def layout_message(turn: Turn, side: int, style: Style) -> MessageLayout:
     body, ital = body_fonts(style)
     inner = style.bubble_max - 2 * style.bubble_pad_x
-    lines = tuple(wrap(turn.text, body, inner))
+    lines, text_w = wrap_measured(turn.text, body, inner)
     cap = caption_text(turn)
-    cap_lines = tuple(wrap(cap, ital, inner)) if cap else ()
-    text_w = max([line_width(ln, body) for ln in lines] + [line_width(ln, ital) for ln in cap_lines])
+    if cap:
+        cap_lines, cap_w = wrap_measured(cap, ital, inner)
+        text_w = max(text_w, cap_w)
+    else:
+        cap_lines = []
     bubble_w = int(text_w + 0.999) + 2 * style.bubble_pad_x
     bubble_h = (len(lines) + len(cap_lines)) * style.body_line + 2 * style.bubble_pad_y
     height = style.name_line + style.name_gap + bubble_h
-    return MessageLayout(dia_id=turn.dia_id, side=side, name=turn.speaker, lines=lines,
-                         caption_lines=cap_lines, bubble_w=bubble_w, bubble_h=bubble_h, height=height)
+    return MessageLayout(dia_id=turn.dia_id, side=side, name=turn.speaker, lines=tuple(lines),
+                         caption_lines=tuple(cap_lines), bubble_w=bubble_w, bubble_h=bubble_h, height=height)
 
 
 def speaker_side(conv_speakers: tuple[str, str], speaker: str) -> int:

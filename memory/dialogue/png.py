@@ -21,6 +21,15 @@ from PIL import Image
 
 from core.png import SIGNATURE, adler32, chunk, deflate_segment
 
+#: The deflate level of shot pieces: ISA-L's level 0 (Huffman coding with its short-window
+#: matcher -- not zlib's "stored"). ISA-L's stateful compressor at levels 1-3 is not deterministic
+#: here: the same strip, compressed again later in the same render process, sometimes came out
+#: different (still valid, same pixels; one to twenty segments in ~30 % of full LoCoMo renders,
+#: measured over 24 renders against a fixed reference segment), which made a session's shots
+#: differ byte-wise between runs. Level 0 showed no difference in 34 such renders, is ~20 % faster
+#: than level 1 and ~22 % larger (tests/memory/dialogue/test_render.py renders a conversation in
+#: three processes and compares the bytes).
+SHOT_LEVEL = 0
 _BASE = 65521
 _FINAL = b"\x03\x00"  # an empty final fixed-Huffman block: ends the deflate stream
 
@@ -57,7 +66,7 @@ def _deflate(raw: bytes, level: int) -> bytes:
     return deflate_segment(raw, level)
 
 
-def rows_block(img: Image.Image, level: int = 1) -> Block:
+def rows_block(img: Image.Image, level: int = SHOT_LEVEL) -> Block:
     """The rows of an 8-bit (``L``/``P``) image, each prefixed with filter type 0."""
     w, h = img.size
     # Paste into a one-pixel-wider image whose column 0 stays 0: its bytes are exactly the PNG
@@ -69,7 +78,7 @@ def rows_block(img: Image.Image, level: int = 1) -> Block:
 
 
 @lru_cache(maxsize=256)
-def fill_block(width: int, rows: int, index: int, level: int = 1) -> Block:
+def fill_block(width: int, rows: int, index: int, level: int = SHOT_LEVEL) -> Block:
     """``rows`` rows of one palette index (page padding)."""
     filtered = (b"\x00" + bytes([index]) * width) * rows
     return Block(_deflate(filtered, level), adler32(filtered), len(filtered), rows)

@@ -14,6 +14,7 @@ from env.dialogue.model import Conversation, Session
 from memory.dialogue.draw import ImageFormat, SessionPainter
 from memory.dialogue.layout import SessionLayout, layout_session
 from memory.dialogue.pack import Span, pack
+from memory.dialogue.png import SHOT_LEVEL
 from memory.dialogue.text import session_text, unit_text
 from memory.dialogue.variants import Variant
 
@@ -62,7 +63,7 @@ def plan_session(conv: Conversation, session: Session, variant: Variant) -> tupl
 
 
 def session_units(conv: Conversation, session: Session, variant: Variant, *,
-                  image_format: ImageFormat = "png", compress_level: int = 1) -> list[Unit]:
+                  image_format: ImageFormat = "png", compress_level: int = SHOT_LEVEL) -> list[Unit]:
     """All units of one session for ``variant`` (images encoded when the variant draws)."""
     if not session.turns:
         return []

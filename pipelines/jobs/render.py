@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from env.dialogue.model import Conversation, session_from_dict, session_to_dict
+from memory.dialogue.png import SHOT_LEVEL
 from memory.dialogue.variants import Variant
 from core.blobref import make_ref
 from core.errors import ConfigError, DataError, VismemError
@@ -93,7 +94,7 @@ def _unit_schema() -> Any:
 
 
 def render_rows(rows: list[dict[str, Any]], *, store: Any, variant: Variant, prefix: str,
-                image_format: str = "png", compress_level: int = 1) -> list[dict[str, Any]]:
+                image_format: str = "png", compress_level: int = SHOT_LEVEL) -> list[dict[str, Any]]:
     """Render the sessions in ``rows``; write shots and one shard per session; one summary row each."""
     from memory.dialogue.render import session_units
 
@@ -246,7 +247,7 @@ def _list_shards(store: Any, prefix: str) -> list[str]:
 
 
 def render_units(store: Any, conversations: Iterable[Conversation], variant: Variant | str, ray_cfg: Any,
-                 prefix: str, *, image_format: str = "png", compress_level: int = 1, batch_size: int | None = None,
+                 prefix: str, *, image_format: str = "png", compress_level: int = SHOT_LEVEL, batch_size: int | None = None,
                  use_ray: bool = True) -> dict[str, Any]:
     """Build every unit of ``conversations`` for ``variant`` under ``prefix``; resumable.
 
