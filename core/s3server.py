@@ -234,14 +234,3 @@ def stale_servers(data_dir: Path) -> list[int]:
         if len(argv) > 2 and argv[0].endswith(b"weed") and argv[1] == b"mini" and want in argv:
             out.append(pid)
     return out
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if len(argv) > 2 and argv[0].endswith(b"weed") and argv[1] == b"mini" and want in argv:
-            out.append(int(entry))
-    return out

@@ -233,11 +233,17 @@ def clear_state() -> None:
 
 def serve_url() -> str | None:
     """The Serve HTTP proxy runs reach: ``$VISMEM_SERVE_URL``, else the state file's."""
+    return _serve_target()[0]
+
+
+def _serve_target() -> tuple[str | None, dict[str, Any] | None]:
+    """``(serve URL, state file)``: the state is None when ``$VISMEM_SERVE_URL`` names the proxy
+    (then no state file is read) or when there is none."""
     env = os.environ.get("VISMEM_SERVE_URL")
     if env:
-        return env.rstrip("/")
+        return env.rstrip("/"), None
     state = read_state()
-    return state.get("serve_url") if state else None
+    return (state.get("serve_url") if state else None), state
 
 
 _PROBED: dict[str, tuple[float, dict[str, Any]]] = {}
@@ -272,9 +278,7 @@ def deployed_spec(name: str, kind: str) -> dict[str, Any]:
     if d.kind != kind:
         article = {"vlm": "a VLM", "embedder": "an embedder"}
         raise ConfigError(f"{ref}: {name!r} is {article[d.kind]}, not {article.get(kind, kind)}")
-    env_url = os.environ.get("VISMEM_SERVE_URL")
-    state = None if env_url else read_state()  # the state file is read once (serve_url() would read it again)
-    url = env_url.rstrip("/") if env_url else (state or {}).get("serve_url")
+    url, state = _serve_target()  # the state file is read once
     hint = f"start it with `vismem serve up {name}`"
     if url is None:
         raise ConfigError(f"{ref}: no model deployment is up (no {state_path()}, VISMEM_SERVE_URL unset); {hint}")

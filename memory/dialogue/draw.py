@@ -37,7 +37,8 @@ from typing import Any, Literal
 from PIL import Image, ImageColor, ImageDraw
 
 from memory.dialogue import png
-from memory.dialogue.layout import Font, Line, MessageLayout, PairLayout, SessionLayout, body_fonts, get_font
+from memory.dialogue.layout import (Font, Line, MessageLayout, PairLayout, SessionLayout, body_fonts, get_font,
+                                    line_width)
 from memory.dialogue.style import Style
 
 _N_RAMPS = 6
@@ -169,7 +170,7 @@ def draw_header(layout: SessionLayout, style: Style) -> Image.Image:
     y = (style.header_height - style.header_size) // 2 - 2
     _stamp_line(core, tuple(layout.session.label.split()), bold, style.margin_x, y, _ramp_end(HEADER))
     date = tuple(layout.session.date_text.split())
-    dx = style.width - style.margin_x - (sum(reg.width(w) for w in date) + reg.space * max(len(date) - 1, 0))
+    dx = style.width - style.margin_x - line_width(date, reg)
     _stamp_line(core, date, reg, dx, y, _ramp_end(HEADER))
     return img
 

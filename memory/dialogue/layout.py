@@ -64,11 +64,6 @@ class Font:
             self._widths[word] = w
         return w
 
-    def mask(self, word: str) -> tuple:
-        """``(core mask, (dx, dy))`` of a word, rendered once and reused for every shot."""
-        s = self.stamp(word)
-        return s[0], (s[1], s[2])
-
     def stamp(self, word: str) -> Stamp:
         """A word's :data:`Stamp`, rendered once per process and reused for every shot."""
         s = self.stamps.get(word)

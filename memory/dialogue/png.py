@@ -2,7 +2,7 @@
 
 A shot is a vertical stack of full-width pieces — header band, padding, turn-pair strips — and
 with the overlap-two rule each strip appears in about 2.3 shots. Compressing each piece once as
-an independent deflate segment (``core.png.deflate_segment``: ISA-L at the default level, ended
+an independent deflate segment (``core.png.deflate_segment`` at :data:`SHOT_LEVEL`, ended
 with a full flush: byte-aligned, no back-references across pieces) and splicing segments into
 each shot's zlib stream makes encoding a shot almost free: the PNG's ``IDAT`` is ``zlib header +
 segments + final empty block + adler32``, where the adler32 of the whole is combined from the
@@ -62,10 +62,6 @@ class Block:
     rows: int
 
 
-def _deflate(raw: bytes, level: int) -> bytes:
-    return deflate_segment(raw, level)
-
-
 def rows_block(img: Image.Image, level: int = SHOT_LEVEL) -> Block:
     """The rows of an 8-bit (``L``/``P``) image, each prefixed with filter type 0."""
     w, h = img.size
@@ -74,14 +70,14 @@ def rows_block(img: Image.Image, level: int = SHOT_LEVEL) -> Block:
     wide = Image.new("L", (w + 1, h), 0)
     wide.paste(img if img.mode == "L" else img.convert("L"), (1, 0))
     filtered = wide.tobytes()
-    return Block(_deflate(filtered, level), adler32(filtered), len(filtered), h)
+    return Block(deflate_segment(filtered, level), adler32(filtered), len(filtered), h)
 
 
 @lru_cache(maxsize=256)
 def fill_block(width: int, rows: int, index: int, level: int = SHOT_LEVEL) -> Block:
     """``rows`` rows of one palette index (page padding)."""
     filtered = (b"\x00" + bytes([index]) * width) * rows
-    return Block(_deflate(filtered, level), adler32(filtered), len(filtered), rows)
+    return Block(deflate_segment(filtered, level), adler32(filtered), len(filtered), rows)
 
 
 def assemble(width: int, palette: bytes, blocks: list[Block]) -> bytes:

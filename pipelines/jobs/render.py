@@ -273,7 +273,7 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
 
         init_ray(ray_cfg)
         if batch_size is None:
-            batch_size = batch_size_for(len(todo), getattr(ray_cfg, "concurrency", 2), least=4)
+            batch_size = batch_size_for(len(todo), ray_cfg.concurrency, least=4)
         ds = ray.data.from_items(todo, override_num_blocks=max(1, min(len(todo), (len(todo) + batch_size - 1) // batch_size)))
         out = ds.map_batches(_render_batch, fn_kwargs=kw, batch_size=batch_size, batch_format="numpy",
                              **task_pool(ray_cfg))
