@@ -1,8 +1,9 @@
 """Layout of a session without drawing: wrapping, measuring, turn-pairs and their heights.
 
 Layout is separate from drawing so units can be computed (and the "w/o Rendering" variant
-produced) without touching pixels. Text is measured word by word with ``font.getlength`` and
-cached per process: LoCoMo's vocabulary is small, so after the first sessions nearly every word
+produced) without touching pixels. Text is measured word by word (``font.getlength``'s
+figures, from cached glyph advances: :mod:`memory.dialogue.glyphs`) and cached per process:
+LoCoMo's vocabulary is small, so after the first sessions nearly every word
 width is a dictionary hit. Drawing uses the same per-word advances, so what is measured is
 exactly what is drawn.
 """
@@ -16,6 +17,7 @@ from typing import Any
 from PIL import ImageFont
 
 from env.dialogue.model import Conversation, Session, Turn
+from memory.dialogue.glyphs import Glyphs
 from memory.dialogue.style import Style
 
 
@@ -38,6 +40,8 @@ class Font:
         self.path, self.size = path, size
         self.emoji_font, self.emoji_size = emoji_font, emoji_size
         self.space = self.font.getlength(" ")
+        #: glyph and kerning caches: word advances and masks without rasterising each word
+        self.glyphs = Glyphs(self.font)
         self._widths: dict[str, float] = {}
         #: word -> its :data:`Stamp`; read directly by the drawing loop (one lookup per word).
         self.stamps: dict[str, Stamp] = {}
@@ -55,11 +59,11 @@ class Font:
         if w is None:
             parts = self.emoji_runs(word)
             if parts is None:
-                w = self.font.getlength(word)
+                w = self.glyphs.length(word)
             else:
                 from memory.dialogue import emoji
 
-                w = sum(len(emoji.glyphs(r)) * emoji.advance(self.emoji_size) if e else self.font.getlength(r)
+                w = sum(len(emoji.glyphs(r)) * emoji.advance(self.emoji_size) if e else self.glyphs.length(r)
                         for r, e in parts)
             self._widths[word] = w
         return w
@@ -70,7 +74,7 @@ class Font:
         if s is None:
             if len(self.stamps) > 200_000:  # bound memory on huge corpora
                 self.stamps.clear()
-            mask, (dx, dy) = self.font.getmask2(word, mode="L")
+            mask, dx, dy = self.glyphs.mask(word)
             s = self.stamps[word] = (mask, dx, dy, self.width(word), self.emoji_runs(word))
         return s
 
@@ -150,7 +154,7 @@ def wrap_measured(text: str, font: Font, max_width: float) -> tuple[list[Line], 
 def _break_word(word: str, font: Font, max_width: float) -> list[str]:
     out, start = [], 0
     for i in range(1, len(word) + 1):
-        if font.font.getlength(word[start:i]) > max_width and i - 1 > start:
+        if font.glyphs.length(word[start:i]) > max_width and i - 1 > start:
             out.append(word[start:i - 1])
             start = i - 1
     out.append(word[start:])
