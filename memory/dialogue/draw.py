@@ -97,7 +97,7 @@ def _stamp_line(core, line: Line, font: Font, x: float, y: int, ink: int,
             else:
                 mask, dx, dy = font.stamp(run)[:3]
                 draw_bitmap((int(x) + dx, y + dy), mask, ink)
-                x += font.font.getlength(run)
+                x += font.glyphs.length(run)
         x += space
 
 

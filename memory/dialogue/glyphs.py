@@ -93,7 +93,7 @@ class Glyphs:
                 pen += self.kern(prev + ch) if k is None else k
             g = glyphs.get(ch) or self.glyph(ch)
             if g[0] is not None:
-                x = (((pen + 32) & -64) >> 6) + g[1]  # pixel(pen), inlined: the hot loop
+                x = pixel(pen) + g[1]
                 placed.append((g[0], x, g[2], x + g[3], g[2] + g[4]))
             pen += g[5]
             prev = ch
