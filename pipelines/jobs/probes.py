@@ -1,6 +1,7 @@
 """Probe workers: rebuild a chain's bank by replay, run its probes, cache the results.
 
-One Ray Data row is one *unit*: (chain, architecture, recall session ``j``, probe set). A worker
+One Ray Data row is one *unit*: (chain, architecture, recall session ``j``, probe set); a batch
+is a chain's units (:func:`unit_groups`), so a chain's query embeddings are made once. A worker
 holds a storefront and a page env, the recalling VLMs, the architectures bound to the stored
 features (``pipelines.features``), and each chain's observations; for a unit it resets the
 architecture, replays sessions ``0..j`` (cheap: features are cached) and runs the unit's probes
@@ -270,6 +271,30 @@ def _one_thread() -> None:
         pass
 
 
+def unit_groups(units: list[dict[str, Any]], workers: int) -> list[list[dict[str, Any]]]:
+    """``units`` grouped by chain for the actors, each group in plan order.
+
+    A worker memoises query embeddings per query text (a probe step's cue and URL), and every
+    unit of a chain asks about that chain's cues: units handed out one at a time put each chain
+    on every actor, which embedded most queries once per actor (about half of the probes' CPU).
+    A chain's units therefore go to one actor. So that no actor idles while another works
+    through a last chain, the largest groups are halved until the group count is a multiple
+    of ``workers`` (a halved chain may embed its queries twice; the rest stay shared).
+    """
+    by_chain: dict[int, list[dict[str, Any]]] = {}
+    for u in units:
+        by_chain.setdefault(int(u["chain"]), []).append(u)
+    groups = list(by_chain.values())
+    workers = max(1, workers)
+    while len(groups) % workers:
+        big = max(range(len(groups)), key=lambda i: len(groups[i]))
+        if len(groups[big]) < 2:
+            break
+        g = groups.pop(big)
+        groups[big:big] = [g[: len(g) // 2], g[len(g) // 2:]]
+    return groups
+
+
 def run_units(units: list[dict[str, Any]], worker_kwargs: dict[str, Any], *, on_ray: bool, ray_cfg: Any,
               workers: int) -> list[dict[str, Any]]:
     """Run units on Ray actors (or one in-process worker); one output row per unit, input order."""
@@ -282,17 +307,20 @@ def run_units(units: list[dict[str, Any]], worker_kwargs: dict[str, Any], *, on_
         finally:
             w.close()
         return [dict(zip(OUTPUT_COLUMNS, vals)) for vals in zip(*(out[k] for k in OUTPUT_COLUMNS))]
+    import pyarrow as pa
     import ray.data
 
     from pipelines.rayctx import actor_pool
 
-    ds = ray.data.from_items(units, override_num_blocks=len(units))
-    ds = ds.map_batches(ProbeWorker, fn_constructor_kwargs=worker_kwargs, batch_size=1,
-                        **actor_pool(ray_cfg, size=min(workers, len(units))))
+    groups = unit_groups(units, workers)
+    # One block per group, each block one batch: a group runs on one actor (from_blocks keeps them).
+    ds = ray.data.from_blocks([pa.Table.from_pylist(g) for g in groups])
+    ds = ds.map_batches(ProbeWorker, fn_constructor_kwargs=worker_kwargs, batch_size=None,
+                        **actor_pool(ray_cfg, size=min(workers, len(groups))))
     rows = ds.take_all()
     if len(rows) != len(units):
         raise RuntimeError(f"probe job returned {len(rows)} rows for {len(units)} units")
     return rows
 
 
-__all__ = ["ProbeWorker", "run_units", "probe_rows_table"]
+__all__ = ["ProbeWorker", "run_units", "unit_groups", "probe_rows_table"]
