@@ -46,6 +46,7 @@ class Glyphs:
         self._kern: dict[str, int] = {}
 
     def glyph(self, ch: str) -> Glyph:
+        """``ch``'s :data:`Glyph`, rasterised once (by Pillow, alone) and kept."""
         g = self._glyphs.get(ch)
         if g is None:
             mask, (dx, dy) = self.font.getmask2(ch, mode="L")
@@ -63,6 +64,8 @@ class Glyphs:
         """The pair's kerning as Pillow adds it to the pen (1/64 px units; 0 for most pairs)."""
         k = self._kern.get(pair)
         if k is None:
+            if len(self._kern) > 200_000:  # bound memory on huge alphabets (CJK corpora)
+                self._kern.clear()
             k = self._kern[pair] = (round(self.font.getlength(pair) * 64)
                                     - self.glyph(pair[0])[5] - self.glyph(pair[1])[5])
         return k
