@@ -70,24 +70,10 @@ class Glyphs:
                                     - self.glyph(pair[0])[5] - self.glyph(pair[1])[5])
         return k
 
-    def length(self, word: str) -> float:
-        """``font.getlength(word)``, float for float."""
-        kerns = self._kern
-        pen = 0
-        prev = ""
-        for ch in word:
-            if prev:
-                k = kerns.get(prev + ch)
-                pen += self.kern(prev + ch) if k is None else k
-            pen += (self._glyphs.get(ch) or self.glyph(ch))[5]
-            prev = ch
-        return pen / 64
-
-    def mask(self, word: str) -> tuple[Any, int, int]:
-        """``(core mask, dx, dy)`` drawing the same ink at the same offset as
-        ``font.getmask2(word, mode="L")``."""
+    def _walk(self, word: str) -> tuple[list[tuple[Glyph, int]], int]:
+        """Each character's glyph with its pen position, and the word's advance (both 26.6)."""
         glyphs, kerns = self._glyphs, self._kern
-        placed = []  # (ink, left, top, right, bottom) relative to the pen's start
+        out = []
         pen = 0
         prev = ""
         for ch in word:
@@ -95,11 +81,23 @@ class Glyphs:
                 k = kerns.get(prev + ch)
                 pen += self.kern(prev + ch) if k is None else k
             g = glyphs.get(ch) or self.glyph(ch)
+            out.append((g, pen))
+            pen += g[5]
+            prev = ch
+        return out, pen
+
+    def length(self, word: str) -> float:
+        """``font.getlength(word)``, float for float."""
+        return self._walk(word)[1] / 64
+
+    def mask(self, word: str) -> tuple[Any, int, int]:
+        """``(core mask, dx, dy)`` drawing the same ink at the same offset as
+        ``font.getmask2(word, mode="L")``."""
+        placed = []  # (ink, left, top, right, bottom) relative to the pen's start
+        for g, pen in self._walk(word)[0]:
             if g[0] is not None:
                 x = pixel(pen) + g[1]
                 placed.append((g[0], x, g[2], x + g[3], g[2] + g[4]))
-            pen += g[5]
-            prev = ch
         if not placed:
             return self._pillow(word)
         x0 = min(p[1] for p in placed)
