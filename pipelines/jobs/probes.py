@@ -207,7 +207,7 @@ class ProbeWorker:
                  len(rows), time.perf_counter() - t0)
         return {**summary, "cached": False}
 
-    # Ray Data actor entry point: one row in, one row out.
+    # Ray Data actor entry point: a batch of units (a chain's), one output row per input row.
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, list[Any]] = {k: [] for k in OUTPUT_COLUMNS}
         for chain, arch, j, set_name in zip(batch["chain"], batch["arch"], batch["j"], batch["set"]):
