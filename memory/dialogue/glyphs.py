@@ -13,8 +13,8 @@ reproduce from per-glyph data:
 
 So a word's advance is its glyphs' advances plus its pairs' kerning (one ``getlength`` per
 distinct character and per distinct pair), and its mask is its glyphs' ink pasted at those
-pixel offsets, whenever no two glyphs' ink overlaps. Where some does (~6 % of LoCoMo's words:
-"ry", "f" next to a tall letter, most in italics) the word is rasterised by Pillow itself, so
+pixel offsets, whenever no two glyphs' ink overlaps. Where some does (5-9 % of LoCoMo's words,
+depending on the font: "ry", "ff", "rt") the word is rasterised by Pillow itself, so
 overlaps blend exactly as Pillow blends them. Result: the same ink at the same pixels as
 ``getmask2`` (the mask's blank margins may differ; they draw nothing), 3x faster cold; checked
 over LoCoMo's vocabulary and random strings in every font and size a shot uses
