@@ -222,10 +222,26 @@ def load_preset(name: str) -> dict[str, Any]:
     return yaml.safe_load(text) or {}
 
 
+_SPEC_KEYS = frozenset({"name", "args", "model"})
+
+
+def _names_component(d: dict[str, Any]) -> bool:
+    """Whether a mapping is a component spec that says which component (``name`` or ``model``)."""
+    return bool(d) and d.keys() <= _SPEC_KEYS and ("name" in d or "model" in d)
+
+
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid over ``base``, mapping by mapping. A component spec naming another component
+    than the one below it replaces it whole: the old component's args are not the new one's."""
     out = dict(base)
     for k, v in over.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        below = out.get(k)
+        if isinstance(v, dict) and isinstance(below, dict) and not (
+                _names_component(v) and _names_component(below)
+                and (v.get("name"), v.get("model")) != (below.get("name"), below.get("model"))):
+            out[k] = _deep_merge(below, v)
+        else:
+            out[k] = v
     return out
 
 

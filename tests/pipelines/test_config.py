@@ -107,3 +107,19 @@ def test_cli_print_config_shows_secrets_as_stars(tmp_path):
     r = _cli("run", "--set", f"catalog.image_source_args={{api_key: {canary}}}", "--print-config", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert canary not in r.stdout and "api_key: '***'" in r.stdout
+
+
+def test_an_override_naming_another_component_replaces_the_presets_spec():
+    # local preset: memshot.image_embedder = {name: ocr-minilm, args: {ocr: ...}}
+    cfg = load_config(overrides={"memshot": {"image_embedder": {"model": "qwen3-vl-embedding-8b"}}})
+    assert cfg.memshot.image_embedder.raw() == {"model": "qwen3-vl-embedding-8b", "args": {}}
+    cfg = load_config(overrides={"memshot": {"image_embedder": {"name": "minilm"}}})
+    assert cfg.memshot.image_embedder.raw() == {"name": "minilm", "args": {}}  # no OCR args carried over
+    # the same component: its args are merged, the preset's others kept
+    base = load_config().memshot.image_embedder
+    cfg = load_config(overrides={"memshot": {"image_embedder": {"args": {"extra": 1}}}})
+    assert cfg.memshot.image_embedder.args == {**base.args, "extra": 1}
+    cfg = load_config(overrides={"memshot": {"image_embedder": {"name": base.name, "args": {"extra": 1}}}})
+    assert cfg.memshot.image_embedder.args == {**base.args, "extra": 1}
+    # a section that is not a spec (it has other keys) still merges field by field
+    assert load_config(overrides={"name": "other"}).memshot == load_config().memshot
