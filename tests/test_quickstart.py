@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_local_preset_runs_every_stage_and_resumes(tmp_path):
     from core.store import Store
+    from pipelines.config import load_config
 
     env = {**os.environ, "VISMEM_PROGRESS": "0"}
     cmd = [sys.executable, "-m", "pipelines", "run", "--store", f"file://{tmp_path}/store", "--no-progress",
@@ -31,8 +32,8 @@ def test_local_preset_runs_every_stage_and_resumes(tmp_path):
 
     store = Store.open(f"file://{tmp_path}/store")
     man = store.get_json(f"runs/{run_id}/manifest.json")
-    assert {s: v["status"] for s, v in man["stages"].items()} == dict.fromkeys(
-        ("memshot", "catalog", "encode", "report"), "done")
+    assert {s: v["status"] for s, v in man["stages"].items()} == dict.fromkeys(load_config().stages, "done")
+    assert out["probes"]["probes"] > 0 and out["probes"]["ran"] == out["probes"]["units"]
     assert store.exists(f"runs/{run_id}/report/index.html")
 
     second = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
@@ -40,3 +41,4 @@ def test_local_preset_runs_every_stage_and_resumes(tmp_path):
     again = json.loads(second.stdout[second.stdout.index("{"):])
     assert again["encode"]["ran"] == 0 and again["encode"]["cached"] == out["encode"]["sessions"]
     assert again["memshot"]["recall"] == out["memshot"]["recall"]  # same config -> same scores
+    assert again["probes"]["ran"] == 0 and again["probes"]["tsr"] == out["probes"]["tsr"]
