@@ -230,18 +230,20 @@ def _names_component(d: dict[str, Any]) -> bool:
     return bool(d) and d.keys() <= _SPEC_KEYS and ("name" in d or "model" in d)
 
 
+def _replaces(below: dict[str, Any], over: dict[str, Any]) -> bool:
+    """Whether ``over`` names another component than the spec ``below`` (then it replaces it)."""
+    return (_names_component(over) and _names_component(below)
+            and (over.get("name"), over.get("model")) != (below.get("name"), below.get("model")))
+
+
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """``over`` laid over ``base``, mapping by mapping. A component spec naming another component
     than the one below it replaces it whole: the old component's args are not the new one's."""
     out = dict(base)
     for k, v in over.items():
         below = out.get(k)
-        if isinstance(v, dict) and isinstance(below, dict) and not (
-                _names_component(v) and _names_component(below)
-                and (v.get("name"), v.get("model")) != (below.get("name"), below.get("model"))):
-            out[k] = _deep_merge(below, v)
-        else:
-            out[k] = v
+        merge = isinstance(v, dict) and isinstance(below, dict) and not _replaces(below, v)
+        out[k] = _deep_merge(below, v) if merge else v
     return out
 
 

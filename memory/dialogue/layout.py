@@ -93,14 +93,11 @@ def body_fonts(style: Style) -> tuple[Font, Font]:
 Line = tuple[str, ...]  # the words of one wrapped line
 
 
-def wrap(text: str, font: Font, max_width: float) -> list[Line]:
-    """Greedy word wrap; paragraphs (newlines) are kept, runs of blank lines collapse to one,
-    and a word wider than a line is broken between characters."""
-    return wrap_measured(text, font, max_width)[0]
-
-
 def wrap_measured(text: str, font: Font, max_width: float) -> tuple[list[Line], float]:
-    """:func:`wrap` and the widest line's :func:`line_width`, measured in the same pass."""
+    """Greedy word wrap, and the widest line's :func:`line_width` measured in the same pass.
+
+    Paragraphs (newlines) are kept, runs of blank lines collapse to one, and a word wider than
+    a line is broken between characters."""
     lines: list[Line] = []
     widest = 0.0
     blank = False

@@ -7,6 +7,7 @@ import hashlib
 import io
 import struct
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -62,16 +63,9 @@ def test_deterministic_across_fresh_font_caches(locomo):
     assert a == b and len(a) > 1
 
 
-_DIGEST_SCRIPT = """
-import hashlib, sys
-from env.dialogue import load_locomo
-from memory.dialogue import conversation_units, load_variant
-conv = load_locomo(sys.argv[1])[0]
-h = hashlib.sha256()
-for u in conversation_units(conv, load_variant("memshot")):
-    h.update(u.image)
-print(h.hexdigest())
-"""
+# A fresh process computes the digest with this module's own _shots_digest.
+_DIGEST_CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); from test_render import _shots_digest, load_locomo; "
+                 "print(_shots_digest(load_locomo(sys.argv[2])[0]))")
 
 
 def _shots_digest(conv) -> str:
@@ -93,7 +87,8 @@ def test_shots_repeat_byte_for_byte_across_processes(locomo, shared_dir):
     assert _shots_digest(locomo[0]) == here  # again in this process, after fresh font caches
     path = str(shared_dir / "data/locomo/locomo10.json")
     for _ in range(2):
-        out = subprocess.run([sys.executable, "-c", _DIGEST_SCRIPT, path], capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", _DIGEST_CHILD, str(Path(__file__).parent), path],
+                             capture_output=True, text=True, check=True)
         assert out.stdout.strip() == here
 
 
