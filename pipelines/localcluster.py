@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.lifeline import Lifeline, _alive, end_pids, pids_with_env
+from core.ports import free_ports
 
 #: Environment variable carrying a cluster's token into every one of its processes.
 TOKEN_VAR = "VISMEM_LOCALCLUSTER"
@@ -50,11 +51,10 @@ _RAY_CLI = ("import sys\nimport ray._private.services as s\nimport ray._private.
             "s.resolve_ip_for_localhost = lambda host: host\nc.ENABLE_RAY_CLUSTER = True\n"
             "from ray.scripts.scripts import main\nsys.argv[0] = 'ray'\nsys.exit(main())")
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: Listeners only the head has (GCS, dashboard, Ray Client server) and those of every raylet.
+_HEAD_FLAGS = ("port", "dashboard-port", "ray-client-server-port")
+_NODE_FLAGS = ("node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
+               "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port")
 
 
 @dataclass
@@ -111,14 +111,19 @@ class LocalRayCluster:
         if r.returncode != 0:
             raise RuntimeError(f"`ray {' '.join(args[:2])}` failed: {r.stderr[-1500:] or r.stdout[-1500:]}")
 
-    @staticmethod
-    def _node_ports() -> list[str]:
-        """Free ports for every per-node listener. Ray's defaults are fixed (e.g. the dashboard
-        agent on 52365), so a second Ray on the machine -- a test session's, a user's -- would
-        collide and leave the node without a job agent."""
-        return [f"--node-manager-port={_free_port()}", f"--object-manager-port={_free_port()}",
-                f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
-                f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}"]
+    def _ports(self) -> tuple[list[str], list[list[str]]]:
+        """Port flags of the head and of each worker raylet, every port distinct across the cluster.
+
+        Ray's defaults are fixed (e.g. the dashboard agent on 52365), so a second Ray on the
+        machine -- a test session's, a user's -- would collide and leave the node without a job
+        agent; and ports picked one by one can repeat (Ray refuses a head whose dashboard port is
+        its GCS port), so one :func:`core.ports.free_ports` call picks them all.
+        """
+        ports = iter(free_ports(len(_HEAD_FLAGS) + len(_NODE_FLAGS) * (1 + self.workers)))
+        self.gcs_port, self.dashboard_port = next(ports), next(ports)
+        head = [f"--{flag}={port}" for flag, port in zip(_HEAD_FLAGS, (self.gcs_port, self.dashboard_port, next(ports)))]
+        nodes = [[f"--{flag}={next(ports)}" for flag in _NODE_FLAGS] for _ in range(1 + self.workers)]
+        return head + nodes[0], nodes[1:]
 
     def start(self) -> "LocalRayCluster":
         """Start the head and the worker raylets; returns once every node is alive.
@@ -138,16 +143,14 @@ class LocalRayCluster:
         # Armed before the first process exists: an owner killed mid-start leaves nothing either.
         if self.lifeline:
             self._lifeline = Lifeline(sweep_env=(TOKEN_VAR, self.token), grace_s=3.0)
-        self.gcs_port, self.dashboard_port = _free_port(), _free_port()
+        head_ports, worker_ports = self._ports()
         common = ["--node-ip-address=127.0.0.1", f"--object-store-memory={self.object_store_mb * 2**20}",
                   "--disable-usage-stats"]
-        self._run(["start", "--head", f"--port={self.gcs_port}", f"--num-cpus={self.head_cpus}",
-                   "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
-                   f"--ray-client-server-port={_free_port()}", f"--temp-dir={self.temp_dir}",
-                   "--include-dashboard=true", *common, *self._node_ports()])
-        for d in self.raylet_dirs()[1:]:
+        self._run(["start", "--head", f"--num-cpus={self.head_cpus}", "--dashboard-host=127.0.0.1",
+                   f"--temp-dir={self.temp_dir}", "--include-dashboard=true", *common, *head_ports])
+        for d, ports in zip(self.raylet_dirs()[1:], worker_ports):
             self._run(["start", f"--address={self.address}", f"--num-cpus={self.worker_cpus}",
-                       f"--temp-dir={d}", *common, *self._node_ports()])
+                       f"--temp-dir={d}", *common, *ports])
         self._wait_nodes(1 + self.workers)
         self.pids()
         return self

@@ -20,6 +20,7 @@ from typing import Any
 
 from core.errors import ConfigError, VismemError
 from core.lifeline import descendants
+from core.ports import free_ports
 
 _OVERRIDES = (("min_replicas", int), ("max_replicas", int), ("target_ongoing_requests", float),
               ("num_cpus", float), ("num_gpus", float), ("accelerator_type", str))
@@ -147,12 +148,6 @@ def _wait_running(client: Any, apps: list[str], timeout_s: float) -> dict[str, A
         time.sleep(1.0)
 
 
-def _free_port() -> int:
-    from pipelines.localcluster import _free_port as free
-
-    return free()
-
-
 def _local_cluster(state: dict[str, Any]) -> Any:
     from pipelines.localcluster import LocalRayCluster
 
@@ -185,7 +180,7 @@ def _up(args: argparse.Namespace) -> int:
     local = state is None and not args.dashboard
     if state is None:
         host = args.host or ("127.0.0.1" if local else "0.0.0.0")
-        port = args.port or (_free_port() if local else 8000)
+        port = args.port or (free_ports(1)[0] if local else 8000)
         state = {"dashboard": (args.dashboard or "").rstrip("/"), "models": [], "overrides": {},
                  "http": {"host": host, "port": port}, "local_ray": None}
     all_models = list(dict.fromkeys([*state["models"], *models]))

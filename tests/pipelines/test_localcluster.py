@@ -35,3 +35,19 @@ def test_listening_sockets_of_a_process():
         assert ("127.0.0.1", lo.getsockname()[1]) in found and ("0.0.0.0", anyaddr.getsockname()[1]) in found
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("::ffff:127.0.0.1")
     assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("192.0.2.2")
+
+
+def test_every_port_of_a_cluster_is_distinct():
+    c = LocalRayCluster(workers=3, lifeline=False)
+    starts: list[list[str]] = []
+    c._run = starts.append  # type: ignore[method-assign]
+    c._wait_nodes = lambda n: None  # type: ignore[method-assign]
+    try:
+        c.start()
+    finally:
+        c.stop()
+    assert len(starts) == 4
+    ports = [a.split("=", 1)[1] for args in starts for a in args if a.startswith("--") and a.split("=")[0].endswith("port")]
+    assert len(ports) == 3 + 6 * 4 and len(set(ports)) == len(ports)
+    assert f"--port={c.gcs_port}" in starts[0] and f"--dashboard-port={c.dashboard_port}" in starts[0]
+    assert all(f"--address=127.0.0.1:{c.gcs_port}" in args for args in starts[1:])

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
+from core.ports import free_ports
 from serve.apps import OpenAIModelServer, model_app
 from serve.deploy import deployable, llm_config
 from serve.vlm import Message, VLMError, build_vlm
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_llm_config_from_model_spec():
@@ -105,7 +98,7 @@ def test_ray_serve_hosts_scripted_vlm_for_openai_client(ray_local):
 
     app = build_model_app({"name": "scripted", "args": {"fn": "describe", "fail_first": 1}},
                           name="scripted-test", num_cpus=0.1, model_id="scripted-test")
-    base_url = run_app(app, name="scripted-test", route_prefix="/scripted", port=_free_port())
+    base_url = run_app(app, name="scripted-test", route_prefix="/scripted", port=free_ports(1)[0])
     try:
         client = build_vlm({"name": "openai", "args": {"model": "scripted-test", "base_url": base_url,
                                                        "api_key_env": None, "backoff_s": 0.05, "max_retries": 3}})

@@ -124,15 +124,14 @@ def test_bad_image_url_is_a_400():
 def test_unreachable_server_raises_connect_error_after_retries():
     import socket
 
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens here now
-    client = build_vlm({"name": "openai", "args": {"model": "m", "base_url": f"http://127.0.0.1:{port}/v1",
-                                                   "max_retries": 2, "backoff_s": 0.01}})
-    t0 = time.perf_counter()
-    with pytest.raises(VLMError) as ei:
-        client.chat([Message("user", "x")])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))  # held but never listening: refused, and no one else can take it
+        port = s.getsockname()[1]
+        client = build_vlm({"name": "openai", "args": {"model": "m", "base_url": f"http://127.0.0.1:{port}/v1",
+                                                       "max_retries": 2, "backoff_s": 0.01}})
+        t0 = time.perf_counter()
+        with pytest.raises(VLMError) as ei:
+            client.chat([Message("user", "x")])
     assert ei.value.reason == "connect" and ei.value.attempts == 3
     assert time.perf_counter() - t0 < 5
 
