@@ -130,12 +130,17 @@ class LocalRayCluster:
 
         A start that fails (a ``ray start`` that times out on a loaded machine) ends what it
         started and removes its temp dirs before raising: a caller without ``with`` leaks nothing.
+        One that failed because a port was taken meanwhile starts again on fresh ports (3 tries).
         """
-        try:
-            return self._start()
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(3):
+            try:
+                return self._start()
+            except BaseException as e:
+                self.stop()
+                # A port free when picked can be bound by another process before Ray binds it.
+                if attempt == 2 or not _port_taken(e):
+                    raise
+        raise AssertionError("unreachable")
 
     def _start(self) -> "LocalRayCluster":
         for d in self.raylet_dirs():
@@ -221,6 +226,13 @@ class LocalRayCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _port_taken(e: BaseException) -> bool:
+    """Whether a failed ``ray start`` says one of its ports was taken (Ray's own wordings)."""
+    text = str(e)
+    return isinstance(e, RuntimeError) and any(
+        w in text for w in ("already occupied", "used by other components", "Address already in use"))
 
 
 def _cmdline(pid: int) -> str:

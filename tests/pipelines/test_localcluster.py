@@ -51,3 +51,37 @@ def test_every_port_of_a_cluster_is_distinct():
     assert len(ports) == 3 + 6 * 4 and len(set(ports)) == len(ports)
     assert f"--port={c.gcs_port}" in starts[0] and f"--dashboard-port={c.dashboard_port}" in starts[0]
     assert all(f"--address=127.0.0.1:{c.gcs_port}" in args for args in starts[1:])
+
+
+def test_a_start_whose_port_was_taken_starts_again_on_fresh_ports():
+    c = LocalRayCluster(workers=1, lifeline=False)
+    heads: list[list[str]] = []
+
+    def run(args):
+        if "--head" in args:
+            heads.append(args)
+            if len(heads) == 1:
+                raise RuntimeError("`ray start --head` failed: ValueError: Failed to bind to 127.0.0.1:1 "
+                                   "because it's already occupied.")
+
+    c._run = run  # type: ignore[method-assign]
+    c._wait_nodes = lambda n: None  # type: ignore[method-assign]
+    try:
+        c.start()
+    finally:
+        c.stop()
+    assert len(heads) == 2 and heads[0] != heads[1]
+
+    other = LocalRayCluster(lifeline=False)
+    tries = []
+
+    def time_out(args):
+        tries.append(args)
+        raise RuntimeError("`ray start` timed out")
+
+    other._run = time_out  # type: ignore[method-assign]
+    try:
+        other.start()
+    except RuntimeError:
+        pass
+    assert len(tries) == 1 and not other.root.exists()  # any other failure is not retried
