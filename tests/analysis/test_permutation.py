@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -51,12 +50,11 @@ def test_brute_force_by_hand_for_three_chains():
     assert chain_sum_test(np.array([2, -1, 1]), n_probes=9).p_value == 0.75
 
 
-def test_k25_is_exact_and_fast():
+def test_k25_is_exact():
+    # Its speed (<= 1 s) is the stats-permutation-k25 benchmark's target, not a timed test's.
     rng = np.random.default_rng(0)
     sums = rng.integers(-30, 45, 25)
-    t0 = time.perf_counter()
     res = chain_sum_test(sums, n_probes=2500)
-    assert time.perf_counter() - t0 < 1.0
     assert res.n_assignments == 2**25
     # Cross-check by splitting differently: enumerate the first 5 signs by hand, MITM the rest.
     hits = 0
