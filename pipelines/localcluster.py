@@ -111,20 +111,6 @@ class LocalRayCluster:
         if r.returncode != 0:
             raise RuntimeError(f"`ray {' '.join(args[:2])}` failed: {r.stderr[-1500:] or r.stdout[-1500:]}")
 
-    def _ports(self) -> tuple[list[str], list[list[str]]]:
-        """Port flags of the head and of each worker raylet, every port distinct across the cluster.
-
-        Ray's defaults are fixed (e.g. the dashboard agent on 52365), so a second Ray on the
-        machine -- a test session's, a user's -- would collide and leave the node without a job
-        agent; and ports picked one by one can repeat (Ray refuses a head whose dashboard port is
-        its GCS port), so one :func:`core.ports.free_ports` call picks them all.
-        """
-        ports = iter(free_ports(len(_HEAD_FLAGS) + len(_NODE_FLAGS) * (1 + self.workers)))
-        self.gcs_port, self.dashboard_port = next(ports), next(ports)
-        head = [f"--{flag}={port}" for flag, port in zip(_HEAD_FLAGS, (self.gcs_port, self.dashboard_port, next(ports)))]
-        nodes = [[f"--{flag}={next(ports)}" for flag in _NODE_FLAGS] for _ in range(1 + self.workers)]
-        return head + nodes[0], nodes[1:]
-
     def start(self) -> "LocalRayCluster":
         """Start the head and the worker raylets; returns once every node is alive.
 
@@ -148,14 +134,20 @@ class LocalRayCluster:
         # Armed before the first process exists: an owner killed mid-start leaves nothing either.
         if self.lifeline:
             self._lifeline = Lifeline(sweep_env=(TOKEN_VAR, self.token), grace_s=3.0)
-        head_ports, worker_ports = self._ports()
+        # Ray's defaults are fixed (e.g. the dashboard agent on 52365), so a second Ray on the
+        # machine -- a test session's, a user's -- would collide and leave the node without a job
+        # agent; and ports picked one by one can repeat (Ray refuses a head whose dashboard port
+        # is its GCS port): one free_ports call picks every port of the cluster, all distinct.
+        ports = free_ports(len(_HEAD_FLAGS) + len(_NODE_FLAGS) * (1 + self.workers))
+        self.gcs_port, self.dashboard_port = ports[0], ports[1]
+        head_ports, *worker_ports = _port_flags(ports)
         common = ["--node-ip-address=127.0.0.1", f"--object-store-memory={self.object_store_mb * 2**20}",
                   "--disable-usage-stats"]
         self._run(["start", "--head", f"--num-cpus={self.head_cpus}", "--dashboard-host=127.0.0.1",
                    f"--temp-dir={self.temp_dir}", "--include-dashboard=true", *common, *head_ports])
-        for d, ports in zip(self.raylet_dirs()[1:], worker_ports):
+        for d, flags in zip(self.raylet_dirs()[1:], worker_ports):
             self._run(["start", f"--address={self.address}", f"--num-cpus={self.worker_cpus}",
-                       f"--temp-dir={d}", *common, *ports])
+                       f"--temp-dir={d}", *common, *flags])
         self._wait_nodes(1 + self.workers)
         self.pids()
         return self
@@ -226,6 +218,15 @@ class LocalRayCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _port_flags(ports: list[int]) -> list[list[str]]:
+    """``ray start`` port flags per node, head first: the head's own listeners, then each node's."""
+    head = [f"--{flag}={p}" for flag, p in zip(_HEAD_FLAGS, ports)]
+    rest = ports[len(_HEAD_FLAGS):]
+    n = len(_NODE_FLAGS)
+    nodes = [[f"--{flag}={p}" for flag, p in zip(_NODE_FLAGS, rest[i:i + n])] for i in range(0, len(rest), n)]
+    return [head + nodes[0], *nodes[1:]]
 
 
 def _port_taken(e: BaseException) -> bool:
