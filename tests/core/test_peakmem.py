@@ -3,6 +3,7 @@ the process tree's peak counts what a child process holds."""
 
 from __future__ import annotations
 
+import mmap
 import subprocess
 import sys
 
@@ -11,9 +12,12 @@ from core.peakmem import PeakWatch, self_peak_mib, tree_pids
 
 def test_own_peak_restarts_per_watch():
     with PeakWatch(interval_s=0.05) as big:
-        block = bytearray(96 << 20)
-        block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page: resident
-        del block
+        # Anonymous mmap, not a bytearray: malloc may serve 96 MiB from heap pages already resident
+        # (the suite's earlier tests load libraries that raise its mmap threshold), so RSS would not move.
+        block = mmap.mmap(-1, 96 << 20)
+        for off in range(0, len(block), 4096):  # touch every page: resident
+            block[off] = 1
+        block.close()
     with PeakWatch(interval_s=0.05) as small:
         pass
     assert big.self_peak_mib >= 96 and small.self_peak_mib < big.self_peak_mib - 64
