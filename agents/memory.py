@@ -3,7 +3,7 @@
 The loop asks its :class:`MemoryHook` for a :class:`MemoryContext` at every step; the context's
 text goes into the step message's memory block and its images follow the observation image.
 Encoding sessions run without a hook (the agent is memoryless); probe episodes use a hook built
-over a memory bank (``memory.agent``), which this package never imports.
+over a memory bank (``vismem.memory.agent``), which this package never imports.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from agents.chains import SessionSpec
+    from vismem.agents.chains import SessionSpec
 
 
 @dataclass(frozen=True)

@@ -30,15 +30,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents import prompts
-from agents.probes import Probe
-from agents.records import product_hash
-from core.failures import shorten
-from serve.vlm import Message
+from vismem.agents import prompts
+from vismem.agents.probes import Probe
+from vismem.agents.records import product_hash
+from vismem.core.failures import shorten
+from vismem.serve.vlm import Message
 
 if TYPE_CHECKING:
-    from agents.memory import MemoryHook
-    from env.pageenv import PageEnv
+    from vismem.agents.memory import MemoryHook
+    from vismem.env.pageenv import PageEnv
 
 #: Recall steps per probe (official ``recall_steps=8``).
 MAX_RECALL_STEPS = 8
@@ -108,7 +108,7 @@ def _failure(final_url: str | None, target: str, terminated_by: str | None, last
 def run_probe(probe: Probe, *, vlm: Any, env: "PageEnv", memory: "MemoryHook", max_steps: int = MAX_RECALL_STEPS,
               max_tokens: int = 512, temperature: float = 0.0) -> RecallResult:
     """Run one probe episode against ``env`` with ``memory`` (read-only) and return its result."""
-    from env.actions import parse_action
+    from vismem.env.actions import parse_action
 
     t0 = time.perf_counter()
     cue = probe.cue

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
-from agents.chains import CATEGORIES, STYLES
-from core.failures import REPLY_CAP  # noqa: F401  (re-exported: the cap on a stored reply)
+from vismem.agents.chains import CATEGORIES, STYLES
+from vismem.core.failures import REPLY_CAP  # noqa: F401  (re-exported: the cap on a stored reply)
 
 #: Bump when a column changes meaning or type; readers check it.
 TRAJECTORY_SCHEMA_VERSION = 1
@@ -29,7 +29,7 @@ STATUSES = ("ok", "invalid", "failed")
 @lru_cache(maxsize=1)
 def style_of_hash() -> dict[str, str]:
     """Product hash → collection style, from the frozen v2 hash formula (no data files needed)."""
-    from env.storefront.catalog import url_hash
+    from vismem.env.storefront.catalog import url_hash
 
     return {url_hash(c, s, i): s for c in CATEGORIES for s in STYLES for i in range(10)}
 

@@ -1,6 +1,6 @@
 """A scripted comparison-shopper: a deterministic stand-in for the encoding VLM.
 
-It is registered in :data:`serve.vlm.VLMS` as ``scripted-shopper`` and named
+It is registered in :data:`vismem.serve.vlm.VLMS` as ``scripted-shopper`` and named
 ``scripted-shopper (stand-in)`` in every result, so nothing it produces can pass for a model's.
 
 The policy reads only what a real VLM reads: the last user message (the step message with
@@ -23,10 +23,10 @@ import re
 import time
 from dataclasses import dataclass
 
-from agents.chains import CATEGORIES, STYLES
-from agents.prompts import category_noun
-from serve.layouts import check_layout, model_view
-from serve.vlm import VLMS, ChatResult, Message
+from vismem.agents.chains import CATEGORIES, STYLES
+from vismem.agents.prompts import category_noun
+from vismem.serve.layouts import check_layout, model_view
+from vismem.serve.vlm import VLMS, ChatResult, Message
 
 STAND_IN_NAME = "scripted-shopper (stand-in)"
 
@@ -152,7 +152,7 @@ def decide(seed: int, st: PageState) -> tuple[str, str]:
 @VLMS.register("scripted-shopper", stand_in=True)
 class ScriptedShopper:
     """Stand-in encoding agent (see module docstring). ``seed`` varies its plans; ``layout``
-    (:mod:`serve.layouts`) is the message layout whose model view it reads: with
+    (:mod:`vismem.serve.layouts`) is the message layout whose model view it reads: with
     ``merged-user``/``parts`` the system prompt sits in front of the step message, which the
     step parser tolerates (the prompt has no ``Step k/N.`` line and no ``[...]`` sections)."""
 
@@ -183,6 +183,6 @@ class ScriptedShopper:
 
 def shopper_reply(messages: list[Message]) -> str:
     """The seed-0 policy as a plain function, so any host can serve it, e.g.
-    ``python -m serve.openai_server --backend scripted --args '{"fn": "agents.scripted:shopper_reply"}'``.
+    ``python -m vismem.serve.openai_server --backend scripted --args '{"fn": "vismem.agents.scripted:shopper_reply"}'``.
     """
     return ScriptedShopper(seed=0).chat(messages).text

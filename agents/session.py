@@ -7,7 +7,7 @@ This follows the official ``run_encode_session`` (``dualmem/agent/f2_encode_agen
    of the step is recorded (a *visit* when it is a product page), the subtask line reports the
    progress so far, and the agent gets ``[system, user(step message, images)]``: the
    observation's image first, then memory images in reference order;
-3. the reply is parsed by the shop's parser (``env.actions``); the history keeps the compact
+3. the reply is parsed by the shop's parser (``vismem.env.actions``); the history keeps the compact
    ``{action} {url}`` line of every step;
 4. a terminal action (``done``/``add_to_wishlist``) is not executed: the agent is told
    "Don't terminate — keep browsing ..." and the page goes back to the category listing;
@@ -32,15 +32,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from agents import prompts
-from agents.chains import SessionSpec
-from agents.memory import MemoryContext, MemoryHook  # noqa: F401  (re-exported)
-from agents.records import REPLY_CAP, SessionResult, StepRecord, product_hash, style_of_hash
-from core.failures import cap_text
-from serve.vlm import Message
+from vismem.agents import prompts
+from vismem.agents.chains import SessionSpec
+from vismem.agents.memory import MemoryContext, MemoryHook  # noqa: F401  (re-exported)
+from vismem.agents.records import REPLY_CAP, SessionResult, StepRecord, product_hash, style_of_hash
+from vismem.core.failures import cap_text
+from vismem.serve.vlm import Message
 
 if TYPE_CHECKING:
-    from env.pageenv import PageEnv
+    from vismem.env.pageenv import PageEnv
 
 _THOUGHT_RE = re.compile(r"thought\s*:\s*(.+)", re.I)
 
@@ -81,13 +81,13 @@ def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
                 blob_sink: BlobSink | None = None) -> SessionResult:
     """Run one encoding session and return its records.
 
-    ``env`` is an :class:`env.browser.BrowserEnv` (or anything with its ``reset``/``observe``/
+    ``env`` is an :class:`vismem.env.browser.BrowserEnv` (or anything with its ``reset``/``observe``/
     ``step`` contract: ``step`` returns a result with ``observation``, ``ok`` and ``error``).
     ``backend`` is the cache slug written into every row; ``blob_sink(image_bytes) -> key``
     stores an observation image and returns its store key (None: images are not stored).
-    Replies are parsed by the shop's parser, :func:`env.actions.parse_action`.
+    Replies are parsed by the shop's parser, :func:`vismem.env.actions.parse_action`.
     """
-    from env.actions import navigate, parse_action
+    from vismem.env.actions import navigate, parse_action
 
     styles = style_of_hash()
     cat = spec.category

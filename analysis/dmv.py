@@ -13,8 +13,8 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from analysis.bootstrap import N_RESAMPLES, _rng, cluster_ci_many, naive_ci_many, resample_counts
-from analysis.permutation import chain_sum_test
+from vismem.analysis.bootstrap import N_RESAMPLES, _rng, cluster_ci_many, naive_ci_many, resample_counts
+from vismem.analysis.permutation import chain_sum_test
 
 CELL = ["backend", "J", "architecture"]
 BLOCK = ["backend", "J"]

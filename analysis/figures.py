@@ -156,7 +156,7 @@ def recall_by_unit_size(t: pl.DataFrame) -> Any:
     panel per k, conversation-clustered 95% CIs as error bars."""
     ks = sorted(t["k"].unique().to_list())
     fig, axes = _grid(len(ks))
-    from analysis.memshot import UNIT_SIZES
+    from vismem.analysis.memshot import UNIT_SIZES
 
     sizes = [s for s in UNIT_SIZES if s in set(t["unit_size"].to_list())]
     for ax, k in zip(axes.flat, ks):

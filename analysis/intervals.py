@@ -1,6 +1,6 @@
 """95% intervals for every rate the report shows, and the wide-table plumbing to show them.
 
-DMV-Bench rates already carry chain-cluster and probe-level CIs (:mod:`analysis.dmv`);
+DMV-Bench rates already carry chain-cluster and probe-level CIs (:mod:`vismem.analysis.dmv`);
 :func:`ci_bounds` picks the interval a table shows (cluster where defined, probe-level
 otherwise). MemShot rates (Acc, F1, recall@k, hit@k) are means over questions;
 :func:`mean_ci` gives their question-level percentile bootstrap. Groups with the same number of
@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from analysis.bootstrap import N_RESAMPLES, PERCENTILES, _rng
+from vismem.analysis.bootstrap import N_RESAMPLES, PERCENTILES, _rng
 
 #: Resample-matrix cells per chunk (bounds memory: 2M float64 = 16 MB).
 _CHUNK_CELLS = 2_000_000

@@ -204,11 +204,11 @@ def cluster_mean_ci(df: pl.DataFrame, by: Sequence[str], value: str, *, cluster:
 
     Questions of one conversation are not independent (same dialogue, same units), so the
     interval resamples conversations with replacement and recomputes the pooled mean (a ratio
-    of sums: :func:`analysis.bootstrap.cluster_ci`). A group from a single conversation has no
+    of sums: :func:`vismem.analysis.bootstrap.cluster_ci`). A group from a single conversation has no
     cluster interval: it falls back to the question-level bootstrap (``ci = "question"``).
     """
-    from analysis.bootstrap import cluster_ci
-    from analysis.intervals import mean_ci
+    from vismem.analysis.bootstrap import cluster_ci
+    from vismem.analysis.intervals import mean_ci
 
     by = [c for c in by if c in df.columns]
     schema = {**{c: df.schema[c] for c in by}, "n": pl.Int64, "clusters": pl.Int64, "mean": pl.Float64,

@@ -1,7 +1,7 @@
 """The MemShot paper's own numbers (Tables 1, 2 and 4), *quoted, not measured*.
 
 The external text-memory systems (LightMem, MemOS, MemoryOS, EverMemOS) and MemOCR are not run
-by this project unless an adapter is plugged in (``memory.dialogue.memories``); their rows stay
+by this project unless an adapter is plugged in (``vismem.memory.dialogue.memories``); their rows stay
 in the report with the paper's numbers, every one marked ``quoted``, so a reader can set a
 measured MemShot / Text RAG row beside them. Transcribed from the paper's HTML tables
 (arXiv 2606.28338v1): Acc and F1 in percent, construction latency in seconds (Table 1 only).

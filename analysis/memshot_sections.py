@@ -13,9 +13,9 @@ from typing import Any
 
 import polars as pl
 
-from analysis import figures, memshot
-from analysis.memshot_paper import EXTERNAL, QUOTED, quoted_table
-from analysis.render import Figure, Section, Table
+from vismem.analysis import figures, memshot
+from vismem.analysis.memshot_paper import EXTERNAL, QUOTED, quoted_table
+from vismem.analysis.render import Figure, Section, Table
 
 #: Side tables of the memshot stage (``runs/<id>/results/<name>.parquet``), not schema kinds.
 EXTRAS = ("memshot_readrate", "memshot_latency")
@@ -39,7 +39,7 @@ def load_extras(store: Any, run_prefix: str) -> dict[str, pl.DataFrame]:
 
 def readrate_table(readings: pl.DataFrame | None, goal: float = GOAL) -> pl.DataFrame:
     """Per variant: shots, words, ``read_rate`` (word-weighted), ``mean_shot``, ``min_shot``,
-    ``share_at_goal`` — the summary of ``memory.dialogue.readrate`` from its per-shot rows."""
+    ``share_at_goal`` — the summary of ``vismem.memory.dialogue.readrate`` from its per-shot rows."""
     schema = {"variant": pl.String, "shots": pl.Int64, "words": pl.Int64, "read_rate": pl.Float64,
               "mean_shot": pl.Float64, "min_shot": pl.Float64, "share_at_goal": pl.Float64}
     if readings is None or readings.height == 0:
@@ -150,7 +150,7 @@ CI_RECALL = ("[95% CI: bootstrap over conversations (questions clustered by conv
 
 def cluster_ci_long(df: pl.DataFrame, by: list[str], value: str, opt: Any, overall: str | None = None) -> pl.DataFrame:
     """Conversation-clustered intervals per ``by`` (plus one "Overall" row per group without
-    ``overall`` when given), in the long form ``analysis.intervals.attach`` joins."""
+    ``overall`` when given), in the long form ``vismem.analysis.intervals.attach`` joins."""
     kw = dict(n_resamples=opt.n_resamples, seed=opt.seed)
     per = memshot.cluster_mean_ci(df, by, value, **kw)
     if overall is None or overall not in by:

@@ -1,7 +1,7 @@
 """The run report: read whatever result tables a run has, score them, render HTML + Markdown.
 
 ``load_results`` finds ``runs/<id>/results/<kind>.parquet`` (or a folder of parts) for every
-kind in :mod:`analysis.schemas`; ``build_report`` turns them into sections of tables and
+kind in :mod:`vismem.analysis.schemas`; ``build_report`` turns them into sections of tables and
 figures (a section with no data says what is missing); ``write_report`` puts
 ``report/index.html``, ``report/summary.md``, ``report/figures/*.{png,svg}`` and
 ``report/tables/*.csv`` under the run's prefix.
@@ -15,11 +15,11 @@ from typing import Any
 
 import polars as pl
 
-from analysis import dmv
-from analysis.intervals import ci_bounds, mean_ci
-from analysis.render import Report, catalogue_settings, to_html, to_markdown
-from analysis.report_sections import Links, ReportOptions, dmv_sections, encoding_section, memshot_sections
-from analysis.schemas import KINDS, SchemaError, result_key, result_prefix, validate
+from vismem.analysis import dmv
+from vismem.analysis.intervals import ci_bounds, mean_ci
+from vismem.analysis.render import Report, catalogue_settings, to_html, to_markdown
+from vismem.analysis.report_sections import Links, ReportOptions, dmv_sections, encoding_section, memshot_sections
+from vismem.analysis.schemas import KINDS, SchemaError, result_key, result_prefix, validate
 
 __all__ = ["ReportOptions", "build_report", "headline", "load_results", "report_run", "write_report"]
 
@@ -151,7 +151,7 @@ def headline(tables: dict[str, pl.DataFrame], options: ReportOptions = ReportOpt
     ans = tables.get("memshot_answers")
     if ans is not None and ans.height:
         by = ["variant", "k"]
-        from analysis.memshot import with_outcome
+        from vismem.analysis.memshot import with_outcome
 
         scored = with_outcome(ans.filter(~pl.col("category").is_in(list(options.exclude_categories))))
         kw_ci = dict(order=["conversation_id", "question_id"], **kw)
@@ -202,7 +202,7 @@ def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOption
     if manifest is None and store.exists(f"{prefix}/manifest.json"):
         manifest = store.get_json(f"{prefix}/manifest.json")
     tables, errors = results if results is not None else load_results(store, prefix)
-    from analysis.memshot_sections import load_extras
+    from vismem.analysis.memshot_sections import load_extras
 
     # MemShot side tables (read rate, latency) ride along; build_report passes them to its sections.
     rep = build_report({**tables, **load_extras(store, prefix)}, run_id, manifest=manifest, errors=errors,

@@ -14,10 +14,10 @@ from urllib.parse import urlencode
 
 import polars as pl
 
-from analysis import dmv, figures, memshot
-from analysis.bootstrap import N_RESAMPLES
-from analysis.intervals import attach, ci_bounds, ci_names, mean_ci
-from analysis.render import Figure, Section, Table
+from vismem.analysis import dmv, figures, memshot
+from vismem.analysis.bootstrap import N_RESAMPLES
+from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
+from vismem.analysis.render import Figure, Section, Table
 
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
@@ -133,7 +133,7 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
         main.tables.append(Table("permutation", f"Paired cluster sign-permutation test: {pair[0]} vs {pair[1]}",
                                  perm, caption="Exact: all 2^K chain sign assignments; d_bar in points.",
                                  percent=["d_bar"], links=links.dmv(perm)))
-    from analysis.lpm import fit_lpm
+    from vismem.analysis.lpm import fit_lpm
 
     base = dmv.study(probes, "main")
     lpm = fit_lpm(dmv.common_probes(base) if opt.common_probes else base)
@@ -217,8 +217,8 @@ def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Re
                      links: Links, extras: dict[str, pl.DataFrame] | None = None) -> list[Section]:
     """Tables 1-5 (Acc/F1 per category, ablations, heights) and evidence recall@k, with CIs;
     then Fig. 4, read rate / latency and the paper's quoted baselines
-    (:mod:`analysis.memshot_sections`; ``extras``: the stage's side tables)."""
-    from analysis.memshot_sections import memshot_extra_sections
+    (:mod:`vismem.analysis.memshot_sections`; ``extras``: the stage's side tables)."""
+    from vismem.analysis.memshot_sections import memshot_extra_sections
 
     main = Section("memshot-main", "MemShot: Acc / F1 per category (Tables 1, 2, 4)")
     abl = Section("memshot-ablations", "MemShot: ablations (Table 3) and rendering height (Table 5)")
@@ -271,7 +271,7 @@ def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | 
     ci: dict[str, tuple[str, str]] = {}
     src, hit_col = (rec, "hit") if rec is not None and rec.height else (ans, "recall_hit")
     by = [c for c in ("dataset", "variant", "embedder", "max_height") if c in rt.columns and c in src.columns]
-    from analysis.memshot_sections import CI_RECALL, cluster_ci_long
+    from vismem.analysis.memshot_sections import CI_RECALL, cluster_ci_long
 
     for value, name in (("recall", "recall"), (hit_col, "hit")):
         if value in src.columns:

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
-from analysis.viewer_common import JS_COMMON, data_uri, image_table, json_block, page
+from vismem.analysis.viewer_common import JS_COMMON, data_uri, image_table, json_block, page
 
 #: Characters of a text unit kept in the page.
 UNIT_TEXT_CAP = 3000

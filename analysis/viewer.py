@@ -5,7 +5,7 @@ every encoding session of the run with each step's observation image, URL, thoug
 validity; every probe episode with its target, the memory block and recalled images of each
 step, the final URL and whether it succeeded. Filters: back-end, seed, session, architecture,
 outcome; the URL hash carries them (``#backend=...&architecture=...``), so report rows link to
-a filtered view. Images are inlined once each (:mod:`analysis.viewer_common`).
+a filtered view. Images are inlined once each (:mod:`vismem.analysis.viewer_common`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from analysis.viewer_common import JS_COMMON, PRODUCT_MAX_PX, gzip_block, image_table, json_block, page
-from core.failures import shorten
+from vismem.analysis.viewer_common import JS_COMMON, PRODUCT_MAX_PX, gzip_block, image_table, json_block, page
+from vismem.core.failures import shorten
 
 #: Characters of a reply / memory block kept per step (the page stays loadable at paper scale).
 TEXT_CAP = 4000
@@ -78,7 +78,7 @@ def trajectory_viewer(steps: pl.DataFrame, probes: pl.DataFrame | None, images: 
     ``steps``: one row per encoding step (``backend``, ``seed``, ``j`` (1-based session),
     ``step``, ``url``; optional ``category``, ``title``, ``image_key``, ``thought``,
     ``action_text``/``action_type``/``action_arg``, ``status``, ``valid``, ``error``);
-    ``probes``: the run's probe rows (``analysis.schemas`` ``probes``) plus optional ``log`` (the
+    ``probes``: the run's probe rows (``vismem.analysis.schemas`` ``probes``) plus optional ``log`` (the
     probe cache's JSON step log), ``target_image`` (blob key) and ``chain_backend`` (the browsing
     back-end's name as ``steps`` spells it); ``images``: blob key → bytes; ``product_images``:
     product hash → blob key (recalled products' images).

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 TARGET_S = 10.0  # issue 18 (was 30 s)
 
@@ -28,14 +28,14 @@ def catalog_generate() -> list[dict[str, Any]]:
     import logging
     import os
 
-    from pipelines.config import parse_config
-    from pipelines.manifest import Manifest
-    from pipelines.rayctx import init_ray, shutdown_ray
-    from pipelines.context import RunContext
-    from core.s3server import LocalS3Server
-    from bench.memshot_render import first_put_s
-    from pipelines.stages import catalog as stage
-    from core.store import Store
+    from vismem.pipelines.config import parse_config
+    from vismem.pipelines.manifest import Manifest
+    from vismem.pipelines.rayctx import init_ray, shutdown_ray
+    from vismem.pipelines.context import RunContext
+    from vismem.core.s3server import LocalS3Server
+    from vismem.bench.memshot_render import first_put_s
+    from vismem.pipelines.stages import catalog as stage
+    from vismem.core.store import Store
 
     name = "catalog-generate"
     cfg = parse_config({"name": "bench-catalog", "ray": {"num_cpus": 2, "object_store_mb": 400,
@@ -95,7 +95,7 @@ def _start_ray_data(ray_cfg: Any) -> None:
     """One tiny dataset through the same kind of task pool: Ray Data's session start-up."""
     import ray.data
 
-    from pipelines.rayctx import task_pool
+    from vismem.pipelines.rayctx import task_pool
 
     rows = [{"i": i} for i in range(4)]
     ray.data.from_items(rows, override_num_blocks=4).map_batches(_noop, batch_size=1, **task_pool(ray_cfg)).take_all()

@@ -1,6 +1,6 @@
 """Benchmark ``cluster-encode``: encoding sessions/min submitted to the loopback cluster.
 
-A fresh two-node (then three-node) loopback cluster (:class:`pipelines.localcluster.LocalRayCluster`:
+A fresh two-node (then three-node) loopback cluster (:class:`vismem.pipelines.localcluster.LocalRayCluster`:
 a head plus 1 or 2 worker raylets of one CPU each) gets ``vismem submit encode`` with the default
 config and a fresh store, scripted shopper over the HTTP env, so no session is cached. The
 figure is sessions / the encode stage's wall time (from the run's manifest), i.e. what the
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 NAME = "cluster-encode"
 CHAINS, J = 4, 5
@@ -26,8 +26,8 @@ CHAINS, J = 4, 5
 
 def _encode_on(workers: int, tmp: Path) -> tuple[float, float]:
     """``(sessions/min of the encode stage, job wall s)`` on a cluster with ``workers`` raylets."""
-    from core.store import Store
-    from pipelines.localcluster import LocalRayCluster
+    from vismem.core.store import Store
+    from vismem.pipelines.localcluster import LocalRayCluster
 
     uri = f"file://{tmp}/store-{workers}"
     repo = Path(__file__).resolve().parents[1]

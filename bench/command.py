@@ -15,8 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from bench.harness import load_all, print_table, run_benchmarks, write_records
-    from core.errors import ConfigError
+    from vismem.bench.harness import load_all, print_table, run_benchmarks, write_records
+    from vismem.core.errors import ConfigError
 
     BENCHMARKS = load_all()
     if args.list:

@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 N_STEPS = 25
 THROUGHPUT_SESSIONS = {"browser": 4, "http": 16}  # enough sessions for >= ~2 s of each
@@ -30,8 +30,8 @@ PHASES = {"_goto": "navigate", "observe": "observe", "click_targets": "click_tar
 
 
 def _data_dir() -> str:
-    from pipelines.config import RunConfig
-    from pipelines.context import resolve_data_dir
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.context import resolve_data_dir
 
     return str(resolve_data_dir(RunConfig()))
 
@@ -60,7 +60,7 @@ class _Breakdown:
 
 def _timed_session(w: Any, spec: Any, j: int, bd: _Breakdown | None) -> float:
     """One session on worker ``w``'s env; with ``bd``, its phases are timed."""
-    from agents.session import run_session
+    from vismem.agents.session import run_session
 
     env, vlm, sink = w.env, w.vlm(0), w.caches[0].put_blob
     if bd is not None:
@@ -121,13 +121,13 @@ def _throughput(make: Callable[[str], Any], n_workers: int, n_sessions: int) -> 
 @benchmark("encode-session", "one 25-step scripted-shopper session through Chromium (time breakdown); "
            "sessions/min with 1 and 2 workers, Chromium and HTTP env side by side")
 def encode_session() -> list[dict]:
-    from agents.chains import session_spec
-    from core.store import Store
-    from env.pageenv import make_env
-    from env.storefront.server import ShopServer
-    from pipelines.config import RunConfig
-    from pipelines.jobs.encode import EncodeWorker
-    from pipelines.stages.catalog import source_spec
+    from vismem.agents.chains import session_spec
+    from vismem.core.store import Store
+    from vismem.env.pageenv import make_env
+    from vismem.env.storefront.server import ShopServer
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.jobs.encode import EncodeWorker
+    from vismem.pipelines.stages.catalog import source_spec
 
     name, records = "encode-session", []
     # The storefront as the encode stage builds it: the catalogue's procedural images, on demand.

@@ -5,7 +5,7 @@ A record is ``{"name", "metric", "value", "unit", "target", "better", "machine",
 ``load`` the 1-minute load average when it was measured (the machine is shared: a figure taken at
 load 5 on 2 cores is not one taken at load 1). Every benchmark also gets two records from the
 harness itself: ``wall`` (its whole run) and ``peak memory`` (PSS of this process and of every
-process it started, e.g. a local Ray; :mod:`core.peakmem`).
+process it started, e.g. a local Ray; :mod:`vismem.core.peakmem`).
 Benchmarks register themselves in modules listed in ``BENCH_MODULES``.
 """
 
@@ -23,18 +23,18 @@ from typing import Any, Callable, Literal
 
 #: Modules that define benchmarks; a module that has not landed yet is skipped.
 BENCH_MODULES = (
-    "bench.store_roundtrip",
-    "bench.memshot_render",
-    "bench.memshot_ocr",
-    "bench.catalog",
-    "bench.storefront",
-    "bench.encode",
-    "bench.stats",
-    "bench.memory_replay",
-    "bench.probes",
-    "bench.pocket_clip",
-    "bench.scaling",
-    "bench.cluster",
+    "vismem.bench.store_roundtrip",
+    "vismem.bench.memshot_render",
+    "vismem.bench.memshot_ocr",
+    "vismem.bench.catalog",
+    "vismem.bench.storefront",
+    "vismem.bench.encode",
+    "vismem.bench.stats",
+    "vismem.bench.memory_replay",
+    "vismem.bench.probes",
+    "vismem.bench.pocket_clip",
+    "vismem.bench.scaling",
+    "vismem.bench.cluster",
 )
 
 
@@ -107,7 +107,7 @@ def run_benchmarks(names: list[str]) -> list[dict[str, Any]]:
 
     Each benchmark ends with its ``wall`` and ``peak memory`` records (see the module doc).
     """
-    from core.peakmem import PeakWatch
+    from vismem.core.peakmem import PeakWatch
 
     _load()
     out: list[dict[str, Any]] = []

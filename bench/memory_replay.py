@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 N_CHAINS, J = 20, 15
 QUERIES_PER_CHAIN = 10
@@ -30,7 +30,7 @@ NAME = "memory-replay"
 
 def _visual_encoder() -> str:
     """``pocket-clip`` when serve registers it (the trained local stand-in), else ``tiny-siglip2``."""
-    from serve.embed import EMBEDDERS, build_embedder
+    from vismem.serve.embed import EMBEDDERS, build_embedder
 
     if "pocket-clip" in EMBEDDERS.variants() or "pocket-clip" in EMBEDDERS:
         try:
@@ -45,16 +45,16 @@ def _trajectories(root: Path) -> tuple[list[Any], Path]:
     """Step rows of every chain (browsed once, then read from ``root``) and the blob folder."""
     import polars as pl
 
-    from agents import prompts
-    from agents.chains import session_spec
-    from agents.records import steps_from_table, steps_table
-    from agents.session import run_session
-    from core.paths import resolve_data_dir
-    from env.pageenv import make_env
-    from env.storefront.server import ShopServer
-    from pipelines.config import RunConfig
-    from pipelines.stages.catalog import source_spec
-    from serve.vlm import build_vlm
+    from vismem.agents import prompts
+    from vismem.agents.chains import session_spec
+    from vismem.agents.records import steps_from_table, steps_table
+    from vismem.agents.session import run_session
+    from vismem.core.paths import resolve_data_dir
+    from vismem.env.pageenv import make_env
+    from vismem.env.storefront.server import ShopServer
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.stages.catalog import source_spec
+    from vismem.serve.vlm import build_vlm
 
     root = root / f"c{N_CHAINS}-j{J}-{prompts.fingerprint()}"
     blobs = root / "blobs" / "sha256"
@@ -87,7 +87,7 @@ def _peak_rss_mib() -> float:
 
 @benchmark(NAME, "20 chains x J=15 scripted trajectories replayed into every memory variant from cached features")
 def memory_replay() -> list[dict]:
-    from memory.agent import (InProcessFeatures, TableFeatures, build_architecture, chain_streams, list_variants,
+    from vismem.memory.agent import (InProcessFeatures, TableFeatures, build_architecture, chain_streams, list_variants,
                               replay_chain, with_components)
 
     out: list[dict] = []
@@ -137,7 +137,7 @@ def memory_replay() -> list[dict]:
 
 def _retrieval(specs: list[dict], streams: dict, feats: Any, read_blob: Any) -> dict:
     """Mean latency of one probe retrieval (top 10) over a full chain's bank, query embeddings cached."""
-    from memory.agent import Query, TableFeatures, build_architecture, replay_chain
+    from vismem.memory.agent import Query, TableFeatures, build_architecture, replay_chain
 
     chain = next(iter(streams.values()))
     queries = [Query.probe(f"{i} cue", f"/product/{o.url_hash}") for i, o in enumerate(chain[:QUERIES_PER_CHAIN])]

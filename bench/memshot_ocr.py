@@ -3,7 +3,7 @@
 Measured path: ``RapidLineOcr.read`` on every MemShot shot of conv-26 (130 shots, 19 sessions,
 in session order, as one worker of the embedding job sees them), after a warm-up read whose
 line cache is then cleared. Reported: wall and CPU ms per shot, the read rate
-(``memory.dialogue.readrate``: share of the words each shot draws that the OCR text contains;
+(``vismem.memory.dialogue.readrate``: share of the words each shot draws that the OCR text contains;
 the issue's goal is 0.95), its worst shot, the line-cache hit rate, and the peak RSS of the
 process that ran it (a fresh spawned process, so other benchmarks do not inflate it). Other
 image variants are read on their first two sessions (``<variant>.read_rate``).
@@ -47,7 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 NAME = "memshot-ocr"
 CONVERSATION = "conv-26"
@@ -63,8 +63,8 @@ def _locomo_path() -> Path:
 
 def _shots(conv: Any, variant_name: str, sessions: int | None = None) -> list[tuple[bytes, str]]:
     """``(png, drawn text)`` of every shot of ``conv`` (first ``sessions`` sessions)."""
-    from memory.dialogue import load_variant, session_units
-    from memory.dialogue.readrate import session_drawn_texts
+    from vismem.memory.dialogue import load_variant, session_units
+    from vismem.memory.dialogue.readrate import session_drawn_texts
 
     v = load_variant(variant_name)
     out = []
@@ -77,9 +77,9 @@ def _shots(conv: Any, variant_name: str, sessions: int | None = None) -> list[tu
 def measure(conversation: str = CONVERSATION, threads: int = THREADS,
             variants: tuple[str, ...] = OTHER_VARIANTS) -> dict[str, float]:
     """Run the measurement in this process (see module docstring); a flat dict of metrics."""
-    from env.dialogue import load_locomo
-    from memory.dialogue.readrate import reading, summarise
-    from serve.embedders.ocr import RapidLineOcr
+    from vismem.env.dialogue import load_locomo
+    from vismem.memory.dialogue.readrate import reading, summarise
+    from vismem.serve.embedders.ocr import RapidLineOcr
 
     conv = next(c for c in load_locomo(_locomo_path()) if c.conversation_id == conversation)
     shots = _shots(conv, "memshot")

@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 NAME = "memshot-render-locomo"
 TARGET_WALL_S = 1.5      # file:// (issue 18; was 3.0)
@@ -33,15 +33,15 @@ _STATE: dict[str, Any] = {}
 
 
 def _init(store: Any, prefix: str) -> None:
-    import pipelines.jobs.render  # noqa: F401 - the renderer is imported before the clock, as the module says
-    import memory.dialogue.render  # noqa: F401
-    from memory.dialogue.variants import load_variant
+    import vismem.pipelines.jobs.render  # noqa: F401 - the renderer is imported before the clock, as the module says
+    import vismem.memory.dialogue.render  # noqa: F401
+    from vismem.memory.dialogue.variants import load_variant
 
     _STATE.update(store=store, prefix=prefix, variant=load_variant("memshot"))
 
 
 def _work(rows: list[dict[str, Any]]) -> tuple[int, float]:
-    from pipelines.jobs.render import render_rows
+    from vismem.pipelines.jobs.render import render_rows
 
     c0 = time.process_time()
     out = render_rows(rows, store=_STATE["store"], variant=_STATE["variant"], prefix=_STATE["prefix"])
@@ -49,15 +49,15 @@ def _work(rows: list[dict[str, Any]]) -> tuple[int, float]:
 
 
 def _locomo_path() -> Path:
-    from pipelines.config import RunConfig
-    from pipelines.context import resolve_data_dir
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.context import resolve_data_dir
 
     return resolve_data_dir(RunConfig()) / "locomo/locomo10.json"
 
 
 def run_once(store: Any, prefix: str, rows: list[dict[str, Any]], processes: int = PROCESSES) -> dict[str, float]:
     """Render ``rows`` into ``store`` with ``processes`` worker processes; per-phase times."""
-    from pipelines.jobs.render import collect_units
+    from vismem.pipelines.jobs.render import collect_units
 
     chunks = [rows[i:i + CHUNK] for i in range(0, len(rows), CHUNK)]
     # spawn, not fork: another benchmark may have started Ray (threads) in this process. Both
@@ -99,10 +99,10 @@ def _init_probe(wait_s: float) -> int:
 
 @benchmark(NAME, "All of LoCoMo (272 sessions) → MemShot 768-px PNG shots in the store on 2 processes")
 def memshot_render_locomo() -> list[dict[str, Any]]:
-    from env.dialogue import load_locomo
-    from pipelines.jobs.render import session_rows
-    from core.s3server import LocalS3Server
-    from core.store import Store
+    from vismem.env.dialogue import load_locomo
+    from vismem.pipelines.jobs.render import session_rows
+    from vismem.core.s3server import LocalS3Server
+    from vismem.core.store import Store
 
     rows = session_rows(load_locomo(_locomo_path()))
     assert len(rows) == 272
@@ -157,8 +157,8 @@ def memshot_shot_format() -> list[dict[str, Any]]:
 
     Conversation conv-26 (19 sessions); one process; draw + encode time per shot and bytes per shot.
     """
-    from env.dialogue import load_locomo
-    from memory.dialogue import conversation_units, load_variant
+    from vismem.env.dialogue import load_locomo
+    from vismem.memory.dialogue import conversation_units, load_variant
 
     conv = load_locomo(_locomo_path())[0]
     variant = load_variant("memshot")

@@ -25,21 +25,21 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 NAME = "pocket-clip"
 CHAIN_SEED, CHAIN_J, PER_SESSION = 0, 15, 10
 
 
 def _category_order(seed: int) -> list[str]:
-    from agents.chains import category_order
+    from vismem.agents.chains import category_order
 
     return category_order(seed)
 
 
 def _data_dir() -> str:
-    from pipelines.config import RunConfig
-    from pipelines.context import resolve_data_dir
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.context import resolve_data_dir
 
     return str(resolve_data_dir(RunConfig()))
 
@@ -69,7 +69,7 @@ def recall_at(queries: np.ndarray, items: np.ndarray, k: int) -> float:
 
 
 def _render(catalog: Any) -> tuple[list[bytes], list[bytes], float]:
-    from env.storefront.images.sources import ProceduralImageSource
+    from vismem.env.storefront.images.sources import ProceduralImageSource
 
     src = ProceduralImageSource(catalog, cache_items=0)
     t0 = time.perf_counter()
@@ -80,9 +80,9 @@ def _render(catalog: Any) -> tuple[list[bytes], list[bytes], float]:
 @benchmark(NAME, "pocket-clip (stand-in for SigLIP-2): cue-phrase text→image recall over the catalogue and a J=15 chain bank")
 def pocket_clip() -> list[dict[str, Any]]:
     """Embed the catalogue with the shipped weights and score cue-phrase retrieval (module docstring)."""
-    from env.storefront.catalog import load_catalog
-    from env.storefront.images.sources import ProceduralImageSource
-    from serve.embed import build_embedder
+    from vismem.env.storefront.catalog import load_catalog
+    from vismem.env.storefront.images.sources import ProceduralImageSource
+    from vismem.serve.embed import build_embedder
 
     load0 = os.getloadavg()[0]
     catalog = load_catalog(_data_dir(), seed=0)

@@ -15,14 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 TARGET_S = 60.0
 CHAINS, J = 4, 5
 
 
 def _config(tmp: Path, stages: list[str]) -> Any:
-    from pipelines.config import load_config
+    from vismem.pipelines.config import load_config
 
     return load_config(overrides={
         "name": "bench-probes", "stages": stages, "runs_dir": str(tmp / "runs"),
@@ -34,7 +34,7 @@ def _config(tmp: Path, stages: list[str]) -> Any:
 
 @benchmark("probe-throughput", "exhaustive probes of 4 chains x J=5 for every memory variant (scripted recall, 2 actors)")
 def probe_throughput() -> list[dict[str, Any]]:
-    from pipelines.runner import run
+    from vismem.pipelines.runner import run
 
     name = "probe-throughput"
     with tempfile.TemporaryDirectory(prefix="vismem-bench-probes-") as tmp:

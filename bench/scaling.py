@@ -5,9 +5,9 @@ work w, 2w, 4w; the record is the exponent b of time ~ work^b (least squares on 
 linear. ``exponent`` is fitted on this process's CPU seconds (steady on a shared machine),
 ``wall_exponent`` on wall seconds. Stages and their unit of work:
 
-* ``render``: MemShot shots of the first n LoCoMo sessions (``pipelines.jobs.render.render_rows``);
-* ``catalog``: n products, both images, into a ``file://`` store (``pipelines.jobs.catalog.generate_rows``);
-* ``encode``: n chains of scripted-shopper sessions over one HTTP env (``agents.session.run_session``;
+* ``render``: MemShot shots of the first n LoCoMo sessions (``vismem.pipelines.jobs.render.render_rows``);
+* ``catalog``: n products, both images, into a ``file://`` store (``vismem.pipelines.jobs.catalog.generate_rows``);
+* ``encode``: n chains of scripted-shopper sessions over one HTTP env (``vismem.agents.session.run_session``;
   sub-linear where later chains revisit pages the env's page cache holds);
 * ``features``: captions + embeddings of n chains' observations (``InProcessFeatures.precompute``);
 * ``replay``: n chains replayed into every memory variant from cached features;
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 NAME = "scaling"
 LINEAR_MAX = 1.2
@@ -54,11 +54,11 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, float]:
 
 
 def _render(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
-    from core.store import Store
-    from env.dialogue import load_locomo
-    from memory.dialogue.variants import load_variant
-    from pipelines.jobs.render import render_rows, session_rows
-    from bench.memshot_render import _locomo_path
+    from vismem.core.store import Store
+    from vismem.env.dialogue import load_locomo
+    from vismem.memory.dialogue.variants import load_variant
+    from vismem.pipelines.jobs.render import render_rows, session_rows
+    from vismem.bench.memshot_render import _locomo_path
 
     rows, variant = session_rows(load_locomo(_locomo_path())), load_variant("memshot")
     # Untimed pass over the largest size first: fonts, glyph and word caches warm for every size.
@@ -68,12 +68,12 @@ def _render(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
 
 
 def _catalog(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
-    from core.paths import resolve_data_dir
-    from core.store import Store
-    from env.storefront.catalog import load_catalog
-    from pipelines.config import RunConfig
-    from pipelines.jobs.catalog import generate_rows
-    from pipelines.stages.catalog import plan_rows, source_spec
+    from vismem.core.paths import resolve_data_dir
+    from vismem.core.store import Store
+    from vismem.env.storefront.catalog import load_catalog
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.jobs.catalog import generate_rows
+    from vismem.pipelines.stages.catalog import plan_rows, source_spec
 
     cfg = RunConfig().catalog
     variants = load_catalog(resolve_data_dir(), seed=0).variants
@@ -90,10 +90,10 @@ def _catalog(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
 
 def _sessions(shop_url: str, root: Path, chains: int, J: int, first_seed: int = 0) -> list[Any]:
     """Step rows of ``chains`` scripted chains of ``J`` sessions over HTTP (blobs under ``root``)."""
-    from agents.chains import session_spec
-    from agents.session import run_session
-    from env.pageenv import make_env
-    from serve.vlm import build_vlm
+    from vismem.agents.chains import session_spec
+    from vismem.agents.session import run_session
+    from vismem.env.pageenv import make_env
+    from vismem.serve.vlm import build_vlm
 
     blobs = root / "blobs" / "sha256"
     blobs.mkdir(parents=True, exist_ok=True)
@@ -116,8 +116,8 @@ def _sessions(shop_url: str, root: Path, chains: int, J: int, first_seed: int = 
 
 def _memory(tmp: Path, shop_url: str, sizes: list[int], J: int) -> dict[str, list[tuple[float, float]]]:
     """encode, features and replay walls at ``sizes`` chains of ``J`` sessions."""
-    from bench.memory_replay import _visual_encoder
-    from memory.agent import (InProcessFeatures, TableFeatures, build_architecture, chain_streams, list_variants,
+    from vismem.bench.memory_replay import _visual_encoder
+    from vismem.memory.agent import (InProcessFeatures, TableFeatures, build_architecture, chain_streams, list_variants,
                               replay_chain, with_components)
 
     local = {"captioner": "catalogue", "visual_encoder": _visual_encoder(), "text_encoder": "minilm"}
@@ -150,11 +150,11 @@ def _memory(tmp: Path, shop_url: str, sizes: list[int], J: int) -> dict[str, lis
 def _probes_J(tmp: Path, shop_url: str, Js: list[int]) -> tuple[list[tuple[float, float]], list[int]]:
     """Replay one chain's first J sessions into ``dualmem`` and run every exhaustive probe's
     retrieval at its session (the probe stage's memory work, no page env or VLM)."""
-    from agents.probes import chain_probes, probes_at
-    from bench.memory_replay import _visual_encoder
-    from core.paths import resolve_data_dir
-    from env.storefront.catalog import load_catalog
-    from memory.agent import InProcessFeatures, Query, build_architecture, chain_streams, replay_chain, with_components
+    from vismem.agents.probes import chain_probes, probes_at
+    from vismem.bench.memory_replay import _visual_encoder
+    from vismem.core.paths import resolve_data_dir
+    from vismem.env.storefront.catalog import load_catalog
+    from vismem.memory.agent import InProcessFeatures, Query, build_architecture, chain_streams, replay_chain, with_components
 
     root = tmp / "probesJ"
     steps = _sessions(shop_url, root, 1, max(Js))
@@ -187,10 +187,10 @@ def _probes_J(tmp: Path, shop_url: str, Js: list[int]) -> tuple[list[tuple[float
 
 @benchmark(NAME, "doubling each stage's work twice: exponent of wall time against work per stage")
 def scaling() -> list[dict[str, Any]]:
-    from core.paths import resolve_data_dir
-    from env.storefront.server import ShopServer
-    from pipelines.config import RunConfig
-    from pipelines.stages.catalog import source_spec
+    from vismem.core.paths import resolve_data_dir
+    from vismem.env.storefront.server import ShopServer
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.stages.catalog import source_spec
 
     out: list[dict[str, Any]] = []
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 
 @benchmark("stats-scoring", "35,410 probes x 7 architectures x 3 J: naive + 10k cluster bootstrap CIs per cell")
 def stats_scoring() -> list[dict[str, Any]]:
-    from analysis import dmv, synthetic
-    from analysis.schemas import validate
+    from vismem.analysis import dmv, synthetic
+    from vismem.analysis.schemas import validate
 
     probes = synthetic.bernoulli_probes(35_410, Js=(5, 10, 15), chains=25, seed=0)
     t0 = time.perf_counter()
@@ -34,7 +34,7 @@ def stats_scoring() -> list[dict[str, Any]]:
 
 @benchmark("stats-permutation-k25", "exact paired cluster sign-permutation test on 25 chains (2^25 assignments)")
 def stats_permutation_k25() -> list[dict[str, Any]]:
-    from analysis.permutation import sign_permutation_test
+    from vismem.analysis.permutation import sign_permutation_test
 
     rng = np.random.default_rng(0)
     chains = np.repeat(np.arange(25), 110)

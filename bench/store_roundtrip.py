@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 N_OBJECTS = 1000
 OBJECT_BYTES = 4096
@@ -57,8 +57,8 @@ def _measure(store: Any, label: str, table: Any) -> list[dict[str, Any]]:
 
 @benchmark("store-roundtrip", "1,000 small objects + a 100 MB Parquet table through file:// and local S3")
 def store_roundtrip() -> list[dict[str, Any]]:
-    from core.s3server import LocalS3Server
-    from core.store import Store
+    from vismem.core.s3server import LocalS3Server
+    from vismem.core.store import Store
 
     table = _table()
     out: list[dict[str, Any]] = []

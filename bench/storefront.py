@@ -13,17 +13,17 @@ import random
 import time
 from typing import Any
 
-from bench.harness import benchmark, record
+from vismem.bench.harness import benchmark, record
 
 N_STEPS = 60
 
 
 def _shop():
-    from env.storefront.catalog import load_catalog
-    from env.storefront.imagesource import IMAGE_SOURCES, build_image_source
-    from env.storefront.server import ShopServer
-    from pipelines.config import load_config
-    from pipelines.context import resolve_data_dir
+    from vismem.env.storefront.catalog import load_catalog
+    from vismem.env.storefront.imagesource import IMAGE_SOURCES, build_image_source
+    from vismem.env.storefront.server import ShopServer
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.context import resolve_data_dir
 
     cat = load_catalog(resolve_data_dir(load_config(None)), seed=0)
     build_image_source("placeholder", cat)  # loads image plugins if present
@@ -38,8 +38,8 @@ def _pct(xs: list[float], q: float) -> float:
 
 @benchmark("storefront-step", "one BrowserEnv step (Chromium page load + observation), p50/p95 per mode")
 def storefront_step() -> list[dict[str, Any]]:
-    from env.actions import navigate
-    from env.browser import BrowserEnv
+    from vismem.env.actions import navigate
+    from vismem.env.browser import BrowserEnv
 
     shop, source = _shop()
     out = []
@@ -78,7 +78,7 @@ def storefront_step() -> list[dict[str, Any]]:
 
 @benchmark("audit-crawl", "full L2-leakage audit crawl of the shop over HTTP (fields scanned per second)")
 def audit_crawl() -> list[dict[str, Any]]:
-    from env.storefront.audit import crawl_and_audit
+    from vismem.env.storefront.audit import crawl_and_audit
 
     shop, _ = _shop()
     with shop:

@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from core.errors import ConfigError
+from vismem.core.errors import ConfigError
 
 #: Schemes a ``data_dir`` may name besides a local path.
 REMOTE_SCHEMES = ("s3://",)
@@ -48,7 +48,7 @@ def materialise(uri: str) -> Path:
 
 
 def _copy(uri: str) -> Path:
-    from core.store import Store, StoreError
+    from vismem.core.store import Store, StoreError
 
     try:
         store = Store.open(uri)

@@ -16,8 +16,8 @@ def repo_root() -> Path:
 
 def resolve_data_dir(data_dir: str | Path = DEFAULT_DATA_DIR) -> Path:
     """``data_dir`` resolved against the repo root (then the cwd) when relative; an ``s3://``
-    data dir is copied to a node-local folder first (:mod:`core.datadir`)."""
-    from core.datadir import is_remote, materialise
+    data dir is copied to a node-local folder first (:mod:`vismem.core.datadir`)."""
+    from vismem.core.datadir import is_remote, materialise
 
     if is_remote(data_dir):
         return materialise(str(data_dir))

@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from core.lifeline import descendants
+from vismem.core.lifeline import descendants
 
 _MIB = 1 << 20
 

@@ -1,13 +1,13 @@
 """PNG writing shared by the MemShot shot renderer and the catalogue: chunks, deflate, an RGB writer.
 
-Deflate is the cost of a PNG here (the pixels are drawn fast; see ``memory.dialogue.draw``), so the
+Deflate is the cost of a PNG here (the pixels are drawn fast; see ``vismem.memory.dialogue.draw``), so the
 level picks the engine: levels 0-3 are ISA-L's (``isal``: Intel's deflate, ~4x zlib's speed at
 level 1 on shots and product photos, and smaller output than zlib level 1 on both), 4-9 are
 zlib's (smaller, several times slower). ``pyproject.toml`` pins both libraries, and the same
 pixels must give the same bytes (content-keyed caches, result tables). One measured exception:
 ISA-L's *stateful* compressor (``deflate_segment``) at levels 1-3 now and then gave a different
 (valid) stream for the same input later in the same process; at level 0, and in the one-shot
-``zlib_stream`` at level 1, no repeat differed (see ``memory.dialogue.png.SHOT_LEVEL``).
+``zlib_stream`` at level 1, no repeat differed (see ``vismem.memory.dialogue.png.SHOT_LEVEL``).
 Measured on this machine over 807 shot strips (123 MB of rows): zlib level 1 224 ms / 6.29 MB,
 ISA-L level 1 52 ms / 5.78 MB; per 512-px product photo (Up-filtered rows) zlib RLE 2.5 ms,
 ISA-L 0.55 ms.

@@ -8,7 +8,8 @@ is the one config type for all of these, and :meth:`Registry.resolve` the one re
 
 Registration never depends on import order. A registry knows:
 
-* its *built-in* modules (names inside its own package, imported on first lookup), and
+* its *built-in* package: every module in it is imported on first lookup (found by walking the
+  package, so adding a built-in is adding a module: no list to keep), and
 * *plugins* from other packages, declared as data in ``pyproject.toml`` under the entry-point
   group ``vismem.<kind>`` (``name = "module"``), imported on first lookup,
 
@@ -20,13 +21,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import threading
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
 from pydantic import Field, model_validator
 
-from core.config import Frozen
-from core.errors import ConfigError
+from vismem.core.config import Frozen
+from vismem.core.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -70,21 +72,33 @@ class ComponentSpec(Frozen):
 Aliases = Callable[[str], "dict[str, Any] | None"]
 
 
+def builtin_modules(package: str | None) -> list[str]:
+    """Every module of ``package`` (its submodules, not sub-packages' insides), sorted: what a
+    registry imports to find its built-ins. Private modules (``_name``) are skipped."""
+    if package is None:
+        return []
+    pkg = importlib.import_module(package)
+    found = [f"{package}.{m.name}" for m in pkgutil.iter_modules(getattr(pkg, "__path__", []))
+             if not m.name.startswith("_")]
+    return sorted(found)
+
+
 class Registry(Generic[T]):
     """Names → factories for one kind of component (VLMs, embedders, memories, ...).
 
     Args:
         kind: what the registry holds (``vlm``, ``embedder``, ...); its plugin entry-point group
             is ``vismem.<kind>``.
-        builtins: modules of the registry's own package that register the built-in factories.
+        package: the package whose modules register the built-in factories (every module in it
+            is imported on first lookup; None when the registering module defines the registry).
         aliases: ``name -> {name, args} | None``: named variants that expand to a spec.
         variant_names: lists the alias names (for error messages and listings).
     """
 
-    def __init__(self, kind: str, *, builtins: tuple[str, ...] = (), aliases: Aliases | None = None,
+    def __init__(self, kind: str, *, package: str | None = None, aliases: Aliases | None = None,
                  variant_names: Callable[[], list[str]] | None = None) -> None:
         self.kind = kind
-        self.builtins = builtins
+        self.package = package
         self._aliases = aliases
         self._variant_names = variant_names
         self._factories: dict[str, Callable[..., T]] = {}
@@ -111,13 +125,13 @@ class Registry(Generic[T]):
         return deco
 
     def load_plugins(self) -> None:
-        """Import the built-in modules and every ``vismem.<kind>`` entry point (once)."""
+        """Import every module of the built-in package and every ``vismem.<kind>`` entry point (once)."""
         if self._loaded:
             return
         with self._lock:
             if self._loaded:
                 return
-            for mod in self.builtins:
+            for mod in builtin_modules(self.package):
                 importlib.import_module(mod)
             from importlib.metadata import entry_points
 

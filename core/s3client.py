@@ -1,6 +1,6 @@
-"""S3 clients for :class:`core.store.Store`: one per process and endpoint, and the bucket check.
+"""S3 clients for :class:`vismem.core.store.Store`: one per process and endpoint, and the bucket check.
 
-Clients (boto3, and the lean PUT of a loopback server, :mod:`core.s3put`) are shared by every
+Clients (boto3, and the lean PUT of a loopback server, :mod:`vismem.core.s3put`) are shared by every
 Store of a process with the same endpoint and keys: a Store is unpickled in each Ray task, and
 building a boto3 client costs 7-130 ms of CPU and fresh connections each time. Both kinds are
 thread-safe. The process id is part of the key, so a forked child never shares a parent's sockets.
@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Any
 
-from core.errors import StoreError
+from vismem.core.errors import StoreError
 
 _SHARED: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
@@ -46,10 +46,10 @@ def client(spec: Any) -> Any:
 
 
 def lean_put(spec: Any) -> Any:
-    """This process's lean PUT for ``spec`` (a :class:`core.s3put.LeanPut`), or False where boto3
+    """This process's lean PUT for ``spec`` (a :class:`vismem.core.s3put.LeanPut`), or False where boto3
     must do the puts (not a plain-HTTP loopback endpoint with static keys, or ``VISMEM_S3_LEAN=0``,
     the benchmarks' boto3 peer)."""
-    from core import s3put
+    from vismem.core import s3put
 
     on = os.environ.get("VISMEM_S3_LEAN", "1") != "0"
 

@@ -10,7 +10,7 @@ One owner at a time, and never an orphan:
   server runs; the kernel drops it when the owner dies. A second run on the same data dir gets
   one line — ``another vismem run (pid N) is using <data_dir>`` — instead of weed's leveldb
   lock error;
-* weed runs under a :class:`core.lifeline.Lifeline`, which ends it when its owner goes, even
+* weed runs under a :class:`vismem.core.lifeline.Lifeline`, which ends it when its owner goes, even
   by ``SIGKILL``;
 * a ``weed mini -dir=<data_dir>`` still running when the lock is free is stale by definition
   (its owner is gone: an older vismem, a lifeline killed by hand) and is ended before the start.
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import StoreError
-from core.lifeline import Lifeline, end_pids, proc_files
-from core.ports import free_ports
+from vismem.core.errors import StoreError
+from vismem.core.lifeline import Lifeline, end_pids, proc_files
+from vismem.core.ports import free_ports
 
 # weed mini opens many listeners; every one we know of gets a free port so that several
 # servers (parallel tests, two runs) never collide. Iceberg/Lance catalogues are switched off.
@@ -85,7 +85,7 @@ class LocalS3Server:
         }
 
     def start(self, timeout_s: float = 30.0) -> "LocalS3Server":
-        from core.store import bucket_problem
+        from vismem.core.store import bucket_problem
 
         for b in self.buckets:  # weed would retry a bad name until the timeout
             problem = bucket_problem(b)

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
-from core import s3client
-from core.blobref import parse_ref
-from core.errors import StoreError
+from vismem.core import s3client
+from vismem.core.blobref import parse_ref
+from vismem.core.errors import StoreError
 
 _S3_BUCKET_OK = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
 #: Store URI schemes a run config accepts (``local-s3://`` is opened by the runner's weed server).
@@ -216,7 +216,7 @@ class Store:
             raise
 
     def get_bytes(self, key: str) -> bytes:
-        """Read a blob, or the byte range a ``core.blobref`` reference names; a missing key raises
+        """Read a blob, or the byte range a ``vismem.core.blobref`` reference names; a missing key raises
         ``FileNotFoundError`` naming it."""
         ref = parse_ref(key)
         if ref is not None:
@@ -267,7 +267,7 @@ class Store:
 
     def exists(self, key: str) -> bool:
         """True when the blob exists (used by every stage to skip finished work); for a
-        ``core.blobref`` reference, whether the object it points into exists."""
+        ``vismem.core.blobref`` reference, whether the object it points into exists."""
         ref = parse_ref(key)
         if ref is not None:
             key = ref[0]

@@ -9,7 +9,7 @@
 * ``observe()`` returns an :class:`Observation` with the real URL, ``<title>`` and meta
   description, plus pixels by mode: ``product_image`` (the official one: the product image
   bytes on product pages, nothing elsewhere) or ``screenshot`` (the rendered viewport PNG).
-* ``step(action)`` executes an :class:`env.actions.Action` (or parses a reply string).
+* ``step(action)`` executes an :class:`vismem.env.actions.Action` (or parses a reply string).
   An invalid action leaves the page unchanged, returns an error message and counts as a step.
   ``add_to_wishlist`` (success exit) and ``done`` (failure exit) end the episode.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from env.pageenv import (  # noqa: F401  (Observation/StepResult re-exported for callers)
+from vismem.env.pageenv import (  # noqa: F401  (Observation/StepResult re-exported for callers)
     MAX_INDEX,
     PRODUCT_PATH,
     BasePageEnv,

@@ -3,9 +3,9 @@
 :class:`HttpEnv` is a fast non-browser path (httpx GETs against the same storefront) with the
 browser's contract and the same ``click_index`` semantics, for tests that need many sessions
 (policy compliance over 20 seeds) and for quick local runs. :func:`click_targets` is the pure
-form of ``click_index``: it mirrors ``env.browser._TARGETS_JS`` (the N-th distinct same-origin
+form of ``click_index``: it mirrors ``vismem.env.browser._TARGETS_JS`` (the N-th distinct same-origin
 ``/product/`` or ``/collection/`` link inside ``<main>``, DOM order); a test checks the two
-agree on real pages. Action semantics come from :class:`env.pageenv.BasePageEnv`.
+agree on real pages. Action semantics come from :class:`vismem.env.pageenv.BasePageEnv`.
 
 Speed: one kept-alive client per env, product images cached, and pages cached by path. The
 HTTP env never POSTs (``add_to_wishlist`` is not executed), so a page's observation -- final URL,
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from env.pageenv import PRODUCT_PATH, BasePageEnv, Observation
+from vismem.env.pageenv import PRODUCT_PATH, BasePageEnv, Observation
 
 _TITLE_RE = re.compile(r"<title>(.*?)</title>", re.S | re.I)
 _META_RE = re.compile(r"<meta\s+name=\"description\"\s+content=\"([^\"]*)\"", re.I)
@@ -177,6 +177,6 @@ def _cacheable(path: str) -> bool:
 
 def http_env(shop_url: str, *, observation: str = "product_image", step_timeout_s: float = 30.0) -> HttpEnv:
     """An :class:`HttpEnv` on ``shop_url`` (``observation`` must be ``product_image``)."""
-    from env.pageenv import make_env
+    from vismem.env.pageenv import make_env
 
     return make_env("http", shop_url, observation=observation, step_timeout_s=step_timeout_s)

@@ -6,8 +6,8 @@ context: no cookies, storage or shop session — the context wipe between sessio
 the action semantics (what ``navigate``, ``click_index``, ``add_to_wishlist`` and ``done`` do,
 and what counts as an error), so the two cannot drift apart:
 
-* :class:`env.browser.BrowserEnv` — real Chromium through Playwright (the protocol);
-* :class:`env.http_env.HttpEnv` — plain HTTP GETs against the same shop, with the same
+* :class:`vismem.env.browser.BrowserEnv` — real Chromium through Playwright (the protocol);
+* :class:`vismem.env.http_env.HttpEnv` — plain HTTP GETs against the same shop, with the same
   ``click_index`` targets (a fast path: the paper's product-image mode needs no pixels of the
   page itself).
 
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from env.actions import Action, parse_action
+from vismem.env.actions import Action, parse_action
 
 ObservationMode = Literal["product_image", "screenshot"]
 PRODUCT_PATH = re.compile(r"^/product/([0-9a-f]{8})$")
@@ -171,11 +171,11 @@ EnvFactory = Callable[..., Any]
 def make_env(kind: str, shop_url: str, *, observation: str = "product_image", step_timeout_s: float = 30.0) -> Any:
     """A started page env: ``browser`` (Chromium via Playwright) or ``http`` (plain HTTP)."""
     if kind == "browser":
-        from env.browser import BrowserEnv
+        from vismem.env.browser import BrowserEnv
 
         return BrowserEnv(shop_url, observation=observation, timeout_ms=int(step_timeout_s * 1000)).start()
     if kind == "http":
-        from env.http_env import HttpEnv
+        from vismem.env.http_env import HttpEnv
 
         if observation != "product_image":
             raise ValueError("the HTTP env only supports product_image observations")

@@ -3,7 +3,7 @@
 * an answer is reused only when final (``ok``/``malformed``: the model answered); a call that
   failed (``error:*``) is asked again by the next run, and its stage ends ``partial``;
 * a judge verdict is reused only for the very same prediction and when not ``error:*``;
-* a prediction is stored cut to :data:`core.failures.REPLY_CAP` characters (``answer_truncated``);
+* a prediction is stored cut to :data:`vismem.core.failures.REPLY_CAP` characters (``answer_truncated``);
 * the dataset file must exist before anything is rendered.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 def check_dataset_file(config: Any) -> None:
     """The dataset file exists (a DataError naming it, before anything is rendered)."""
-    from core.errors import DataError
-    from pipelines.context import resolve_data_dir
-    from pipelines.jobs.render import dataset_path
+    from vismem.core.errors import DataError
+    from vismem.pipelines.context import resolve_data_dir
+    from vismem.pipelines.jobs.render import dataset_path
 
     path = dataset_path(config.memshot, resolve_data_dir(config))
     if not path.is_file():
@@ -25,11 +25,11 @@ def check_dataset_file(config: Any) -> None:
 
 
 def capped(answers: Any) -> Any:
-    """Predictions cut to :data:`core.failures.REPLY_CAP` characters, ``answer_truncated`` saying so
+    """Predictions cut to :data:`vismem.core.failures.REPLY_CAP` characters, ``answer_truncated`` saying so
     (a runaway reply of megabytes is stored, judged and scored as its first 64 KiB)."""
     import polars as pl
 
-    from core.failures import REPLY_CAP
+    from vismem.core.failures import REPLY_CAP
 
     long = pl.col("prediction").str.len_chars() > REPLY_CAP
     return answers.with_columns(long.fill_null(False).alias("answer_truncated"),

@@ -1,10 +1,10 @@
 """What the DMV-Bench memory stages share: the run's chains, their observations, its architectures.
 
 A *chain* is one browsing back-end's sessions of one seed in the trajectory cache
-(``pipelines.trajectories``); the ``replay`` and ``probes`` stages read the chains the
+(``vismem.pipelines.trajectories``); the ``replay`` and ``probes`` stages read the chains the
 ``encode`` stage planned (same back-end specs and cache slugs, same seeds), session ``j`` for
 ``j < encode.J``, and turn their step rows into memory observations
-(``memory.agent.observations_from_steps``).
+(``vismem.memory.agent.observations_from_steps``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Chain:
 
 def plan_chains(config: Any) -> list[Chain]:
     """Every chain of the run's encode plan, in plan order."""
-    from pipelines.stages.encode import plan
+    from vismem.pipelines.stages.encode import plan
 
     _, slugs, keys = plan(config)
     seen: dict[tuple[int, int], None] = {}
@@ -35,7 +35,7 @@ def plan_chains(config: Any) -> list[Chain]:
 
 def missing_sessions(store: Any, chains: list[Chain], J: int) -> list[tuple[str, int, int]]:
     """``(slug, seed, j)`` of sessions ``j < J`` that are not in the trajectory cache."""
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     out = []
     for slug in dict.fromkeys(c.slug for c in chains):
@@ -48,22 +48,22 @@ def chain_steps(store: Any, chain: Chain, J: int) -> Any:
     """The step rows of a chain's sessions ``0..J-1`` as one Polars frame (session, then step)."""
     import polars as pl
 
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     cache = TrajectoryCache(store, chain.slug)
     return pl.concat([cache.read_steps(chain.seed, j) for j in range(J)], how="vertical_relaxed")
 
 
 def chain_observations(store: Any, chain: Chain, J: int) -> list[Any]:
-    """A chain's visits (``memory.agent.Observation``) in stream order."""
-    from memory.agent import observations_from_steps
+    """A chain's visits (``vismem.memory.agent.Observation``) in stream order."""
+    from vismem.memory.agent import observations_from_steps
 
     return observations_from_steps(chain_steps(store, chain, J))
 
 
 def architecture_specs(config: Any) -> list[dict[str, Any]]:
     """The configured architectures with ``memory.components`` laid over each (raw specs)."""
-    from memory.agent import ARCHITECTURES, with_components
+    from vismem.memory.agent import ARCHITECTURES, with_components
 
     comps = dict(config.memory.components)
     out = []
@@ -99,11 +99,11 @@ def pin_deployed(spec: Any) -> Any:
     cannot see the driver's deployment state (``vismem serve up``'s state file, or a
     ``VISMEM_SERVE_URL`` set after the workers started): the driver, which can, pins the endpoint.
     """
-    from serve.deploy import DEPLOYED_PREFIX, deployable
+    from vismem.serve.deploy import DEPLOYED_PREFIX, deployable
 
     def registry(name: str) -> Any:
-        from serve.embed import EMBEDDERS
-        from serve.vlm import VLMS
+        from vismem.serve.embed import EMBEDDERS
+        from vismem.serve.vlm import VLMS
 
         return VLMS if deployable(name).kind == "vlm" else EMBEDDERS
 
@@ -121,7 +121,7 @@ def pin_deployed(spec: Any) -> Any:
 
 def build_architectures(config: Any, features: Any = None) -> list[Any]:
     """Every configured architecture, built (ConfigError naming the field on a bad spec)."""
-    from memory.agent import build_architecture
+    from vismem.memory.agent import build_architecture
 
     return [build_architecture(spec, features=features, field=f"memory.architectures[{i}]")
             for i, spec in enumerate(architecture_specs(config))]
@@ -129,7 +129,7 @@ def build_architectures(config: Any, features: Any = None) -> list[Any]:
 
 def variant_info(arch: Any) -> dict[str, Any]:
     """Study, labels and the studies it is a reference row of, for a built architecture."""
-    from memory.agent.variants import list_variants, load_variant
+    from vismem.memory.agent.variants import list_variants, load_variant
 
     name = getattr(arch, "variant", None) or arch.name
     if name in list_variants():

@@ -6,8 +6,8 @@ import argparse
 import importlib
 import sys
 
-from pipelines.commands import COMMAND_MODULES
-from core.errors import VismemError
+from vismem.pipelines.commands import COMMAND_MODULES
+from vismem.core.errors import VismemError
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,16 +17,16 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from core.config import Frozen
-from pipelines.configs.catalog import CatalogConfig
-from pipelines.configs.encode import EncodeConfig
-from pipelines.configs.memory import MemoryConfig, ProbesConfig
-from pipelines.configs.memshot import MemShotConfig
-from pipelines.configs.report import ReportConfig
-from pipelines.configs.store import RayConfig, StoreConfig
-from core.errors import ConfigError
+from vismem.core.config import Frozen
+from vismem.pipelines.configs.catalog import CatalogConfig
+from vismem.pipelines.configs.encode import EncodeConfig
+from vismem.pipelines.configs.memory import MemoryConfig, ProbesConfig
+from vismem.pipelines.configs.memshot import MemShotConfig
+from vismem.pipelines.configs.report import ReportConfig
+from vismem.pipelines.configs.store import RayConfig, StoreConfig
+from vismem.core.errors import ConfigError
 
-from pipelines.stages import STAGE_ORDER  # noqa: E402  (the one list of stages, in run order)
+from vismem.pipelines.stages import STAGE_ORDER  # noqa: E402  (the one list of stages, in run order)
 
 #: id(config) -> (weak reference, its input digests): see RunConfig.input_digests.
 _PINNED: dict[int, tuple[weakref.ref, dict[str, str]]] = {}
@@ -97,19 +97,19 @@ class RunConfig(Frozen):
     # -- identity -----------------------------------------------------------------------------
     def input_files(self) -> dict[str, Path]:
         """The data files the enabled stages read, by role (``memshot.dataset``, ``dmv-bench/...``)."""
-        from core.paths import resolve_data_dir
+        from vismem.core.paths import resolve_data_dir
 
         data_dir = resolve_data_dir(self.data_dir)
         out: dict[str, Path] = {}
         if self.memshot.enabled:
-            from pipelines.jobs.render import dataset_path
+            from vismem.pipelines.jobs.render import dataset_path
 
             try:
                 out["memshot.dataset"] = dataset_path(self.memshot, data_dir)
             except ConfigError:  # no file named (longmemeval without a path): the stage's check says so
                 pass
         if self.catalog.enabled or self.encode.enabled or self.memory.enabled or self.probes.enabled:
-            from env.storefront.catalog import CUE_FILE, SEED_FILE, dmv_dir
+            from vismem.env.storefront.catalog import CUE_FILE, SEED_FILE, dmv_dir
 
             d = dmv_dir(data_dir)
             out[f"dmv-bench/{SEED_FILE}"], out[f"dmv-bench/{CUE_FILE}"] = d / SEED_FILE, d / CUE_FILE
@@ -121,7 +121,7 @@ class RunConfig(Frozen):
         Computed once per config object: a run keeps its id (and output prefix) while it runs,
         even if a file is edited under it; a config loaded afterwards sees the new content.
         """
-        from core.digest import file_digest
+        from vismem.core.digest import file_digest
 
         hit = _PINNED.get(id(self))
         if hit is not None and hit[0]() is self:
@@ -141,9 +141,9 @@ class RunConfig(Frozen):
         same run (each stage's results depend on its own settings, not on which stages ran).
         The data files enter by content (:meth:`input_digests`), never by path: a modified
         dataset names a new run (with fresh caches under its prefix), the same bytes elsewhere
-        the same run. Secrets (:mod:`core.secrets`) never enter it.
+        the same run. Secrets (:mod:`vismem.core.secrets`) never enter it.
         """
-        from core.secrets import drop_secrets
+        from vismem.core.secrets import drop_secrets
 
         data = self.model_dump(mode="json", exclude={"store", "ray", "runs_dir", "data_dir", "stages"})
         for path_field in _DATA_PATH_FIELDS:
@@ -218,7 +218,7 @@ def load_preset(name: str) -> dict[str, Any]:
     """The raw mapping of a named preset."""
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
-    text = resources.files("pipelines.presets").joinpath(f"{name}.yaml").read_text()
+    text = resources.files("vismem.pipelines.presets").joinpath(f"{name}.yaml").read_text()
     return yaml.safe_load(text) or {}
 
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.paths import resolve_data_dir as _resolve
+from vismem.core.paths import resolve_data_dir as _resolve
 
 if TYPE_CHECKING:
-    from core.store import Store
-    from env.storefront.catalog import Catalog
-    from pipelines.config import RunConfig
-    from pipelines.manifest import Manifest
+    from vismem.core.store import Store
+    from vismem.env.storefront.catalog import Catalog
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.manifest import Manifest
 
 
 @dataclass
@@ -58,8 +58,8 @@ class RunContext:
         passed resolved, so a path relative to the driver's cwd means the same on a worker.
         """
         raw = str(self.config.data_dir)
-        from core.datadir import is_remote
-        from core.paths import repo_root
+        from vismem.core.datadir import is_remote
+        from vismem.core.paths import repo_root
 
         if is_remote(raw) or (not Path(raw).is_absolute() and self.data_dir.is_relative_to(repo_root().resolve())):
             return raw
@@ -73,7 +73,7 @@ def resolve_data_dir(config: Any) -> Path:
 
 def catalog_from_config(config: Any) -> "Catalog":
     """The storefront catalogue of a run config (its seed and ``catalog.colour_order``)."""
-    from env.storefront.catalog import load_catalog
+    from vismem.env.storefront.catalog import load_catalog
 
     order = getattr(getattr(config, "catalog", None), "colour_order", "seeded")
     return load_catalog(resolve_data_dir(config), seed=config.seed, colour_order=order)

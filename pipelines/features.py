@@ -1,6 +1,6 @@
 """Memory features in the store: content-addressed, computed once, shared by every run.
 
-A feature is a function of *(content, model spec)* (``memory.agent.features``): a caption of an
+A feature is a function of *(content, model spec)* (``vismem.memory.agent.features``): a caption of an
 image by a captioner and task, an image embedding by an encoder, a text embedding by an encoder.
 Layout (relative to the store root, shared by all runs)::
 
@@ -99,15 +99,15 @@ def ensure_features(store: Any, architectures: Iterable[Any], observations: Iter
     """Load, and compute where missing, every feature ``architectures`` read for ``observations``.
 
     ``compute(fs, items) -> (values, failures)`` runs one feature spec over items (the Ray Data
-    job or an in-process loop, :mod:`pipelines.jobs.features`); items are
+    job or an in-process loop, :mod:`vismem.pipelines.jobs.features`); items are
     ``{"content_id", "image_key", "url_hash", "text"}``. Returns the loaded
-    ``memory.agent.FeatureTables`` and what was done. Failed items are not stored (a re-run
+    ``vismem.memory.agent.FeatureTables`` and what was done. Failed items are not stored (a re-run
     retries them) and are listed in the stats.
     """
     import time
 
-    from memory.agent.features import FeatureTables, caption_id, content_id, text_id
-    from memory.agent.tables import TableFeatures
+    from vismem.memory.agent.features import FeatureTables, caption_id, content_id, text_id
+    from vismem.memory.agent.tables import TableFeatures
 
     archs, obs = list(architectures), list(observations)
     needed = sorted({fs for a in archs for fs in a.required_features()}, key=lambda f: (f.kind, f.key))

@@ -10,7 +10,7 @@ cluster and names nothing.
 
 Data too large to travel in a job package (LongMemEval's big files, the official images) is read
 from object storage instead: ``data_dir: s3://bucket/prefix`` is copied to each node's cache
-(:mod:`core.datadir`) and nothing is shipped. A file over :data:`SHIP_LIMIT_MB` in a local data
+(:mod:`vismem.core.datadir`) and nothing is shipped. A file over :data:`SHIP_LIMIT_MB` in a local data
 dir is refused before anything is sent, with the way out in the message.
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from core.datadir import is_remote
-from core.errors import ConfigError
+from vismem.core.datadir import is_remote
+from vismem.core.errors import ConfigError
 
 #: Largest total of data files shipped inside a job package (Ray's GCS keeps packages in memory).
 SHIP_LIMIT_MB = 100
@@ -41,7 +41,7 @@ def build(cfg: Any, repo: Path, dest: Path) -> tuple[str, list[str]]:
     data = cfg.model_dump(mode="json")
     shipped: list[str] = []
     if not is_remote(cfg.data_dir):
-        from core.paths import resolve_data_dir
+        from vismem.core.paths import resolve_data_dir
 
         root = resolve_data_dir(cfg.data_dir).resolve()
         files = {role: Path(p).resolve() for role, p in cfg.input_files().items()}

@@ -12,7 +12,7 @@ behave like a cluster of separate machines, and leave nothing behind:
   runtime-env agents, workers, job drivers and what they start, Chromium included), and nothing
   else carries. :meth:`LocalRayCluster.stop` ends them by that token -- SIGTERM, then SIGKILL,
   repeated while any remain (agents re-parented to init ignore SIGTERM) -- and a lifeline
-  (:mod:`core.lifeline`) does the same if the owner dies without stopping it.
+  (:mod:`vismem.core.lifeline`) does the same if the owner dies without stopping it.
 * **Every listener on 127.0.0.1**, the Ray Client server included (it follows the node IP,
   which Ray would otherwise turn into the machine's outward address: see ``_LOOPBACK_ENV``);
   :meth:`LocalRayCluster.listeners` lists what the cluster's processes listen on.
@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.lifeline import Lifeline, _alive, end_pids, pids_with_env
-from core.ports import free_ports
+from vismem.core.lifeline import Lifeline, _alive, end_pids, pids_with_env
+from vismem.core.ports import free_ports
 
 #: Environment variable carrying a cluster's token into every one of its processes.
 TOKEN_VAR = "VISMEM_LOCALCLUSTER"

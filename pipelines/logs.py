@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.paths import local_dir
+from vismem.core.paths import local_dir
 
 #: Loggers routed to the run log (each keeps its own level; their console handlers are removed).
 ROUTED = ("ray.data", "ray", "transformers", "huggingface_hub", "sentence_transformers", "urllib3", "filelock")

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.peakmem import PeakWatch
-from core.secrets import Scrubber
-from core.store import Store
+from vismem.core.peakmem import PeakWatch
+from vismem.core.secrets import Scrubber
+from vismem.core.store import Store
 
 MANIFEST_SCHEMA_VERSION = 1
 
@@ -58,7 +58,7 @@ def git_revision(cwd: str | Path | None = None) -> str:
 class Manifest:
     """``runs/<run_id>/manifest.json`` in the store; updated as stages start and finish.
 
-    Every save is scrubbed of secrets (:mod:`core.secrets`): secret-named entries become
+    Every save is scrubbed of secrets (:mod:`vismem.core.secrets`): secret-named entries become
     ``***`` and the known secret values (``scrubber``) are cut out of any text, such as an error.
     """
 

@@ -34,11 +34,11 @@ _DONE_RE = re.compile(r"/(ex|mc\d+)/s(\d+)\.done\.json$")
 def arch_key(arch_spec: dict[str, Any], recaller: dict[str, Any], protocol: dict[str, Any]) -> str:
     """``<architecture name>--<10 hex>`` over the resolved architecture spec (its components'
     transport args removed), the recalling VLM's spec and the recall protocol settings."""
-    from memory.agent.features import content_key
+    from vismem.memory.agent.features import content_key
 
-    from pipelines.jobs.encode import TRANSPORT_ARGS
+    from vismem.pipelines.jobs.encode import TRANSPORT_ARGS
 
-    from core.secrets import drop_secrets
+    from vismem.core.secrets import drop_secrets
 
     rec = {"name": recaller["name"], "args": drop_secrets({k: v for k, v in (recaller.get("args") or {}).items()
                                                            if k not in TRANSPORT_ARGS})}

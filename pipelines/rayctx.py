@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pipelines.configs.store import RayConfig
-from core.errors import VismemError
+from vismem.pipelines.configs.store import RayConfig
+from vismem.core.errors import VismemError
 
 
 def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = None) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Running a config: open the store (starting the local S3 server if asked), start Ray, run stages.
 
-Every stage is a :class:`pipelines.stages.Stage` (``run(ctx: RunContext) -> dict``) listed in
-``pipelines.stages.STAGE_ORDER``.
+Every stage is a :class:`vismem.pipelines.stages.Stage` (``run(ctx: RunContext) -> dict``) listed in
+``vismem.pipelines.stages.STAGE_ORDER``.
 Stages are idempotent: each checks the store for finished shards and does only what is missing,
 so a killed run completes on re-run with identical results.
 """
@@ -15,14 +15,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from core.lifeline import Lifeline
-from core.paths import local_dir
-from core.s3server import LocalS3Server
-from core.secrets import Scrubber, ScrubFilter, is_secret_name, secret_values
-from core.store import Store
-from pipelines.config import RunConfig
-from pipelines.context import RunContext
-from pipelines.manifest import Manifest
+from vismem.core.lifeline import Lifeline
+from vismem.core.paths import local_dir
+from vismem.core.s3server import LocalS3Server
+from vismem.core.secrets import Scrubber, ScrubFilter, is_secret_name, secret_values
+from vismem.core.store import Store
+from vismem.pipelines.config import RunConfig
+from vismem.pipelines.context import RunContext
+from vismem.pipelines.manifest import Manifest
 
 log = logging.getLogger("vismem")
 
@@ -107,8 +107,8 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     still open (the private S3 server of ``local-s3://`` still up); what it returns is kept under
     ``results["_after"]``.
     """
-    from pipelines.rayctx import init_ray
-    from pipelines.stages import get_stage
+    from vismem.pipelines.rayctx import init_ray
+    from vismem.pipelines.stages import get_stage
 
     todo = stages or config.stages
     for name in todo:
@@ -169,7 +169,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             if after is not None:
                 results["_after"] = after(store, results)
     finally:
-        from pipelines.rayctx import shutdown_ray
+        from vismem.pipelines.rayctx import shutdown_ray
 
         if started_ray:
             shutdown_ray()

@@ -1,7 +1,7 @@
 """The end-of-run summary: per stage what ran or was reused, headline numbers, where things are.
 
 :func:`collect` gathers it after a run (the stages' summaries, stage times from the manifest, the
-headline numbers scored from the run's result tables by ``analysis.report.headline`` -- the same
+headline numbers scored from the run's result tables by ``vismem.analysis.report.headline`` -- the same
 scoring as the report -- and the local paths of the report and viewers); :func:`render` prints it
 as rich tables. ``vismem run --json`` prints the machine-readable form instead.
 """
@@ -84,7 +84,7 @@ def collect(results: dict[str, Any], *, manifest: dict[str, Any] | None, tables:
             options: Any, wall_s: float, store_uri: str, run_id: str, report: str | None,
             viewers: dict[str, str], run_log: str | None) -> dict[str, Any]:
     """Everything the summary shows, JSON-able (headline frames as lists of records)."""
-    from analysis.report import headline
+    from vismem.analysis.report import headline
 
     heads = headline(tables, options) if tables else {}
     rows = stage_rows(results, manifest)

@@ -13,7 +13,7 @@ from scratch and its Parquet object is overwritten (every write is atomic), so a
 any point resumes with no duplicate rows.
 
 The backend slug names the model *and* the protocol settings that change trajectories
-(:func:`pipelines.jobs.encode.cache_slug`), so a different protocol never reads another's cache.
+(:func:`vismem.pipelines.jobs.encode.cache_slug`), so a different protocol never reads another's cache.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import re
 import threading
 from typing import Any, Iterable
 
-from agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table, timing_table
+from vismem.agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table, timing_table
 
 TRAJECTORY_ROOT = "trajectories"
 BLOB_ROOT = "blobs/sha256"
@@ -41,7 +41,7 @@ def slugify(text: str) -> str:
 
 
 def _image_ext(data: bytes) -> str:
-    from serve.openai_format import image_kind
+    from vismem.serve.openai_format import image_kind
 
     kind = image_kind(data)
     return "bin" if kind is None else "jpg" if kind == "jpeg" else kind

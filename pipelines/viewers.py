@@ -3,9 +3,9 @@
 ``write_viewers`` writes beside the report, under ``runs/<id>/report/``:
 
 * ``trajectories.html`` (DMV-Bench): every encoding session of the run's ``encoding`` table from
-  the trajectory cache (:mod:`pipelines.trajectories`), observation images from ``blobs/``, and
+  the trajectory cache (:mod:`vismem.pipelines.trajectories`), observation images from ``blobs/``, and
   every probe of the ``probes`` table with its step log from the probe cache
-  (:mod:`pipelines.probecache`);
+  (:mod:`vismem.pipelines.probecache`);
 * ``samples.html`` (MemShot): the run's ranking (``runs/<id>/memshot/ranked.parquet``), its
   units and shots, the questions (re-read from the dataset the manifest names, else from the
   result tables) and, when present, the answers and judge verdicts.
@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from core.paths import local_dir
+from vismem.core.paths import local_dir
 
 log = logging.getLogger("vismem")
 
@@ -36,7 +36,7 @@ MAX_QUESTIONS = 2_000
 
 def _steps(store: Any, enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame | None:
     """Every step of the run's encoding sessions, ``j`` 1-based as in the encoding table."""
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     parts = []
     for slug, seed, j in enc.select("backend", "seed", "j").unique().sort("backend", "seed", "j").iter_rows():
@@ -52,7 +52,7 @@ def _steps(store: Any, enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame
 
 def _probe_logs(store: Any, probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None]]:
     """``(chain_slug, seed, arch_key, probe_id, recall_session) -> (log JSON, target hash)``."""
-    from pipelines.probecache import ProbeCache
+    from vismem.pipelines.probecache import ProbeCache
 
     out: dict[tuple, tuple[str, str | None]] = {}
     for slug, seed, key in probes.select("chain_slug", "seed", "arch_key").unique().sort(pl.all()).iter_rows():
@@ -66,8 +66,8 @@ def _probe_logs(store: Any, probes: pl.DataFrame) -> dict[tuple, tuple[str, str 
 
 def trajectory_page(store: Any, run_id: str, tables: dict[str, pl.DataFrame]) -> str | None:
     """The trajectory viewer's HTML for a run (None: the run has no encoding table)."""
-    from analysis.report import display_names
-    from analysis.viewer import trajectory_viewer
+    from vismem.analysis.report import display_names
+    from vismem.analysis.viewer import trajectory_viewer
 
     enc = tables.get("encoding")
     if enc is None or enc.height == 0:
@@ -102,10 +102,10 @@ def trajectory_page(store: Any, run_id: str, tables: dict[str, pl.DataFrame]) ->
 def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """The run's questions: re-read from its dataset, else pieced together from the result tables."""
     try:
-        from memory.dialogue.retrieval import questions_frame
-        from pipelines.config import load_config
-        from pipelines.context import resolve_data_dir
-        from pipelines.jobs.render import load_conversations
+        from vismem.memory.dialogue.retrieval import questions_frame
+        from vismem.pipelines.config import load_config
+        from vismem.pipelines.context import resolve_data_dir
+        from vismem.pipelines.jobs.render import load_conversations
 
         cfg = load_config(None, overrides=(manifest or {})["config"])
         return questions_frame(load_conversations(cfg.memshot, resolve_data_dir(cfg)), scored_only=False)
@@ -132,7 +132,7 @@ def _units(store: Any, run_id: str) -> pl.DataFrame | None:
 def sample_page(store: Any, run_id: str, tables: dict[str, pl.DataFrame],
                 manifest: dict[str, Any] | None) -> str | None:
     """The sample viewer's HTML for a run (None: the run has no MemShot ranking)."""
-    from analysis.samples import sample_viewer
+    from vismem.analysis.samples import sample_viewer
 
     ranked_key = f"runs/{run_id}/memshot/ranked.parquet"
     units = _units(store, run_id)
@@ -168,7 +168,7 @@ def write_viewers(store: Any, run_id: str, *, manifest: dict[str, Any] | None = 
     written (hrefs relative to the report) and ``{name: message}`` for any that failed (a
     viewer never fails the report).
     """
-    from analysis.report import load_results
+    from vismem.analysis.report import load_results
 
     prefix = f"runs/{run_id}"
     if tables is None:

@@ -6,10 +6,10 @@
   — a scripted stand-in, MiniLM, a local transformers model, an embedder on a GPU. Clients are
   the ``openai`` VLM and ``openai-embed`` embedder backends, exactly as against vLLM.
 - vLLM models go through Ray's own builder (``ray.serve.llm:build_openai_app``) in the config
-  files of :mod:`serve.deploy`; :func:`build_llm_app` is the same in code (cluster only).
+  files of :mod:`vismem.serve.deploy`; :func:`build_llm_app` is the same in code (cluster only).
 
-The config files are made by :func:`serve.deploy.serve_config` (``vismem serve up|config``,
-``python -m serve.apps MODEL ...`` prints one for ``serve deploy`` / ``serve run``).
+The config files are made by :func:`vismem.serve.deploy.serve_config` (``vismem serve up|config``,
+``python -m vismem.serve.apps MODEL ...`` prints one for ``serve deploy`` / ``serve run``).
 Ray is imported inside the functions, so importing this module stays light.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from serve.openai_server import chat_completions, embeddings, models_list
+from vismem.serve.openai_server import chat_completions, embeddings, models_list
 
 #: The deployment's name inside every vismem app (a Serve config's ``deployments[].name``).
 DEPLOYMENT_NAME = "OpenAIModelServer"
@@ -35,8 +35,8 @@ class OpenAIModelServer:
 
     def __init__(self, vlm_spec: dict[str, Any] | None = None, embedder_spec: dict[str, Any] | None = None,
                  model_id: str | None = None) -> None:
-        from serve.embed import build_embedder
-        from serve.vlm import build_vlm
+        from vismem.serve.embed import build_embedder
+        from vismem.serve.vlm import build_vlm
 
         self.vlm = build_vlm(vlm_spec) if vlm_spec else None
         self.embedder = build_embedder(embedder_spec) if embedder_spec else None
@@ -106,7 +106,7 @@ def model_app(args: dict[str, Any]):
     """
     unknown = set(args) - {"vlm_spec", "embedder_spec", "model_id"}
     if unknown:
-        raise ValueError(f"serve.apps:model_app: unknown args {sorted(unknown)}")
+        raise ValueError(f"vismem.serve.apps:model_app: unknown args {sorted(unknown)}")
     return build_model_app(args.get("vlm_spec"), args.get("embedder_spec"), model_id=args.get("model_id"),
                            num_cpus=0.25)
 
@@ -116,7 +116,7 @@ def build_llm_app(models: list[str]):
     whose ``deploy.engine`` is ``vllm``. Cluster only: ``ray.serve.llm`` needs vLLM (``ray[llm]``)."""
     import importlib.util
 
-    from serve.deploy import deployable, llm_config
+    from vismem.serve.deploy import deployable, llm_config
 
     configs = [llm_config(deployable(m)) for m in models]
     try:
@@ -142,17 +142,17 @@ def run_app(app: Any, *, name: str = "vismem-model", route_prefix: str = "/", ho
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m serve.apps MODEL [MODEL ...]``: print the Serve config file that deploys the
+    """``python -m vismem.serve.apps MODEL [MODEL ...]``: print the Serve config file that deploys the
     named models (for ``serve deploy FILE`` / ``serve run FILE``; ``vismem serve up`` deploys it)."""
     import argparse
     import sys
 
     import yaml
 
-    from core.errors import ConfigError
-    from serve.deploy import serve_config
+    from vismem.core.errors import ConfigError
+    from vismem.serve.deploy import serve_config
 
-    p = argparse.ArgumentParser(prog="python -m serve.apps", description=main.__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m vismem.serve.apps", description=main.__doc__.splitlines()[0])
     p.add_argument("models", nargs="+", help="model variants (serve/models/*.yaml) or registered names")
     p.add_argument("--host", default="0.0.0.0")
     p.add_argument("--port", type=int, default=8000)

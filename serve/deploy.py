@@ -9,7 +9,7 @@ how Serve hosts it. :func:`serve_config` turns a list of them into one Serve con
 * ``deploy.engine: vllm`` models share one OpenAI gateway app, :data:`LLM_APP`, at route ``/``
   (``ray.serve.llm:build_openai_app``; the request's ``model`` picks the model), so the model
   YAMLs' ``${VISMEM_VLM_BASE_URL}`` is one URL for all of them;
-* every other model is its own app at ``/<name>`` (``serve.apps:model_app``: the registered
+* every other model is its own app at ``/<name>`` (``vismem.serve.apps:model_app``: the registered
   backend behind ``/v1/chat/completions`` or ``/v1/embeddings``).
 
 Runs name a deployed model as ``deployed:<name>`` wherever a VLM or embedder spec goes
@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from core.errors import ConfigError
+from vismem.core.errors import ConfigError
 
 DEPLOYED_PREFIX = "deployed:"
 #: The Serve app holding every vLLM model (one OpenAI router, route ``/``).
@@ -105,9 +105,9 @@ def deployable(name: str, *, overrides: dict[str, Any] | None = None, env: dict[
 
     ``overrides`` (e.g. ``{"max_replicas": 4}``) are laid over the YAML's ``deploy:`` block.
     """
-    from serve.embed import EMBEDDERS
-    from serve.models import MODELS_DIR, expand_env, load_model_spec
-    from serve.vlm import VLMS
+    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.models import MODELS_DIR, expand_env, load_model_spec
+    from vismem.serve.vlm import VLMS
 
     if (MODELS_DIR / f"{name}.yaml").is_file():
         ms = load_model_spec(name, env=env)
@@ -120,7 +120,7 @@ def deployable(name: str, *, overrides: dict[str, Any] | None = None, env: dict[
             raise ConfigError(f"{name!r} is both a VLM and an embedder; deploy a model variant instead")
         kind, spec, raw = ("vlm" if name in VLMS else "embedder"), {"name": name, "args": {}}, {}
     else:
-        from serve.models import list_models
+        from vismem.serve.models import list_models
 
         known = sorted(set(VLMS.names()) | set(EMBEDDERS.names()) | set(list_models()))
         raise ConfigError(f"unknown model {name!r} to deploy; known: {', '.join(known)}")
@@ -154,13 +154,13 @@ def llm_config(d: Deployable) -> dict[str, Any]:
 
 
 def _vismem_app(d: Deployable) -> dict[str, Any]:
-    from serve.apps import DEPLOYMENT_NAME
+    from vismem.serve.apps import DEPLOYMENT_NAME
 
     s = d.settings
     actor: dict[str, Any] = {"num_cpus": s.num_cpus, "num_gpus": s.num_gpus}
     if s.accelerator_type:
         actor["accelerator_type"] = s.accelerator_type
-    return {"name": d.app, "route_prefix": d.route_prefix, "import_path": "serve.apps:model_app",
+    return {"name": d.app, "route_prefix": d.route_prefix, "import_path": "vismem.serve.apps:model_app",
             "args": {f"{d.kind}_spec": d.spec, "model_id": d.model_id},
             "deployments": [{"name": DEPLOYMENT_NAME, "max_ongoing_requests": s.max_ongoing_requests,
                              "autoscaling_config": s.autoscaling(), "ray_actor_options": actor}]}
@@ -200,7 +200,7 @@ def validate_serve_config(cfg: dict[str, Any]) -> dict[str, Any]:
 def state_path() -> Path:
     """Where ``vismem serve up`` records what it deployed: ``$VISMEM_SERVE_STATE`` or
     ``runs/.serve/state.json`` in the checkout."""
-    from core.paths import repo_root
+    from vismem.core.paths import repo_root
 
     env = os.environ.get("VISMEM_SERVE_STATE")
     return Path(env) if env else repo_root() / "runs" / ".serve" / "state.json"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from core.registry import Registry
+from vismem.core.registry import Registry
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -37,20 +37,20 @@ class Embedder(Protocol):
 
 
 def _variant(name: str) -> dict | None:
-    from serve.models import variant_spec
+    from vismem.serve.models import variant_spec
 
     return variant_spec(name, "embedder")
 
 
 def _variant_names() -> list[str]:
-    from serve.models import list_models
+    from vismem.serve.models import list_models
 
     return list_models("embedder")
 
 
 #: Registry of embedders; ``EMBEDDERS.build({"name": "minilm", "args": {}})``; model variants
 #: (``serve/models/*.yaml`` of kind embedder) resolve as names too.
-EMBEDDERS: Registry[Embedder] = Registry("embedder", builtins=("serve.embedders",), aliases=_variant,
+EMBEDDERS: Registry[Embedder] = Registry("embedder", package="vismem.serve.embedders", aliases=_variant,
                                          variant_names=_variant_names)
 
 

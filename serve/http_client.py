@@ -2,7 +2,7 @@
 
 Retries with exponential backoff (plus jitter, honouring ``Retry-After``) on connect errors,
 timeouts, 408/409/425/429 and 5xx; other 4xx fail at once. A semaphore shared by all threads
-using one client caps in-flight requests. Failures raise :class:`serve.vlm.VLMError` with a
+using one client caps in-flight requests. Failures raise :class:`vismem.serve.vlm.VLMError` with a
 ``reason`` (``timeout``, ``connect``, ``http_<status>``, ``malformed_response``). Pickles (for Ray
 workers) by dropping and lazily rebuilding the connection pool and locks.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from serve.vlm import VLMError
+from vismem.serve.vlm import VLMError
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 

@@ -1,6 +1,6 @@
 """Message layouts: how a back-end lays a conversation out for its model (pure functions).
 
-The agent always speaks in :class:`serve.vlm.Message` turns (a system prompt, then a user turn
+The agent always speaks in :class:`vismem.serve.vlm.Message` turns (a system prompt, then a user turn
 with its images). Back-ends differ in how the official DMV-Bench code put that in front of the
 model (``/work/notes/dmv-official.md`` §4), and the layout changes what the model reads, so it is
 a model argument of every VLM back-end (``layout: ...`` in its spec) and enters the trajectory
@@ -16,7 +16,7 @@ cache key. Three layouts:
     no system role: one user turn whose parts are ``[text(system), text(user), images...]``.
 
 :func:`apply_layout` gives :class:`Turn` objects (role + ordered parts) that the wire format
-(:mod:`serve.openai_format`) and the local transformers backend serialise. :func:`model_view`
+(:mod:`vismem.serve.openai_format`) and the local transformers backend serialise. :func:`model_view`
 gives the same conversation back as Messages, with the text parts of a turn joined by
 ``"\\n\\n"``: what a model behind the layout reads, and exactly what the local OpenAI-compatible
 server parses from such a request, so a scripted stand-in answers the same in process and
@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from serve.vlm import Message, Role
+from vismem.serve.vlm import Message, Role
 
 Layout = Literal["chat", "merged-user", "parts"]
 LAYOUTS: tuple[str, ...] = ("chat", "merged-user", "parts")

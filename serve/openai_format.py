@@ -1,9 +1,9 @@
-"""OpenAI chat-completions wire format ↔ :class:`serve.vlm.Message` (pure functions).
+"""OpenAI chat-completions wire format ↔ :class:`vismem.serve.vlm.Message` (pure functions).
 
-Shared by the HTTP client (:mod:`serve.backends.openai`) and the local server
-(:mod:`serve.openai_server`) so both ends agree byte for byte: images travel as base64 data
+Shared by the HTTP client (:mod:`vismem.serve.backends.openai`) and the local server
+(:mod:`vismem.serve.openai_server`) so both ends agree byte for byte: images travel as base64 data
 URLs in ``image_url`` content parts, in the order the back-end's message layout
-(:mod:`serve.layouts`) gives: ``chat`` puts a turn's image parts first, then one text part
+(:mod:`vismem.serve.layouts`) gives: ``chat`` puts a turn's image parts first, then one text part
 (plain-string content when there are no images); ``merged-user`` and ``parts`` send text parts
 first, then the images, always as a part list (as the official clients do). The server parses
 every layout back: the text parts of one message are joined by ``"\n\n"``, so a
@@ -18,8 +18,8 @@ import time
 import uuid
 from typing import Any
 
-from serve.layouts import TEXT_JOIN, Turn, apply_layout
-from serve.vlm import ChatResult, Message
+from vismem.serve.layouts import TEXT_JOIN, Turn, apply_layout
+from vismem.serve.vlm import ChatResult, Message
 
 
 def image_kind(data: bytes) -> str | None:
@@ -75,7 +75,7 @@ def turn_to_openai(turn: Turn, *, image_detail: str | None = None) -> dict[str, 
 
 def messages_to_openai(messages: list[Message], *, layout: str = "chat",
                        image_detail: str | None = None) -> list[dict[str, Any]]:
-    """A conversation in the wire format under a message layout (see :mod:`serve.layouts`)."""
+    """A conversation in the wire format under a message layout (see :mod:`vismem.serve.layouts`)."""
     return [turn_to_openai(t, image_detail=image_detail) for t in apply_layout(messages, layout)]
 
 

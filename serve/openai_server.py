@@ -1,9 +1,9 @@
 """A local OpenAI-compatible server (FastAPI + uvicorn on loopback) for any registered backend.
 
-``/v1/chat/completions`` serves a :class:`serve.vlm.VLM` (data-URL images decoded back into
-bytes; requests in any message layout of :mod:`serve.layouts` parse, a message's text parts
+``/v1/chat/completions`` serves a :class:`vismem.serve.vlm.VLM` (data-URL images decoded back into
+bytes; requests in any message layout of :mod:`vismem.serve.layouts` parse, a message's text parts
 joined by ``"\n\n"``, so the hosted backend reads what the layout's model view promises),
-``/v1/embeddings`` an optional :class:`serve.embed.Embedder`, plus ``/v1/models`` and
+``/v1/embeddings`` an optional :class:`vismem.serve.embed.Embedder`, plus ``/v1/models`` and
 ``/health``. In process::
 
     with LocalOpenAIServer(vlm=build_vlm("scripted")) as srv:
@@ -11,7 +11,7 @@ joined by ``"\n\n"``, so the hosted backend reads what the layout's model view p
 
 or as a process::
 
-    python -m serve.openai_server --backend scripted --args '{"replies": ["hi"]}' [--port 0]
+    python -m vismem.serve.openai_server --backend scripted --args '{"replies": ["hi"]}' [--port 0]
 
 Backend exceptions with an ``http_status`` attribute (the scripted backend's injected faults)
 become that status code; any other exception is a 500 with the error text.
@@ -29,9 +29,9 @@ from typing import Any
 
 from fastapi import Request  # module level: FastAPI resolves the handlers' string annotations here
 
-from core.errors import VismemError
-from serve.asgi_thread import ThreadedASGIServer, bind_socket  # noqa: F401 (re-exported)
-from serve.openai_format import completion_response, from_data_url, messages_from_openai
+from vismem.core.errors import VismemError
+from vismem.serve.asgi_thread import ThreadedASGIServer, bind_socket  # noqa: F401 (re-exported)
+from vismem.serve.openai_format import completion_response, from_data_url, messages_from_openai
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def embeddings(embedder: Any, body: Any, model_id: str) -> tuple[int, dict[str, 
             vecs = embedder.embed_images(imgs, texts if texts else None)
         elif isinstance(texts, list) and all(isinstance(t, str) for t in texts):
             if body.get("input_type") == "query":
-                from serve.embed import embed_queries
+                from vismem.serve.embed import embed_queries
 
                 vecs = embed_queries(embedder, texts)
             else:
@@ -165,8 +165,8 @@ class LocalOpenAIServer(ThreadedASGIServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m serve.openai_server``: serve one VLM (and/or embedder) until interrupted."""
-    p = argparse.ArgumentParser(prog="python -m serve.openai_server", description=__doc__.splitlines()[0])
+    """``python -m vismem.serve.openai_server``: serve one VLM (and/or embedder) until interrupted."""
+    p = argparse.ArgumentParser(prog="python -m vismem.serve.openai_server", description=__doc__.splitlines()[0])
     p.add_argument("--backend", help="registered VLM backend name (e.g. scripted, transformers)")
     p.add_argument("--args", default="{}", help="JSON object of backend arguments")
     p.add_argument("--model-spec", help="a named model spec from serve/models (instead of --backend)")
@@ -177,13 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     a = p.parse_args(argv)
 
-    from serve.embed import build_embedder
-    from serve.vlm import build_vlm
+    from vismem.serve.embed import build_embedder
+    from vismem.serve.vlm import build_vlm
 
     vlm = embedder = None
     try:
         if a.model_spec:
-            from serve.models import load_model_spec
+            from vismem.serve.models import load_model_spec
 
             spec = load_model_spec(a.model_spec)
             if spec.kind == "vlm":

@@ -3,7 +3,7 @@
 They exercise the exact loading, chat-template, image-processing, generation and pooling code
 that the real checkpoints use, in about a second on a CPU. Importable by any test::
 
-    from serve.testing import build_tiny_qwen25vl, build_tiny_qwen3vl, build_tiny_siglip2
+    from vismem.serve.testing import build_tiny_qwen25vl, build_tiny_qwen3vl, build_tiny_siglip2
     path = build_tiny_qwen25vl(tmp_path / "tiny")           # writes config, weights, tokenizer
     vlm = build_vlm({"name": "transformers", "args": {"path": str(path)}})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from core.registry import Registry
+from vismem.core.registry import Registry
 
 Role = Literal["system", "user", "assistant"]
 
@@ -58,22 +58,22 @@ class VLM(Protocol):
 
 
 def _variant(name: str) -> dict | None:
-    from serve.models import variant_spec
+    from vismem.serve.models import variant_spec
 
     return variant_spec(name, "vlm")
 
 
 def _variant_names() -> list[str]:
-    from serve.models import list_models
+    from vismem.serve.models import list_models
 
     return list_models("vlm")
 
 
 #: Registry of VLM backends; ``VLMS.build({"name": "openai", "args": {...}})``. Built-ins live
-#: in ``serve.backends``; other packages register through the ``vismem.vlm`` entry points
+#: in ``vismem.serve.backends``; other packages register through the ``vismem.vlm`` entry points
 #: (e.g. the scripted shopper in ``agents``); model variants (``serve/models/*.yaml``) resolve
 #: as names too.
-VLMS: Registry[VLM] = Registry("vlm", builtins=("serve.backends",), aliases=_variant,
+VLMS: Registry[VLM] = Registry("vlm", package="vismem.serve.backends", aliases=_variant,
                                variant_names=_variant_names)
 
 

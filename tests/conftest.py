@@ -42,7 +42,7 @@ def shared_dir() -> Path:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory):
     """One real ``weed mini`` S3 server on 127.0.0.1 for the whole test session."""
-    from core.s3server import LocalS3Server
+    from vismem.core.s3server import LocalS3Server
 
     srv = LocalS3Server(data_dir=tmp_path_factory.mktemp("weed"), buckets=("vismem", "vismem-test"))
     srv.start()
@@ -53,7 +53,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def s3_store(s3_server, request):
     """A fresh S3 store prefix on the session's server (one prefix per test)."""
-    from core.store import Store
+    from vismem.core.store import Store
 
     prefix = request.node.name.replace("[", "_").replace("]", "").replace("/", "_")[:80]
     return Store.open(f"s3://vismem-test/{prefix}", endpoint_url=s3_server.endpoint_url,
@@ -62,7 +62,7 @@ def s3_store(s3_server, request):
 
 @pytest.fixture
 def file_store(tmp_path):
-    from core.store import Store
+    from vismem.core.store import Store
 
     return Store.open(f"file://{tmp_path}/store")
 
@@ -72,8 +72,8 @@ def ray_local():
     """A local Ray for the session: 2 CPUs, a small object store, fractional-CPU actors."""
     import ray
 
-    from pipelines.configs.store import RayConfig
-    from pipelines.rayctx import init_ray
+    from vismem.pipelines.configs.store import RayConfig
+    from vismem.pipelines.rayctx import init_ray
 
     cfg = RayConfig(num_cpus=2, object_store_mb=300, actor_cpus=0.25, concurrency=2)
     init_ray(cfg)

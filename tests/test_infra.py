@@ -82,7 +82,7 @@ def test_dockerfile_installs_every_dependency_of_the_project():
     assert f"== '{major.group(1)}'" in text  # the image build checks the Pillow major it got
     # Chromium the way Ubuntu supports in a container (its apt `chromium` is a snap shim), where
     # env.browser looks for it.
-    from env.browser import CHROMIUM_PATH
+    from vismem.env.browser import CHROMIUM_PATH
 
     assert "playwright install --with-deps chromium" in text and CHROMIUM_PATH in text
     apt = " ".join(re.findall(r"apt-get install[^\n]*\n([^\n]*)", text))
@@ -120,8 +120,8 @@ def test_every_pod_reads_the_secret_and_gpu_pods_get_gpus_tolerations_shm_and_mo
 
 
 def test_api_keys_of_the_paper_models_are_in_the_secret():
-    from pipelines.config import load_config
-    from serve.models import load_model_spec
+    from vismem.pipelines.config import load_config
+    from vismem.serve.models import load_model_spec
 
     secret = next(d for d in _docs("secret.example.yaml") if d["kind"] == "Secret")
     cfg = load_config(preset="paper")
@@ -131,8 +131,8 @@ def test_api_keys_of_the_paper_models_are_in_the_secret():
 
 
 def test_rayjob_entrypoint_loads_a_config_with_its_inputs_from_s3_and_the_volumes():
-    from pipelines.cli import build_parser
-    from pipelines.commands.run import config_from_args
+    from vismem.pipelines.cli import build_parser
+    from vismem.pipelines.commands.run import config_from_args
 
     job = _one("rayjob.yaml")
     argv = job["spec"]["entrypoint"].split()
@@ -161,7 +161,7 @@ def test_runs_reach_the_rayservice_by_its_real_service_name(name):
 
 
 def test_rayservice_config_is_the_generated_one_and_valid():
-    from serve.deploy import PRESETS, serve_config, validate_serve_config
+    from vismem.serve.deploy import PRESETS, serve_config, validate_serve_config
 
     svc = _one("rayservice.yaml")
     cfg = yaml.safe_load(svc["spec"]["serveConfigV2"])

@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.mark.slow
 def test_local_preset_runs_every_stage_and_resumes(tmp_path):
-    from core.store import Store
-    from pipelines.config import load_config
+    from vismem.core.store import Store
+    from vismem.pipelines.config import load_config
 
     env = {**os.environ, "VISMEM_PROGRESS": "0"}
     cmd = [sys.executable, "-m", "pipelines", "run", "--store", f"file://{tmp_path}/store", "--no-progress",

@@ -2,14 +2,14 @@
 
 The loaders live here (the data is part of the world agents meet); everything else a pipeline
 needs to know about a benchmark (prompts, judge, F1, defaults) is its entry in
-``memory.dialogue.datasets``, which calls these loaders.
+``vismem.memory.dialogue.datasets``, which calls these loaders.
 """
 
 from __future__ import annotations
 
-from env.dialogue.locomo import load_locomo, parse_evidence
-from env.dialogue.longmemeval import load_longmemeval
-from env.dialogue.model import (
+from vismem.env.dialogue.locomo import load_locomo, parse_evidence
+from vismem.env.dialogue.longmemeval import load_longmemeval
+from vismem.env.dialogue.model import (
     CATEGORY_LABELS,
     LOCOMO_CATEGORIES,
     LOCOMO_COLUMNS,

@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from env.dialogue.model import LOCOMO_CATEGORIES, Conversation, Question, Session, Turn
-from core.errors import DataError
+from vismem.env.dialogue.model import LOCOMO_CATEGORIES, Conversation, Question, Session, Turn
+from vismem.core.errors import DataError
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DIA_ID = re.compile(r"D:?(\d+):0*(\d+)")

@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from env.dialogue.model import LONGMEMEVAL_COLUMNS, Conversation, Question, Session, Turn
-from core.errors import DataError
+from vismem.env.dialogue.model import LONGMEMEVAL_COLUMNS, Conversation, Question, Session, Turn
+from vismem.core.errors import DataError
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"  # "2023/05/20 (Sat) 02:21"
 #: Display names of the two roles; the assistant is drawn on the left, the user on the right.

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-#: A dataset name (``memory.dialogue.datasets`` registers the benchmarks).
+#: A dataset name (``vismem.memory.dialogue.datasets`` registers the benchmarks).
 Dataset = str
 
 #: LoCoMo's numeric QA categories. The mapping is the one the MemShot tables imply: Table 1's

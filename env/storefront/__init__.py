@@ -1,10 +1,10 @@
 """The DMV-Bench storefront: catalogue model, image sources, the FastAPI shop and the L2 audit.
 
-Heavy parts (FastAPI, Playwright) load only from their modules: ``env.storefront.app``,
-``env.storefront.server`` (``ShopServer``), ``env.storefront.audit``.
+Heavy parts (FastAPI, Playwright) load only from their modules: ``vismem.env.storefront.app``,
+``vismem.env.storefront.server`` (``ShopServer``), ``vismem.env.storefront.audit``.
 """
 
-from env.storefront.catalog import (
+from vismem.env.storefront.catalog import (
     COLOURS,
     Catalog,
     Category,

@@ -1,7 +1,7 @@
-"""``python -m env.storefront``: serve the shop (see :mod:`env.storefront.server`)."""
+"""``python -m vismem.env.storefront``: serve the shop (see :mod:`vismem.env.storefront.server`)."""
 
 import sys
 
-from env.storefront.server import main
+from vismem.env.storefront.server import main
 
 sys.exit(main())

@@ -35,9 +35,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from env.storefront.catalog import Catalog, Variant
-from env.storefront.imagesource import CachedImageSource, ImageSource
-from env.storefront.session import COOKIE, SessionStore, ShopSession
+from vismem.env.storefront.catalog import Catalog, Variant
+from vismem.env.storefront.imagesource import CachedImageSource, ImageSource
+from vismem.env.storefront.session import COOKIE, SessionStore, ShopSession
 
 TEMPLATES = Path(__file__).parent / "templates"
 HASH_RE = re.compile(r"^[0-9a-f]{8}$")

@@ -3,7 +3,7 @@
 Fields are what a user (or a text-reading agent) can see on a page: every visible text node,
 the ``<title>``, ``alt``/``title``/``aria-label``/``placeholder`` attributes, button/input
 values, ``<meta>`` contents, and every link URL (``href``, ``src``, form ``action``). Scripts and
-styles are not fields. Each field is scanned with :class:`env.storefront.leakage.Vocabulary`
+styles are not fields. Each field is scanned with :class:`vismem.env.storefront.leakage.Vocabulary`
 for cue colours, full cue phrases, cue head nouns and the 82 fine descriptors (style slugs in
 collection URLs exempt). The crawl follows every same-origin link from ``/`` plus the pages
 reachable only by form (search, a filled wishlist/cart, checkout, a 404 page), and fails on any
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import unquote, urljoin, urlsplit
 
-from env.storefront.catalog import COLOURS, Catalog
-from env.storefront.leakage import Hit, Vocabulary, strip_style_slug
+from vismem.env.storefront.catalog import COLOURS, Catalog
+from vismem.env.storefront.leakage import Hit, Vocabulary, strip_style_slug
 
 TEXT_ATTRS = {"alt", "title", "aria-label", "placeholder"}
 URL_ATTRS = {"href", "src", "action", "srcset", "poster"}

@@ -8,7 +8,7 @@ checks what the benchmark's ground truth rests on:
 * the registry and the seed agree on every variant's cue;
 * the cue map is a bijection: 100 objects x 10 colours = 1,000 distinct cues, one per variant.
 
-Malformed data raises :class:`core.errors.DataError` naming the file and record.
+Malformed data raises :class:`vismem.core.errors.DataError` naming the file and record.
 
 **Colour order.** In the official data the price-ascending card position of a variant equals
 the index of its cue colour in :data:`COLOURS` (card 01 is always red), so a policy that learns
@@ -32,7 +32,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from core.errors import ConfigError, DataError
+from vismem.core.errors import ConfigError, DataError
 
 #: The ten basic cue colours, in the official index order.
 COLOURS: tuple[str, ...] = (

@@ -25,9 +25,9 @@ import io
 import threading
 from typing import Any, Protocol, runtime_checkable
 
-from core.registry import Registry
+from vismem.core.registry import Registry
 
-from env.storefront.catalog import Catalog
+from vismem.env.storefront.catalog import Catalog
 
 
 @runtime_checkable
@@ -39,8 +39,8 @@ class ImageSource(Protocol):
         ...
 
 
-#: Registry of image sources; the procedural and official ones live in ``env.storefront.images``.
-IMAGE_SOURCES: Registry[ImageSource] = Registry("image_source", builtins=("env.storefront.images.sources",))
+#: Registry of image sources; the procedural and official ones live in ``vismem.env.storefront.images``.
+IMAGE_SOURCES: Registry[ImageSource] = Registry("image_source", package="vismem.env.storefront.images")
 
 
 def build_image_source(spec: dict[str, Any] | str, catalog: Catalog) -> ImageSource:
@@ -125,7 +125,7 @@ class StoreImageSource:
     """Images in an object store under ``prefix`` in the official layout."""
 
     def __init__(self, catalog: Catalog, uri: str, prefix: str = "", **store_kwargs: Any) -> None:
-        from core.store import Store
+        from vismem.core.store import Store
 
         self.catalog = catalog
         self.store = Store.open(uri, **store_kwargs)

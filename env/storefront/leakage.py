@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote
 
-from env.storefront.catalog import COLOURS, Catalog
+from vismem.env.storefront.catalog import COLOURS, Catalog
 
 FINE_FILE = Path(__file__).parent / "vocab" / "fine_descriptors.json"
 CLASSES = ("colour", "phrase", "head", "fine")

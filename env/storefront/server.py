@@ -3,7 +3,7 @@
     with ShopServer.from_data("../shared/data", seed=0) as shop:
         httpx.get(shop.url + "/")
 
-    python -m env.storefront --data-dir ../shared/data --port 8000            # procedural images
+    python -m vismem.env.storefront --data-dir ../shared/data --port 8000            # procedural images
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from env.storefront.app import create_app
-from env.storefront.catalog import Catalog, ColourOrder, load_catalog
-from env.storefront.imagesource import ImageSource, build_image_source
-from serve.asgi_thread import ThreadedASGIServer
+from vismem.env.storefront.app import create_app
+from vismem.env.storefront.catalog import Catalog, ColourOrder, load_catalog
+from vismem.env.storefront.imagesource import ImageSource, build_image_source
+from vismem.serve.asgi_thread import ThreadedASGIServer
 
 
 class ShopServer(ThreadedASGIServer):
@@ -33,7 +33,7 @@ class ShopServer(ThreadedASGIServer):
     @classmethod
     def from_data(cls, data_dir: str | Path, *, seed: int = 0, colour_order: ColourOrder = "seeded",
                   images: dict[str, Any] | str = "placeholder", **kw: Any) -> "ShopServer":
-        from core.paths import resolve_data_dir
+        from vismem.core.paths import resolve_data_dir
 
         # Resolved here, on the node that serves: a relative or s3:// data dir means this node's copy.
         cat = load_catalog(resolve_data_dir(data_dir), seed=seed, colour_order=colour_order)
@@ -45,7 +45,7 @@ class ShopServer(ThreadedASGIServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m env.storefront", description="Serve the DMV-Bench shop.")
+    p = argparse.ArgumentParser(prog="python -m vismem.env.storefront", description="Serve the DMV-Bench shop.")
     p.add_argument("--data-dir", default=None,
                    help="folder holding dmv-bench/seed_v2.json and cue_registry.json "
                         "(default: the run config's default data_dir, ../shared/data)")
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     a = p.parse_args(argv)
     if a.data_dir is None:
-        from core.paths import resolve_data_dir
+        from vismem.core.paths import resolve_data_dir
 
         a.data_dir = str(resolve_data_dir())
     spec = json.loads(a.images) if a.images.strip().startswith("{") else a.images

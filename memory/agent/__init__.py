@@ -1,6 +1,6 @@
 """DMV-Bench memory architectures: one protocol, one registry, variants as YAML.
 
-    from memory.agent import build_architecture, InProcessFeatures, observations_from_steps, replay_chain
+    from vismem.memory.agent import build_architecture, InProcessFeatures, observations_from_steps, replay_chain
     feats = InProcessFeatures(read_blob)
     arch = build_architecture("dualmem", features=feats)       # a variant of variants/*.yaml
     for j in replay_chain(arch, observations_from_steps(step_rows)):
@@ -10,14 +10,14 @@ See ``base`` (contract), ``features`` (content-addressed features), ``replay``, 
 ``inject`` (official strings) and one module per family.
 """
 
-from memory.agent.base import (ARCHITECTURES, MemoryArchitecture, MemoryItem, Observation, Query,
+from vismem.memory.agent.base import (ARCHITECTURES, MemoryArchitecture, MemoryItem, Observation, Query,
                                build_architecture, with_components)
-from memory.agent.captioner import CAPTIONERS, Captioner, build_captioner
-from memory.agent.features import FeatureSource, FeatureSpec, FeatureTables, InProcessFeatures, MissingFeature
-from memory.agent.tables import TableFeatures, tables_from_frames, tables_to_frames
-from memory.agent.hook import ArchitectureHook, recall
-from memory.agent.replay import chain_streams, observations_from_steps, replay_chain, replay_session
-from memory.agent.variants import Variant, list_variants, load_variant
+from vismem.memory.agent.captioner import CAPTIONERS, Captioner, build_captioner
+from vismem.memory.agent.features import FeatureSource, FeatureSpec, FeatureTables, InProcessFeatures, MissingFeature
+from vismem.memory.agent.tables import TableFeatures, tables_from_frames, tables_to_frames
+from vismem.memory.agent.hook import ArchitectureHook, recall
+from vismem.memory.agent.replay import chain_streams, observations_from_steps, replay_chain, replay_session
+from vismem.memory.agent.variants import Variant, list_variants, load_variant
 
 __all__ = [
     "ARCHITECTURES", "ArchitectureHook", "CAPTIONERS", "Captioner", "FeatureSource", "FeatureSpec", "FeatureTables",

@@ -2,11 +2,11 @@
 
 An architecture ingests *observations* (product-page visits replayed from cached trajectories),
 keeps a bank of unique products in encode order, retrieves for a query, and injects recalled
-items into a :class:`agents.memory.MemoryContext` (text block + images). Every architecture and
+items into a :class:`vismem.agents.memory.MemoryContext` (text block + images). Every architecture and
 variant is data: ``{name, args}`` builds it through :data:`ARCHITECTURES` (the names are the
 families below; the YAML variants in ``variants/`` resolve as names too), and its nested
 components (text/visual encoder, captioner) are specs resolved through serve's registries and
-:data:`memory.agent.captioner.CAPTIONERS`, never constructed inline.
+:data:`vismem.memory.agent.captioner.CAPTIONERS`, never constructed inline.
 
 Families (registered names): ``no-memory``, ``verbal`` (TextOnly, Caption), ``dual`` (DualMem
 and its ablations), ``worldmm``, ``mma``, ``m2a``.
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Protocol, ru
 import numpy as np
 from pydantic import ValidationError
 
-from agents.memory import MemoryContext
-from core.config import Frozen
-from core.errors import ConfigError
-from core.registry import ComponentSpec, Registry
-from memory.agent.inject import INJECTORS, Rendered, entry_url, format_block
-from memory.agent.scoring import rank
+from vismem.agents.memory import MemoryContext
+from vismem.core.config import Frozen
+from vismem.core.errors import ConfigError
+from vismem.core.registry import ComponentSpec, Registry
+from vismem.memory.agent.inject import INJECTORS, Rendered, entry_url, format_block
+from vismem.memory.agent.scoring import rank
 
 if TYPE_CHECKING:
-    from memory.agent.features import FeatureSource, FeatureSpec
+    from vismem.memory.agent.features import FeatureSource, FeatureSpec
 
 #: The official probe query (``f2_session_runner.py:342-343``).
 PROBE_QUERY = "product with {cue} CURRENT: {url}"
@@ -263,13 +263,13 @@ class ArchitectureBase:
 
 
 def _variant_alias(name: str) -> dict | None:
-    from memory.agent.variants import variant_spec
+    from vismem.memory.agent.variants import variant_spec
 
     return variant_spec(name)
 
 
 def _variant_names() -> list[str]:
-    from memory.agent.variants import list_variants
+    from vismem.memory.agent.variants import list_variants
 
     return list_variants()
 
@@ -277,8 +277,7 @@ def _variant_names() -> list[str]:
 #: Registry of memory architectures: the families, plus every YAML variant as a named spec.
 ARCHITECTURES: Registry[ArchitectureBase] = Registry(
     "memory",
-    builtins=("memory.agent.verbal", "memory.agent.dualmem", "memory.agent.worldmm", "memory.agent.mma",
-              "memory.agent.m2a"),
+    package="vismem.memory.agent.architectures",
     aliases=_variant_alias, variant_names=_variant_names)
 
 
@@ -316,8 +315,8 @@ def with_components(spec: ComponentSpec | Mapping[str, Any] | str, components: M
 
 
 def replay_all(arch: ArchitectureBase, observations: Iterable[Observation]) -> ArchitectureBase:
-    """Convenience: replay a chain's observations (see :mod:`memory.agent.replay`)."""
-    from memory.agent.replay import replay_chain
+    """Convenience: replay a chain's observations (see :mod:`vismem.memory.agent.replay`)."""
+    from vismem.memory.agent.replay import replay_chain
 
     for _ in replay_chain(arch, observations):
         pass

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping, Protocol, runtime_checkable
 
-from core.registry import ComponentSpec, Registry
+from vismem.core.registry import ComponentSpec, Registry
 
 #: The official F2 captioner prompt (``dualmem/captioning.py:19-23``), verbatim.
 CAPTION_PROMPT = (
@@ -85,7 +85,7 @@ def _variant(name: str) -> dict | None:
 
 
 #: Registry of captioner backends; every spec carries ``task`` (one of :data:`TASKS`).
-CAPTIONERS: Registry[Captioner] = Registry("captioner", builtins=("memory.agent.captioner",), aliases=_variant)
+CAPTIONERS: Registry[Captioner] = Registry("captioner", aliases=_variant)
 
 
 def _check_task(task: str) -> CaptionTask:
@@ -101,7 +101,7 @@ class VLMCaptioner:
 
     Args:
         vlm: the VLM spec (``gemini-2.5-flash``, ``{model: qwen3-vl-8b}``, ``{name, args}``),
-            resolved through ``serve.vlm.VLMS``.
+            resolved through ``vismem.serve.vlm.VLMS``.
         task: which official prompt (:data:`TASKS`).
         on_error: ``raise`` (default: a failed call is an error, so a feature job retries it) or
             ``record``: return the official ``<caption error: TYPE>`` text instead.
@@ -111,7 +111,7 @@ class VLMCaptioner:
     """
 
     def __init__(self, vlm: Any, task: str = "caption", on_error: str = "raise") -> None:
-        from serve.vlm import build_vlm
+        from vismem.serve.vlm import build_vlm
 
         self.task = _check_task(task)
         self.task_name = task
@@ -122,7 +122,7 @@ class VLMCaptioner:
         self.name = f"vlm:{getattr(self.vlm, 'name', 'vlm')}/{task}"
 
     def caption(self, image: bytes | None, *, url_hash: str | None = None) -> str:
-        from serve.vlm import Message
+        from vismem.serve.vlm import Message
 
         msgs = [Message("system", self.task.system)] if self.task.system else []
         msgs.append(Message("user", self.task.prompt, images=(image,) if image else ()))
@@ -140,7 +140,7 @@ def _plain(spec: Any) -> Any:
 
 
 def _vlm_is_stand_in(spec: Any) -> bool:
-    from serve.vlm import VLMS
+    from vismem.serve.vlm import VLMS
 
     if spec is None:
         return False
@@ -173,8 +173,8 @@ class CatalogueCaptioner:
 
 @lru_cache(maxsize=4)
 def _catalogue(data_dir: str | None) -> dict[str, dict[str, str]]:
-    from core.paths import resolve_data_dir
-    from env.storefront.catalog import load_catalog
+    from vismem.core.paths import resolve_data_dir
+    from vismem.env.storefront.catalog import load_catalog
 
     cat = load_catalog(resolve_data_dir(data_dir) if data_dir else resolve_data_dir(), seed=0)
     cols = cat.collection_by_slug
@@ -208,7 +208,7 @@ def captioner_spec(backend: ComponentSpec | Mapping[str, Any] | str, task: str) 
     args = dict(resolved["args"])
     args["task"] = task
     if resolved["name"] == "vlm" and "vlm" in args:
-        from serve.vlm import VLMS
+        from vismem.serve.vlm import VLMS
 
         args["vlm"] = VLMS.resolve(_plain(args["vlm"]), field="captioner.vlm")
     return {"name": resolved["name"], "args": args}

@@ -12,7 +12,7 @@ Two sources implement :class:`FeatureSource`:
 * :class:`InProcessFeatures` builds encoders/captioners from their specs on demand and memoises
   every result (tests, the benchmark, small local runs); :meth:`InProcessFeatures.precompute`
   batches the union of what a set of architectures needs over a set of observations;
-* :class:`memory.agent.tables.TableFeatures` answers from precomputed tables (what a pipeline
+* :class:`vismem.memory.agent.tables.TableFeatures` answers from precomputed tables (what a pipeline
   job loads from the store), optionally falling back to another source for what is missing
   (query embeddings).
 """
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Pro
 
 import numpy as np
 
-from core.secrets import is_secret_name
+from vismem.core.secrets import is_secret_name
 
 if TYPE_CHECKING:
-    from memory.agent.base import Observation
+    from vismem.memory.agent.base import Observation
 
 FeatureKind = Literal["caption", "image_embedding", "text_embedding"]
 FEATURE_KINDS: tuple[str, ...] = ("caption", "image_embedding", "text_embedding")
@@ -99,7 +99,7 @@ class FeatureSpec:
 
 
 def _label(spec: Any) -> str:
-    from core.registry import ComponentSpec
+    from vismem.core.registry import ComponentSpec
 
     if isinstance(spec, str):
         return spec
@@ -111,8 +111,8 @@ def _label(spec: Any) -> str:
 
 def embedder_feature(kind: str, spec: Any) -> FeatureSpec:
     """A FeatureSpec for an embedder (``image_embedding`` or ``text_embedding``)."""
-    from core.registry import ComponentSpec
-    from serve.embed import EMBEDDERS
+    from vismem.core.registry import ComponentSpec
+    from vismem.serve.embed import EMBEDDERS
 
     raw = spec.raw() if isinstance(spec, ComponentSpec) else spec
     resolved = EMBEDDERS.resolve(raw, field=kind)
@@ -121,8 +121,8 @@ def embedder_feature(kind: str, spec: Any) -> FeatureSpec:
 
 def caption_feature(backend: Any, task: str) -> FeatureSpec:
     """A FeatureSpec for captioner ``backend`` doing official ``task``."""
-    from core.registry import ComponentSpec
-    from memory.agent.captioner import CAPTIONERS, captioner_spec
+    from vismem.core.registry import ComponentSpec
+    from vismem.memory.agent.captioner import CAPTIONERS, captioner_spec
 
     raw = backend.raw() if isinstance(backend, ComponentSpec) else backend
     resolved = captioner_spec(raw, task)
@@ -203,7 +203,7 @@ class InProcessFeatures:
     Args:
         read_blob: ``image_key -> bytes`` (the store's blob reader, a dict's ``__getitem__``).
         build_embedder / build_captioner: factories from a resolved spec (defaults: the serve
-            registry and :data:`memory.agent.captioner.CAPTIONERS`); tests pass fakes.
+            registry and :data:`vismem.memory.agent.captioner.CAPTIONERS`); tests pass fakes.
         caption_workers: concurrent captioner calls in a batch (a remote VLM answers many at
             once; the local stand-in needs 1).
 
@@ -213,8 +213,8 @@ class InProcessFeatures:
 
     def __init__(self, read_blob: Callable[[str], bytes], *, build_embedder: Callable[[dict], Any] | None = None,
                  build_captioner: Callable[[dict], Any] | None = None, caption_workers: int = 1) -> None:
-        from memory.agent.captioner import build_captioner as _bc
-        from serve.embed import build_embedder as _be
+        from vismem.memory.agent.captioner import build_captioner as _bc
+        from vismem.serve.embed import build_embedder as _be
 
         self.read_blob = read_blob
         self._build_embedder = build_embedder or _be
@@ -263,7 +263,7 @@ class InProcessFeatures:
         k = (spec.key, text)
         vec = self._queries.get(k)
         if vec is None:
-            from serve.embed import embed_queries
+            from vismem.serve.embed import embed_queries
 
             t0 = time.perf_counter()
             vec = _first_vector(embed_queries(self.model(spec), [text]))
@@ -276,7 +276,7 @@ class InProcessFeatures:
         first-step queries up front: one model call instead of one per probe). Returns how many."""
         todo = [t for t in dict.fromkeys(texts) if (spec.key, t) not in self._queries]
         if todo:
-            from serve.embed import embed_queries
+            from vismem.serve.embed import embed_queries
 
             t0 = time.perf_counter()
             vecs = np.asarray(embed_queries(self.model(spec), todo), dtype=np.float32)

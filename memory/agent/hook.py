@@ -1,4 +1,4 @@
-"""The probe loop's :class:`agents.memory.MemoryHook` over a memory architecture.
+"""The probe loop's :class:`vismem.agents.memory.MemoryHook` over a memory architecture.
 
 At every probe step (official ``dmvbench_live_runner``, spec §3.2 and §3.4): the query is
 ``product with {cue} CURRENT: {url}`` for the page the step starts on (path only), the
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.memory import MemoryContext
-from memory.agent.base import MemoryArchitecture, MemoryItem, Query
+from vismem.agents.memory import MemoryContext
+from vismem.memory.agent.base import MemoryArchitecture, MemoryItem, Query
 
 #: Fetched from the architecture, then kept after de-duplication (official constants).
 FETCH_K, KEEP_K = 10, 5
@@ -39,7 +39,7 @@ def _path(url: str) -> str:
 
 
 class ArchitectureHook:
-    """A :class:`agents.memory.MemoryHook` for one probe (the cue it asks about).
+    """A :class:`vismem.agents.memory.MemoryHook` for one probe (the cue it asks about).
 
     ``last_query`` / ``last_items`` keep what the latest step recalled (for the probe log's
     ``retrieved=[...]``).

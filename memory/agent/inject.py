@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal, Sequence
 
-from agents.prompts import NO_MEMORY_TEXT
+from vismem.agents.prompts import NO_MEMORY_TEXT
 
 if TYPE_CHECKING:
-    from memory.agent.base import MemoryItem
+    from vismem.memory.agent.base import MemoryItem
 
 InjectorName = Literal["text", "caption", "image", "image_text"]
 

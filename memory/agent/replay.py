@@ -17,14 +17,14 @@ from dataclasses import asdict, is_dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
-from memory.agent.base import MemoryArchitecture, Observation
+from vismem.memory.agent.base import MemoryArchitecture, Observation
 
 
 @lru_cache(maxsize=1)
 def category_of_hash() -> dict[str, str]:
     """Product hash → category slug, from the frozen v2 hash formula (the cue registry's rows)."""
-    from agents.chains import CATEGORIES, STYLES
-    from env.storefront.catalog import url_hash
+    from vismem.agents.chains import CATEGORIES, STYLES
+    from vismem.env.storefront.catalog import url_hash
 
     return {url_hash(c, s, i): c for c in CATEGORIES for s in STYLES for i in range(10)}
 
@@ -36,9 +36,9 @@ def _rows(steps: Any) -> Iterable[Mapping[str, Any]]:
 
 
 def observations_from_steps(steps: Any) -> list[Observation]:
-    """The visits of one chain's step rows (``agents.records.StepRecord``s, dicts, or a frame
+    """The visits of one chain's step rows (``vismem.agents.records.StepRecord``s, dicts, or a frame
     with the trajectory schema), in stream order (session, then step), positions 0..n-1."""
-    from agents.records import style_of_hash
+    from vismem.agents.records import style_of_hash
 
     cats, styles = category_of_hash(), style_of_hash()
     visits = sorted((r for r in _rows(steps) if r.get("url_hash")), key=lambda r: (int(r["j"]), int(r["step"])))

@@ -1,7 +1,7 @@
 """Table-backed features: what a pipeline job loads from the store, and its Parquet frames.
 
-:class:`TableFeatures` answers the :class:`memory.agent.features.FeatureSource` protocol from
-precomputed :class:`memory.agent.features.FeatureTables` (falling back to another source, e.g.
+:class:`TableFeatures` answers the :class:`vismem.memory.agent.features.FeatureSource` protocol from
+precomputed :class:`vismem.memory.agent.features.FeatureTables` (falling back to another source, e.g.
 an in-process one for probe-query embeddings, or raising :class:`MissingFeature`);
 :func:`tables_to_frames` / :func:`tables_from_frames` convert the tables to and from Polars
 frames with a fixed schema.
@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from memory.agent.features import (FeatureSource, FeatureSpec, FeatureTables, MissingFeature, caption_id, content_id,
+from vismem.memory.agent.features import (FeatureSource, FeatureSpec, FeatureTables, MissingFeature, caption_id, content_id,
                                    text_id)
 
 

@@ -12,7 +12,7 @@ to place it::
     args: {alpha: 0.75, ...}
 
 The file stem is the variant's name; ``{"model": "dualmem"}`` or the bare name ``dualmem``
-resolves through :data:`memory.agent.base.ARCHITECTURES` like a registered name.
+resolves through :data:`vismem.memory.agent.base.ARCHITECTURES` like a registered name.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from core.config import Frozen
-from core.errors import ConfigError
+from vismem.core.config import Frozen
+from vismem.core.errors import ConfigError
 
 VARIANTS_DIR = Path(__file__).resolve().parent / "variants"
 

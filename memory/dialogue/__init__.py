@@ -2,17 +2,17 @@
 
 Public API::
 
-    from memory.dialogue import load_variant, list_variants, session_units, conversation_units
+    from vismem.memory.dialogue import load_variant, list_variants, session_units, conversation_units
     units = conversation_units(conv, load_variant("memshot"))   # -> list[Unit]
 """
 
 from __future__ import annotations
 
-from memory.dialogue.pack import Span, pack
-from memory.dialogue.render import Unit, conversation_units, plan_session, session_units
-from memory.dialogue.style import Style
-from memory.dialogue.text import session_text, turn_line, unit_text
-from memory.dialogue.variants import Variant, list_variants, load_variant
+from vismem.memory.dialogue.pack import Span, pack
+from vismem.memory.dialogue.render import Unit, conversation_units, plan_session, session_units
+from vismem.memory.dialogue.style import Style
+from vismem.memory.dialogue.text import session_text, turn_line, unit_text
+from vismem.memory.dialogue.variants import Variant, list_variants, load_variant
 
 __all__ = [
     "Span", "Style", "Unit", "Variant", "conversation_units", "list_variants", "load_variant", "pack",

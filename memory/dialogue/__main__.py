@@ -1,4 +1,4 @@
-"""Preview shots on disk: ``python -m memory.dialogue --conversation conv-26 --session 1 --out shots/``.
+"""Preview shots on disk: ``python -m vismem.memory.dialogue --conversation conv-26 --session 1 --out shots/``.
 
 Writes each unit's image (or text) and a ``units.jsonl`` index; for looking at what a variant
 renders without a run, a store or Ray.
@@ -11,19 +11,19 @@ import json
 import sys
 from pathlib import Path
 
-from memory.dialogue.datasets import dataset_names, get_dataset
-from memory.dialogue.render import shot_units
-from memory.dialogue.variants import list_variants, load_variant
-from core.errors import VismemError
+from vismem.memory.dialogue.datasets import dataset_names, get_dataset
+from vismem.memory.dialogue.render import shot_units
+from vismem.memory.dialogue.variants import list_variants, load_variant
+from vismem.core.errors import VismemError
 
 def _default_path() -> Path:
-    from core.paths import resolve_data_dir
+    from vismem.core.paths import resolve_data_dir
 
     return resolve_data_dir() / "locomo/locomo10.json"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m memory.dialogue", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m vismem.memory.dialogue", description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", choices=dataset_names(), default="locomo")
     ap.add_argument("--path", type=Path, default=None, help="dataset file (default: LoCoMo in ../shared/data)")
     ap.add_argument("--variant", default="memshot", help=f"one of {', '.join(list_variants())}")

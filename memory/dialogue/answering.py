@@ -7,7 +7,7 @@ LLM endpoint), given the dataset's judge prompt.
 
 Calls are I/O against an OpenAI-compatible endpoint (vLLM / Ray Serve LLM), which does the GPU
 batching; a thread pool keeps ``concurrency`` requests in flight. Nothing here raises on a bad
-model reply: a :class:`serve.vlm.VLMError` or a malformed reply becomes a row whose
+model reply: a :class:`vismem.serve.vlm.VLMError` or a malformed reply becomes a row whose
 ``answer_status``/``judge_status`` says so (a judge failure, counted, never a crash).
 """
 
@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import polars as pl
 
-from memory.dialogue.datasets import get_dataset
+from vismem.memory.dialogue.datasets import get_dataset
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -31,12 +31,12 @@ def is_malformed_answer(text: str | None) -> bool:
 
 def build_answer_message(dataset: str, question: dict[str, Any], units: Sequence[dict[str, Any]],
                          read_image: Callable[[str], bytes] | None = None) -> Any:
-    """The one user :class:`serve.vlm.Message` asking ``question`` over retrieved ``units``.
+    """The one user :class:`vismem.serve.vlm.Message` asking ``question`` over retrieved ``units``.
 
     ``units`` are unit rows in the order they are shown (``modality``, ``text``, ``image_key``).
     A unit list mixing modalities is allowed: images go first, text units into ``{context}``.
     """
-    from serve.vlm import Message
+    from vismem.serve.vlm import Message
 
     images = tuple(read_image(u["image_key"]) for u in units if u.get("modality") == "image") if read_image else ()
     if any(u.get("modality") == "image" for u in units) and read_image is None:
@@ -48,7 +48,7 @@ def build_answer_message(dataset: str, question: dict[str, Any], units: Sequence
 
 
 def _answer_one(vlm: Any, msg: Any, max_tokens: int, temperature: float) -> dict[str, Any]:
-    from serve.vlm import VLMError
+    from vismem.serve.vlm import VLMError
 
     try:
         res = vlm.chat([msg], max_tokens=max_tokens, temperature=temperature)
@@ -100,11 +100,11 @@ def judge_answers(answers: pl.DataFrame, questions: pl.DataFrame, judge: Any, *,
 
     Unanswered questions (``prediction`` null) are not sent: ``judge_status="skipped"``, label
     null. A judge call that fails after retries is ``error:<reason>``; an unparseable reply is
-    ``malformed``/``ambiguous``/``empty`` (see :mod:`memory.dialogue.scoring`).
+    ``malformed``/``ambiguous``/``empty`` (see :mod:`vismem.memory.dialogue.scoring`).
     ``max_tokens=None`` is the dataset's own (LongMemEval's official 10); ``parse="strict"``
     uses the dataset's stricter reply parser where it has one (``parse_judge_strict``).
     """
-    from serve.vlm import Message, VLMError
+    from vismem.serve.vlm import Message, VLMError
 
     q_rows = {(r["conversation_id"], r["question_id"]): r for r in questions.iter_rows(named=True)}
     ds = get_dataset(dataset)
@@ -156,7 +156,7 @@ def _key(task: dict[str, Any]) -> dict[str, Any]:
 def _pool_map(fn: Callable[[dict[str, Any]], dict[str, Any]], rows: list[dict[str, Any]],
               concurrency: int, description: str = "memshot model calls") -> list[dict[str, Any]]:
     """``map`` over a thread pool with a progress bar; results in input order (deterministic tables)."""
-    from core.progress import track
+    from vismem.core.progress import track
 
     if concurrency <= 1 or len(rows) <= 1:
         return [fn(r) for r in track(rows, description, total=len(rows))]

@@ -11,7 +11,7 @@ Speed: the benchmark target is all of LoCoMo (~1,560 shots) in 1.5 s on 2 cores,
   colour. The result is a ``P`` image that looks like the RGB rendering but is 1 byte/pixel
   (3x less to draw and to compress);
 * **word masks** — each word's mask is made once per process (``Font.stamp``, composed from
-  cached glyphs by :mod:`memory.dialogue.glyphs`) and stamped with ``draw_bitmap`` (what
+  cached glyphs by :mod:`vismem.memory.dialogue.glyphs`) and stamped with ``draw_bitmap`` (what
   ``ImageDraw.text`` does internally), 8x faster than ``draw.text``;
 * **pair strips** — each turn-pair is drawn once per session into a full-width strip and pasted
   into every unit that shows it, so the two overlapping pairs are not drawn twice.
@@ -20,10 +20,10 @@ Encoding: lossless, chosen by measurement on a 948x768 shot (this machine, Pillo
 PNG of the palette image at ``compress_level=1`` 2.3 ms / 54 kB; PNG level 6 ~5 ms / 30-50 kB;
 lossless WebP (method 0) 18 ms / 59 kB; RGB PNG level 1 14 ms / 87 kB. PNG level 1 on the
 palette image wins encode time x size by far, so PNG is the default (WebP stays available).
-PNG shots go one step further (``SessionPainter`` + ``memory.dialogue.png``): each header band
+PNG shots go one step further (``SessionPainter`` + ``vismem.memory.dialogue.png``): each header band
 and turn-pair strip is compressed once and spliced into every shot that shows it, so the
 overlapping pairs are neither drawn nor compressed twice, and the deflate is ISA-L's level 0
-(``core.png``, ``memory.dialogue.png.SHOT_LEVEL``: ~5x zlib level 1, same pixels, output that
+(``vismem.core.png``, ``vismem.memory.dialogue.png.SHOT_LEVEL``: ~5x zlib level 1, same pixels, output that
 repeats exactly). PNGs carry no text chunks or
 timestamps, so the same input gives the same bytes.
 """
@@ -37,10 +37,10 @@ from typing import Any, Literal
 
 from PIL import Image, ImageColor, ImageDraw
 
-from memory.dialogue import png
-from memory.dialogue.layout import (Font, Line, MessageLayout, PairLayout, SessionLayout, body_fonts, get_font,
+from vismem.memory.dialogue import png
+from vismem.memory.dialogue.layout import (Font, Line, MessageLayout, PairLayout, SessionLayout, body_fonts, get_font,
                                     line_width)
-from memory.dialogue.style import Style
+from vismem.memory.dialogue.style import Style
 
 _N_RAMPS = 6
 _LEVELS = 256 // _N_RAMPS  # 42 anti-aliasing levels per colour pair
@@ -87,7 +87,7 @@ def _stamp_line(core, line: Line, font: Font, x: float, y: int, ink: int,
             draw_bitmap((int(x) + dx, y + dy), mask, ink)
             x += width + space
             continue
-        from memory.dialogue.emoji import advance, glyphs
+        from vismem.memory.dialogue.emoji import advance, glyphs
 
         for run, is_emoji in parts:
             if is_emoji:
@@ -191,7 +191,7 @@ def draw_pair(pair: PairLayout, style: Style, emoji: list[Placement] | None = No
 
 def paste_emoji(img: Image.Image, placements: list[Placement], top: int, style: Style) -> None:
     """Paste colour emoji glyphs into an RGB shot, ``top`` = the strip's y in the shot."""
-    from memory.dialogue.emoji import glyph_image
+    from vismem.memory.dialogue.emoji import glyph_image
 
     for ch, x, y in placements:
         g = glyph_image(ch, style.emoji_size, style.font_emoji)
@@ -236,7 +236,7 @@ def encode(img: Image.Image, fmt: ImageFormat = "png", *, compress_level: int = 
     if fmt == "png" and img.mode == "RGB":  # colour (emoji) shots: Up filter + ISA-L, ~1/3 of Pillow's time
         import numpy as np
 
-        from core.png import rgb_png
+        from vismem.core.png import rgb_png
 
         return rgb_png(np.asarray(img), compress_level)
     buf = io.BytesIO()
@@ -254,7 +254,7 @@ class SessionPainter:
     are drawn on first use and (PNG) compressed on first use; shots reuse them.
 
     ``shot`` returns ``(bytes, draw_ms, encode_ms)``. PNG shots are spliced from the pieces'
-    deflate segments (``memory.dialogue.png``); WebP shots are composed then encoded.
+    deflate segments (``vismem.memory.dialogue.png``); WebP shots are composed then encoded.
     """
 
     def __init__(self, layout: SessionLayout, style: Style, fmt: ImageFormat = "png",

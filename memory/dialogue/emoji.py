@@ -2,7 +2,7 @@
 
 DejaVu has no emoji, so without this a turn like "Inspiring 💪" draws DejaVu's tofu box (seven
 LoCoMo turns do). A word is split into runs of text (drawn by the word-mask path of
-:mod:`memory.dialogue.draw`) and emoji (characters missing from the body font but present in
+:mod:`vismem.memory.dialogue.draw`) and emoji (characters missing from the body font but present in
 the emoji font). An emoji occupies a square of ``style.emoji_size`` px plus a 1 px gap, and the
 shot that holds one is composed in RGB so the glyph keeps its colours (the palette of the
 other shots has no room for them). Characters missing from both fonts still draw the tofu box.

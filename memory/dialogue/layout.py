@@ -2,7 +2,7 @@
 
 Layout is separate from drawing so units can be computed (and the "w/o Rendering" variant
 produced) without touching pixels. Text is measured word by word (``font.getlength``'s
-figures, from cached glyph advances: :mod:`memory.dialogue.glyphs`) and cached per process:
+figures, from cached glyph advances: :mod:`vismem.memory.dialogue.glyphs`) and cached per process:
 LoCoMo's vocabulary is small, so after the first sessions nearly every word
 width is a dictionary hit. Drawing uses the same per-word advances, so what is measured is
 exactly what is drawn.
@@ -16,9 +16,9 @@ from typing import Any
 
 from PIL import ImageFont
 
-from env.dialogue.model import Conversation, Session, Turn
-from memory.dialogue.glyphs import Glyphs
-from memory.dialogue.style import Style
+from vismem.env.dialogue.model import Conversation, Session, Turn
+from vismem.memory.dialogue.glyphs import Glyphs
+from vismem.memory.dialogue.style import Style
 
 
 #: How a word is drawn: ``(core mask, dx, dy, advance, emoji runs or None)`` -- the mask of the
@@ -31,7 +31,7 @@ class Font:
     """A FreeType font at one size, with per-word width and glyph-mask caches (per process).
 
     With ``emoji_font``, characters this font lacks but the emoji font has are measured as
-    ``emoji_size`` squares (:mod:`memory.dialogue.emoji`); ``draw`` stamps them in colour.
+    ``emoji_size`` squares (:mod:`vismem.memory.dialogue.emoji`); ``draw`` stamps them in colour.
     """
 
     def __init__(self, path: str, size: int, emoji_font: str | None = None, emoji_size: int = 0) -> None:
@@ -50,7 +50,7 @@ class Font:
         """``word``'s text/emoji runs when it holds an emoji this font draws in colour, else None."""
         if self.emoji_font is None or word.isascii():
             return None
-        from memory.dialogue import emoji
+        from vismem.memory.dialogue import emoji
 
         return emoji.runs(word, self.path, self.emoji_font) if emoji.has_emoji(word, self.path, self.emoji_font) else None
 
@@ -61,7 +61,7 @@ class Font:
             if parts is None:
                 w = self.glyphs.length(word)
             else:
-                from memory.dialogue import emoji
+                from vismem.memory.dialogue import emoji
 
                 w = sum(len(emoji.glyphs(r)) * emoji.advance(self.emoji_size) if e else self.glyphs.length(r)
                         for r, e in parts)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from core.errors import DataError
+from vismem.core.errors import DataError
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Reading shots from pixels: the per-batch work of the OCR job, with a content-addressed cache.
 
 A *pixel reader* is an embedder that turns each shot into text before embedding it
-(``serve.embedders.ocr``: ``read_images`` → ``embed_ocr_texts``). OCR is the expensive half
+(``vismem.serve.embedders.ocr``: ``read_images`` → ``embed_ocr_texts``). OCR is the expensive half
 (~0.7 s a shot on one core), and the text depends only on the shot's bytes and the reader's
 ``ocr_key``, so each text is cached in the store at ``ocr/<ocr_key>/<sha256 of the PNG>.txt``:
 shared by every run, variant and conversation that draws the same pixels (a re-run, or a second
@@ -9,7 +9,7 @@ run with other retrieval settings, reads nothing twice).
 
 :func:`read_batch` is what one worker does with one batch (one session's shots, in order, so
 the reader's line cache pays off on the repeated turn-pairs of overlapping shots); the Ray job
-that shards it lives in :mod:`pipelines.jobs.ocr`.
+that shards it lives in :mod:`vismem.pipelines.jobs.ocr`.
 """
 
 from __future__ import annotations

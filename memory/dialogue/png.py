@@ -2,7 +2,7 @@
 
 A shot is a vertical stack of full-width pieces — header band, padding, turn-pair strips — and
 with the overlap-two rule each strip appears in about 2.3 shots. Compressing each piece once as
-an independent deflate segment (``core.png.deflate_segment`` at :data:`SHOT_LEVEL`, ended
+an independent deflate segment (``vismem.core.png.deflate_segment`` at :data:`SHOT_LEVEL`, ended
 with a full flush: byte-aligned, no back-references across pieces) and splicing segments into
 each shot's zlib stream makes encoding a shot almost free: the PNG's ``IDAT`` is ``zlib header +
 segments + final empty block + adler32``, where the adler32 of the whole is combined from the
@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from PIL import Image
 
-from core.png import SIGNATURE, adler32, chunk, deflate_segment
+from vismem.core.png import SIGNATURE, adler32, chunk, deflate_segment
 
 #: The deflate level of shot pieces: ISA-L's level 0 (Huffman coding with its short-window
 #: matcher -- not zlib's "stored"). ISA-L's stateful compressor at levels 1-3 is not deterministic

@@ -29,10 +29,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from env.dialogue.model import Conversation, Session
-from memory.dialogue.layout import SessionLayout
-from memory.dialogue.render import plan_session
-from memory.dialogue.variants import Variant
+from vismem.env.dialogue.model import Conversation, Session
+from vismem.memory.dialogue.layout import SessionLayout
+from vismem.memory.dialogue.render import plan_session
+from vismem.memory.dialogue.variants import Variant
 
 if TYPE_CHECKING:
     import polars as pl
@@ -133,7 +133,7 @@ def unit_readings(conversations: Iterable[Conversation], units: "pl.DataFrame",
     """
     import polars as pl
 
-    from memory.dialogue.variants import load_variant
+    from vismem.memory.dialogue.variants import load_variant
 
     variants = dict(variants or {})
     convs = {c.conversation_id: c for c in conversations}

@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from env.dialogue.model import Conversation, Session
-from memory.dialogue.draw import ImageFormat, SessionPainter
-from memory.dialogue.layout import SessionLayout, layout_session
-from memory.dialogue.pack import Span, pack
-from memory.dialogue.png import SHOT_LEVEL
-from memory.dialogue.text import session_text, unit_text
-from memory.dialogue.variants import Variant
+from vismem.env.dialogue.model import Conversation, Session
+from vismem.memory.dialogue.draw import ImageFormat, SessionPainter
+from vismem.memory.dialogue.layout import SessionLayout, layout_session
+from vismem.memory.dialogue.pack import Span, pack
+from vismem.memory.dialogue.png import SHOT_LEVEL
+from vismem.memory.dialogue.text import session_text, unit_text
+from vismem.memory.dialogue.variants import Variant
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ def shot_units(conv: Conversation, variant: Variant, session: int | None = None,
         return conversation_units(conv, variant, **kw)
     sess = next((s for s in conv.sessions if s.index == session), None)
     if sess is None:
-        from core.errors import VismemError
+        from vismem.core.errors import VismemError
 
         raise VismemError(f"{conv.conversation_id} has no session {session}")
     return session_units(conv, sess, variant, **kw)

@@ -2,11 +2,11 @@
 
 Three layers, each usable alone:
 
-* **Embedding** goes through the :class:`serve.embed.Embedder` protocol only. Text units
+* **Embedding** goes through the :class:`vismem.serve.embed.Embedder` protocol only. Text units
   (Text RAG, w/o Rendering) use ``embed_texts``; image units (memory shots) use
   ``embed_images`` with the shot PNG read from the store. :func:`embed_items` runs in-process
   (small local sizes); the same work as a Ray Data job, one embedder per actor, is
-  :func:`pipelines.jobs.embed.embed_items_ray` (jobs live in the orchestration package).
+  :func:`vismem.pipelines.jobs.embed.embed_items_ray` (jobs live in the orchestration package).
 * **Ranking** (:func:`rank_units`) is cosine top-k within the question's own conversation.
 * **Recall** (:func:`evidence_recall`, :func:`recall_summary`) are pure functions over Polars
   frames: a unit *shows* a dia_id when the renderer recorded it in the unit's ``dia_ids``;
@@ -36,7 +36,7 @@ QUESTION_COLUMNS = ("conversation_id", "question_id", "question", "evidence", "c
 def _require(df: pl.DataFrame, cols: Iterable[str], what: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        from core.errors import DataError
+        from vismem.core.errors import DataError
 
         raise DataError(f"{what} frame lacks column(s) {missing}; has {df.columns}")
 
@@ -44,7 +44,7 @@ def _require(df: pl.DataFrame, cols: Iterable[str], what: str) -> None:
 # -- questions from the typed dialogue model -----------------------------------------------------
 
 def questions_frame(conversations: Sequence[Any], *, scored_only: bool = True) -> pl.DataFrame:
-    """One row per question of ``env.dialogue`` Conversations (what retrieval and answering need)."""
+    """One row per question of ``vismem.env.dialogue`` Conversations (what retrieval and answering need)."""
     rows = []
     for conv in conversations:
         for q in conv.questions:
@@ -104,10 +104,10 @@ def embedding_items(units: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFram
 def embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | None],
                  image_key: Sequence[str | None], read_image: Callable[[str], bytes]) -> np.ndarray:
     """Embed one mixed batch: text rows through ``embed_texts``, query rows through
-    ``serve.embed.embed_queries``, image rows through ``embed_images``, and ``ocr`` rows (a
-    shot's text as a pixel reader read it, see :mod:`memory.dialogue.pixels`) through the
+    ``vismem.serve.embed.embed_queries``, image rows through ``embed_images``, and ``ocr`` rows (a
+    shot's text as a pixel reader read it, see :mod:`vismem.memory.dialogue.pixels`) through the
     reader's ``embed_ocr_texts``."""
-    from serve.embed import embed_queries
+    from vismem.serve.embed import embed_queries
 
     n = len(modality)
     out: np.ndarray | None = None
@@ -117,7 +117,7 @@ def embed_batch(embedder: Any, modality: Sequence[str], text: Sequence[str | Non
     ocr_idx = [i for i in range(n) if modality[i] == "ocr"]
     parts: list[tuple[list[int], np.ndarray]] = []
     if ocr_idx:
-        from serve.embed import l2_normalise
+        from vismem.serve.embed import l2_normalise
 
         parts.append((ocr_idx, l2_normalise(embedder.embed_ocr_texts([text[i] or "" for i in ocr_idx]))))
     if txt_idx:
@@ -142,7 +142,7 @@ def embed_items(items: pl.DataFrame, embedder: Any, *, read_image: Callable[[str
     Returns ``(vectors (n, d), seconds (n,))``: each item is charged an equal share of its
     batch's wall time, so construction latency can be attributed per conversation and variant.
     """
-    from core.progress import track
+    from vismem.core.progress import track
 
     reader = read_image or (lambda key: (_ for _ in ()).throw(ValueError(f"no image reader for {key}")))
     chunks, secs = [], []

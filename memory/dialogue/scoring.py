@@ -117,7 +117,7 @@ def mem0_f1(prediction: Any, gold: Any) -> float:
 def load_prompt(name: str) -> str:
     """The text of ``memory/dialogue/prompts/<name>.txt`` (kept verbatim as data)."""
     try:
-        return resources.files("memory.dialogue").joinpath("prompts", f"{name}.txt").read_text()
+        return resources.files("vismem.memory.dialogue").joinpath("prompts", f"{name}.txt").read_text()
     except FileNotFoundError:
         raise KeyError(f"no prompt named {name!r} in memory/dialogue/prompts/") from None
 
@@ -133,9 +133,9 @@ def fill(template: str, **fields: Any) -> str:
 def judge_prompt(dataset: str, *, question: str, gold: Any, prediction: str,
                  category: Any = None, question_id: str = "") -> str:
     """The judge's user message for one answer (the dataset's own prompt; see
-    :mod:`memory.dialogue.datasets`). LoCoMo: the mem0-style CORRECT/WRONG prompt with a JSON
+    :mod:`vismem.memory.dialogue.datasets`). LoCoMo: the mem0-style CORRECT/WRONG prompt with a JSON
     label. LongMemEval: the official per-type yes/no prompt, the abstention one for ``_abs`` ids."""
-    from memory.dialogue.datasets import get_dataset
+    from vismem.memory.dialogue.datasets import get_dataset
 
     row = {"question": question, "answer": gold, "category": category, "category_code": category,
            "question_id": question_id}
@@ -226,7 +226,7 @@ def parse_yes_official(reply: str | None) -> tuple[bool | None, JudgeStatus, str
 
 def parse_judge(dataset: str, reply: str | None) -> tuple[bool | None, JudgeStatus, str]:
     """The parser of the dataset's judge prompt."""
-    from memory.dialogue.datasets import get_dataset
+    from vismem.memory.dialogue.datasets import get_dataset
 
     return get_dataset(dataset).parse_judge(reply)  # type: ignore[return-value]
 
@@ -238,7 +238,7 @@ def score_answers(answers: pl.DataFrame, dataset: str) -> pl.DataFrame:
 
     Needs ``prediction``, ``answer`` and ``category`` (the category code) columns.
     """
-    from memory.dialogue.datasets import get_dataset
+    from vismem.memory.dialogue.datasets import get_dataset
 
     rule = get_dataset(dataset).f1
     preds = answers["prediction"].to_list()

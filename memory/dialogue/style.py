@@ -17,7 +17,7 @@ from functools import cached_property
 
 from pydantic import Field, model_validator
 
-from core.config import Frozen
+from vismem.core.config import Frozen
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu"
 

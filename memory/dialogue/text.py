@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from env.dialogue.model import Session, Turn
+from vismem.env.dialogue.model import Session, Turn
 
 
 def turn_line(turn: Turn) -> str:

@@ -14,9 +14,9 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from core.config import Frozen
-from core.errors import ConfigError
-from memory.dialogue.style import Style
+from vismem.core.config import Frozen
+from vismem.core.errors import ConfigError
+from vismem.memory.dialogue.style import Style
 
 VARIANTS_DIR = Path(__file__).resolve().parent / "variants"
 
@@ -52,7 +52,7 @@ class Variant(Frozen):
         """The oversize policy for ``dataset``: the variant's own, or (``auto``) the dataset's."""
         if self.oversize != "auto":
             return self.oversize
-        from memory.dialogue.datasets import get_dataset
+        from vismem.memory.dialogue.datasets import get_dataset
 
         return get_dataset(dataset).oversize
 

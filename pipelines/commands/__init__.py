@@ -8,14 +8,14 @@ Each parser sets ``func(args) -> int``. Modules import heavy libraries inside ``
 """
 
 COMMAND_MODULES = (
-    "pipelines.commands.run",
-    "pipelines.commands.jobs",
-    "pipelines.commands.report",
-    "pipelines.commands.store",
-    "pipelines.commands.audit",
-    "pipelines.commands.runs",
-    "pipelines.commands.shots",
-    "pipelines.commands.serve",
-    "pipelines.commands.listing",
-    "pipelines.commands.plan",
+    "vismem.pipelines.commands.run",
+    "vismem.pipelines.commands.jobs",
+    "vismem.pipelines.commands.report",
+    "vismem.pipelines.commands.store",
+    "vismem.pipelines.commands.audit",
+    "vismem.pipelines.commands.runs",
+    "vismem.pipelines.commands.shots",
+    "vismem.pipelines.commands.serve",
+    "vismem.pipelines.commands.listing",
+    "vismem.pipelines.commands.plan",
 )

@@ -29,16 +29,16 @@ def _audit(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from env.storefront.audit import crawl_and_audit
-    from env.storefront.catalog import dmv_dir, load_catalog
-    from env.storefront.server import ShopServer
-    from env.storefront.imagesource import build_image_source
+    from vismem.env.storefront.audit import crawl_and_audit
+    from vismem.env.storefront.catalog import dmv_dir, load_catalog
+    from vismem.env.storefront.server import ShopServer
+    from vismem.env.storefront.imagesource import build_image_source
 
     if args.data_dir:
         data_dir = args.data_dir
     else:
-        from pipelines.config import load_config
-        from pipelines.context import resolve_data_dir
+        from vismem.pipelines.config import load_config
+        from vismem.pipelines.context import resolve_data_dir
 
         data_dir = resolve_data_dir(load_config(None))
     catalog = load_catalog(data_dir, seed=args.seed, colour_order=args.colour_order)

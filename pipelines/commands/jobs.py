@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.run import add_config_args, config_from_args
-from core.errors import VismemError
+from vismem.pipelines.commands.run import add_config_args, config_from_args
+from vismem.core.errors import VismemError
 
 #: Never shipped in a job's working_dir: venvs, runs, caches and generated data.
 RUNTIME_EXCLUDES = [".venv/", "runs/", ".runs/", ".git/", "**/__pycache__/", ".pytest_cache/", "*.egg-info/",
@@ -40,7 +40,7 @@ def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, 
            pip: list[str] | None = None, wait: bool = False, timeout_s: float = 3600) -> str:
     """Submit ``cfg`` as a Ray job; returns the submission id.
 
-    The job carries its code and the small data files its stages read (:mod:`pipelines.jobpackage`:
+    The job carries its code and the small data files its stages read (:mod:`vismem.pipelines.jobpackage`:
     ``data_dir`` becomes the package's ``_data/``; an ``s3://`` data dir is read from the store),
     the client's git revision (``$VISMEM_GIT_REVISION``; the package has no ``.git/``) and the
     client's resolved config as YAML (``$VISMEM_CONFIG_YAML``). The job's driver runs
@@ -48,8 +48,8 @@ def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, 
     """
     import tempfile
 
-    from pipelines import jobpackage
-    from pipelines.manifest import GIT_REVISION_VAR, git_revision
+    from vismem.pipelines import jobpackage
+    from vismem.pipelines.manifest import GIT_REVISION_VAR, git_revision
 
     client = _client(dashboard)
     with tempfile.TemporaryDirectory(prefix="vismem-job-") as pkg:
@@ -63,7 +63,7 @@ def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, 
     if wait:
         status = wait_for(client, job_id, timeout_s)
         if status != "SUCCEEDED":
-            from core.secrets import Scrubber
+            from vismem.core.secrets import Scrubber
 
             # The log tail may echo a forwarded credential: cut every forwarded value out of it.
             tail = Scrubber(v for k, v in (env or {}).items() if _is_secret_var(k)).text(
@@ -76,7 +76,7 @@ def _send(client: Any, cfg: Any, dashboard: str, runtime_env: dict[str, Any], pi
     if pip:
         runtime_env["pip"] = pip
     # `python` is the cluster's interpreter (the image's, or the venv the raylets run from).
-    entry = "python -m pipelines run --config env:VISMEM_CONFIG_YAML --address auto --no-progress"
+    entry = "python -m vismem.pipelines run --config env:VISMEM_CONFIG_YAML --address auto --no-progress"
     submission_id = f"vismem-{cfg.run_id}-{int(time.time())}"
     deadline = time.monotonic() + 90
     while True:
@@ -145,13 +145,13 @@ def forwarded_env(extra: list[str] = ()) -> dict[str, str]:  # type: ignore[assi
 
 
 def _is_secret_var(name: str) -> bool:
-    from core.secrets import is_secret_name
+    from vismem.core.secrets import is_secret_name
 
     return is_secret_name(name) or name.endswith("_API_KEY")
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from core.paths import repo_root
+    from vismem.core.paths import repo_root
 
     cfg = config_from_args(args)
     if cfg.store.uri.startswith("local-s3://"):

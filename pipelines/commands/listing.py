@@ -15,7 +15,7 @@ Rows = list[tuple[str, str, str]]
 
 
 def _architectures() -> Rows:
-    from memory.agent.variants import list_variants, load_variant
+    from vismem.memory.agent.variants import list_variants, load_variant
 
     out = []
     for name in list_variants():
@@ -26,7 +26,7 @@ def _architectures() -> Rows:
 
 
 def _models() -> Rows:
-    from serve.models import list_models, load_model_spec
+    from vismem.serve.models import list_models, load_model_spec
 
     out = []
     for name in list_models():
@@ -36,7 +36,7 @@ def _models() -> Rows:
 
 
 def _memshot_variants() -> Rows:
-    from memory.dialogue.variants import list_variants, load_variant
+    from vismem.memory.dialogue.variants import list_variants, load_variant
 
     return [(n, load_variant(n).kind, load_variant(n).description) for n in list_variants()]
 
@@ -64,7 +64,7 @@ def _para(doc: str | None) -> str:
 
 
 def _stages() -> Rows:
-    from pipelines.stages import STAGE_ORDER, get_stage
+    from vismem.pipelines.stages import STAGE_ORDER, get_stage
 
     return [(n, f"config section: {get_stage(n).section or '-'}", _para(get_stage(n).run.__doc__)) for n in STAGE_ORDER]
 
@@ -74,13 +74,13 @@ KINDS: dict[str, tuple[str, Callable[[], Rows]]] = {
     "models": ("model variants: VLMs, judges, embedders (serve/models/*.yaml)", _models),
     "memshot-variants": ("MemShot unit variants (memshot.variants)", _memshot_variants),
     "memories": ("dialogue memories beside the variants (memshot.memories)",
-                 _registry("memory.dialogue.memories", "MEMORIES")),
-    "datasets": ("dialogue datasets (memshot.dataset)", _registry("memory.dialogue.datasets", "DATASETS")),
+                 _registry("vismem.memory.dialogue.memories", "MEMORIES")),
+    "datasets": ("dialogue datasets (memshot.dataset)", _registry("vismem.memory.dialogue.datasets", "DATASETS")),
     "image-sources": ("catalogue image sources (catalog.image_source)",
-                      _registry("env.storefront.imagesource", "IMAGE_SOURCES")),
-    "captioners": ("captioners (memory.components.captioner)", _registry("memory.agent.captioner", "CAPTIONERS")),
-    "vlms": ("VLM back-end families ({name, args} specs)", _registry("serve.vlm", "VLMS")),
-    "embedders": ("embedder families ({name, args} specs)", _registry("serve.embed", "EMBEDDERS")),
+                      _registry("vismem.env.storefront.imagesource", "IMAGE_SOURCES")),
+    "captioners": ("captioners (memory.components.captioner)", _registry("vismem.memory.agent.captioner", "CAPTIONERS")),
+    "vlms": ("VLM back-end families ({name, args} specs)", _registry("vismem.serve.vlm", "VLMS")),
+    "embedders": ("embedder families ({name, args} specs)", _registry("vismem.serve.embed", "EMBEDDERS")),
     "stages": ("stages of a run, in order", _stages),
 }
 

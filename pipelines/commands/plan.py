@@ -1,4 +1,4 @@
-"""``vismem plan``: VLM calls, tokens, GPU-hours and wall time of a config (see :mod:`pipelines.plan`)."""
+"""``vismem plan``: VLM calls, tokens, GPU-hours and wall time of a config (see :mod:`vismem.pipelines.plan`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import dataclasses
 import json
 from typing import Any
 
-from core.errors import ConfigError
+from vismem.core.errors import ConfigError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from pipelines.commands.run import add_config_args
-    from pipelines.stages import all_stages
+    from vismem.pipelines.commands.run import add_config_args
+    from vismem.pipelines.stages import all_stages
 
     p = sub.add_parser("plan", help="estimate VLM calls, tokens, GPU-hours and wall time of a run",
                        description="Estimate what a config costs before running it: VLM calls and tokens per "
@@ -33,8 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def rates_from(pairs: list[str], measured: dict[str, float] | None = None) -> Any:
-    """:class:`pipelines.plan.Rates` with measured figures, then ``NAME=VALUE`` overrides, applied."""
-    from pipelines.plan import Rates
+    """:class:`vismem.pipelines.plan.Rates` with measured figures, then ``NAME=VALUE`` overrides, applied."""
+    from vismem.pipelines.plan import Rates
 
     known = {f.name for f in dataclasses.fields(Rates)}
     values: dict[str, float] = dict(measured or {})
@@ -55,7 +55,7 @@ def measure(store: Any, run_id: str) -> dict[str, float]:
     """Mean seconds per agent call and agent steps per session of a finished run's encoding."""
     import polars as pl
 
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     key = f"runs/{run_id}/results/encoding.parquet"
     if not store.exists(key):
@@ -76,15 +76,15 @@ def measure(store: Any, run_id: str) -> dict[str, float]:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from pipelines.commands.run import config_from_args
-    from pipelines.plan import estimate, render
+    from vismem.pipelines.commands.run import config_from_args
+    from vismem.pipelines.plan import estimate, render
 
     if args.gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {args.gpus}")
     cfg = config_from_args(args)
     measured = None
     if args.measured:
-        from pipelines.runner import open_store
+        from vismem.pipelines.runner import open_store
 
         with open_store(cfg) as (store, _env):
             measured = measure(store, args.measured)

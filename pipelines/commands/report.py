@@ -12,7 +12,7 @@ import json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from pipelines.commands.run import add_config_args
+    from vismem.pipelines.commands.run import add_config_args
 
     p = sub.add_parser("report", help="build the HTML/Markdown report of a run from its stored results",
                        description="Read runs/RUN_ID/results/*.parquet from the store, score them and write "
@@ -34,7 +34,7 @@ def _with_stage_defaults(args: argparse.Namespace) -> argparse.Namespace:
     ``config_from_args`` calls each stage's ``cli_overrides(args)``, which reads the flags that
     stage added to ``vismem run``; this parser does not have them, so their defaults are filled in.
     """
-    from pipelines.stages import all_stages
+    from vismem.pipelines.stages import all_stages
 
     probe = argparse.ArgumentParser(add_help=False)
     for stage in all_stages():
@@ -55,11 +55,11 @@ def _with_stage_defaults(args: argparse.Namespace) -> argparse.Namespace:
 def _report(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from core.errors import VismemError
-    from pipelines.commands.run import config_from_args
-    from pipelines.runner import open_store
-    from pipelines.stages.report import build, options_from
-    from pipelines.viewers import local_report
+    from vismem.core.errors import VismemError
+    from vismem.pipelines.commands.run import config_from_args
+    from vismem.pipelines.runner import open_store
+    from vismem.pipelines.stages.report import build, options_from
+    from vismem.pipelines.viewers import local_report
 
     cfg = config_from_args(_with_stage_defaults(args))
     with open_store(cfg) as (store, _env):

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from pipelines.stages import STAGE_ORDER, all_stages
+from vismem.pipelines.stages import STAGE_ORDER, all_stages
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    from pipelines.config import _deep_merge, dotted_overrides, load_config
+    from vismem.pipelines.config import _deep_merge, dotted_overrides, load_config
 
     over: dict[str, Any] = dotted_overrides(args.overrides)
     if getattr(args, "store", None):
@@ -61,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import time
 
-    from core.errors import ConfigError
+    from vismem.core.errors import ConfigError
 
     bad = [s for s in args.stages if s not in STAGE_ORDER]
     if bad:
@@ -70,14 +70,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.print_config:
         import yaml
 
-        from core.secrets import redact
+        from vismem.core.secrets import redact
 
         # Printed configs end up in terminals, CI logs and bug reports: secrets shown as ***.
         print(f"# run id: {cfg.run_id}")
         print(yaml.safe_dump(redact(cfg.model_dump(mode="json")), sort_keys=False), end="")
         return 0
-    from pipelines import logs
-    from pipelines.runner import run
+    from vismem.pipelines import logs
+    from vismem.pipelines.runner import run
 
     log_path = logs.run_log_path(cfg)
     quiet = logs.quiet(log_path, verbose=args.verbose)
@@ -94,11 +94,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**results, "_summary": summary}, indent=2, default=str))
     else:
-        from pipelines.summary import render
+        from vismem.pipelines.summary import render
 
         render(summary)
     if results.get("_partial"):
-        from core.errors import VismemError
+        from vismem.core.errors import VismemError
 
         why = "; ".join(f"{k}: {v}" for k, v in (results.get("_failures") or {}).items())
         raise VismemError(f"stage(s) {', '.join(results['_partial'])} finished partially"
@@ -114,12 +114,12 @@ def finish(cfg: Any, results: dict[str, Any], *, store: Any, wall_s: float, run_
     A store that is not a local folder (the default private S3 server, which is gone once the
     run ends, or a remote bucket) gets its report -- viewers included -- copied to
     ``<runs_dir>/<run_id>/report/``, so the printed ``file://`` paths open in a browser.
-    Returns :func:`pipelines.summary.collect`'s summary.
+    Returns :func:`vismem.pipelines.summary.collect`'s summary.
     """
-    from analysis.report import load_results
-    from pipelines.stages.report import options_from
-    from pipelines.summary import collect
-    from pipelines.viewers import local_report
+    from vismem.analysis.report import load_results
+    from vismem.pipelines.stages.report import options_from
+    from vismem.pipelines.summary import collect
+    from vismem.pipelines.viewers import local_report
 
     prefix = f"runs/{cfg.run_id}"
     report, viewers = None, {}

@@ -11,8 +11,8 @@ import argparse
 import json
 from typing import Any
 
-from pipelines.commands.run import add_config_args, config_from_args
-from pipelines.stages import STAGE_ORDER
+from vismem.pipelines.commands.run import add_config_args, config_from_args
+from vismem.pipelines.stages import STAGE_ORDER
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +63,7 @@ def _runs(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from pipelines.runner import open_store
+    from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
     with open_store(cfg) as (store, _env):

@@ -1,11 +1,11 @@
 """``vismem serve up|status|down|config``: model deployments on Ray Serve, from the model YAMLs.
 
-``up`` writes one Serve config file (:func:`serve.deploy.serve_config`: what ``serve deploy`` /
+``up`` writes one Serve config file (:func:`vismem.serve.deploy.serve_config`: what ``serve deploy`` /
 ``serve run`` and a RayService's ``serveConfigV2`` take) and deploys it through the cluster
 dashboard's Serve REST API, exactly as ``serve deploy`` does. Without ``--dashboard`` it first
-starts a Ray head on loopback (:class:`pipelines.localcluster.LocalRayCluster`: own temp dir,
+starts a Ray head on loopback (:class:`vismem.pipelines.localcluster.LocalRayCluster`: own temp dir,
 free ports) that outlives the command, so later runs reach the models. What is deployed is
-recorded in the state file (:func:`serve.deploy.state_path`); runs name a model there as
+recorded in the state file (:func:`vismem.serve.deploy.state_path`); runs name a model there as
 ``deployed:<name>``. ``down`` removes models (all of them: shuts Serve down and stops the local
 Ray it started); ``status`` prints each app's state and exits 1 when nothing is deployed.
 """
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError, VismemError
-from core.lifeline import descendants
-from core.ports import free_ports
+from vismem.core.errors import ConfigError, VismemError
+from vismem.core.lifeline import descendants
+from vismem.core.ports import free_ports
 
 _OVERRIDES = (("min_replicas", int), ("max_replicas", int), ("target_ongoing_requests", float),
               ("num_cpus", float), ("num_gpus", float), ("accelerator_type", str))
@@ -78,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _models(args: argparse.Namespace) -> list[str]:
     """The named models, or the preset's (local: only the stand-ins registered here)."""
-    from serve.deploy import PRESETS
+    from vismem.serve.deploy import PRESETS
 
     if args.models and args.preset:
         raise ConfigError("give model names or --preset, not both")
@@ -87,8 +87,8 @@ def _models(args: argparse.Namespace) -> list[str]:
     names = PRESETS[args.preset or "local"]
     if args.preset == "paper":
         return list(names)
-    from serve.embed import EMBEDDERS
-    from serve.vlm import VLMS
+    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.vlm import VLMS
 
     return [n for n in names if n in VLMS or n in EMBEDDERS]
 
@@ -103,7 +103,7 @@ def _overrides(args: argparse.Namespace, models: list[str]) -> dict[str, dict[st
 def _config(args: argparse.Namespace) -> int:
     import yaml
 
-    from serve.deploy import serve_config
+    from vismem.serve.deploy import serve_config
 
     models = _models(args)
     cfg = serve_config(models, host=args.host, port=args.port, proxy_location=args.proxy_location,
@@ -149,7 +149,7 @@ def _wait_running(client: Any, apps: list[str], timeout_s: float) -> dict[str, A
 
 
 def _local_cluster(state: dict[str, Any]) -> Any:
-    from pipelines.localcluster import LocalRayCluster
+    from vismem.pipelines.localcluster import LocalRayCluster
 
     lr = state.get("local_ray") or {}
     return LocalRayCluster(root=Path(lr["root"]), token=lr["token"], gcs_port=lr["gcs_port"],
@@ -167,7 +167,7 @@ def _alive(state: dict[str, Any] | None) -> bool:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from serve.deploy import read_state, serve_config, write_state
+    from vismem.serve.deploy import read_state, serve_config, write_state
 
     models = _models(args)
     new_over = _overrides(args, models)
@@ -192,7 +192,7 @@ def _up(args: argparse.Namespace) -> int:
                        overrides=overrides)
     cluster = None
     if local:
-        from pipelines.localcluster import LocalRayCluster
+        from vismem.pipelines.localcluster import LocalRayCluster
 
         # It outlives this command (runs reach it until `serve down`): no lifeline; the state
         # keeps the cluster's root and process token so `down` finds every process it started.
@@ -225,7 +225,7 @@ def _dashboard_host(dashboard: str) -> str:
 
 
 def _print_apps(state: dict[str, Any], apps: dict[str, Any]) -> None:
-    from serve.deploy import deployable
+    from vismem.serve.deploy import deployable
 
     for name in state["models"]:
         d = deployable(name, overrides=state.get("overrides", {}).get(name))
@@ -237,7 +237,7 @@ def _print_apps(state: dict[str, Any], apps: dict[str, Any]) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from serve.deploy import read_state
+    from vismem.serve.deploy import read_state
 
     state = read_state()
     dashboard = (args.dashboard or (state or {}).get("dashboard") or "").rstrip("/")
@@ -262,7 +262,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _teardown(state: dict[str, Any]) -> None:
     """Shut Serve down and stop the local Ray that `up` started (if any); forget the state."""
-    from serve.deploy import clear_state
+    from vismem.serve.deploy import clear_state
 
     if state.get("dashboard"):
         try:
@@ -280,7 +280,7 @@ def _teardown(state: dict[str, Any]) -> None:
 
 
 def _running(pid: int) -> bool:
-    from core.lifeline import _alive
+    from vismem.core.lifeline import _alive
 
     return _alive(pid)
 
@@ -300,7 +300,7 @@ def _kill(pids: list[int], wait_s: float = 10.0) -> None:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from serve.deploy import read_state, serve_config, write_state
+    from vismem.serve.deploy import read_state, serve_config, write_state
 
     state = read_state()
     if state is None:

@@ -1,6 +1,6 @@
 """``vismem shots``: render one conversation's MemShot units and show them as a page.
 
-Wraps the renderer of ``memory.dialogue`` (as ``python -m memory.dialogue`` does): no run, no
+Wraps the renderer of ``vismem.memory.dialogue`` (as ``python -m vismem.memory.dialogue`` does): no run, no
 store, no Ray. Writes each unit's image (or text), ``units.jsonl`` and ``index.html`` -- the
 shots in order with their dia_ids -- to ``--out`` (default ``<runs_dir>/shots/<conversation>-<variant>``),
 prints the page's path and, with ``--open``, opens it in a browser.
@@ -29,11 +29,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _conversation(args: argparse.Namespace):
-    from core.errors import VismemError
-    from memory.dialogue.datasets import get_dataset
-    from pipelines.config import load_config
-    from pipelines.context import resolve_data_dir
-    from pipelines.jobs.render import dataset_path
+    from vismem.core.errors import VismemError
+    from vismem.memory.dialogue.datasets import get_dataset
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.context import resolve_data_dir
+    from vismem.pipelines.jobs.render import dataset_path
 
     cfg = load_config(None, overrides={"memshot": {"dataset": args.dataset}})
     path = args.path or dataset_path(cfg.memshot, resolve_data_dir(cfg))
@@ -50,10 +50,10 @@ def _conversation(args: argparse.Namespace):
 
 
 def _shots(args: argparse.Namespace) -> int:
-    from analysis.samples import shots_gallery
-    from core.errors import VismemError
-    from memory.dialogue.render import shot_units
-    from memory.dialogue.variants import list_variants, load_variant
+    from vismem.analysis.samples import shots_gallery
+    from vismem.core.errors import VismemError
+    from vismem.memory.dialogue.render import shot_units
+    from vismem.memory.dialogue.variants import list_variants, load_variant
 
     if args.variant not in list_variants():
         raise VismemError(f"unknown variant {args.variant!r}; one of {', '.join(list_variants())}")

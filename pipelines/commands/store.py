@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipelines.commands.run import add_config_args, config_from_args
+from vismem.pipelines.commands.run import add_config_args, config_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -74,7 +74,7 @@ def sized_keys(store: Any, prefix: str) -> Iterator[tuple[str, int]]:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from pipelines.runner import open_store
+    from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
     with open_store(cfg) as (store, _env):
@@ -96,8 +96,8 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from core.errors import VismemError
-    from pipelines.runner import open_store
+    from vismem.core.errors import VismemError
+    from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
     with open_store(cfg) as (store, _env):
@@ -135,8 +135,8 @@ def _get(args: argparse.Namespace) -> int:
 def _cat(args: argparse.Namespace) -> int:
     import json
 
-    from core.errors import VismemError
-    from pipelines.runner import open_store
+    from vismem.core.errors import VismemError
+    from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
     with open_store(cfg) as (store, _env):

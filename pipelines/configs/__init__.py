@@ -1,1 +1,1 @@
-"""Per-stage config models. Each stage owns one module; ``pipelines.config`` assembles them."""
+"""Per-stage config models. Each stage owns one module; ``vismem.pipelines.config`` assembles them."""

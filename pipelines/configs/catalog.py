@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from core.config import Frozen
-from core.registry import ComponentSpec
+from vismem.core.config import Frozen
+from vismem.core.registry import ComponentSpec
 
 
 class CatalogConfig(Frozen):
@@ -29,7 +29,7 @@ class CatalogConfig(Frozen):
         description="Image source that produces the product images, a name or {name, args}: 'procedural' "
         "(offline renderer, the local default; args e.g. {salt: v1}), 'official' (the paper's published "
         "with_cue/ and base/ images; args {root: s3://bucket/dmv-images}), or any other name in "
-        "env.storefront.imagesource.IMAGE_SOURCES. `image_source_args` (a mapping) is accepted as input "
+        "vismem.env.storefront.imagesource.IMAGE_SOURCES. `image_source_args` (a mapping) is accepted as input "
         "and merged into image_source.args.",
     )
 

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from core.config import Frozen
-from core.registry import ComponentSpec
+from vismem.core.config import Frozen
+from vismem.core.registry import ComponentSpec
 
 
 class EncodeConfig(Frozen):
@@ -15,7 +15,7 @@ class EncodeConfig(Frozen):
 
     Chain ``i`` uses seed ``first_seed + i`` (default: the run seed, so seed 0 gives the official
     chain seeds 0..N-1); session ``j`` of chain ``seed`` follows the official seeding
-    (``agents.chains``). The storefront (colour permutation) uses the run seed.
+    (``vismem.agents.chains``). The storefront (colour permutation) uses the run seed.
     """
 
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")

@@ -6,12 +6,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from core.config import Frozen
-from core.registry import ComponentSpec
+from vismem.core.config import Frozen
+from vismem.core.registry import ComponentSpec
 
 
 def _all_variants() -> tuple[ComponentSpec, ...]:
-    from memory.agent.variants import list_variants
+    from vismem.memory.agent.variants import list_variants
 
     return tuple(ComponentSpec(name=n) for n in list_variants())
 

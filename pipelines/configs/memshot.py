@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from core.config import Frozen
-from core.registry import ComponentSpec
+from vismem.core.config import Frozen
+from vismem.core.registry import ComponentSpec
 
 
 class MemShotConfig(Frozen):
@@ -51,7 +51,7 @@ class MemShotConfig(Frozen):
     )
     png_compress_level: int = Field(0, ge=0, le=9, description="Deflate level of PNG shots (core.png): 0-3 ISA-L (0, the default: "
                                     "its fastest level, and the one whose output repeats exactly -- see "
-                                    "memory.dialogue.png.SHOT_LEVEL), 4-9 zlib (6+: smaller, several times slower).")
+                                    "vismem.memory.dialogue.png.SHOT_LEVEL), 4-9 zlib (6+: smaller, several times slower).")
     render_batch_size: int | None = Field(None, ge=1, description="Sessions per Ray Data render task; None: 4 batches "
                                           "per concurrent task (ray.concurrency), at least 4 sessions each.")
 
@@ -139,7 +139,7 @@ class MemShotConfig(Frozen):
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, v: str) -> str:
-        from memory.dialogue.datasets import dataset_names
+        from vismem.memory.dialogue.datasets import dataset_names
 
         if v not in dataset_names():
             raise ValueError(f"unknown dataset {v!r}; registered: {', '.join(dataset_names())}")

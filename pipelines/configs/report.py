@@ -6,7 +6,7 @@ from typing import Optional
 
 from pydantic import Field, field_validator
 
-from core.config import Frozen
+from vismem.core.config import Frozen
 
 
 class ReportConfig(Frozen):

@@ -1,10 +1,10 @@
 """Ray Data job: render (or read back) catalogue product images and upload them from the workers.
 
-Input rows come from :func:`pipelines.stages.catalog.plan_rows` (one per product variant: what
+Input rows come from :func:`vismem.pipelines.stages.catalog.plan_rows` (one per product variant: what
 to render and the two store keys); each task builds the image source once, renders its batch
 with and without cue, and uploads both images straight from the worker (with_cue last: its
 presence marks the row done). One output row per input row: keys, byte sizes, sha256 and the
-depicted cue object. The rendering itself is ``env.storefront`` (pure per product).
+depicted cue object. The rendering itself is ``vismem.env.storefront`` (pure per product).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _conform(data: bytes, size: int, fmt: str, compress_level: int) -> bytes:
 
     from PIL import Image
 
-    from env.storefront.images.scene import encode
+    from vismem.env.storefront.images.scene import encode
 
     im = Image.open(io.BytesIO(data))
     if im.size == (size, size) and (im.format or "").lower() == ("jpeg" if fmt == "jpeg" else fmt):
@@ -52,7 +52,7 @@ def _conform(data: bytes, size: int, fmt: str, compress_level: int) -> bytes:
 def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], size: int, fmt: str,
                   compress_level: int, upload_threads: int = 8) -> list[dict[str, Any]]:
     """Render + upload the images of ``rows`` (or read back those that exist); one result per row."""
-    from env.storefront.imagesource import build_image_source
+    from vismem.env.storefront.imagesource import build_image_source
 
     if not rows:
         return []
@@ -129,7 +129,7 @@ def generate(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], cf
         return generate_rows(rows, **kw)
     import ray.data
 
-    from pipelines.rayctx import batch_size_for, init_ray, task_pool
+    from vismem.pipelines.rayctx import batch_size_for, init_ray, task_pool
 
     init_ray(ray_cfg)
     bs = cfg.batch_size or batch_size_for(len(rows), ray_cfg.concurrency)

@@ -1,6 +1,6 @@
 """Ray Data job: embed memory units and questions with one embedder per actor.
 
-The work per batch is :func:`memory.dialogue.retrieval.embed_batch` (pure but for the embedder
+The work per batch is :func:`vismem.memory.dialogue.retrieval.embed_batch` (pure but for the embedder
 and an image reader); this module only shards it: an actor pool (fractional CPUs locally, a GPU
 per replica on a cluster), batches, never a model load per row. One output row per input row.
 """
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from memory.dialogue.retrieval import embed_batch
+from vismem.memory.dialogue.retrieval import embed_batch
 
-#: Columns of the job's input rows (see ``memory.dialogue.retrieval.embedding_items``).
+#: Columns of the job's input rows (see ``vismem.memory.dialogue.retrieval.embedding_items``).
 INPUT_COLUMNS = ("item_id", "modality", "text", "image_key")
 #: Columns of its output rows (one per input row).
 OUTPUT_COLUMNS = ("item_id", "embedding", "embed_s")
@@ -25,7 +25,7 @@ class _EmbedActor:
     """Ray Data actor: builds the embedder once, embeds batches of items (text or image rows)."""
 
     def __init__(self, spec: dict[str, Any], store: Any = None) -> None:
-        from serve.embed import build_embedder
+        from vismem.serve.embed import build_embedder
 
         self.embedder = build_embedder(spec)
         self.store = store
@@ -41,14 +41,14 @@ class _EmbedActor:
 
 def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: Any = None, ray_cfg: Any = None,
                     batch_size: int = 64, actors: int = 1, num_gpus: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Ray Data version of :func:`memory.dialogue.retrieval.embed_items`: an actor pool, one embedder per actor.
+    """Ray Data version of :func:`vismem.memory.dialogue.retrieval.embed_items`: an actor pool, one embedder per actor.
 
     Returns ``(vectors, per-item seconds)`` in items order (measured inside the actors); order is kept
     (the run's DataContext preserves order, and rows are re-aligned by ``item_id`` anyway).
     """
     import ray.data
 
-    from pipelines.rayctx import actor_pool
+    from vismem.pipelines.rayctx import actor_pool
 
     if items.height == 0:
         return np.zeros((0, 0), dtype=np.float32), np.zeros(0)

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.failures import UnitFailed, check_failed_calls
-from core.secrets import drop_secrets
-from pipelines.trajectories import PROTOCOL_VERSION, TrajectoryCache, slugify
-from agents.chains import session_spec
-from agents.session import SessionOptions, run_session
+from vismem.core.failures import UnitFailed, check_failed_calls
+from vismem.core.secrets import drop_secrets
+from vismem.pipelines.trajectories import PROTOCOL_VERSION, TrajectoryCache, slugify
+from vismem.agents.chains import session_spec
+from vismem.agents.session import SessionOptions, run_session
 
 log = logging.getLogger("vismem.encode")
 
@@ -30,7 +30,7 @@ TRANSPORT_ARGS = frozenset({"base_url", "api_key_env", "timeout_s", "connect_tim
 def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") -> dict[str, Any]:
     """A buildable ``{name, args}`` spec (a model variant such as ``qwen2.5-vl-7b`` expanded,
     env-expanded here on the driver). The scripted shopper's seed defaults to the run seed."""
-    from serve.vlm import VLMS
+    from vismem.serve.vlm import VLMS
 
     spec = VLMS.check(spec, field=field)  # args checked against the backend, nothing built
     if spec["name"] == "scripted-shopper":
@@ -40,7 +40,7 @@ def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") ->
 
 def is_stand_in(spec: dict[str, Any]) -> bool:
     """Whether a resolved backend spec builds a stand-in (as its factory declared)."""
-    from serve.vlm import VLMS
+    from vismem.serve.vlm import VLMS
 
     return VLMS.is_stand_in(spec)
 
@@ -61,7 +61,7 @@ def protocol_settings(opts: SessionOptions, *, observation: str, images: Any, co
     ``catalog_data``: content digests of the catalogue files the shop is built from (its pages
     are what the agent reads), so an edited catalogue never reuses another's trajectories.
     """
-    from agents import prompts
+    from vismem.agents import prompts
 
     out = {"prompts": prompts.fingerprint(),
            "page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
@@ -107,7 +107,7 @@ class EncodeWorker:
         self._vlms: dict[int, Any] = {}
         self.shop = None
         if shop_url is None:
-            from env.storefront.server import ShopServer
+            from vismem.env.storefront.server import ShopServer
 
             self.shop = ShopServer.from_data(data_dir, seed=catalog_seed, colour_order=colour_order,  # type: ignore[arg-type]
                                              images=images).start()
@@ -133,7 +133,7 @@ class EncodeWorker:
 
     def vlm(self, i: int) -> Any:
         if i not in self._vlms:
-            from serve.vlm import build_vlm
+            from vismem.serve.vlm import build_vlm
 
             vlm = build_vlm(self.backends[i])
             if getattr(vlm, "stand_in", False) and not getattr(vlm, "display_name", None):
@@ -214,8 +214,8 @@ class EncodeWorker:
 
 
 def default_env_factory(shop_url: str, *, observation: str, step_timeout_s: float) -> Any:
-    """The Playwright browser environment (``env.browser``)."""
-    from env.pageenv import make_env
+    """The Playwright browser environment (``vismem.env.browser``)."""
+    from vismem.env.pageenv import make_env
 
     return make_env("browser", shop_url, observation=observation, step_timeout_s=step_timeout_s)
 
@@ -224,7 +224,7 @@ def env_factory(name: str) -> Any:
     """The env factory for ``encode.env``: ``browser`` (Chromium) or ``http`` (fast path)."""
     from functools import partial
 
-    from env.pageenv import ENV_KINDS, make_env
+    from vismem.env.pageenv import ENV_KINDS, make_env
 
     if name not in ENV_KINDS:
         raise ValueError(f"unknown env {name!r}; allowed: {', '.join(ENV_KINDS)}")

@@ -21,10 +21,10 @@ OUTPUT_COLUMNS = ("content_id", "caption", "vector", "error")
 def build_model(fs: Any) -> Any:
     """The captioner or embedder a feature spec names."""
     if fs.kind == "caption":
-        from memory.agent.captioner import build_captioner
+        from vismem.memory.agent.captioner import build_captioner
 
         return build_captioner(fs.spec)
-    from serve.embed import build_embedder
+    from vismem.serve.embed import build_embedder
 
     return build_embedder(fs.spec)
 
@@ -103,7 +103,7 @@ def compute_features(fs: Any, items: list[dict[str, Any]], *, store: Any, on_ray
         return _collect(rows)
     import ray.data
 
-    from pipelines.rayctx import actor_pool
+    from vismem.pipelines.rayctx import actor_pool
 
     ds = ray.data.from_items([{c: it.get(c) for c in INPUT_COLUMNS} for it in items])
     kwargs = actor_pool(ray_cfg, size=actors) if ray_cfg is not None else {}

@@ -4,7 +4,7 @@ Input: one row per *session* (``session_rows``: the item ids and store keys of i
 unit order); each actor builds the reader once (``ocr-minilm``: an onnxruntime session with one
 thread, so two actors fill two cores) and reads a session's shots in one call — consecutive
 shots repeat two turn-pairs, which the reader's line cache then reads for free. The per-batch
-work is :func:`memory.dialogue.pixels.read_batch`, cache first: texts live in the store at
+work is :func:`vismem.memory.dialogue.pixels.read_batch`, cache first: texts live in the store at
 ``ocr/<ocr_key>/<sha256>.txt`` (with the seconds their reading took beside them, ``.s``) and
 are shared across runs. Output: one row per shot.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import polars as pl
 
-from core.blobref import read_many
-from memory.dialogue.retrieval import unit_item_id
+from vismem.core.blobref import read_many
+from vismem.memory.dialogue.retrieval import unit_item_id
 
 #: Columns of the job's output frame (one row per shot).
 OUTPUT_COLUMNS = ("item_id", "ocr_text", "ocr_s", "ocr_cached", "sha256")
@@ -42,13 +42,13 @@ class _OcrActor:
     """Ray Data actor: one pixel reader; reads one session (one row) per call."""
 
     def __init__(self, spec: dict[str, Any], store: Any) -> None:
-        from serve.embed import build_embedder
+        from vismem.serve.embed import build_embedder
 
         self.reader = build_embedder(spec)
         self.store = store
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
-        from memory.dialogue.pixels import read_batch, store_cache
+        from vismem.memory.dialogue.pixels import read_batch, store_cache
 
         get, put = store_cache(self.store)
         images = read_many(self.store.get_bytes, list(row["image_keys"]))  # one read per pack
@@ -63,8 +63,8 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: Any) ->
 
     A re-run would otherwise start the actor pool and load an OCR model per actor only to find
     every text in the cache (~40 s on 2 busy cores for one conversation)."""
-    from memory.dialogue.pixels import cache_key, key_hash, seconds_key, store_cache
-    from serve.embedders.ocr import reader_ocr_key
+    from vismem.memory.dialogue.pixels import cache_key, key_hash, seconds_key, store_cache
+    from vismem.serve.embedders.ocr import reader_ocr_key
 
     key = reader_ocr_key(spec)
     if key is None:
@@ -114,7 +114,7 @@ def read_shots(units: pl.DataFrame, spec: dict[str, Any], *, store: Any, ray_cfg
     elif use_ray:
         import ray.data
 
-        from pipelines.rayctx import actor_pool, init_ray
+        from vismem.pipelines.rayctx import actor_pool, init_ray
 
         init_ray(ray_cfg)
         # One block per session: idle actors pull the next session, so the load balances.

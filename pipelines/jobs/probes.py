@@ -3,9 +3,9 @@
 One Ray Data row is one *unit*: (chain, architecture, recall session ``j``, probe set); a batch
 is a chain's units (:func:`unit_groups`), so a chain's query embeddings are made once. A worker
 holds a storefront and a page env, the recalling VLMs, the architectures bound to the stored
-features (``pipelines.features``), and each chain's observations; for a unit it resets the
+features (``vismem.pipelines.features``), and each chain's observations; for a unit it resets the
 architecture, replays sessions ``0..j`` (cheap: features are cached) and runs the unit's probes
-in the official order (by reach) with ``agents.recall.run_probe``. The unit's rows are written to
+in the official order (by reach) with ``vismem.agents.recall.run_probe``. The unit's rows are written to
 the probe cache, then its done marker (the commit point): a killed run re-runs only units
 without one, and adding an architecture runs only its units.
 """
@@ -18,8 +18,8 @@ import threading
 import time
 from typing import Any
 
-from core.failures import UnitFailed, cap_text, check_failed_calls
-from pipelines.probecache import ProbeCache, probe_rows_table
+from vismem.core.failures import UnitFailed, cap_text, check_failed_calls
+from vismem.pipelines.probecache import ProbeCache, probe_rows_table
 
 log = logging.getLogger("vismem.probes")
 
@@ -68,22 +68,22 @@ class ProbeWorker:
         chains: ``[{"backend", "slug", "seed"}]`` in plan order; ``recallers`` the resolved recall
             VLM spec of each encode back-end (same order as ``encode.backends``).
         archs: raw architecture specs; ``arch_keys[arch][backend]`` their probe-cache keys.
-        feature_specs: the ``memory.agent.FeatureSpec`` list every architecture reads.
+        feature_specs: the ``vismem.memory.agent.FeatureSpec`` list every architecture reads.
         cues: ``url_hash -> [colour, depicted object]`` of the served catalogue.
         shop: ``ShopServer.from_data`` kwargs (data_dir, seed, colour_order, images).
         options: ``max_steps``, ``fetch_k``, ``keep_k``, ``max_tokens``, ``J`` (sessions to read), ``mc``,
             ``mc_seed``.
-        env_factory: builds the page env on a shop URL (``pipelines.jobs.encode.env_factory``).
+        env_factory: builds the page env on a shop URL (``vismem.pipelines.jobs.encode.env_factory``).
     """
 
     def __init__(self, store: Any, *, chains: list[dict[str, Any]], recallers: list[dict[str, Any]],
                  archs: list[dict[str, Any]], arch_keys: list[list[str]], feature_specs: list[Any],
                  cues: dict[str, list[str]], shop: dict[str, Any], options: dict[str, Any], env_factory: Any,
                  env_kwargs: dict[str, Any] | None = None, shop_url: str | None = None) -> None:
-        from memory.agent import InProcessFeatures, build_architecture
-        from memory.agent.features import FeatureTables
-        from memory.agent.tables import TableFeatures
-        from pipelines.features import load_parts
+        from vismem.memory.agent import InProcessFeatures, build_architecture
+        from vismem.memory.agent.features import FeatureTables
+        from vismem.memory.agent.tables import TableFeatures
+        from vismem.pipelines.features import load_parts
 
         _one_thread()
         self.store = store
@@ -107,7 +107,7 @@ class ProbeWorker:
         self._vlms: dict[int, Any] = {}
         self.shop = None
         if shop_url is None:
-            from env.storefront.server import ShopServer
+            from vismem.env.storefront.server import ShopServer
 
             self.shop = ShopServer.from_data(**shop).start()
             shop_url = self.shop.url
@@ -127,14 +127,14 @@ class ProbeWorker:
 
     def vlm(self, backend: int) -> Any:
         if backend not in self._vlms:
-            from serve.vlm import build_vlm
+            from vismem.serve.vlm import build_vlm
 
             self._vlms[backend] = build_vlm(self.recallers[backend])
         return self._vlms[backend]
 
     def observations(self, chain: int) -> list[Any]:
         if chain not in self._obs:
-            from pipelines.chains import Chain, chain_observations
+            from vismem.pipelines.chains import Chain, chain_observations
 
             c = self.chains[chain]
             self._obs[chain] = chain_observations(self.store, Chain(c["backend"], c["slug"], c["seed"]),
@@ -143,7 +143,7 @@ class ProbeWorker:
 
     def unit_probes(self, chain: int, j: int, set_name: str) -> list[Any]:
         """The probes of a unit, in the official order (pure: from the chain's observations)."""
-        from agents.probes import chain_probes, probes_at
+        from vismem.agents.probes import chain_probes, probes_at
 
         obs = self.observations(chain)
         visits: dict[int, list[str]] = {}
@@ -160,8 +160,8 @@ class ProbeWorker:
 
     def run_unit(self, chain: int, arch: int, j: int, set_name: str) -> dict[str, Any]:
         """Replay sessions ``0..j`` into architecture ``arch`` and run the unit's probes."""
-        from agents.recall import run_probe
-        from memory.agent import ArchitectureHook, replay_chain
+        from vismem.agents.recall import run_probe
+        from vismem.memory.agent import ArchitectureHook, replay_chain
 
         c = self.chains[chain]
         cache = ProbeCache(self.store, c["slug"], int(c["seed"]), self.arch_keys[arch][int(c["backend"])])
@@ -178,7 +178,7 @@ class ProbeWorker:
         vlm = self.vlm(int(c["backend"]))
         probes = self.unit_probes(chain, j, set_name)
         # Every probe's first step starts at "/": embed those queries in one batch per encoder.
-        from memory.agent import Query
+        from vismem.memory.agent import Query
 
         first = [Query.probe(p.cue, "/").text for p in probes]
         for fs in a.required_features():
@@ -254,7 +254,7 @@ class ProbeWorker:
 
 
 def _capped_step(step: dict[str, Any]) -> dict[str, Any]:
-    """A step-log entry with its reply cut to :data:`core.failures.REPLY_CAP` (``reply_truncated``)."""
+    """A step-log entry with its reply cut to :data:`vismem.core.failures.REPLY_CAP` (``reply_truncated``)."""
     reply, cut = cap_text(step.get("reply"))
     return {**step, "reply": reply, "reply_truncated": True} if cut else step
 
@@ -310,7 +310,7 @@ def run_units(units: list[dict[str, Any]], worker_kwargs: dict[str, Any], *, on_
     import pyarrow as pa
     import ray.data
 
-    from pipelines.rayctx import actor_pool
+    from vismem.pipelines.rayctx import actor_pool
 
     groups = unit_groups(units, workers)
     # One block per group, each block one batch: a group runs on one actor (from_blocks keeps them).

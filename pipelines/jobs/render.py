@@ -1,7 +1,7 @@
 """Ray Data job: every session of a dataset → memory units (shots or text) in the store.
 
 Input: one row per session (``INPUT_COLUMNS``); output: one row per input row
-(``OUTPUT_COLUMNS``). Each task renders its sessions' units with ``memory.dialogue``, writes each
+(``OUTPUT_COLUMNS``). Each task renders its sessions' units with ``vismem.memory.dialogue``, writes each
 session's shots as one *pack* object, then a per-session *shard* (JSON, one row per unit), and
 returns a one-row summary per session. The shard is written last, so its presence means the
 session is complete: a re-run lists the shards once and renders only sessions without one.
@@ -9,7 +9,7 @@ Finally the driver concatenates the shards into ``units.parquet`` (``UNIT_SCHEMA
 ``schema_version`` = ``SCHEMA_VERSION``).
 
 A pack is the session's shot files back to back (each a complete PNG or WebP); a unit row's
-``key`` is a ``core.blobref`` reference ``<pack>#<offset>+<length>`` that ``Store.get_bytes``
+``key`` is a ``vismem.core.blobref`` reference ``<pack>#<offset>+<length>`` that ``Store.get_bytes``
 reads like a key. One object per session instead of one per shot: on the local S3 server each
 put costs ~0.85 ms of server CPU before its bytes (~9 µs per KiB), which made 1,835 puts for
 LoCoMo cost about as much as drawing the shots.
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from env.dialogue.model import Conversation, session_from_dict, session_to_dict
-from memory.dialogue.png import SHOT_LEVEL
-from memory.dialogue.variants import Variant
-from core.blobref import make_ref
-from core.errors import ConfigError, DataError, VismemError
+from vismem.env.dialogue.model import Conversation, session_from_dict, session_to_dict
+from vismem.memory.dialogue.png import SHOT_LEVEL
+from vismem.memory.dialogue.variants import Variant
+from vismem.core.blobref import make_ref
+from vismem.core.errors import ConfigError, DataError, VismemError
 
 SCHEMA_VERSION = 2  # 2: shots packed per session, unit keys are blob references
 #: Columns of the job's input rows (one per session).
@@ -96,7 +96,7 @@ def _unit_schema() -> Any:
 def render_rows(rows: list[dict[str, Any]], *, store: Any, variant: Variant, prefix: str,
                 image_format: str = "png", compress_level: int = SHOT_LEVEL) -> list[dict[str, Any]]:
     """Render the sessions in ``rows``; write shots and one shard per session; one summary row each."""
-    from memory.dialogue.render import session_units
+    from vismem.memory.dialogue.render import session_units
 
     out = []
     font = Path(variant.style.font_regular).name
@@ -231,7 +231,7 @@ def _user_error(err: BaseException) -> VismemError | None:
         todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
     # Ray Data keeps only the worker's formatted traceback (UserCodeException): recover the
     # error's class and message from its last line so the CLI prints one line and exits 3/4.
-    import core.errors as errors
+    import vismem.core.errors as errors
 
     found = re.findall(r"core\.errors\.(\w+): (.+)", str(err))
     if found:
@@ -254,7 +254,7 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
     Sessions whose shard exists are skipped; ``use_ray=False`` renders in this process (tiny
     inputs, tests). Returns a summary; the unit table is at ``summary["table"]``.
     """
-    from memory.dialogue.variants import load_variant
+    from vismem.memory.dialogue.variants import load_variant
 
     if isinstance(variant, str):
         variant = load_variant(variant)
@@ -269,7 +269,7 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
     if todo and use_ray:
         import ray.data
 
-        from pipelines.rayctx import batch_size_for, init_ray, task_pool
+        from vismem.pipelines.rayctx import batch_size_for, init_ray, task_pool
 
         init_ray(ray_cfg)
         if batch_size is None:
@@ -334,7 +334,7 @@ def dataset_path(cfg: Any, data_dir: str | Path) -> Path:
     ``memshot.dataset_path`` wins, then the dataset's own field (``locomo_path``,
     ``longmemeval_path``), then the dataset's default location.
     """
-    from memory.dialogue.datasets import get_dataset
+    from vismem.memory.dialogue.datasets import get_dataset
 
     ds = get_dataset(cfg.dataset)
     raw = cfg.dataset_path or getattr(cfg, f"{ds.name}_path", None) or ds.default_path
@@ -347,7 +347,7 @@ def dataset_path(cfg: Any, data_dir: str | Path) -> Path:
 
 def load_conversations(cfg: Any, data_dir: str | Path) -> list[Conversation]:
     """The conversations a ``MemShotConfig`` asks for."""
-    from memory.dialogue.datasets import get_dataset
+    from vismem.memory.dialogue.datasets import get_dataset
 
     return get_dataset(cfg.dataset).load(dataset_path(cfg, data_dir), limit=cfg.conversations)
 

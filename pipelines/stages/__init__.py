@@ -25,12 +25,12 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from core.errors import ConfigError
+from vismem.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pipelines.context import RunContext
+    from vismem.pipelines.context import RunContext
 
-#: Every stage, in the order a run executes them (each is ``pipelines.stages.<name>``).
+#: Every stage, in the order a run executes them (each is ``vismem.pipelines.stages.<name>``).
 STAGE_ORDER: tuple[str, ...] = ("memshot", "catalog", "encode", "replay", "probes", "report")
 
 
@@ -57,7 +57,7 @@ class Stage:
         add_cli_args: adds the stage's ``vismem run`` flags to a parser.
         cli_overrides: turns those flags into nested config overrides.
         check: validates the config's components (specs resolve, paths exist) before any work;
-            raises :class:`core.errors.ConfigError` naming the field.
+            raises :class:`vismem.core.errors.ConfigError` naming the field.
     """
 
     name: str
@@ -77,9 +77,9 @@ def get_stage(name: str) -> Stage:
     """The stage called ``name`` (ConfigError naming the allowed stages otherwise)."""
     if name not in STAGE_ORDER:
         raise ConfigError(f"unknown stage {name!r}; allowed: {', '.join(STAGE_ORDER)}")
-    stage = importlib.import_module(f"pipelines.stages.{name}").STAGE
+    stage = importlib.import_module(f"vismem.pipelines.stages.{name}").STAGE
     if stage.name != name:
-        raise RuntimeError(f"pipelines.stages.{name} defines stage {stage.name!r}")
+        raise RuntimeError(f"vismem.pipelines.stages.{name} defines stage {stage.name!r}")
     return stage
 
 

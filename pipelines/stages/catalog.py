@@ -4,7 +4,7 @@
    under a content-addressed prefix ``catalog/<params-hash>/``. The hash covers everything the
    pixels depend on (image source and its arguments, renderer version, size, format, and the
    cue assignment), so different seeds or colour orders never collide and equal ones share.
-2. **Generate** (Ray Data, :mod:`pipelines.jobs.catalog`): ``from_items(rows) → map_batches``
+2. **Generate** (Ray Data, :mod:`vismem.pipelines.jobs.catalog`): ``from_items(rows) → map_batches``
    with fractional CPUs; each batch
    renders its products (with and without cue) and uploads them straight from the worker,
    ``with_cue/<cat>/<style>/NN.png`` and ``base/...`` (the official layout, so the ``store``
@@ -25,10 +25,10 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from pipelines.stages import Stage
+from vismem.pipelines.stages import Stage
 
 if TYPE_CHECKING:
-    from pipelines.context import RunContext
+    from vismem.pipelines.context import RunContext
 
 SCHEMA_VERSION = 1
 #: Columns of ``catalog.parquet`` added to the catalogue's own (Catalog.to_polars()).
@@ -62,7 +62,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def source_spec(cfg: Any) -> dict[str, Any]:
     """The image source spec ``{name, args}`` the workers build (size/format folded in for procedural)."""
-    from env.storefront.imagesource import IMAGE_SOURCES
+    from vismem.env.storefront.imagesource import IMAGE_SOURCES
 
     resolved = IMAGE_SOURCES.resolve(cfg.image_source, field="catalog.image_source")
     args = dict(resolved["args"])
@@ -75,15 +75,15 @@ def source_spec(cfg: Any) -> dict[str, Any]:
 
 def public_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """The spec without credentials (what goes into params.json, the manifest and the pointer;
-    :mod:`core.secrets` says what a credential is)."""
-    from core.secrets import drop_secrets
+    :mod:`vismem.core.secrets` says what a credential is)."""
+    from vismem.core.secrets import drop_secrets
 
     return {"name": spec["name"], "args": drop_secrets(dict(spec["args"]))}
 
 
 def image_params(cfg: Any, variants: Any) -> dict[str, Any]:
     """Everything the stored pixels depend on (hashed into the prefix)."""
-    from env.storefront.images.scene import RENDERER_VERSION
+    from vismem.env.storefront.images.scene import RENDERER_VERSION
 
     assignment = "\n".join(f"{v.url_hash}:{v.cat}:{v.style}:{v.idx}:{v.cue_object}:{v.cue_color}:{v.image_idx}"
                            for v in sorted(variants, key=lambda v: v.url_hash))
@@ -135,9 +135,9 @@ def build_table(catalog_df: Any, results: list[dict[str, Any]]) -> Any:
 
 def _check_source(cfg: Any, variants: Any) -> None:
     """Build the configured source once in the driver: unknown names or bad args → ConfigError."""
-    from core.errors import ConfigError
-    from env.storefront.imagesource import build_image_source
-    from pipelines.jobs.catalog import RowCatalog
+    from vismem.core.errors import ConfigError
+    from vismem.env.storefront.imagesource import build_image_source
+    from vismem.pipelines.jobs.catalog import RowCatalog
 
     rows = plan_rows(variants[:1], "check", cfg.image_format, set())
     try:
@@ -150,7 +150,7 @@ def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
     """Generate (or resume) the catalogue images and table; returns a summary."""
     import polars as pl
 
-    from pipelines.context import catalog_from_config
+    from vismem.pipelines.context import catalog_from_config
 
     t0 = time.perf_counter()
     cfg, store = ctx.config.catalog, ctx.store
@@ -174,7 +174,7 @@ def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
     todo = [r for r in rows if r["url_hash"] not in prev]
     ctx.manifest.component("image_source", public_spec(source_spec(cfg)))
     t_job = time.perf_counter()
-    from pipelines.jobs.catalog import generate
+    from vismem.pipelines.jobs.catalog import generate
 
     results = generate(todo, store=store, spec=source_spec(cfg), cfg=cfg, ray_cfg=ctx.config.ray, use_ray=use_ray)
     t_job = time.perf_counter() - t_job
@@ -202,7 +202,7 @@ def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
 
 def check(config: Any) -> None:
     """The image source is a registered name and its args fit it (nothing is built or read)."""
-    from env.storefront.imagesource import IMAGE_SOURCES
+    from vismem.env.storefront.imagesource import IMAGE_SOURCES
 
     if config.catalog.enabled:
         IMAGE_SOURCES.check(config.catalog.image_source, field="catalog.image_source", injected=("catalog",))

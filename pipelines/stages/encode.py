@@ -11,7 +11,7 @@ Flags (also config fields ``encode.*``): ``--chains N`` (chain i has seed run.se
 ``--J J`` (sessions per chain), ``--backend NAME|JSON`` (repeatable; replaces
 ``encode.backends``). Backends: ``scripted-shopper`` (deterministic stand-in, named
 ``scripted-shopper (stand-in)`` in results), ``openai`` (any OpenAI-compatible endpoint: vLLM,
-Ray Serve LLM, the local ``serve.openai_server``), ``transformers`` (a local checkpoint), or a
+Ray Serve LLM, the local ``vismem.serve.openai_server``), ``transformers`` (a local checkpoint), or a
 model variant from ``serve/models/`` by name: ``qwen2.5-vl-7b``, ``gemini-2.5-flash``,
 ``tiny-qwen2.5-vl``. Other knobs via ``--set encode.FIELD=VALUE``: ``first_seed``,
 ``observation`` (product_image|screenshot), ``page_text`` (url|page), ``env`` (browser|http),
@@ -19,7 +19,7 @@ model variant from ``serve/models/`` by name: ``qwen2.5-vl-7b``, ``gemini-2.5-fl
 
 What it does: lists every ``(backend, seed, j)`` key, drops those whose trajectory is already
 cached (``trajectories/<backend-slug>/<seed>/<j>.done.json``), and runs the rest on a pool of
-Ray actors (:class:`pipelines.jobs.encode.EncodeWorker`), each with its own storefront and
+Ray actors (:class:`vismem.pipelines.jobs.encode.EncodeWorker`), each with its own storefront and
 browser; sessions of one key never depend on J, so a longer chain runs only its new sessions and
 a killed run resumes. Output: ``runs/<run_id>/results/encoding.parquet`` (the analysis
 ``encoding`` schema: one row per session, ``j`` 1-based = official index + 1, plus the backend's
@@ -32,10 +32,10 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from pipelines.stages import Stage
+from vismem.pipelines.stages import Stage
 
 if TYPE_CHECKING:
-    from pipelines.context import RunContext
+    from vismem.pipelines.context import RunContext
 
 #: Columns of the Ray Data rows the workers return (one per input key).
 WORKER_COLUMNS = ("backend", "seed", "j", "ok", "error", "summary")
@@ -69,7 +69,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
         over["J"] = args.J
     specs = getattr(args, "encode_backends", None)
     if specs:
-        from core.errors import ConfigError
+        from vismem.core.errors import ConfigError
 
         try:
             over["backends"] = [json.loads(s) if s.strip().startswith("{") else s for s in specs]
@@ -80,14 +80,14 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def check(config: Any) -> None:
     """Every backend spec resolves and the env kind exists (ConfigError naming the field)."""
-    from pipelines.jobs.encode import resolve_spec
+    from vismem.pipelines.jobs.encode import resolve_spec
 
     if not config.encode.enabled:
         return
     for i, spec in enumerate(config.encode.backends):
         resolve_spec(spec, config.seed, field=f"encode.backends[{i}]")
     if config.encode.images != "catalog":
-        from env.storefront.imagesource import IMAGE_SOURCES
+        from vismem.env.storefront.imagesource import IMAGE_SOURCES
 
         IMAGE_SOURCES.check(config.encode.images, field="encode.images", injected=("catalog",))
 
@@ -96,8 +96,8 @@ def images_identity(config: Any) -> Any:
     """What the served pixels are, for the cache key: the catalogue image prefix, or the spec."""
     if config.encode.images != "catalog":
         return config.encode.images
-    from pipelines.context import catalog_from_config
-    from pipelines.stages.catalog import image_params, params_hash
+    from vismem.pipelines.context import catalog_from_config
+    from vismem.pipelines.stages.catalog import image_params, params_hash
 
     return f"catalog/{params_hash(image_params(config.catalog, catalog_from_config(config).variants))}"
 
@@ -107,7 +107,7 @@ def image_source(ctx: Any) -> Any:
     cfg = ctx.config
     if cfg.encode.images != "catalog":
         return cfg.encode.images
-    from pipelines.stages.catalog import source_spec
+    from vismem.pipelines.stages.catalog import source_spec
 
     pointer_key = f"{ctx.run_prefix}/catalog.json"
     if ctx.store.exists(pointer_key):
@@ -127,7 +127,7 @@ def image_source(ctx: Any) -> Any:
 
 def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, int, int]]]:
     """Resolved backend specs, their cache slugs and every ``(backend index, seed, j)`` key."""
-    from pipelines.jobs.encode import cache_slug, protocol_settings, resolve_spec
+    from vismem.pipelines.jobs.encode import cache_slug, protocol_settings, resolve_spec
 
     enc = config.encode
     specs = [resolve_spec(s, config.seed) for s in enc.backends]
@@ -137,7 +137,7 @@ def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, 
                               catalog_data=catalog_data)
     slugs = [cache_slug(s, proto) for s in specs]
     if len(set(slugs)) != len(slugs):
-        from core.errors import ConfigError
+        from vismem.core.errors import ConfigError
 
         raise ConfigError(f"encode.backends has duplicate backends: {slugs}")
     first = config.seed if enc.first_seed is None else enc.first_seed
@@ -147,7 +147,7 @@ def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, 
 
 
 def options(config: Any) -> Any:
-    from agents.session import SessionOptions
+    from vismem.agents.session import SessionOptions
 
     enc = config.encode
     return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)
@@ -155,7 +155,7 @@ def options(config: Any) -> Any:
 
 def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> dict[str, Any]:
     """Constructor kwargs of :class:`EncodeWorker` for this run."""
-    from pipelines.jobs.encode import env_factory
+    from vismem.pipelines.jobs.encode import env_factory
 
     cfg = ctx.config
     return {"store": ctx.store, "backends": specs, "slugs": slugs, "data_dir": ctx.worker_data_dir,
@@ -170,8 +170,8 @@ def run_keys(ctx: Any, specs: list[dict[str, Any]], slugs: list[str],
     """Run the pending keys on Ray actors; one output row per key."""
     import ray.data
 
-    from pipelines.jobs.encode import EncodeWorker
-    from pipelines.rayctx import actor_pool
+    from vismem.pipelines.jobs.encode import EncodeWorker
+    from vismem.pipelines.rayctx import actor_pool
 
     if not todo:
         return []
@@ -221,8 +221,8 @@ def table3(df: Any) -> list[dict[str, Any]]:
 
 def run(ctx: "RunContext") -> dict[str, Any]:
     """Encode every pending session, then write the run's ``encoding`` result table."""
-    from analysis.schemas import result_key, write_results
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.analysis.schemas import result_key, write_results
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     enc = ctx.config.encode
     if not enc.enabled:
@@ -249,7 +249,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         "workers": min(enc.workers or ctx.config.ray.concurrency, max(1, len(todo))),
     }
     if failed:
-        from core.failures import failure_line
+        from vismem.core.failures import failure_line
 
         out["failure"] = failure_line([str(r["error"]) for r in failed], len(rows), "sessions run")
     return out

@@ -1,12 +1,12 @@
 """The ``memshot`` stage: render → retrieve → recall@k → (answers → judge) → scores and latency.
 
-1. **Render** every configured variant with the render job (:mod:`pipelines.jobs.render`):
+1. **Render** every configured variant with the render job (:mod:`vismem.pipelines.jobs.render`):
    shots and a Parquet unit table in the store, with render seconds per conversation.
 2. **Retrieve**: embed units and questions through the Embedder protocol (text units with
    ``text_embedder``, image units with ``image_embedder``), as a Ray Data actor-pool job for
    large inputs or in the driver for small ones; rank units per question within the conversation.
    A pixel reader (``ocr-minilm``) reads the shots first (OCR job, read rate per variant;
-   :mod:`pipelines.stages.memshot_steps`, with ``memshot.memories`` and Fig. 4b's retrievers).
+   :mod:`vismem.pipelines.stages.memshot_steps`, with ``memshot.memories`` and Fig. 4b's retrievers).
 3. **Recall@k** per question (exact, from the dia_ids each unit recorded) →
    ``results/memshot_recall.parquet`` and the benchmark-free ``results/memshot_recall_summary.parquet``.
 4. **Construction latency** per conversation and variant (render + unit embedding) →
@@ -17,7 +17,7 @@
 Intermediates (resumption): ``<run>/memshot/embeddings/<role>.parquet`` (vectors per item),
 ``<run>/memshot/ranked.parquet`` (top-k per question), ``<run>/memshot/answers_raw.parquet`` and
 ``judged_raw.parquet``. Every result table carries ``schema_version``; ``memshot_recall`` and
-``memshot_answers`` are validated against :mod:`analysis.schemas`.
+``memshot_answers`` are validated against :mod:`vismem.analysis.schemas`.
 
 Top-level imports stay light (the CLI imports this module for its flags).
 """
@@ -28,11 +28,11 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from pipelines.answercache import cached, capped, check_dataset_file, verdict
-from pipelines.stages import Stage
+from vismem.pipelines.answercache import cached, capped, check_dataset_file, verdict
+from vismem.pipelines.stages import Stage
 
 if TYPE_CHECKING:
-    from pipelines.context import RunContext
+    from vismem.pipelines.context import RunContext
 
 #: The paper's MemShot memory-construction latency (Table 1), seconds per conversation.
 PAPER_CONSTRUCTION_LATENCY_S = 9.56
@@ -45,7 +45,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     """``vismem run memshot --dataset locomo --variant memshot --variant text-rag --k 5 --k 10``."""
     g = parser.add_argument_group("memshot")
     g.add_argument("--dataset", metavar="NAME", help="memshot: dialogue benchmark (locomo, longmemeval; "
-                   "memory.dialogue.datasets)")
+                   "vismem.memory.dialogue.datasets)")
     g.add_argument("--variant", action="append", metavar="NAME",
                    help="memshot: unit variant to evaluate (repeatable; see memory/dialogue/variants/)")
     g.add_argument("--k", action="append", type=int, metavar="K", help="memshot: top-k cut-off (repeatable)")
@@ -55,7 +55,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Nested overrides from the flags above (only those given)."""
-    from core.errors import ConfigError
+    from vismem.core.errors import ConfigError
 
     out: dict[str, Any] = {}
     if getattr(args, "dataset", None):
@@ -78,8 +78,8 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def check(config: Any) -> None:
     """Every component spec resolves and the dataset file exists (ConfigError naming the field)."""
-    from serve.embed import EMBEDDERS
-    from serve.vlm import VLMS
+    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.vlm import VLMS
 
     cfg = config.memshot
     if not cfg.enabled:
@@ -90,7 +90,7 @@ def check(config: Any) -> None:
     for i, spec in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
         EMBEDDERS.check(spec, field=f"memshot.extra_retrievers[{i}]")
     if cfg.memories:
-        from memory.dialogue.memories import MEMORIES
+        from vismem.memory.dialogue.memories import MEMORIES
 
         for i, spec in enumerate(cfg.memories):
             MEMORIES.check(spec, field=f"memshot.memories[{i}]", injected=("text_embedder", "image_embedder"))
@@ -104,8 +104,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     """Run the MemShot evaluation for ``ctx.config.memshot``; returns a JSON-able summary."""
     import polars as pl
 
-    from memory.dialogue.retrieval import evidence_recall, recall_summary
-    from pipelines.stages import memshot_steps as steps
+    from vismem.memory.dialogue.retrieval import evidence_recall, recall_summary
+    from vismem.pipelines.stages import memshot_steps as steps
 
     cfg = ctx.config.memshot
     if not cfg.enabled:
@@ -184,7 +184,7 @@ def _dataset(cfg: Any) -> str:
 
 def _render(ctx: Any) -> tuple[Any, Any, list[Any]]:
     """Run the render job; return ``(units, render seconds per conversation x variant, conversations)``."""
-    from pipelines.jobs.render import run_render_job
+    from vismem.pipelines.jobs.render import run_render_job
 
     out = run_render_job(ctx)
     return out.units, out.render_seconds, out.conversations
@@ -193,12 +193,12 @@ def _render(ctx: Any) -> tuple[Any, Any, list[Any]]:
 def _questions(conversations: list[Any], cfg: Any) -> Any:
     import polars as pl
 
-    from memory.dialogue.retrieval import questions_frame
+    from vismem.memory.dialogue.retrieval import questions_frame
 
     qs = questions_frame(conversations, scored_only=False)
     excluded = list(cfg.exclude_categories)
     if _dataset(cfg) == "locomo" and getattr(cfg, "locomo_adversarial", "exclude") == "multiple-choice":
-        from pipelines.stages.memshot_steps import adversarial_choices
+        from vismem.pipelines.stages.memshot_steps import adversarial_choices
 
         qs, excluded = adversarial_choices(qs), [c for c in excluded if c != "adversarial"]
     if excluded:
@@ -210,7 +210,7 @@ def _embedder_groups(units: Any, cfg: Any):
     """``(role, spec, units)`` per embedder: text units → text_embedder, image units → image_embedder."""
     import polars as pl
 
-    from serve.embed import EMBEDDERS
+    from vismem.serve.embed import EMBEDDERS
 
     # A pixel reader's shots arrive as "ocr" rows (their text read from pixels): still image units.
     for role, modality, spec in (("text_embedder", ("text",), cfg.text_embedder),
@@ -225,8 +225,8 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
     import numpy as np
     import polars as pl
 
-    from memory.dialogue.retrieval import embed_items, embedding_items, rank_units
-    from pipelines.jobs.embed import embed_items_ray
+    from vismem.memory.dialogue.retrieval import embed_items, embedding_items, rank_units
+    from vismem.pipelines.jobs.embed import embed_items_ray
 
     cfg = ctx.config.memshot
     qs = questions.filter(pl.col("conversation_id").is_in(units["conversation_id"].unique().to_list()))
@@ -249,7 +249,7 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
                                          batch_size=cfg.embed_batch_size, actors=cfg.embed_actors,
                                          num_gpus=cfg.embed_gpus)
         else:
-            from serve.embed import build_embedder
+            from vismem.serve.embed import build_embedder
 
             vecs, secs = embed_items(todo, build_embedder(spec), read_image=ctx.store.get_bytes,
                                      batch_size=cfg.embed_batch_size)
@@ -274,7 +274,7 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
 def _max_heights(units: Any) -> dict[str, int | None]:
     """Variant → its maximum rendering height (None: full session / unbounded), from the variant
     YAML; memories of ``memshot.memories`` (not variants) have none."""
-    from memory.dialogue.variants import list_variants, load_variant
+    from vismem.memory.dialogue.variants import list_variants, load_variant
 
     known = set(list_variants())
     return {v: load_variant(v).max_height if v in known else None for v in units["variant"].unique().to_list()}
@@ -286,7 +286,7 @@ def embedder_label(spec: dict[str, Any]) -> str:
     Stand-ins (tiny randomly initialised models, OCR or pocket encoders; declared by their
     factories) are marked, so no one mistakes their recall for a real model's.
     """
-    from serve.embed import EMBEDDERS
+    from vismem.serve.embed import EMBEDDERS
 
     args = spec.get("args") or {}
     name = spec["name"] + (f":{args['label']}" if args.get("label") else "")
@@ -317,9 +317,9 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
                       latency: Any = None) -> dict[str, Any]:
     import polars as pl
 
-    from memory.dialogue.answering import answer_tasks, generate_answers, judge_answers
-    from memory.dialogue.scoring import accuracy_table, score_answers
-    from serve.vlm import build_vlm
+    from vismem.memory.dialogue.answering import answer_tasks, generate_answers, judge_answers
+    from vismem.memory.dialogue.scoring import accuracy_table, score_answers
+    from vismem.serve.vlm import build_vlm
 
     cfg = ctx.config.memshot
     dataset = _dataset(cfg)
@@ -328,7 +328,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
         keep = (questions.group_by("conversation_id", maintain_order=True)
                 .head(cfg.max_questions).select("conversation_id", "question_id"))
         tasks = tasks.join(keep, on=["conversation_id", "question_id"], how="semi")
-    from serve.vlm import VLMS
+    from vismem.serve.vlm import VLMS
 
     vlm_spec = VLMS.resolve(cfg.vlm, field="memshot.vlm")
     vlm = build_vlm(vlm_spec)
@@ -373,7 +373,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     # F1 rules key on LoCoMo's numeric codes (1 multi-hop, 3 open-domain); the table shows names.
     scored = score_answers(full.rename({"category": "category_name"}).rename({"category_code": "category"}), dataset)
     scored = scored.rename({"category": "category_code"}).rename({"category_name": "category"})
-    from pipelines.stages.memshot_steps import with_latency
+    from vismem.pipelines.stages.memshot_steps import with_latency
 
     scored = with_latency(scored, latency)
     _write_result(ctx, "memshot_answers", scored)
@@ -402,7 +402,7 @@ def _with_truncated(df: Any) -> Any:
 
 def _write_result(ctx: Any, kind: str, df: Any) -> None:
     """Validated write through analysis.schemas (schema_version stamped)."""
-    from analysis.schemas import write_results
+    from vismem.analysis.schemas import write_results
 
     write_results(ctx.store, ctx.run_prefix, kind, df)
 

@@ -1,4 +1,4 @@
-"""The MemShot stage's issue-13 steps, kept apart from its core loop (``pipelines.stages.memshot``).
+"""The MemShot stage's issue-13 steps, kept apart from its core loop (``vismem.pipelines.stages.memshot``).
 
 * :func:`pixel_text` — a pixel reader's OCR job, the read rate per variant, and the ``ocr``
   rows it embeds (MemShot recall from pixels, locally);
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.stages import memshot as ms
+from vismem.pipelines.stages import memshot as ms
 
 
 def adversarial_choices(qs: Any) -> Any:
@@ -24,7 +24,7 @@ def adversarial_choices(qs: Any) -> Any:
     the gold answer the judge compares with."""
     import polars as pl
 
-    from memory.dialogue.datasets.locomo import NOT_MENTIONED, cat5_options
+    from vismem.memory.dialogue.datasets.locomo import NOT_MENTIONED, cat5_options
 
     adv = (pl.col("category_code") == "5") & pl.col("adversarial_answer").is_not_null()
     opts = [cat5_options(q, a) if c == "5" and a is not None else {"a": None, "b": None}
@@ -47,10 +47,10 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
     """
     import polars as pl
 
-    from memory.dialogue.readrate import unit_readings
-    from pipelines.jobs.ocr import read_shots
-    from serve.embed import EMBEDDERS
-    from serve.embedders.ocr import is_pixel_reader
+    from vismem.memory.dialogue.readrate import unit_readings
+    from vismem.pipelines.jobs.ocr import read_shots
+    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.embedders.ocr import is_pixel_reader
 
     cfg = ctx.config.memshot
     images = units.filter(pl.col("modality") == "image")
@@ -63,7 +63,7 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
                           use_ray=cfg.ocr_on_ray)
     ctx.logger.info("memshot: OCR of %d shots (%d read, %d cached) in %.1f s", job["shots"], job["read"],
                     job["cached"], job["wall_s"])
-    from memory.dialogue.retrieval import unit_item_id
+    from vismem.memory.dialogue.retrieval import unit_item_id
 
     read = images.with_columns(unit_item_id()).join(ocr, on="item_id", how="left", maintain_order="left")
     readings = unit_readings(conversations, read)
@@ -87,8 +87,8 @@ def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
     ``embed_images``) and the questions; answers keep using the main retrievers."""
     import polars as pl
 
-    from memory.dialogue.retrieval import evidence_recall
-    from serve.embed import EMBEDDERS
+    from vismem.memory.dialogue.retrieval import evidence_recall
+    from vismem.serve.embed import EMBEDDERS
 
     cfg = ctx.config.memshot
     parts = []
@@ -109,7 +109,7 @@ def with_unit_size(recall: Any) -> Any:
     same units as text)."""
     import polars as pl
 
-    from memory.dialogue.variants import list_variants, load_variant
+    from vismem.memory.dialogue.variants import list_variants, load_variant
 
     known = set(list_variants())
     names = [v for v in (recall["variant"].unique().to_list() if recall.height else []) if v in known]
@@ -136,7 +136,7 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
     when the unit ran."""
     import polars as pl
 
-    from serve.embed import EMBEDDERS
+    from vismem.serve.embed import EMBEDDERS
 
     cfg = ctx.config.memshot
     specs = list(cfg.memories)
@@ -202,7 +202,7 @@ def _in_column_order(out: dict[str, Any]) -> dict[str, Any]:
 
 def _build_memory(spec: Any, inject: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The built memory and what results name it by (kept with each cached unit)."""
-    from memory.dialogue.memories import build_memory
+    from vismem.memory.dialogue.memories import build_memory
 
     mem = build_memory(spec, **inject)
     emb = getattr(getattr(mem, "embedder", None), "spec", None)
@@ -216,7 +216,7 @@ def _memory_conversation(ctx: Any, mem: Any, meta: dict[str, Any], base: str, co
                          k_max: int) -> dict[str, Any]:
     """Ingest one conversation into ``mem`` (timed), store its shots, retrieve for its questions:
     the JSON-able rows of this unit of work."""
-    from pipelines.jobs.render import shot_key
+    from vismem.pipelines.jobs.render import shot_key
 
     name, cid = meta["name"], conv.conversation_id
     seconds = {"variant": name, "conversation_id": cid, "embed_s": float(mem.ingest(conv)), "embedder": meta["label"]}
@@ -249,7 +249,7 @@ def _unit_frame(rows: list[dict[str, Any]]) -> Any:
                                                 "session_index": pl.Int32, "unit_index": pl.Int32})
 
 
-#: Columns of ``results/memshot_readrate.parquet`` (``memory.dialogue.readrate.unit_readings``).
+#: Columns of ``results/memshot_readrate.parquet`` (``vismem.memory.dialogue.readrate.unit_readings``).
 READING_SCHEMA = {"variant": "Utf8", "conversation_id": "Utf8", "session_id": "Utf8", "unit_id": "Utf8",
                   "n_words": "Int64", "n_read": "Int64", "read_rate": "Float64", "missed": "Utf8"}
 
@@ -257,7 +257,7 @@ READING_SCHEMA = {"variant": "Utf8", "conversation_id": "Utf8", "session_id": "U
 def _reading(name: str, unit: Any, ocr_text: str) -> dict[str, Any]:
     """One read-rate row for a memory's shot: the words it draws (``unit.text``) against what
     the pixel reader read from it at ingest."""
-    from memory.dialogue.readrate import reading
+    from vismem.memory.dialogue.readrate import reading
 
     rd = reading(unit.text, ocr_text)
     return {"variant": name, "conversation_id": unit.conversation_id, "session_id": str(unit.session_index),
@@ -267,7 +267,7 @@ def _reading(name: str, unit: Any, ocr_text: str) -> dict[str, Any]:
 
 def _rates(readings: Any) -> dict[str, dict[str, Any]]:
     """``{variant: read-rate summary}`` (floats to 4 places) for the stage summary."""
-    from analysis.memshot_sections import readrate_table
+    from vismem.analysis.memshot_sections import readrate_table
 
     return {r.pop("variant"): {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
             for r in readrate_table(readings).iter_rows(named=True)}

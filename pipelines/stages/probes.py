@@ -6,11 +6,11 @@ Usage::
     vismem run probes --set probes.J=[5,10,15]     # score several chain lengths (shared exhaustive probes)
     vismem run probes --set probes.mc=10           # Monte Carlo probes (the J = 50 pilot)
 
-Probe sets follow the official generator (``agents.probes``); each probe is one recall episode
-(``agents.recall``) whose memory block comes from the architecture's bank after session ``j``
-(``memory.agent.ArchitectureHook``). The work is split into units — (chain, architecture, recall
-session, probe set) — run on a pool of Ray actors (:class:`pipelines.jobs.probes.ProbeWorker`),
-each with its own storefront and page env, and cached per unit (:mod:`pipelines.probecache`):
+Probe sets follow the official generator (``vismem.agents.probes``); each probe is one recall episode
+(``vismem.agents.recall``) whose memory block comes from the architecture's bank after session ``j``
+(``vismem.memory.agent.ArchitectureHook``). The work is split into units — (chain, architecture, recall
+session, probe set) — run on a pool of Ray actors (:class:`vismem.pipelines.jobs.probes.ProbeWorker`),
+each with its own storefront and page env, and cached per unit (:mod:`vismem.pipelines.probecache`):
 a killed run resumes, adding an architecture runs only its units, and a second J reuses the
 exhaustive probes it shares with the first.
 
@@ -25,15 +25,15 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from pipelines.stages import Stage
+from vismem.pipelines.stages import Stage
 
 if TYPE_CHECKING:
-    from pipelines.context import RunContext
+    from vismem.pipelines.context import RunContext
 
 
 def recallers(config: Any) -> list[dict[str, Any]]:
     """The resolved recalling VLM of each encode back-end (``probes.backends`` or the back-ends)."""
-    from pipelines.jobs.encode import resolve_spec
+    from vismem.pipelines.jobs.encode import resolve_spec
 
     n = len(config.encode.backends)
     specs = config.probes.backends if config.probes.backends is not None else config.encode.backends
@@ -46,7 +46,7 @@ def recallers(config: Any) -> list[dict[str, Any]]:
 
 def check(config: Any) -> None:
     """The recalling VLMs and every architecture resolve."""
-    from pipelines.chains import build_architectures
+    from vismem.pipelines.chains import build_architectures
 
     if config.probes.enabled:
         recallers(config)
@@ -56,12 +56,12 @@ def check(config: Any) -> None:
 def cue_lookup(config: Any) -> dict[str, list[str]]:
     """``url_hash -> [colour, object as drawn]`` of the served catalogue (the probe's cue phrase
     names the object actually in the pixels: procedural images draw a substitute for a few)."""
-    from pipelines.context import catalog_from_config
+    from vismem.pipelines.context import catalog_from_config
 
     cat = catalog_from_config(config)
     procedural = config.catalog.image_source.key == "procedural"
     if procedural:
-        from env.storefront.images.glyphs import depicted_object
+        from vismem.env.storefront.images.glyphs import depicted_object
     return {v.url_hash: [v.cue_color, depicted_object(v.cue_object) if procedural else v.cue_object]
             for v in cat.variants}
 
@@ -81,7 +81,7 @@ def plan_units(config: Any, chains: list[Any], n_archs: int) -> list[dict[str, A
 
 
 def _protocol(config: Any) -> dict[str, Any]:
-    from agents import prompts
+    from vismem.agents import prompts
 
     p = config.probes
     return {"prompts": prompts.fingerprint("recall"), "max_steps": p.max_steps, "fetch_k": p.fetch_k,
@@ -90,9 +90,9 @@ def _protocol(config: Any) -> dict[str, Any]:
 
 def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: list[str],
                   recall: list[dict[str, Any]]) -> dict[str, Any]:
-    from pipelines.chains import architecture_specs
-    from pipelines.jobs.encode import env_factory
-    from pipelines.stages.encode import image_source
+    from vismem.pipelines.chains import architecture_specs
+    from vismem.pipelines.jobs.encode import env_factory
+    from vismem.pipelines.stages.encode import image_source
 
     cfg = ctx.config
     feature_specs = list({fs for a in archs for fs in a.required_features()})
@@ -113,7 +113,7 @@ def results_frame(raw: Any, config: Any, chains: list[Any], archs: list[Any], re
     """The ``probes`` result rows: one per (back-end, J, architecture, study, probe)."""
     import polars as pl
 
-    from pipelines.chains import variant_info
+    from vismem.pipelines.chains import variant_info
 
     Js = config.probes.J or (config.encode.J,)
     slug_backend = {c.slug: c.backend for c in chains}
@@ -147,7 +147,7 @@ def results_frame(raw: Any, config: Any, chains: list[Any], archs: list[Any], re
 
 def _recall_label(chains: list[Any], config: Any, recall: list[dict[str, Any]]) -> list[str]:
     """How results name each back-end: the browsing slug's label, plus the recaller when it differs."""
-    from pipelines.jobs.encode import backend_label, is_stand_in
+    from vismem.pipelines.jobs.encode import backend_label, is_stand_in
 
     names = []
     for b, spec in enumerate(recall):
@@ -159,11 +159,11 @@ def _recall_label(chains: list[Any], config: Any, recall: list[dict[str, Any]]) 
 
 def run(ctx: "RunContext") -> dict[str, Any]:
     """Run every pending probe unit, then write ``results/probes.parquet``."""
-    from analysis.schemas import write_results
-    from pipelines.chains import build_architectures, plan_chains
-    from pipelines.jobs.probes import run_units
-    from pipelines.probecache import ProbeCache, arch_key, read_units
-    from pipelines.stages.replay import load_run_chains
+    from vismem.analysis.schemas import write_results
+    from vismem.pipelines.chains import build_architectures, plan_chains
+    from vismem.pipelines.jobs.probes import run_units
+    from vismem.pipelines.probecache import ProbeCache, arch_key, read_units
+    from vismem.pipelines.stages.replay import load_run_chains
 
     cfg = ctx.config
     if not cfg.probes.enabled:
@@ -215,7 +215,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         summary["results"] = f"{ctx.run_prefix}/results/probes.parquet"
     summary["status"] = "partial" if failed or len(finished) < len(units) else "done"
     if failed:
-        from core.failures import failure_line
+        from vismem.core.failures import failure_line
 
         summary["failure"] = failure_line([str(r["error"]) for r in failed], len(rows), "probe units run")
     summary["wall_s"] = round(time.perf_counter() - t0, 3)

@@ -7,13 +7,13 @@ Usage::
 
 1. **Chains**: the encode plan's (back-end, seed) chains, sessions ``0..encode.J-1`` read from the
    trajectory cache (a missing session is an error naming it: run ``encode`` first).
-2. **Features** (:mod:`pipelines.features`, :mod:`pipelines.jobs.features`): the union of what the
+2. **Features** (:mod:`vismem.pipelines.features`, :mod:`vismem.pipelines.jobs.features`): the union of what the
    architectures read — captions (the one captioner), image embeddings, document-text embeddings
    — over the distinct observed images and texts, computed as Ray Data jobs (GPU replicas on a
    cluster) or in the driver for small inputs, and kept content-addressed in the store
    (``features/<spec_key>/``): 16 variants never caption or embed an image twice, and a second
    run computes nothing.
-3. **Replay** (``memory.agent.replay``, the official rules): per chain and architecture, session by
+3. **Replay** (``vismem.memory.agent.replay``, the official rules): per chain and architecture, session by
    session; ``results/banks.parquet`` records each bank after each session (size, new entries).
 
 The ``probes`` stage rebuilds the same banks in its workers from the stored features.
@@ -25,11 +25,11 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
-from core.progress import track
-from pipelines.stages import Stage
+from vismem.core.progress import track
+from vismem.pipelines.stages import Stage
 
 if TYPE_CHECKING:
-    from pipelines.context import RunContext
+    from vismem.pipelines.context import RunContext
 
 BANKS_SCHEMA_VERSION = 1
 
@@ -47,15 +47,15 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def check(config: Any) -> None:
     """Every architecture (and each component it nests) resolves."""
-    from pipelines.chains import build_architectures
+    from vismem.pipelines.chains import build_architectures
 
     if config.memory.enabled:
         build_architectures(config)
 
 
 def feature_computer(ctx: "RunContext") -> Any:
-    """``compute(fs, items)`` for :func:`pipelines.features.ensure_features` with the run's settings."""
-    from pipelines.jobs.features import compute_features
+    """``compute(fs, items)`` for :func:`vismem.pipelines.features.ensure_features` with the run's settings."""
+    from vismem.pipelines.jobs.features import compute_features
 
     cfg = ctx.config.memory
     models: dict[str, Any] = {}
@@ -83,8 +83,8 @@ def feature_computer(ctx: "RunContext") -> Any:
 
 def load_run_chains(ctx: "RunContext") -> dict[Any, list[Any]]:
     """``{Chain: observations}`` of the run (ConfigError naming missing sessions)."""
-    from core.errors import ConfigError
-    from pipelines.chains import chain_observations, missing_sessions, plan_chains
+    from vismem.core.errors import ConfigError
+    from vismem.pipelines.chains import chain_observations, missing_sessions, plan_chains
 
     J = ctx.config.encode.J
     chains = plan_chains(ctx.config)
@@ -100,10 +100,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     """Compute missing features, replay every chain into every architecture, write the bank table."""
     import polars as pl
 
-    from memory.agent import replay_chain
-    from memory.agent.tables import TableFeatures
-    from pipelines.chains import build_architectures
-    from pipelines.features import ensure_features, spec_list
+    from vismem.memory.agent import replay_chain
+    from vismem.memory.agent.tables import TableFeatures
+    from vismem.pipelines.chains import build_architectures
+    from vismem.pipelines.features import ensure_features, spec_list
 
     if not ctx.config.memory.enabled:
         return {"status": "disabled"}

@@ -1,7 +1,7 @@
 """The ``report`` stage: score whatever result tables the run has, write the viewers and the report.
 
-Reads ``runs/<run_id>/results/<kind>.parquet`` (kinds and columns: ``analysis.schemas``), writes
-the static viewers (``pipelines.viewers``: ``trajectories.html`` for DMV-Bench sessions and
+Reads ``runs/<run_id>/results/<kind>.parquet`` (kinds and columns: ``vismem.analysis.schemas``), writes
+the static viewers (``vismem.pipelines.viewers``: ``trajectories.html`` for DMV-Bench sessions and
 probes, ``samples.html`` for MemShot questions) and then ``runs/<run_id>/report/index.html``,
 ``summary.md``, ``figures/`` and ``tables/``; report rows link to the viewers. Sections without
 data are listed in one line at the end; a malformed table or a failed viewer is reported, not
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipelines.stages import Stage
+from vismem.pipelines.stages import Stage
 
 if TYPE_CHECKING:
-    from pipelines.context import RunContext
+    from vismem.pipelines.context import RunContext
 
 
 def options_from(config: Any) -> Any:
-    """``analysis.report.ReportOptions`` from a run config (the seed flows from the run's seed)."""
-    from analysis.report import ReportOptions
+    """``vismem.analysis.report.ReportOptions`` from a run config (the seed flows from the run's seed)."""
+    from vismem.analysis.report import ReportOptions
 
     rc = config.report
     return ReportOptions(n_resamples=rc.n_resamples, seed=config.seed, n_bins=rc.n_bins,
@@ -32,11 +32,11 @@ def build(store: Any, run_id: str, *, options: Any, manifest: dict[str, Any] | N
           viewers: bool = True) -> dict[str, Any]:
     """Write a run's viewers (unless ``viewers`` is False) and its report; returns the summary.
 
-    Shared by the stage and ``vismem report``. The summary is ``analysis.report.report_run``'s
+    Shared by the stage and ``vismem report``. The summary is ``vismem.analysis.report.report_run``'s
     plus ``viewers`` (store URLs) and ``viewer_errors``.
     """
-    from analysis.report import load_results, report_run
-    from pipelines.viewers import write_viewers
+    from vismem.analysis.report import load_results, report_run
+    from vismem.pipelines.viewers import write_viewers
 
     written: dict[str, str] = {}
     errors: dict[str, str] = {}

@@ -1,1 +1,1 @@
-"""Training scripts for the small models this project ships (run as ``python -m pipelines.train.NAME``)."""
+"""Training scripts for the small models this project ships (run as ``python -m vismem.pipelines.train.NAME``)."""

@@ -1,8 +1,8 @@
 """Train ``pocket-clip`` from scratch on procedural scenes (CPU, seeded, deterministic).
 
-    python -m pipelines.train.pocket_clip --out serve/embedders/weights/pocket-clip.safetensors
+    python -m vismem.pipelines.train.pocket_clip --out serve/embedders/weights/pocket-clip.safetensors
 
-Recipe: render ``samples`` scenes of ``env.storefront.images.trainset`` (never a catalogue image)
+Recipe: render ``samples`` scenes of ``vismem.env.storefront.images.trainset`` (never a catalogue image)
 at ``render_size`` px; keep of each the whole frame at the locator's resolution and a window
 around its pictograph (jittered, with a margin for per-step shifts) at the recogniser's. Train all
 three towers at once: a symmetric in-batch contrastive loss between images and freshly drawn
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from env.storefront.images import trainset as ts
+from vismem.env.storefront.images import trainset as ts
 
 RENDER_WORKERS = 2  # scene rendering is pure Python + Pillow: one process per core
 # One intra-op thread for training: on a 2-core machine that something else also uses, two OpenMP
@@ -62,16 +62,16 @@ class Recipe:
 
 def full_config(recipe: Recipe) -> dict[str, Any]:
     """The architecture a recipe trains: ``DEFAULT_CONFIG`` with the recipe's overrides."""
-    from serve.embedders.pocket import DEFAULT_CONFIG
+    from vismem.serve.embedders.pocket import DEFAULT_CONFIG
 
     return {**DEFAULT_CONFIG, **recipe.config}
 
 
 def text_words() -> list[str]:
     """The text tower's vocabulary: every word a training caption can contain (sorted)."""
-    from env.storefront.images.scene import PAINTERS
-    from env.storefront.images.styles import STYLES
-    from serve.embedders.pocket import tokenize
+    from vismem.env.storefront.images.scene import PAINTERS
+    from vismem.env.storefront.images.styles import STYLES
+    from vismem.serve.embedders.pocket import tokenize
 
     parts = [*ts.VOCAB, *ts.PALETTE, *ts.TEMPLATES, *ts.PLAIN_TEMPLATES, "current product category",
              *(ts.CATEGORY_WORDS.get(c, c) for c in PAINTERS), *(s.replace("_", " ") for s in STYLES)]
@@ -80,7 +80,7 @@ def text_words() -> list[str]:
 
 
 def _render_chunk(args: tuple[int, int, int, int, dict]) -> dict[str, np.ndarray]:
-    from serve.embedders.pocket import crop_window, resized
+    from vismem.serve.embedders.pocket import crop_window, resized
 
     seed, lo, hi, size, cfg = args
     n, big = hi - lo, cfg["crop_res"] + 2 * cfg["crop_margin"]
@@ -107,8 +107,8 @@ def _render_chunk(args: tuple[int, int, int, int, dict]) -> dict[str, np.ndarray
 
 
 def _plain_key(style: str, cat: str) -> int:
-    from env.storefront.images.scene import PAINTERS
-    from env.storefront.images.styles import STYLES
+    from vismem.env.storefront.images.scene import PAINTERS
+    from vismem.env.storefront.images.styles import STYLES
 
     return sorted(STYLES).index(style) * len(PAINTERS) + sorted(PAINTERS).index(cat)
 
@@ -132,8 +132,8 @@ def batch_texts(rng: random.Random, objs: np.ndarray, cols: np.ndarray, plain: n
     object in another colour, same colour on a random other object, and — given ``confused``, the
     object the model currently mistakes each image for — same colour on that object); returns
     ``(texts, target)`` with ``target[i]`` the index of image ``i``'s caption."""
-    from env.storefront.images.scene import PAINTERS
-    from env.storefront.images.styles import STYLES
+    from vismem.env.storefront.images.scene import PAINTERS
+    from vismem.env.storefront.images.styles import STYLES
 
     cats, styles = sorted(PAINTERS), sorted(STYLES)
     keys: dict[tuple, int] = {}
@@ -232,7 +232,7 @@ def train(recipe: Recipe, data: dict[str, np.ndarray], *, log=print) -> dict[str
 
 
 def _train(torch, recipe: Recipe, data: dict[str, np.ndarray], log) -> dict[str, Any]:
-    from serve.embedders.pocket import Vocab, build_model, pixels_to_tensor
+    from vismem.serve.embedders.pocket import Vocab, build_model, pixels_to_tensor
 
     F = torch.nn.functional
     config, words = full_config(recipe), text_words()
@@ -309,7 +309,7 @@ def run(recipe: Recipe, out: str | Path | None, *, log=print) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
-    p = argparse.ArgumentParser(prog="python -m pipelines.train.pocket_clip", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m vismem.pipelines.train.pocket_clip", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="safetensors file to write")
     p.add_argument("--seed", type=int, default=Recipe.seed)
     p.add_argument("--steps", type=int, default=Recipe.steps)

@@ -1,6 +1,5 @@
-"""Built-in VLM backends; importing this package registers them in ``serve.vlm.VLMS``.
+"""Built-in VLM backends: each module registers into ``vismem.serve.vlm.VLMS``, which imports
+every module here on first lookup.
 
-Heavy dependencies (torch, transformers) are imported inside the backends, not here.
+Heavy dependencies (torch, transformers) are imported inside the backends, not at import.
 """
-
-from serve.backends import openai, scripted, transformers_vlm  # noqa: F401

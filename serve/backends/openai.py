@@ -1,15 +1,15 @@
 """OpenAI-compatible chat-completions client: the production path to vLLM, Ray Serve LLM and
-hosted APIs (retries, backoff and the concurrency cap live in :mod:`serve.http_client`)."""
+hosted APIs (retries, backoff and the concurrency cap live in :mod:`vismem.serve.http_client`)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from serve.http_client import RETRY_STATUSES, RetryingJSONClient  # noqa: F401  (re-export)
-from serve.layouts import check_layout
-from serve.openai_format import messages_to_openai, parse_completion
-from serve.vlm import VLMS, ChatResult, Message, VLMError
+from vismem.serve.http_client import RETRY_STATUSES, RetryingJSONClient  # noqa: F401  (re-export)
+from vismem.serve.layouts import check_layout
+from vismem.serve.openai_format import messages_to_openai, parse_completion
+from vismem.serve.vlm import VLMS, ChatResult, Message, VLMError
 
 
 @VLMS.register("openai", stand_in=lambda args: bool(args.get("stand_in")))
@@ -30,7 +30,7 @@ class OpenAIChatVLM(RetryingJSONClient):
             ``mm_processor_kwargs``, ``chat_template_kwargs``).
         image_detail: OpenAI ``detail`` for image parts (``low``/``high``/``auto``), omitted if None.
         seed: sent as ``seed`` when set (vLLM and OpenAI honour it).
-        layout: the message layout (:mod:`serve.layouts`): ``chat`` (system + user turns, images
+        layout: the message layout (:mod:`vismem.serve.layouts`): ``chat`` (system + user turns, images
             before text), ``merged-user`` (the official vLLM request), ``parts`` (the official
             Gemini request). A model argument: it changes what the model reads.
         stand_in: the endpoint serves a stand-in (a deployed scripted policy), so results

@@ -15,8 +15,8 @@ import threading
 import time
 from typing import Callable
 
-from serve.layouts import check_layout, model_view
-from serve.vlm import VLMS, ChatResult, Message
+from vismem.serve.layouts import check_layout, model_view
+from vismem.serve.vlm import VLMS, ChatResult, Message
 
 MALFORMED_TEXT = "\x00<<garbled>> }{ not-a-valid-reply"
 
@@ -65,7 +65,7 @@ class ScriptedVLM:
         malformed: ``True`` → every reply is garbage; an int ``n`` → the first ``n`` replies are.
         sleep_s: seconds to sleep before replying, for the first ``sleep_first`` calls (all if None).
         fail_first: the first ``n`` calls raise :class:`ScriptedFault` with ``fail_status``.
-        layout: the message layout (:mod:`serve.layouts`) whose model view ``fn`` and the token
+        layout: the message layout (:mod:`vismem.serve.layouts`) whose model view ``fn`` and the token
             count read, so a stand-in sees a conversation the way the model it stands in for would.
     """
 

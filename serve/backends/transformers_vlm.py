@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
-from serve.layouts import Turn, apply_layout, check_layout
-from serve.qwen_inputs import QwenVLInputs, model_class_for, torch_device, torch_dtype
-from serve.vlm import VLMS, ChatResult, Message
+from vismem.serve.layouts import Turn, apply_layout, check_layout
+from vismem.serve.qwen_inputs import QwenVLInputs, model_class_for, torch_device, torch_dtype
+from vismem.serve.vlm import VLMS, ChatResult, Message
 
 
 def template_content(turn: Turn) -> list[dict]:
     """A laid-out turn as chat-template content parts, in order. Empty text parts are dropped,
-    as ``serve.qwen_inputs.chat_parts`` always did, so ``chat`` conversations render exactly as
+    as ``vismem.serve.qwen_inputs.chat_parts`` always did, so ``chat`` conversations render exactly as
     before (images, then the text if any)."""
     return [{"type": "image"} if kind == "image" else {"type": "text", "text": value}
             for kind, value in turn.parts if kind == "image" or value]
@@ -31,7 +31,7 @@ class TransformersVLM:
         device / dtype: ``auto`` → CUDA + bfloat16 when available, else CPU + float32.
         min_pixels / max_pixels: override the image resize bounds.
         seed: seeds sampling when ``temperature > 0``.
-        layout: the message layout (:mod:`serve.layouts`) of the chat-template conversation;
+        layout: the message layout (:mod:`vismem.serve.layouts`) of the chat-template conversation;
             ``merged-user`` gives the official vLLM prompt (no system turn, so Qwen2.5-VL's
             template adds its default one).
     """
@@ -39,7 +39,7 @@ class TransformersVLM:
     def __init__(self, path: str, *, label: str | None = None, device: str = "auto", dtype: str = "auto",
                  min_pixels: int | None = None, max_pixels: int | None = None, seed: int = 0,
                  layout: str = "chat") -> None:
-        from serve.testing import default_label, resolve_model_path
+        from vismem.serve.testing import default_label, resolve_model_path
 
         self.name = f"transformers:{label or default_label(str(path))}"
         self.path = path = resolve_model_path(str(path))

@@ -1,6 +1,5 @@
-"""Built-in embedders; importing this package registers them in ``serve.embed.EMBEDDERS``.
+"""Built-in embedders: each module registers into ``vismem.serve.embed.EMBEDDERS``, which imports
+every module here on first lookup.
 
 torch / transformers / sentence-transformers are imported lazily inside each backend.
 """
-
-from serve.embedders import dual, http, jina, minilm, ocr, pocket, qwen3vl  # noqa: F401

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import EMBEDDERS, l2_normalise
 
 
 def _features(out: Any):
@@ -31,11 +31,11 @@ class HFDualEncoder:
                  dtype: str = "float32", pair: str = "image") -> None:
         from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
 
-        from serve.qwen_inputs import torch_device, torch_dtype
+        from vismem.serve.qwen_inputs import torch_device, torch_dtype
 
         if pair not in ("image", "mean"):
             raise ValueError(f"pair must be 'image' or 'mean', got {pair!r}")
-        from serve.testing import default_label, resolve_model_path
+        from vismem.serve.testing import default_label, resolve_model_path
 
         self.name = f"{self.kind}:{label or default_label(str(path))}"
         self.path = resolve_model_path(str(path))
@@ -78,7 +78,7 @@ class HFDualEncoder:
     def embed_images(self, images: list[Any], texts: list[str] | None = None) -> np.ndarray:
         import torch
 
-        from serve.qwen_inputs import to_pil
+        from vismem.serve.qwen_inputs import to_pil
 
         if texts is not None and len(texts) != len(images):
             raise ValueError(f"{len(texts)} texts for {len(images)} images")

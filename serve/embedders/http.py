@@ -2,7 +2,7 @@
 Serve embedder app, or vLLM's pooling server for text).
 
 Images use the vismem extension (``images``: data URLs, paired with ``input[i]``), which the
-local server and :mod:`serve.apps` understand; ``input_type: "query"`` asks instruction-aware
+local server and :mod:`vismem.serve.apps` understand; ``input_type: "query"`` asks instruction-aware
 models for query embeddings. Vectors are re-normalised on arrival.
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from serve.embed import EMBEDDERS, l2_normalise
-from serve.http_client import RetryingJSONClient
-from serve.openai_format import to_data_url
-from serve.vlm import VLMError
+from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.http_client import RetryingJSONClient
+from vismem.serve.openai_format import to_data_url
+from vismem.serve.vlm import VLMError
 
 
 @EMBEDDERS.register("openai-embed")
@@ -68,7 +68,7 @@ class HTTPEmbedder(RetryingJSONClient):
         return self._batched(len(texts), lambda a, b: {"input": list(texts[a:b]), "input_type": "query"})
 
     def embed_images(self, images: list[Any], texts: list[str] | None = None) -> np.ndarray:
-        from serve.qwen_inputs import to_pil
+        from vismem.serve.qwen_inputs import to_pil
 
         if texts is not None and len(texts) != len(images):
             raise ValueError(f"{len(texts)} texts for {len(images)} images")

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import EMBEDDERS, l2_normalise
 
 QUERY_PREFIX = "Query: "
 PASSAGE_PREFIX = "Passage: "
@@ -62,7 +62,7 @@ class JinaV4Embedder:
     def __init__(self, path: str, *, runner: str = "transformers", label: str | None = None,
                  dim: int | None = None, batch_size: int = 8, max_pixels: int = 602_112,
                  device: str = "auto", dtype: str = "auto", vllm_kwargs: dict[str, Any] | None = None) -> None:
-        from serve.testing import default_label, resolve_model_path
+        from vismem.serve.testing import default_label, resolve_model_path
 
         if runner not in ("transformers", "vllm"):
             raise ValueError(f"runner must be 'transformers' or 'vllm', got {runner!r}")
@@ -75,7 +75,7 @@ class JinaV4Embedder:
         self.vision_end = tok.convert_tokens_to_ids("<|vision_end|>")
         self._lock = threading.Lock()
         if runner == "transformers":
-            from serve.qwen_inputs import model_class_for, torch_device, torch_dtype
+            from vismem.serve.qwen_inputs import model_class_for, torch_device, torch_dtype
 
             self.device = torch_device(device)
             cls = model_class_for(self.path, embedding=True)  # Qwen2_5_VLModel: hidden states only
@@ -111,7 +111,7 @@ class JinaV4Embedder:
                          self.vision_start, self.vision_end)
 
     def _forward_vllm(self, prompts: list[str], images: list[list[Any]]) -> np.ndarray:
-        from serve.qwen_inputs import to_pil
+        from vismem.serve.qwen_inputs import to_pil
 
         reqs = [{"prompt": p, **({"multi_modal_data": {"image": to_pil(i[0])}} if i else {})}
                 for p, i in zip(prompts, images)]
@@ -148,7 +148,7 @@ class _PromptInputs:
     """``QwenVLInputs`` over ready prompt strings (Jina's prompts are not chat conversations)."""
 
     def __new__(cls, path: str, *, max_pixels: int):
-        from serve.qwen_inputs import QwenVLInputs
+        from vismem.serve.qwen_inputs import QwenVLInputs
 
         class Inputs(QwenVLInputs):
             def render(self, conversation: Any, *, add_generation_prompt: bool = True) -> str:

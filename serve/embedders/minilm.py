@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import EMBEDDERS, l2_normalise
 
 
 def packaged_model_path() -> str:

@@ -1,14 +1,14 @@
 """``ocr-minilm``: a pixel reader — offline OCR of each shot, then MiniLM over the text.
 
 The local stand-in for Qwen3-VL-Embedding on memory shots: it sees only the image, so its
-retrieval numbers depend on the shots being legible (the read rate, ``memory.dialogue.readrate``).
+retrieval numbers depend on the shots being legible (the read rate, ``vismem.memory.dialogue.readrate``).
 It is *not* a multimodal embedder: every result names it as a stand-in.
 
 OCR engines sit behind :class:`OcrEngine` (``read(image) -> str``), by name in :data:`OCR_ENGINES`:
 
 * ``rapidocr-lines`` (default) — PP-OCRv4's recogniser (the ONNX model shipped inside the
   ``rapidocr-onnxruntime`` wheel, run with onnxruntime on CPU) over text lines found from pixels
-  (``serve.embedders.ocr_pixels``: no detector, polarity-normalised, spaces restored from pixel
+  (``vismem.serve.embedders.ocr_pixels``: no detector, polarity-normalised, spaces restored from pixel
   word gaps). On conv-26 it reads 99.9 % of the words shown, against 61 % for the stock
   pipeline below and 98.5 % for Tesseract with polarity handling (``bench/memshot_ocr.py``).
 * ``rapidocr`` — the stock RapidOCR pipeline (detector + classifier + recogniser) on the RGB
@@ -34,8 +34,8 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from serve.embed import EMBEDDERS, l2_normalise
-from serve.embedders import ocr_pixels as px
+from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embedders import ocr_pixels as px
 
 STANDS_IN_FOR = "qwen3-vl-embedding"
 #: Registered embedders that read shots as text first (``read_images`` + ``embed_ocr_texts`` +
@@ -312,7 +312,7 @@ class OcrMiniLMEmbedder:
     stands_in_for = STANDS_IN_FOR
 
     def __init__(self, *, ocr: dict | str = "rapidocr-lines", minilm: dict | None = None) -> None:
-        from serve.embedders.minilm import MiniLMEmbedder
+        from vismem.serve.embedders.minilm import MiniLMEmbedder
 
         self.ocr = build_ocr_engine(ocr)
         self.text = MiniLMEmbedder(**(minilm or {}))

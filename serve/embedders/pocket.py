@@ -1,6 +1,6 @@
 """``pocket-clip``: a pocket image–text dual encoder, the local stand-in for SigLIP-2.
 
-Trained here on procedural scenes (``pipelines.train.pocket_clip``; data, recipe and metrics in
+Trained here on procedural scenes (``vismem.pipelines.train.pocket_clip``; data, recipe and metrics in
 ``weights/POCKET_CLIP.md``), it knows one thing well — which small object of which colour stands
 in a product photo — which is what DMV-Bench's recall probes ask of a visual memory, so local runs
 of the visual memories retrieve by cue instead of at random. It is *not* SigLIP-2: every result
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from serve.embed import EMBEDDERS, l2_normalise
-from serve.qwen_inputs import to_pil
+from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.qwen_inputs import to_pil
 
 WEIGHTS = Path(__file__).with_name("weights") / "pocket-clip.safetensors"
 LABEL = "pocket-clip"
@@ -218,7 +218,7 @@ class PocketClipEmbedder:
     """The pocket dual encoder behind the ``Embedder`` protocol.
 
     Args:
-        weights: a safetensors file from ``python -m pipelines.train.pocket_clip`` (default: the
+        weights: a safetensors file from ``python -m vismem.pipelines.train.pocket_clip`` (default: the
             shipped ``weights/pocket-clip.safetensors``).
         batch_size: images per forward pass.
         threads: torch intra-op threads while this embedder computes (restored afterwards); ``0``
@@ -241,7 +241,7 @@ class PocketClipEmbedder:
         self.path = Path(weights) if weights else WEIGHTS
         if not self.path.is_file():
             raise FileNotFoundError(f"pocket-clip weights not found at {self.path} "
-                                    "(train them: python -m pipelines.train.pocket_clip --out PATH)")
+                                    "(train them: python -m vismem.pipelines.train.pocket_clip --out PATH)")
         self.model, self.vocab, self.meta = load_weights(self.path)
         self.config = self.meta["config"]
         self.dim = int(self.config["dim"])

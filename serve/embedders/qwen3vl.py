@@ -9,7 +9,7 @@ Images are resized within ``[min_pixels, max_pixels]`` on a 32-pixel grid (patch
 
 Two runners behind the same class:
 - ``transformers``: ``Qwen3VLModel`` from a local path (CPU tests use a tiny random checkpoint
-  from :func:`serve.testing.build_tiny_qwen3vl`, which runs this exact code).
+  from :func:`vismem.serve.testing.build_tiny_qwen3vl`, which runs this exact code).
 - ``vllm``: ``vllm.LLM(model=path, runner="pooling").embed(...)`` on the GPU cluster; imported
   lazily, never needed locally.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import EMBEDDERS, l2_normalise
 
 QUERY_INSTRUCTION = "Retrieve images or text relevant to the user's query."
 DOCUMENT_INSTRUCTION = "Represent the user's input."
@@ -69,11 +69,11 @@ class Qwen3VLEmbedder:
                  max_pixels: int = MAX_PIXELS, query_instruction: str = QUERY_INSTRUCTION,
                  document_instruction: str = DOCUMENT_INSTRUCTION, device: str = "auto",
                  dtype: str = "auto", vllm_kwargs: dict[str, Any] | None = None) -> None:
-        from serve.qwen_inputs import QwenVLInputs
+        from vismem.serve.qwen_inputs import QwenVLInputs
 
         if runner not in ("transformers", "vllm"):
             raise ValueError(f"runner must be 'transformers' or 'vllm', got {runner!r}")
-        from serve.testing import default_label, resolve_model_path
+        from vismem.serve.testing import default_label, resolve_model_path
 
         self.name = f"qwen3-vl-embedding:{label or default_label(str(path))}"
         self.path = path = resolve_model_path(str(path))
@@ -95,7 +95,7 @@ class Qwen3VLEmbedder:
 
     # -- runners ------------------------------------------------------------------------------
     def _load_transformers(self, device: str, dtype: str) -> None:
-        from serve.qwen_inputs import model_class_for, torch_device, torch_dtype
+        from vismem.serve.qwen_inputs import model_class_for, torch_device, torch_dtype
 
         self.device = torch_device(device)
         cls = model_class_for(self.path, embedding=True)  # Qwen3VLModel: no LM head needed
@@ -123,7 +123,7 @@ class Qwen3VLEmbedder:
         return pooled.float().cpu().numpy()
 
     def _forward_vllm(self, convs: list[list[dict]], images: list[list[Any]]) -> np.ndarray:
-        from serve.qwen_inputs import to_pil
+        from vismem.serve.qwen_inputs import to_pil
 
         prompts = []
         for conv, imgs in zip(convs, images):

@@ -12,7 +12,7 @@ Each ``serve/models/<name>.yaml`` holds the component spec (``name`` = registere
 
 ``${VAR:-default}`` in string values is expanded from the environment at load time, so the
 same file points at a local server or the cluster's endpoint; the expanded spec is what a run
-manifest records. ``deploy`` (optional) is how the cluster hosts the model (``serve.apps``).
+manifest records. ``deploy`` (optional) is how the cluster hosts the model (``vismem.serve.apps``).
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ class ModelSpec(BaseModel):
     def build(self):
         """Build the component through its registry."""
         if self.kind == "vlm":
-            from serve.vlm import build_vlm
+            from vismem.serve.vlm import build_vlm
 
             return build_vlm(self.spec)
-        from serve.embed import build_embedder
+        from vismem.serve.embed import build_embedder
 
         return build_embedder(self.spec)
 
@@ -90,10 +90,10 @@ def variant_spec(name: str, kind: str) -> dict[str, Any] | None:
 
     The alias table of the VLM and embedder registries: a config naming ``qwen2.5-vl-7b``
     (or ``{model: qwen2.5-vl-7b}``) resolves through here, env-expanded at that moment.
-    ``deployed:<model>`` is the model running on Ray Serve (:func:`serve.deploy.deployed_spec`).
+    ``deployed:<model>`` is the model running on Ray Serve (:func:`vismem.serve.deploy.deployed_spec`).
     """
     if name.startswith("deployed:"):
-        from serve.deploy import deployed_spec
+        from vismem.serve.deploy import deployed_spec
 
         return deployed_spec(name[len("deployed:"):], kind)
     if not (MODELS_DIR / f"{name}.yaml").is_file() or _raw(name).get("kind") != kind:

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def shop(shared_dir):
-    from env.storefront.server import ShopServer
+    from vismem.env.storefront.server import ShopServer
 
     with ShopServer.from_data(shared_dir / "data", seed=0) as srv:
         yield srv
@@ -15,7 +15,7 @@ def shop(shared_dir):
 
 @pytest.fixture(scope="module")
 def browser(shop, chromium_path):
-    from env.pageenv import make_env
+    from vismem.env.pageenv import make_env
 
     env = make_env("browser", shop.url)
     yield env

@@ -7,13 +7,13 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from agents.chains import session_spec
-from env.http_env import HttpEnv
-from agents.scripted import ScriptedShopper
-from agents.session import SessionOptions, run_session
-from serve.backends.scripted import MALFORMED_TEXT, ScriptedFault, ScriptedVLM
-from serve.openai_server import LocalOpenAIServer
-from serve.vlm import Message, build_vlm
+from vismem.agents.chains import session_spec
+from vismem.env.http_env import HttpEnv
+from vismem.agents.scripted import ScriptedShopper
+from vismem.agents.session import SessionOptions, run_session
+from vismem.serve.backends.scripted import MALFORMED_TEXT, ScriptedFault, ScriptedVLM
+from vismem.serve.openai_server import LocalOpenAIServer
+from vismem.serve.vlm import Message, build_vlm
 
 _SHOPPER = ScriptedShopper(seed=0)
 
@@ -51,7 +51,7 @@ def test_openai_client_through_local_server(shop) -> None:
 
 
 def test_tiny_transformers_backend(shop, tmp_path) -> None:
-    from serve.testing import build_tiny_qwen25vl
+    from vismem.serve.testing import build_tiny_qwen25vl
 
     path = build_tiny_qwen25vl(tmp_path / "tiny")
     vlm = build_vlm({"name": "transformers", "args": {"path": str(path)}})

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from agents import prompts
-from agents.chains import CATEGORIES, STYLES, category_order, chain_specs, session_spec
+from vismem.agents import prompts
+from vismem.agents.chains import CATEGORIES, STYLES, category_order, chain_specs, session_spec
 
 # The official generator's list, typed out here independently of the module under test.
 OFFICIAL_CATEGORIES = ["chair", "sofa", "lamp", "cushion", "vase",
@@ -79,8 +79,8 @@ def test_history_elision_keeps_first_turn() -> None:
 
 
 def test_prompt_fingerprint_is_part_of_the_cache_key(monkeypatch) -> None:
-    from pipelines.jobs import encode as worker
-    from agents.session import SessionOptions
+    from vismem.pipelines.jobs import encode as worker
+    from vismem.agents.session import SessionOptions
 
     def slug():
         proto = worker.protocol_settings(SessionOptions(), observation="product_image", images="placeholder",

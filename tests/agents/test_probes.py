@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from agents.probes import (MC_SEED, chain_probes, exhaustive_count, exhaustive_probes, mc_probes, probes_at,
+from vismem.agents.probes import (MC_SEED, chain_probes, exhaustive_count, exhaustive_probes, mc_probes, probes_at,
                            task_id, visited_per_session)
 
 CUES = {f"h{i:02d}": ("red", f"obj{i}") for i in range(40)}

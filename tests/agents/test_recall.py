@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.memory import MemoryContext
-from agents.probes import Probe
-from agents.recall import run_probe
-from agents.scripted_recall import ScriptedRecall, recall_decision
-from env.actions import Action
-from serve.vlm import ChatResult
+from vismem.agents.memory import MemoryContext
+from vismem.agents.probes import Probe
+from vismem.agents.recall import run_probe
+from vismem.agents.scripted_recall import ScriptedRecall, recall_decision
+from vismem.env.actions import Action
+from vismem.serve.vlm import ChatResult
 
 TARGET = "a7c1e9b2"
 PROBE = Probe("s1_r1_p00", 1, 0, 1, TARGET, "red", "baseball cap")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agents import prompts
-from agents.scripted import STAND_IN_NAME, ScriptedShopper, make_plan, read_state
-from serve.vlm import VLMS, Message
+from vismem.agents import prompts
+from vismem.agents.scripted import STAND_IN_NAME, ScriptedShopper, make_plan, read_state
+from vismem.serve.vlm import VLMS, Message
 
 
 def _msg(cat: str, step: int, cap: int, url: str, agent_lines: list[str]) -> str:
@@ -68,8 +68,8 @@ def test_same_message_same_reply() -> None:
 
 
 def test_servable_as_a_scripted_fn() -> None:
-    from serve.backends.scripted import ScriptedVLM
+    from vismem.serve.backends.scripted import ScriptedVLM
 
     text = _msg("rug", 1, 22, "/category/rug", [])
-    hosted = ScriptedVLM(fn="agents.scripted:shopper_reply")
+    hosted = ScriptedVLM(fn="vismem.agents.scripted:shopper_reply")
     assert hosted.chat([Message("user", text)]).text == ScriptedShopper(seed=0).chat([Message("user", text)]).text

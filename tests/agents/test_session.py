@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from agents import prompts
-from agents.chains import session_spec
-from env.http_env import HttpEnv, click_targets
-from agents.scripted import STAND_IN_NAME, ScriptedShopper
-from agents.session import run_session
-from serve.backends.scripted import ScriptedVLM
+from vismem.agents import prompts
+from vismem.agents.chains import session_spec
+from vismem.env.http_env import HttpEnv, click_targets
+from vismem.agents.scripted import STAND_IN_NAME, ScriptedShopper
+from vismem.agents.session import run_session
+from vismem.serve.backends.scripted import ScriptedVLM
 
 
 class Recorder:
@@ -26,7 +26,7 @@ class Recorder:
 
 
 def test_browser_session_records_visits_images_and_history(browser, file_store) -> None:
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     cache = TrajectoryCache(file_store, "t")
     spec = replace(session_spec(0, 0), n_steps=9)
@@ -100,9 +100,9 @@ def test_http_and_browser_trajectories_agree(browser, shop) -> None:
 def test_scripted_shopper_browses_identically_under_every_layout(shop) -> None:
     """The shopper parses the step message; with merged-user/parts the system prompt is merged in
     front of it, in process and behind the OpenAI-compatible server. Its trajectory is the same."""
-    from serve.layouts import LAYOUTS
-    from serve.openai_server import LocalOpenAIServer
-    from serve.vlm import build_vlm
+    from vismem.serve.layouts import LAYOUTS
+    from vismem.serve.openai_server import LocalOpenAIServer
+    from vismem.serve.vlm import build_vlm
 
     spec = replace(session_spec(1, 2), n_steps=10)
     cols = ("url", "url_hash", "action_type", "action_arg", "reply", "status")
@@ -133,7 +133,7 @@ def test_scripted_policy_compliance_over_20_seeds(shop) -> None:
 
 
 def test_session_survives_a_storefront_restart(shop, browser) -> None:
-    from env.storefront.server import ShopServer
+    from vismem.env.storefront.server import ShopServer
 
     # A private shop on a fixed port, stopped before step 4's action and restarted before step 6's.
     srv = ShopServer(shop.catalog, shop.images).start()
@@ -169,7 +169,7 @@ def test_session_survives_a_storefront_restart(shop, browser) -> None:
 
 
 def test_memory_hook_images_follow_the_observation(shop) -> None:
-    from agents.session import MemoryContext
+    from vismem.agents.session import MemoryContext
 
     class Mem:
         def __init__(self):
@@ -194,8 +194,8 @@ def test_memory_hook_images_follow_the_observation(shop) -> None:
 
 
 def test_trajectory_bytes_are_deterministic(shop, tmp_path) -> None:
-    from pipelines.trajectories import TrajectoryCache
-    from core.store import Store
+    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.core.store import Store
 
     spec = replace(session_spec(4, 1), n_steps=10)
     blobs = []

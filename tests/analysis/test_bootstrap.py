@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.bootstrap import (cluster_ci, cluster_ci_many, naive_ci, naive_ci_many, resample_counts,
+from vismem.analysis.bootstrap import (cluster_ci, cluster_ci_many, naive_ci, naive_ci_many, resample_counts,
                                 resample_indices)
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis import dmv, synthetic
-from analysis.bootstrap import cluster_ci, resample_counts, _rng
-from analysis.schemas import validate
+from vismem.analysis import dmv, synthetic
+from vismem.analysis.bootstrap import cluster_ci, resample_counts, _rng
+from vismem.analysis.schemas import validate
 
 
 def _probe(arch, seed, pid, correct, *, J=3, visit=1, recall=2, bank=10, pos=0, backend="b", study="main",

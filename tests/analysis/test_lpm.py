@@ -9,7 +9,7 @@ import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
 
-from analysis.lpm import design, fit_lpm
+from vismem.analysis.lpm import design, fit_lpm
 
 
 def _probes(seed=1, constant_bank_cell=False):

@@ -6,8 +6,8 @@ import math
 
 import polars as pl
 
-from analysis import memshot
-from analysis.schemas import validate
+from vismem.analysis import memshot
+from vismem.analysis.schemas import validate
 
 
 def _ans(q, cat, variant, k, label, f1, *, height=None, hit=None):
@@ -177,7 +177,7 @@ def test_cluster_ci_matches_statsmodels_cluster_robust_se():
 
 
 def test_cluster_ci_falls_back_to_questions_for_one_conversation():
-    from analysis.intervals import mean_ci
+    from vismem.analysis.intervals import mean_ci
 
     one = _clustered(n_conv=1, per=(30, 31))
     t = memshot.cluster_mean_ci(one, ["variant", "k"], "recall", n_resamples=2000, seed=0).row(0, named=True)
@@ -206,8 +206,8 @@ def test_fig4b_unit_size_table_order_and_modalities():
 
 
 def test_extra_sections_read_rate_latency_fig4_and_quoted_baselines():
-    from analysis.memshot_sections import memshot_extra_sections, readrate_table
-    from analysis.report_sections import Links, ReportOptions
+    from vismem.analysis.memshot_sections import memshot_extra_sections, readrate_table
+    from vismem.analysis.report_sections import Links, ReportOptions
 
     readings = pl.DataFrame({"variant": ["memshot"] * 3, "n_words": [100, 50, 0], "n_read": [99, 40, 0]})
     rt = readrate_table(readings).row(0, named=True)
@@ -233,7 +233,7 @@ def test_extra_sections_read_rate_latency_fig4_and_quoted_baselines():
 def test_headline_recall_keeps_retrievers_apart():
     """With a second retriever (memshot.extra_retrievers) the run's headline gives each embedder
     its own row; a variant with one embedder keeps its plain name."""
-    from analysis.report import ReportOptions, headline
+    from vismem.analysis.report import ReportOptions, headline
 
     def rows(variant, embedder, recalls):
         return [{"dataset": "locomo", "conversation_id": f"c{i % 2}", "question_id": f"q{i}", "category": "single-hop",
@@ -252,7 +252,7 @@ def test_headline_recall_keeps_retrievers_apart():
 def test_recall_intervals_for_rows_without_a_unit_height():
     """Text RAG (and memories) have no max_height: their recall rows still get an interval,
     in the one-conversation fallback too (a null key is a group, not a missing one)."""
-    from analysis.report_sections import Links, ReportOptions, memshot_sections
+    from vismem.analysis.report_sections import Links, ReportOptions, memshot_sections
 
     rows = [{"dataset": "locomo", "conversation_id": "c0", "question_id": f"q{i}", "category": "single-hop",
              "variant": v, "embedder": "minilm", "max_height": h, "k": 5, "recall": float(i % 3 > 0), "hit": i % 3 > 0}

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from analysis.permutation import brute_force_p, chain_sum_test, count_extreme, sign_permutation_test
+from vismem.analysis.permutation import brute_force_p, chain_sum_test, count_extreme, sign_permutation_test
 
 
 @pytest.mark.parametrize("k", range(1, 13))
@@ -63,7 +63,7 @@ def test_k25_is_exact():
         head = int(np.dot(signs, sums[:5]))
         tail = sums[5:]
         # count tails with |head + tail_sum| >= t using the module on a shifted problem
-        from analysis.permutation import _signed_sums
+        from vismem.analysis.permutation import _signed_sums
 
         left = np.sort(_signed_sums(tail[:10]))
         right = _signed_sums(tail[10:])

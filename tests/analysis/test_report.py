@@ -11,9 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import synthetic
-from analysis.report import ReportOptions, load_results, report_run
-from analysis.schemas import result_key, write_results
+from vismem.analysis import synthetic
+from vismem.analysis.report import ReportOptions, load_results, report_run
+from vismem.analysis.schemas import result_key, write_results
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = ReportOptions(n_resamples=300, seed=1)
@@ -80,8 +80,8 @@ def test_full_report_opens_in_chromium_with_every_image_and_table(file_store, ch
         assert f"tbl-{t}" in page["tables"], (t, page["tables"])
     assert page["empties"] == [] and page["errors"] == []
     # Table 2 shows the same numbers the scoring computes, and bolds DualMem (the synthetic best).
-    from analysis import dmv
-    from analysis.schemas import validate
+    from vismem.analysis import dmv
+    from vismem.analysis.schemas import validate
 
     cells = dmv.tsr_cells(validate(_probes(), "probes"), n_resamples=300, seed=1)
     cell = cells.filter((pl.col("architecture") == "dualmem") & (pl.col("J") == 4)
@@ -132,11 +132,11 @@ def test_results_written_as_parts_are_read(file_store):
 
 
 def test_report_stage_on_real_s3(s3_store):
-    from pipelines.config import RunConfig
-    from pipelines.configs.report import ReportConfig
-    from pipelines.manifest import Manifest
-    from pipelines.context import RunContext
-    from pipelines.stages.report import run
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.configs.report import ReportConfig
+    from vismem.pipelines.manifest import Manifest
+    from vismem.pipelines.context import RunContext
+    from vismem.pipelines.stages.report import run
 
     cfg = RunConfig(name="reptest", seed=3, report=ReportConfig(n_resamples=300, compare=("dualmem", "caption")))
     _write_all(s3_store, cfg.run_id, small=True)
@@ -169,10 +169,10 @@ def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
 
 @pytest.mark.slow
 def test_full_runner_report_stage_end_to_end(tmp_path):
-    """Through ``pipelines.runner.run``: local Ray, store, manifest, the report stage."""
-    from pipelines.config import load_config
-    from pipelines.runner import run
-    from core.store import Store
+    """Through ``vismem.pipelines.runner.run``: local Ray, store, manifest, the report stage."""
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.runner import run
+    from vismem.core.store import Store
 
     store_uri = f"file://{tmp_path}/store"
     cfg = load_config(overrides={"name": "e2e", "stages": ["report"], "store": {"uri": store_uri},
@@ -185,8 +185,8 @@ def test_full_runner_report_stage_end_to_end(tmp_path):
 
 
 def test_report_says_which_cue_colour_order_and_catalogue_seed_were_used():
-    from analysis.render import catalogue_settings, to_html, to_markdown
-    from analysis.report import build_report
+    from vismem.analysis.render import catalogue_settings, to_html, to_markdown
+    from vismem.analysis.report import build_report
 
     tables = {"encoding": synthetic.encoding(chains=2, J=3)}
     for order, seed in (("official", 0), ("seeded", 7)):
@@ -206,7 +206,7 @@ def test_report_says_which_cue_colour_order_and_catalogue_seed_were_used():
 def test_every_rate_has_its_interval_and_rows_link_to_the_viewers():
     """Every rate column of the report's rate tables carries a 95% CI, the CI brackets the
     value, and with viewers given every data row links to the viewer filtered to it."""
-    from analysis.report import build_report
+    from vismem.analysis.report import build_report
 
     tables = {"probes": validate_all(_probes(), "probes"), "encoding": synthetic.encoding(chains=3, J=4),
               "memshot_answers": synthetic.memshot_answers(questions=12, heights=(None, 512, 768)),
@@ -238,7 +238,7 @@ def test_every_rate_has_its_interval_and_rows_link_to_the_viewers():
         viewer = "samples.html#" if t.id.startswith("memshot") else "trajectories.html#"
         assert hrefs and all(h and h.startswith(viewer) for h in hrefs), (t.id, hrefs[:3])
     assert seen == rate_tables
-    from analysis.render import to_html
+    from vismem.analysis.render import to_html
 
     html = to_html(rep)
     assert 'href="trajectories.html#backend=gemini-2.5-flash&amp;architecture=dualmem&amp;J=4"' in html
@@ -249,7 +249,7 @@ def test_memshot_intervals_are_question_bootstraps():
     """mean_ci: the mean is the plain mean, the bounds are percentiles of resampled means."""
     import numpy as np
 
-    from analysis.intervals import mean_ci
+    from vismem.analysis.intervals import mean_ci
 
     rec = synthetic.memshot_recall(questions=40)
     got = mean_ci(rec, ["variant", "k"], "recall", order=["question_id"], n_resamples=2000, seed=3)
@@ -264,8 +264,8 @@ def test_memshot_intervals_are_question_bootstraps():
 
 def test_readable_backend_names_replace_cache_slugs():
     """Report tables name back-ends by their model (backend_name), never by cache slug."""
-    from analysis.render import to_html
-    from analysis.report import build_report, display_names
+    from vismem.analysis.render import to_html
+    from vismem.analysis.report import build_report, display_names
 
     slug = "scripted-shopper-stand-in-s0--c6f5ba34"
     enc = synthetic.encoding(backends=(slug,), chains=3, J=4).with_columns(
@@ -285,6 +285,6 @@ def test_readable_backend_names_replace_cache_slugs():
 
 
 def validate_all(df, kind):
-    from analysis.schemas import validate
+    from vismem.analysis.schemas import validate
 
     return validate(df, kind)

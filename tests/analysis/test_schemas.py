@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analysis import synthetic
-from analysis.schemas import KINDS, SchemaError, describe, empty, result_key, validate, write_results
-from core.errors import DataError
+from vismem.analysis import synthetic
+from vismem.analysis.schemas import KINDS, SchemaError, describe, empty, result_key, validate, write_results
+from vismem.core.errors import DataError
 
 
 def test_every_kind_validates_its_synthetic_table_and_empty_table():
@@ -86,7 +86,7 @@ def test_booleans_from_0_1_integers_only():
 def test_schema_reference_file_is_up_to_date():
     from pathlib import Path
 
-    from analysis.schemas import markdown
+    from vismem.analysis.schemas import markdown
 
     path = Path(__file__).resolve().parents[2] / "analysis" / "SCHEMAS.md"
-    assert path.read_text() == markdown(), "regenerate: python -m analysis.schemas > analysis/SCHEMAS.md"
+    assert path.read_text() == markdown(), "regenerate: python -m vismem.analysis.schemas > analysis/SCHEMAS.md"

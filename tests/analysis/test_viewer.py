@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import polars as pl
 import pytest
 
-from analysis.schemas import write_results
+from vismem.analysis.schemas import write_results
 
 SLUG = "toy-shopper--0123456789"
 NAME = "toy-shopper (stand-in)"
@@ -42,8 +42,8 @@ def _png(seed: int) -> bytes:
 def _write_trajectories(store, run_id: str) -> dict[str, str]:
     """Two chains x two sessions of three steps (one product page each), the encoding table,
     and probes with step logs in the probe cache. Returns product hash -> blob key."""
-    from pipelines.probecache import ProbeCache
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.probecache import ProbeCache
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     cache = TrajectoryCache(store, SLUG)
     enc_rows, products = [], {}
@@ -98,7 +98,7 @@ def _browser(chromium_path):
 
 
 def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
-    from pipelines.viewers import copy_report, write_viewers
+    from vismem.pipelines.viewers import copy_report, write_viewers
 
     _write_trajectories(file_store, "tv-1")
     written, errors = write_viewers(file_store, "tv-1")
@@ -154,10 +154,10 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
 def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chromium_path, tmp_path):
     """Real memshot stage (render, MiniLM retrieval, scripted answers and judge), then the report
     stage: the sample viewer shows a question's gold answer, prediction, verdict, F1 and a shot."""
-    from pipelines.config import load_config
-    from pipelines.context import RunContext
-    from pipelines.manifest import Manifest
-    from pipelines.stages import memshot, report
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.context import RunContext
+    from vismem.pipelines.manifest import Manifest
+    from vismem.pipelines.stages import memshot, report
 
     cfg = load_config(overrides={
         "name": "samples-test", "stages": ["memshot", "report"], "report": {"n_resamples": 200},
@@ -220,7 +220,7 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
 
 
 def test_sample_data_marks_evidence_and_falls_back_to_retrieval_only():
-    from analysis.samples import sample_data
+    from vismem.analysis.samples import sample_data
 
     q = pl.DataFrame({"conversation_id": ["c"], "question_id": ["c:q0"], "question": ["Where?"], "answer": ["Paris"],
                       "category": ["single-hop"], "evidence": [["D1:2"]]})

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from bench.encode import _Breakdown
-from bench.scaling import exponent
+from vismem.bench.encode import _Breakdown
+from vismem.bench.scaling import exponent
 
 
 def test_exponent_recovers_the_power_law():

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StoreError
-from core.lifeline import Lifeline, _alive, pids_with_env
-from core.s3server import LocalS3Server, stale_servers
+from vismem.core.errors import StoreError
+from vismem.core.lifeline import Lifeline, _alive, pids_with_env
+from vismem.core.s3server import LocalS3Server, stale_servers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def _owner(tmp_path, body: str) -> subprocess.Popen:
 def test_child_and_marked_processes_die_when_the_owner_is_sigkilled(tmp_path):
     owner = _owner(tmp_path, """
         import os, subprocess, sys, time
-        from core.lifeline import Lifeline
+        from vismem.core.lifeline import Lifeline
         line = Lifeline([sys.executable, "-c", "import time; time.sleep(600)"], sweep_env=("T_MARK", "x1"))
         os.environ["T_MARK"] = "x1"   # what a Ray start would inherit
         marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
@@ -112,7 +112,7 @@ def test_second_owner_of_a_data_dir_gets_one_line_naming_the_live_run(tmp_path):
 def test_weed_dies_with_a_sigkilled_owner_and_the_rerun_starts_at_once(tmp_path):
     owner = _owner(tmp_path, f"""
         import time
-        from core.s3server import LocalS3Server
+        from vismem.core.s3server import LocalS3Server
         s = LocalS3Server(data_dir={str(tmp_path / 's3')!r}).start()
         print(s.pid, flush=True)
         time.sleep(600)
@@ -130,7 +130,7 @@ def test_weed_dies_with_a_sigkilled_owner_and_the_rerun_starts_at_once(tmp_path)
 
 def test_an_orphan_weed_without_an_owner_is_ended_before_the_start(tmp_path):
     """A weed left by an older vismem (no lifeline, no lock) holds leveldb's lock: ended first."""
-    from core.s3server import _weed_binary
+    from vismem.core.s3server import _weed_binary
 
     d = (tmp_path / "s3").resolve()
     d.mkdir()

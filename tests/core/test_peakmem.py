@@ -7,7 +7,7 @@ import mmap
 import subprocess
 import sys
 
-from core.peakmem import PeakWatch, self_peak_mib, tree_pids
+from vismem.core.peakmem import PeakWatch, self_peak_mib, tree_pids
 
 
 def test_own_peak_restarts_per_watch():

@@ -1,4 +1,4 @@
-"""core.png: spliceable deflate segments (ISA-L and zlib levels), zlib streams, the RGB writer."""
+"""vismem.core.png: spliceable deflate segments (ISA-L and zlib levels), zlib streams, the RGB writer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.png import ISAL_MAX_LEVEL, chunk, deflate_segment, rgb_png, up_filtered, zlib_stream
+from vismem.core.png import ISAL_MAX_LEVEL, chunk, deflate_segment, rgb_png, up_filtered, zlib_stream
 
 
 def _pieces(seed: int) -> list[bytes]:

@@ -1,10 +1,10 @@
-"""core.ports: many ports picked in one call are distinct and free, twins included."""
+"""vismem.core.ports: many ports picked in one call are distinct and free, twins included."""
 
 from __future__ import annotations
 
 import socket
 
-from core.ports import free_ports
+from vismem.core.ports import free_ports
 
 
 def _bindable(port: int) -> bool:

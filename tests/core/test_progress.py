@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import sys
 
-from core import progress
+from vismem.core import progress
 
 
 def test_track_is_transparent_when_disabled(monkeypatch):

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from core.s3put import LeanPut, usable
-from core.store import Store
+from vismem.core.s3put import LeanPut, usable
+from vismem.core.store import Store
 
 
 def _store(s3_server, name, secret=None):

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from core.secrets import Scrubber, ScrubFilter, drop_secrets, is_secret_name, redact, secret_values
+from vismem.core.secrets import Scrubber, ScrubFilter, drop_secrets, is_secret_name, redact, secret_values
 
 CANARY = "AKIA-CANARY-123"
 

@@ -10,8 +10,8 @@ import threading
 import polars as pl
 import pytest
 
-from core.errors import StoreError
-from core.store import Store
+from vismem.core.errors import StoreError
+from vismem.core.store import Store
 
 
 @pytest.fixture(params=["file", "s3"])
@@ -107,7 +107,7 @@ def test_resumption_check_skips_finished_shards(store):
 
 
 def test_blob_references_read_byte_ranges(store):
-    from core.blobref import make_ref, parse_ref
+    from vismem.core.blobref import make_ref, parse_ref
 
     parts = [b"\x89PNG first", b"", b"second shot", bytes(range(256)) * 40]
     store.put_bytes("pack/s1.pack", b"".join(parts))
@@ -183,7 +183,7 @@ def test_cli_bad_store_one_error_nonzero_nothing_written(tmp_path, store_uri, en
 
 
 def test_read_many_reads_each_pack_once_in_order(store):
-    from core.blobref import make_ref, read_many
+    from vismem.core.blobref import make_ref, read_many
 
     store.put_bytes("p/a.pack", b"AAAAbbbCC")
     store.put_bytes("p/plain.bin", b"plain")

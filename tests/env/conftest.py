@@ -8,15 +8,15 @@ import pytest
 
 @pytest.fixture(scope="session")
 def catalog(shared_dir):
-    from env.storefront.catalog import load_catalog
+    from vismem.env.storefront.catalog import load_catalog
 
     return load_catalog(shared_dir / "data", seed=0)
 
 
 @pytest.fixture(scope="session")
 def shop_app(catalog):
-    from env.storefront.app import create_app
-    from env.storefront.imagesource import build_image_source
+    from vismem.env.storefront.app import create_app
+    from vismem.env.storefront.imagesource import build_image_source
 
     return create_app(catalog, build_image_source("placeholder", catalog))
 
@@ -32,8 +32,8 @@ def client(shop_app):
 @pytest.fixture(scope="session")
 def shop_server(catalog):
     """One real uvicorn server on loopback for the session."""
-    from env.storefront.imagesource import build_image_source
-    from env.storefront.server import ShopServer
+    from vismem.env.storefront.imagesource import build_image_source
+    from vismem.env.storefront.server import ShopServer
 
     with ShopServer(catalog, build_image_source("placeholder", catalog)) as s:
         yield s

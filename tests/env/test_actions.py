@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from env.actions import Action, add_to_wishlist, click_index, done, navigate, parse_action
+from vismem.env.actions import Action, add_to_wishlist, click_index, done, navigate, parse_action
 
 # (reply, (type, url, url_hash, index, raw)); the official "noop" is our "invalid".
 CASES = [

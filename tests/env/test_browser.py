@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from env.actions import click_index, done, navigate
-from env.browser import BrowserEnv
+from vismem.env.actions import click_index, done, navigate
+from vismem.env.browser import BrowserEnv
 
 
 @pytest.fixture(scope="module")

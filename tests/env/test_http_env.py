@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from env.http_env import HttpEnv, page_fields
+from vismem.env.http_env import HttpEnv, page_fields
 
 
 @pytest.fixture(scope="module")
 def shop(shared_dir):
-    from env.storefront.server import ShopServer
+    from vismem.env.storefront.server import ShopServer
 
     with ShopServer.from_data(shared_dir / "data", seed=0) as srv:
         yield srv
@@ -60,7 +60,7 @@ def test_images_are_fetched_once_and_every_reset_wipes_the_session(shop, catalog
 
 
 def env_action(url):
-    from env.actions import parse_action
+    from vismem.env.actions import parse_action
 
     return parse_action(f'Action: navigate("{url}")')
 
@@ -73,7 +73,7 @@ def test_page_cache_serves_what_the_shop_would_and_fetches_each_page_once(shop, 
     """The page cache (observations depend on the path alone) changes no observation: a cached env
     and one that fetches every page see the same thing on every step of two episodes; the second
     episode sends no page request; session pages and server errors are never cached."""
-    from env.actions import parse_action
+    from vismem.env.actions import parse_action
 
     v = catalog.variants[42]
     steps = [f'navigate("/product/{v.url_hash}")', "click_index(0)", "click_index(3)", "click_index(0)",

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from core.errors import ConfigError, DataError, StoreError
-from pipelines.config import load_config
-from pipelines.runner import run
+from vismem.core.errors import ConfigError, DataError, StoreError
+from vismem.pipelines.config import load_config
+from vismem.pipelines.runner import run
 
 REPO_ARGS = [sys.executable, "-m", "pipelines"]
 
@@ -130,7 +130,7 @@ def _fake_job_server():
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
-    from serve.openai_server import LocalOpenAIServer
+    from vismem.serve.openai_server import LocalOpenAIServer
 
     app = FastAPI()
 
@@ -170,7 +170,7 @@ def test_component_errors_never_show_argument_values(tmp_path):
 def test_a_second_run_on_a_busy_local_s3_store_is_one_line_and_writes_nothing(tmp_path):
     import os
 
-    from core.s3server import LocalS3Server
+    from vismem.core.s3server import LocalS3Server
 
     cfg = load_config(overrides={"stages": ["report"], "runs_dir": str(tmp_path / "runs")})
     assert cfg.store.uri.startswith("local-s3://")

@@ -9,13 +9,13 @@ import logging
 
 import pytest
 
-from pipelines.stages import catalog as stage
+from vismem.pipelines.stages import catalog as stage
 
 
 def _ctx(store, tmp_path, data_dir, **catalog_cfg):
-    from pipelines.config import parse_config
-    from pipelines.manifest import Manifest
-    from pipelines.context import RunContext
+    from vismem.pipelines.config import parse_config
+    from vismem.pipelines.manifest import Manifest
+    from vismem.pipelines.context import RunContext
 
     cfg = parse_config({"name": "t-catalog", "data_dir": str(data_dir),
                         "catalog": catalog_cfg,
@@ -34,8 +34,8 @@ def test_stage_module_imports_light():
 
 
 def test_prefix_depends_on_pixels_inputs_only(shared_dir):
-    from env.storefront.catalog import load_catalog
-    from pipelines.configs.catalog import CatalogConfig
+    from vismem.env.storefront.catalog import load_catalog
+    from vismem.pipelines.configs.catalog import CatalogConfig
 
     data = shared_dir / "data"
     cfg = CatalogConfig()
@@ -49,7 +49,7 @@ def test_prefix_depends_on_pixels_inputs_only(shared_dir):
 
 
 def test_plan_rows_marks_existing(shared_dir):
-    from env.storefront.catalog import load_catalog
+    from vismem.env.storefront.catalog import load_catalog
 
     cat = load_catalog(shared_dir / "data")
     vs = cat.variants[:3]
@@ -62,8 +62,8 @@ def test_plan_rows_marks_existing(shared_dir):
 def test_catalog_job_on_ray_and_s3_resumes(ray_local, s3_store, tmp_path, shared_dir):
     from PIL import Image
 
-    from env.storefront.catalog import load_catalog
-    from env.storefront.imagesource import build_image_source
+    from vismem.env.storefront.catalog import load_catalog
+    from vismem.env.storefront.imagesource import build_image_source
 
     ctx = _ctx(s3_store, tmp_path, shared_dir / "data", limit=20, batch_size=5)
     first = stage.run(ctx)
@@ -105,7 +105,7 @@ def test_official_source_through_the_job(tmp_path, file_store, shared_dir):
     """The official images (here a fake set at 300 px) are conformed to the configured size."""
     from PIL import Image
 
-    from env.storefront.catalog import load_catalog
+    from vismem.env.storefront.catalog import load_catalog
 
     root = tmp_path / "official"
     cat = load_catalog(shared_dir / "data")
@@ -123,7 +123,7 @@ def test_official_source_through_the_job(tmp_path, file_store, shared_dir):
 
 
 def test_unknown_image_source_is_an_error(tmp_path, file_store, shared_dir):
-    from core.errors import ConfigError, DataError
+    from vismem.core.errors import ConfigError, DataError
 
     ctx = _ctx(file_store, tmp_path, shared_dir / "data", limit=2, image_source="nope")
     with pytest.raises(ConfigError, match="nope"):
@@ -139,7 +139,7 @@ def test_unknown_image_source_is_an_error(tmp_path, file_store, shared_dir):
 
 
 def test_credentials_never_reach_params_or_manifest():
-    from pipelines.configs.catalog import CatalogConfig
+    from vismem.pipelines.configs.catalog import CatalogConfig
 
     cfg = CatalogConfig(image_source="official", image_source_args={"root": "s3://b/imgs", "access_key": "AK",
                                                                      "secret_key": "SK"})
@@ -149,7 +149,7 @@ def test_credentials_never_reach_params_or_manifest():
 
 
 def test_default_batch_size_makes_four_batches_per_task():
-    from pipelines.rayctx import batch_size_for
+    from vismem.pipelines.rayctx import batch_size_for
 
     assert batch_size_for(1000, 2) == 125  # 8 batches on 2 cores
     assert batch_size_for(1001, 2) == 126  # rounded up: never a ninth, tiny batch

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pipelines.cli import build_parser
+from vismem.pipelines.cli import build_parser
 
 COMMANDS = [["run"], ["submit"], ["status"], ["logs"], ["store"], ["store", "ls"], ["store", "get"], ["store", "cat"],
             ["runs"], ["report"], ["shots"], ["bench"], ["plan"]]
@@ -28,7 +28,7 @@ def test_report_command_is_registered():
 
 
 def test_store_ls_on_file_store(tmp_path):
-    from core.store import Store
+    from vismem.core.store import Store
 
     s = Store.open(f"file://{tmp_path}/st")
     s.put_bytes("runs/a/x.json", b"{}")
@@ -46,7 +46,7 @@ def test_bench_unknown_name_is_config_error(tmp_path):
 
 
 def test_bench_harness_records(tmp_path, monkeypatch):
-    from bench import harness
+    from vismem.bench import harness
 
     @harness.benchmark("unit-test-bench", "a test benchmark")
     def _b():

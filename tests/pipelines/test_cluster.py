@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from core.store import Store
-from pipelines.localcluster import LocalRayCluster, is_loopback
+from vismem.core.store import Store
+from vismem.pipelines.localcluster import LocalRayCluster, is_loopback
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "sk-test-do-not-print-4f2a9c"
@@ -34,7 +34,7 @@ def _store(s3_server, uri):
 
 
 def _git_revision() -> str:
-    from pipelines.manifest import git_revision
+    from vismem.pipelines.manifest import git_revision
 
     return git_revision(REPO)
 
@@ -108,7 +108,7 @@ def test_submit_to_two_raylet_cluster(s3_server):
         pids, listeners = cluster.pids(), cluster.listeners()
         _assert_clean(cluster, pids, listeners)
     assert cluster.stop() == []
-    from core.lifeline import _alive
+    from vismem.core.lifeline import _alive
 
     assert not [p for p in pids if _alive(p)]
     assert not cluster.root.exists()

@@ -13,14 +13,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from core.lifeline import _alive
-from core.store import Store
-from pipelines.localcluster import LocalRayCluster, is_loopback
+from vismem.core.lifeline import _alive
+from vismem.core.store import Store
+from vismem.pipelines.localcluster import LocalRayCluster, is_loopback
 from tests.pipelines.test_cluster import _cluster_env, _store, _submit_and_check, _vismem
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # a whole preset twice: past the 600 s default
 
-#: The job driver's argv (``python -m pipelines run --config env:...``), not the shell around it.
+#: The job driver's argv (``python -m vismem.pipelines run --config env:...``), not the shell around it.
 DRIVER = b"pipelines\x00run\x00--config\x00env:VISMEM_CONFIG_YAML"
 
 #: Columns that measure time (they differ run to run; everything else must be equal).
@@ -65,7 +65,7 @@ def _stop_clean(cluster: LocalRayCluster) -> None:
 
 
 def test_whole_local_preset_on_cluster_equals_local_run(s3_server, tmp_path):
-    from pipelines.stages import STAGE_ORDER
+    from vismem.pipelines.stages import STAGE_ORDER
 
     env = _cluster_env(s3_server)
     local_store, local_prefix = _local_run(tmp_path, env, [])

@@ -15,8 +15,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import synthetic
-from analysis.schemas import write_results
+from vismem.analysis import synthetic
+from vismem.analysis.schemas import write_results
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
@@ -62,8 +62,8 @@ def _rows(text: str, first: str) -> list[list[str]]:
 def test_summary_numbers_equal_the_result_tables(file_store):
     from rich.console import Console
 
-    from analysis.report import ReportOptions, load_results
-    from pipelines.summary import collect, render
+    from vismem.analysis.report import ReportOptions, load_results
+    from vismem.pipelines.summary import collect, render
 
     want = _write_results(file_store, "sum-1")
     tables, errors = load_results(file_store, "runs/sum-1")
@@ -110,7 +110,7 @@ def test_summary_numbers_equal_the_result_tables(file_store):
 
 
 def test_quiet_routes_ray_data_and_transformers_logging_to_the_run_log(tmp_path, capfd):
-    from pipelines import logs
+    from vismem.pipelines import logs
 
     import ray.data  # noqa: F401 - installs Ray Data's console handler, as in a run
     from transformers.utils import logging as tlog
@@ -140,7 +140,7 @@ def test_quiet_routes_ray_data_and_transformers_logging_to_the_run_log(tmp_path,
 def test_run_prints_the_summary_and_writes_json(tmp_path):
     """``vismem run report`` on stored results: the rich summary on stdout (numbers = the tables),
     nothing from Ray Data on stderr, the run log in the run folder; ``--json`` is machine-readable."""
-    from core.store import Store
+    from vismem.core.store import Store
 
     store_uri = f"file://{tmp_path}/store"
     common = ["report", "--store", store_uri, "--set", f"runs_dir={tmp_path}/runs", "--set", "report.n_resamples=300",
@@ -214,9 +214,9 @@ def test_runs_and_store_get_round_trip(file_store, tmp_path):
 def test_report_copied_out_of_s3_opens_locally_and_rows_link_to_the_viewer(s3_store, chromium_path, tmp_path):
     """A run whose store is S3: the report and viewers come out to a local folder; a Table 2 row's
     link opens the trajectory viewer filtered to that architecture's probe episodes."""
-    from analysis.report import ReportOptions
-    from pipelines.stages.report import build
-    from pipelines.viewers import copy_report
+    from vismem.analysis.report import ReportOptions
+    from vismem.pipelines.stages.report import build
+    from vismem.pipelines.viewers import copy_report
     from tests.analysis.test_viewer import _write_trajectories
 
     _write_trajectories(s3_store, "s3run-1")
@@ -275,7 +275,7 @@ def test_shots_command_renders_a_gallery(tmp_path, chromium_path):
 
 @pytest.mark.parametrize("cmd", [["runs"], ["store", "get"], ["store", "cat"], ["shots"], ["report"]])
 def test_new_commands_have_help(cmd, capsys):
-    from pipelines.cli import build_parser
+    from vismem.pipelines.cli import build_parser
 
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args([*cmd, "--help"])
@@ -283,7 +283,7 @@ def test_new_commands_have_help(cmd, capsys):
 
 
 def test_summary_memshot_line_shows_the_read_rate_per_variant():
-    from pipelines.summary import _memshot
+    from vismem.pipelines.summary import _memshot
 
     line = _memshot({"conversations": 1, "questions": 152, "units": 298, "answers": "skipped: no memshot.vlm",
                      "read_rate": {"memshot": {"read_rate": 0.99861, "shots": 130},
@@ -295,7 +295,7 @@ def test_summary_memshot_line_shows_the_read_rate_per_variant():
 def test_local_report_in_place_for_a_folder_copied_for_s3_or_out(s3_store, file_store, tmp_path):
     from types import SimpleNamespace
 
-    from pipelines.viewers import local_report
+    from vismem.pipelines.viewers import local_report
 
     cfg = SimpleNamespace(runs_dir=str(tmp_path / "runs"))
     for store in (s3_store, file_store):

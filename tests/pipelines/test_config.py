@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from pipelines.config import PRESETS, RunConfig, load_config, parse_config
-from core.config import Frozen
-from core.errors import ConfigError
+from vismem.pipelines.config import PRESETS, RunConfig, load_config, parse_config
+from vismem.core.config import Frozen
+from vismem.core.errors import ConfigError
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-from core.digest import clear_memo
-from core.store import Store
-from pipelines.config import load_config
-from pipelines.runner import run
+from vismem.core.digest import clear_memo
+from vismem.core.store import Store
+from vismem.pipelines.config import load_config
+from vismem.pipelines.runner import run
 
 CANARY = "AKIA-CANARY-123"
 
@@ -61,7 +61,7 @@ def test_run_id_follows_the_data_content_not_its_path(tmp_path, data_copy, share
 
 
 def test_trajectory_slugs_follow_the_catalogue_content(data_copy, shared_dir):
-    from pipelines.stages.encode import plan
+    from vismem.pipelines.stages.encode import plan
 
     ref = plan(load_config(overrides={"data_dir": str(shared_dir / "data")}))[1]
     assert plan(load_config(overrides={"data_dir": str(data_copy)}))[1] == ref
@@ -91,8 +91,8 @@ def test_an_edited_locomo_file_is_not_served_from_stale_caches(tmp_path, data_co
 
 def _official_root(tmp_path, cfg, n):
     """A stand-in for the published image set: placeholder PNGs for the first ``n`` products."""
-    from env.storefront.imagesource import _png
-    from pipelines.context import catalog_from_config
+    from vismem.env.storefront.imagesource import _png
+    from vismem.pipelines.context import catalog_from_config
 
     root = tmp_path / "official"
     for v in catalog_from_config(cfg).variants[:n]:
@@ -115,8 +115,8 @@ SECRET_FIELDS = [
 
 @pytest.mark.parametrize("over", SECRET_FIELDS, ids=[next(iter(o)) + str(i) for i, o in enumerate(SECRET_FIELDS)])
 def test_a_secret_in_any_field_never_changes_the_run_id_or_reaches_a_manifest(tmp_path, over):
-    from core.secrets import Scrubber, secret_values
-    from pipelines.manifest import Manifest
+    from vismem.core.secrets import Scrubber, secret_values
+    from vismem.pipelines.manifest import Manifest
 
     cfg = load_config(overrides={**over, "store": {"uri": f"file://{tmp_path}/store", **over.get("store", {})}})
     other = json.loads(json.dumps(over).replace(CANARY, "ROTATED-SECRET-999"))

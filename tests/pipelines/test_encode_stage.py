@@ -6,8 +6,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipelines.config import load_config
-from pipelines.runner import run
+from vismem.pipelines.config import load_config
+from vismem.pipelines.runner import run
 
 
 def _cfg(tmp_path, **encode):
@@ -17,8 +17,8 @@ def _cfg(tmp_path, **encode):
 
 
 def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
-    from pipelines.trajectories import TrajectoryCache
-    from core.store import Store
+    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.core.store import Store
 
     out = run(_cfg(tmp_path, J=1, workers=1), progress=False)["encode"]
     assert out["status"] == "ok" and (out["ran"], out["cached"]) == (1, 0)
@@ -31,9 +31,9 @@ def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
 
 def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
     # The HTTP fast path keeps this multi-run test quick; the browser path runs on Ray above.
-    from analysis.schemas import validate
-    from pipelines.trajectories import TrajectoryCache
-    from core.store import Store
+    from vismem.analysis.schemas import validate
+    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.core.store import Store
 
     first = run(_cfg(tmp_path, J=3, env="http"), progress=False)["encode"]
     assert first["status"] == "ok" and (first["ran"], first["cached"]) == (3, 0)
@@ -81,7 +81,7 @@ def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
 def test_cli_flags_map_to_config() -> None:
     import argparse
 
-    from pipelines.stages import encode
+    from vismem.pipelines.stages import encode
 
     p = argparse.ArgumentParser()
     encode.add_cli_args(p)
@@ -102,8 +102,8 @@ def test_cli_flags_map_to_config() -> None:
 def test_storefront_serves_the_catalogue_images(file_store) -> None:
     from types import SimpleNamespace
 
-    from pipelines.stages import encode
-    from pipelines.stages.catalog import source_spec
+    from vismem.pipelines.stages import encode
+    from vismem.pipelines.stages.catalog import source_spec
 
     cfg = load_config()
     ctx = SimpleNamespace(config=cfg, store=file_store, run_prefix="runs/x")

@@ -12,9 +12,9 @@ import polars as pl
 import yaml
 from fastapi import Request  # module level: FastAPI resolves the handler's string annotation here
 
-from core.store import Store
-from pipelines.config import load_config
-from pipelines.runner import run
+from vismem.core.store import Store
+from vismem.pipelines.config import load_config
+from vismem.pipelines.runner import run
 
 
 class Flaky:
@@ -24,7 +24,7 @@ class Flaky:
         from fastapi import FastAPI
         from fastapi.responses import JSONResponse
 
-        from serve.openai_server import LocalOpenAIServer, chat_completions
+        from vismem.serve.openai_server import LocalOpenAIServer, chat_completions
 
         self.down, self.calls = True, 0
         app = FastAPI()
@@ -62,8 +62,8 @@ def _base(tmp_path, **over):
 
 
 def test_encode_outage_exits_nonzero_caches_nothing_and_a_healed_rerun_completes(tmp_path, ray_local):
-    from agents.scripted import ScriptedShopper
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.agents.scripted import ScriptedShopper
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     with Flaky(ScriptedShopper(seed=0)) as srv:
         data = _base(tmp_path, stages=["encode"], encode={"chains": 1, "J": 2, "env": "http", "backends": [srv.spec()]})
@@ -104,7 +104,7 @@ def test_threshold_is_a_share_of_the_session_calls(tmp_path, ray_local, shared_d
     """A few failed calls (under the threshold) keep the session; max_failed_calls=0 fails it."""
     import re
 
-    from pipelines.jobs.encode import EncodeWorker
+    from vismem.pipelines.jobs.encode import EncodeWorker
 
     store = Store.open(f"file://{tmp_path}/store")
     reply = 'Thought: look\nAction: navigate("/collection/chair-modern")'
@@ -124,13 +124,13 @@ def test_threshold_is_a_share_of_the_session_calls(tmp_path, ray_local, shared_d
 
 
 def _http_env(shop_url, **kw):
-    from env.pageenv import make_env
+    from vismem.env.pageenv import make_env
 
     return make_env("http", shop_url, **kw)
 
 
 def test_memshot_answer_outage_is_partial_and_retried(tmp_path, ray_local):
-    from serve.backends.scripted import ScriptedVLM
+    from vismem.serve.backends.scripted import ScriptedVLM
 
     with Flaky(ScriptedVLM(["an answer"], label="a")) as srv:
         over = _base(tmp_path, stages=["memshot"], memshot={
@@ -152,8 +152,8 @@ def test_memshot_answer_outage_is_partial_and_retried(tmp_path, ray_local):
 
 
 def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_local):
-    from agents.scripted_recall import ScriptedRecall
-    from pipelines.probecache import PROBE_ROOT
+    from vismem.agents.scripted_recall import ScriptedRecall
+    from vismem.pipelines.probecache import PROBE_ROOT
 
     with Flaky(ScriptedRecall()) as srv:
         over = _base(tmp_path, name="probe-outage", stages=["encode", "replay", "probes"],
@@ -175,12 +175,12 @@ def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_loca
 
 
 def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
-    from agents.chains import session_spec
-    from agents.records import REPLY_CAP
-    from agents.session import run_session
-    from env.http_env import HttpEnv
-    from env.storefront.server import ShopServer
-    from serve.backends.scripted import ScriptedVLM
+    from vismem.agents.chains import session_spec
+    from vismem.agents.records import REPLY_CAP
+    from vismem.agents.session import run_session
+    from vismem.env.http_env import HttpEnv
+    from vismem.env.storefront.server import ShopServer
+    from vismem.serve.backends.scripted import ScriptedVLM
 
     huge = 'Thought: many words\nAction: navigate("/collection/chair-modern")\n' + "blah " * 700_000  # 3.5 MB
     with ShopServer.from_data(shared_dir / "data", seed=0) as shop, HttpEnv(shop.url) as env:
@@ -189,7 +189,7 @@ def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
         assert s.status == "ok" and s.action_type == "navigate"  # parsed from the whole reply
         assert len(s.reply) == REPLY_CAP and s.reply == huge[:REPLY_CAP]
         assert s.error == f"reply cut to {REPLY_CAP} of {len(huge)} characters where stored"
-    from pipelines.answercache import capped
+    from vismem.pipelines.answercache import capped
 
     df = capped(pl.DataFrame({"prediction": ["short", huge, None]}))
     assert df["answer_truncated"].to_list() == [False, True, False]
@@ -197,8 +197,8 @@ def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
 
 
 def test_probe_step_logs_are_capped():
-    from agents.records import REPLY_CAP
-    from pipelines.jobs.probes import _capped_step
+    from vismem.agents.records import REPLY_CAP
+    from vismem.pipelines.jobs.probes import _capped_step
 
     step = {"status": "ok", "reply": "x" * (REPLY_CAP + 10)}
     out = _capped_step(step)

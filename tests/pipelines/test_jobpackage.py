@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core.errors import ConfigError
-from pipelines.config import load_config
+from vismem.core.errors import ConfigError
+from vismem.pipelines.config import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_package_ships_the_data_the_stages_read(tmp_path):
-    from pipelines import jobpackage
+    from vismem.pipelines import jobpackage
 
     cfg = load_config(None, overrides={"stages": ["catalog", "memshot"]})
     text, shipped = jobpackage.build(cfg, REPO, tmp_path)
@@ -36,7 +36,7 @@ def test_package_ships_the_data_the_stages_read(tmp_path):
 
 
 def test_package_refuses_missing_or_oversized_data(tmp_path, monkeypatch):
-    from pipelines import jobpackage
+    from vismem.pipelines import jobpackage
 
     cfg = load_config(None, overrides={"stages": ["catalog"], "data_dir": str(tmp_path / "none")})
     with pytest.raises(ConfigError, match="not found"):
@@ -48,8 +48,8 @@ def test_package_refuses_missing_or_oversized_data(tmp_path, monkeypatch):
 
 
 def test_s3_data_dir_is_copied_once_per_node(s3_store, s3_server, tmp_path, monkeypatch):
-    from core import datadir
-    from core.paths import resolve_data_dir
+    from vismem.core import datadir
+    from vismem.core.paths import resolve_data_dir
 
     monkeypatch.setattr(datadir, "_DONE", {})
     for k, v in s3_server.env().items():
@@ -73,7 +73,7 @@ def test_s3_data_dir_is_copied_once_per_node(s3_store, s3_server, tmp_path, monk
 
 
 def test_forwarded_env_names_model_variables(monkeypatch):
-    from pipelines.commands import jobs
+    from vismem.pipelines.commands import jobs
 
     monkeypatch.setenv("VISMEM_GEMINI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("GEMINI_API_KEY", "sk-abc-123456")
@@ -86,7 +86,7 @@ def test_forwarded_env_names_model_variables(monkeypatch):
 
 
 def test_git_revision_travels_by_variable(monkeypatch):
-    from pipelines.manifest import GIT_REVISION_VAR, git_revision
+    from vismem.pipelines.manifest import GIT_REVISION_VAR, git_revision
 
     monkeypatch.setenv(GIT_REVISION_VAR, "abc123+dirty")
     assert git_revision() == "abc123+dirty"

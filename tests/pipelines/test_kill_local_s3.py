@@ -13,10 +13,10 @@ import time
 
 import yaml
 
-from core.lifeline import _alive, pids_with_env
-from core.store import Store
-from pipelines.config import load_config
-from pipelines.runner import open_store, run
+from vismem.core.lifeline import _alive, pids_with_env
+from vismem.core.store import Store
+from vismem.pipelines.config import load_config
+from vismem.pipelines.runner import open_store, run
 
 ENCODE = {"chains": 1, "J": 3, "env": "http", "workers": 1}
 
@@ -75,7 +75,7 @@ def _done_markers(mark: str, slug: str) -> int:
 
 
 def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orphan(tmp_path, ray_local):
-    from pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.trajectories import TrajectoryCache
 
     # Reference: a clean run of the same sessions (same backend and protocol: same cache slug).
     ref_cfg = load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "ref-runs"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pipelines.cli import main
+from vismem.pipelines.cli import main
 
 
 def _listed(capsys, kind: str | None = None) -> dict:
@@ -14,7 +14,7 @@ def _listed(capsys, kind: str | None = None) -> dict:
 
 def test_list_names_every_kind_and_the_shipped_variants(capsys):
     data = _listed(capsys)
-    from pipelines.commands.listing import KINDS
+    from vismem.pipelines.commands.listing import KINDS
 
     assert set(data) == set(KINDS)
     archs = {r["name"]: r for r in data["architectures"]}
@@ -28,7 +28,7 @@ def test_list_names_every_kind_and_the_shipped_variants(capsys):
 
 
 def test_every_listed_architecture_is_accepted_by_a_config(capsys):
-    from pipelines.config import parse_config
+    from vismem.pipelines.config import parse_config
 
     names = [r["name"] for r in _listed(capsys, "architectures")["architectures"]]
     cfg = parse_config({"memory": {"architectures": names}}, source="test")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import socket
 
-from pipelines.localcluster import LocalRayCluster, is_loopback, listening_sockets
+from vismem.pipelines.localcluster import LocalRayCluster, is_loopback, listening_sockets
 
 
 def test_failed_start_removes_its_dirs_and_processes():

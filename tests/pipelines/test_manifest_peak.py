@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_stage_entries_record_peak_memory(file_store):
-    from pipelines.manifest import Manifest
+    from vismem.pipelines.manifest import Manifest
 
     m = Manifest(file_store, "peak-1")
     m.data = {"stages": {}}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipelines.config import load_config
-from pipelines.runner import run
+from vismem.pipelines.config import load_config
+from vismem.pipelines.runner import run
 
 ARCHS = ["nomemory", "textonly", "dualmem", "dualmem-vis"]
 
@@ -32,7 +32,7 @@ def first_run(tmp_path_factory, ray_local):
 
 
 def test_banks_follow_the_replay_rules(first_run):
-    from core.store import Store
+    from vismem.core.store import Store
 
     tmp, cfg, out = first_run
     rep = out["replay"]
@@ -52,9 +52,9 @@ def test_banks_follow_the_replay_rules(first_run):
 
 
 def test_probes_table_counts_and_no_memory_scores_zero(first_run):
-    from analysis.schemas import validate
-    from core.store import Store
-    from pipelines.chains import chain_steps, plan_chains
+    from vismem.analysis.schemas import validate
+    from vismem.core.store import Store
+    from vismem.pipelines.chains import chain_steps, plan_chains
 
     tmp, cfg, out = first_run
     pr = out["probes"]
@@ -64,7 +64,7 @@ def test_probes_table_counts_and_no_memory_scores_zero(first_run):
     steps = chain_steps(store, plan_chains(cfg)[0], cfg.encode.J)
     sizes = [steps.filter((pl.col("j") == j) & pl.col("url_hash").is_not_null())["url_hash"].n_unique()
              for j in range(cfg.encode.J)]
-    from agents.probes import exhaustive_count
+    from vismem.agents.probes import exhaustive_count
 
     main = df.filter(pl.col("study") == "main")
     per_arch = main.group_by("architecture").len()
@@ -100,7 +100,7 @@ def test_second_run_recomputes_nothing_and_a_new_architecture_runs_only_its_unit
 
 
 def test_bad_architecture_and_missing_sessions_fail_before_any_work(tmp_path):
-    from core.errors import ConfigError
+    from vismem.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="memory.architectures\\[0\\]: unknown memory 'nope'"):
         run(_cfg(tmp_path, memory={"architectures": ["nope"]}), progress=False)
@@ -120,7 +120,7 @@ def test_sigkill_mid_probes_then_rerun_gives_the_same_table_and_no_duplicates(fi
 
     import yaml
 
-    from core.store import Store
+    from vismem.core.store import Store
 
     src, cfg, _ = first_run
     ref = Store.open(f"file://{src}/store").read_table(f"runs/{cfg.run_id}/results/probes.parquet")
@@ -143,7 +143,7 @@ def test_sigkill_mid_probes_then_rerun_gives_the_same_table_and_no_duplicates(fi
     assert 2 <= n_done < len(ref["architecture"].unique()) * (cfg.encode.J - 1), "kill landed outside the run"
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    from pipelines.config import load_config as _load
+    from vismem.pipelines.config import load_config as _load
 
     rid = _load(tmp_path / "cfg.yaml").run_id
     again = Store.open(f"file://{tmp_path}/store").read_table(f"runs/{rid}/results/probes.parquet")
@@ -157,9 +157,9 @@ def test_catalogue_captioner_reads_the_runs_data_dir(tmp_path, shared_dir):
     data_dir, not the checkout's default; the cache keys do not depend on where it is."""
     import shutil
 
-    from memory.agent.captioner import CAPTIONERS
-    from memory.agent.features import spec_key
-    from pipelines.chains import architecture_specs
+    from vismem.memory.agent.captioner import CAPTIONERS
+    from vismem.memory.agent.features import spec_key
+    from vismem.pipelines.chains import architecture_specs
 
     data = tmp_path / "moved"
     shutil.copytree(shared_dir / "data" / "dmv-bench", data / "dmv-bench")
@@ -167,7 +167,7 @@ def test_catalogue_captioner_reads_the_runs_data_dir(tmp_path, shared_dir):
     specs = architecture_specs(here)
     caps = [s["args"]["captioner"] for s in specs if s["args"].get("captioner")]
     assert caps and all(c["name"] == "catalogue" and c["args"]["data_dir"] == str(data) for c in caps)
-    from env.storefront.catalog import load_catalog
+    from vismem.env.storefront.catalog import load_catalog
 
     product = load_catalog(data, seed=0).variants[0]
     text = CAPTIONERS.build(caps[0]).caption(None, url_hash=product.url_hash)

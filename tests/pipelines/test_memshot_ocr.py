@@ -17,24 +17,24 @@ SPEC = {"name": "ocr-minilm", "args": {"ocr": {"name": "rapidocr-lines", "args":
 def conv(shared_dir):
     from dataclasses import replace
 
-    from env.dialogue import load_locomo
+    from vismem.env.dialogue import load_locomo
 
     c = load_locomo(shared_dir / "data/locomo/locomo10.json")[0]
     return replace(c, sessions=c.sessions[:2])  # 2 sessions, 10 shots: seconds, not minutes
 
 
 def _units(store, conv, variant="memshot"):
-    from pipelines.jobs.render import render_units, units_frame
+    from vismem.pipelines.jobs.render import render_units, units_frame
 
     out = render_units(store, [conv], variant, None, f"runs/t/memshot/locomo/{variant}", use_ray=False)
     return units_frame(store, [out["prefix"]])
 
 
 def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv):
-    from memory.dialogue.pixels import cache_key
-    from analysis.memshot_sections import readrate_table
-    from memory.dialogue.readrate import unit_readings
-    from pipelines.jobs.ocr import read_shots, session_rows
+    from vismem.memory.dialogue.pixels import cache_key
+    from vismem.analysis.memshot_sections import readrate_table
+    from vismem.memory.dialogue.readrate import unit_readings
+    from vismem.pipelines.jobs.ocr import read_shots, session_rows
 
     units = _units(file_store, conv)
     assert len(session_rows(units)) == 2 and units.height >= 6
@@ -43,12 +43,12 @@ def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv)
     assert first["item_id"].to_list() == ("u:memshot:" + units["unit_id"]).to_list()  # units order kept
     assert all("Caroline" in t and "Melanie" in t for t in first["ocr_text"].to_list())
     png = file_store.get_bytes(units["image_key"][0])
-    from serve.embed import build_embedder
+    from vismem.serve.embed import build_embedder
 
     key = cache_key(build_embedder(SPEC).ocr_key, png)
     assert file_store.get_bytes(key).decode() == first["ocr_text"][0]
     # Every shot cached: no reader is built (no actor, no model), on Ray or not.
-    import pipelines.jobs.ocr as ocr_job
+    import vismem.pipelines.jobs.ocr as ocr_job
 
     def no_reader(*a, **k):
         raise AssertionError("a reader was built for fully cached shots")
@@ -73,9 +73,9 @@ def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv)
 def test_stage_turns_shots_into_pixel_text(file_store, conv):
     """``_pixel_text``: image units become ``ocr`` rows holding the OCR text, text units are left
     alone, the read rate is written per shot and summarised per variant."""
-    from pipelines.configs.memshot import MemShotConfig
-    from pipelines.configs.store import RayConfig
-    from pipelines.stages.memshot_steps import pixel_text as _pixel_text
+    from vismem.pipelines.configs.memshot import MemShotConfig
+    from vismem.pipelines.configs.store import RayConfig
+    from vismem.pipelines.stages.memshot_steps import pixel_text as _pixel_text
 
     units = pl.concat([_units(file_store, conv), _units(file_store, conv, "no-render")], how="diagonal_relaxed")
     cfg = SimpleNamespace(memshot=MemShotConfig(image_embedder=SPEC, ocr_on_ray=False), ray=RayConfig())

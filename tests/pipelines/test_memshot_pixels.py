@@ -12,9 +12,9 @@ import logging
 import polars as pl
 import pytest
 
-from pipelines.config import load_config
-from pipelines.context import RunContext
-from pipelines.manifest import Manifest
+from vismem.pipelines.config import load_config
+from vismem.pipelines.context import RunContext
+from vismem.pipelines.manifest import Manifest
 
 OCR = {"name": "ocr-minilm", "args": {"ocr": {"name": "rapidocr-lines", "args": {"threads": 1}}}}
 SESSIONS = 2
@@ -49,8 +49,8 @@ def _ctx(store, tmp_path, path) -> RunContext:
 
 
 def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_local, tmp_path, locomo_cut):
-    from analysis.report import headline, load_results, report_run
-    from pipelines.stages import memshot
+    from vismem.analysis.report import headline, load_results, report_run
+    from vismem.pipelines.stages import memshot
 
     ctx = _ctx(file_store, tmp_path, locomo_cut)
     summary = memshot.run(ctx)
@@ -100,7 +100,7 @@ def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_loc
     import json
     import re
 
-    from pipelines.viewers import sample_page
+    from vismem.pipelines.viewers import sample_page
 
     page = sample_page(file_store, ctx.config.run_id, tables, ctx.manifest.data)
     data = json.loads(re.search(r'<script type="application/json" id="sdata">(.*?)</script>', page, re.S)[1])

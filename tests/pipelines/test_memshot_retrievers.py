@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from serve.embedders.jina import IMAGE_PROMPT, pool_mean
+from vismem.serve.embedders.jina import IMAGE_PROMPT, pool_mean
 
 
 def test_pool_mean_text_rows_and_vision_span():
@@ -23,7 +23,7 @@ def test_pool_mean_text_rows_and_vision_span():
 
 @pytest.mark.filterwarnings("ignore")
 def test_tiny_jina_v4_through_the_registry():
-    from serve.embed import EMBEDDERS, build_embedder, embed_queries
+    from vismem.serve.embed import EMBEDDERS, build_embedder, embed_queries
 
     spec = EMBEDDERS.resolve({"model": "tiny-jina-embeddings-v4"})
     assert spec["name"] == "jina-embeddings-v4" and EMBEDDERS.is_stand_in(spec)

@@ -42,7 +42,7 @@ def test_plan_of_a_small_config_by_hand():
 
 
 def test_probe_growth_with_J():
-    from pipelines.plan import exhaustive_per_chain, mc_per_chain
+    from vismem.pipelines.plan import exhaustive_per_chain, mc_per_chain
 
     assert [exhaustive_per_chain(j, 1) for j in (2, 3, 50)] == [1, 3, 1225]  # J(J-1)/2
     # M caps every reach but the last few: J=50, 5 products, M=10 -> 48 reaches of 10 and one of 5

@@ -3,11 +3,11 @@ bytes handed back are the store's, and the cache stays within its byte bound."""
 
 from __future__ import annotations
 
-from pipelines.jobs.probes import BlobCache
+from vismem.pipelines.jobs.probes import BlobCache
 
 
 def test_each_blob_is_read_once_and_the_bytes_are_the_stores(tmp_path):
-    from core.store import Store
+    from vismem.core.store import Store
 
     store = Store.open(f"file://{tmp_path}/store")
     keys = [f"blobs/sha256/{i:064x}.png" for i in range(3)]

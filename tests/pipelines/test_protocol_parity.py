@@ -4,10 +4,10 @@ preset reproduces the official cue colours while new studies stay seeded."""
 
 from __future__ import annotations
 
-from agents.session import SessionOptions
-from pipelines.config import load_config
-from pipelines.jobs.encode import TRANSPORT_ARGS, cache_slug, protocol_settings, resolve_spec
-from pipelines.trajectories import PROTOCOL_VERSION
+from vismem.agents.session import SessionOptions
+from vismem.pipelines.config import load_config
+from vismem.pipelines.jobs.encode import TRANSPORT_ARGS, cache_slug, protocol_settings, resolve_spec
+from vismem.pipelines.trajectories import PROTOCOL_VERSION
 
 PROTO = protocol_settings(SessionOptions(), observation="product_image", images="placeholder",
                           colour_order="official", catalog_seed=0)

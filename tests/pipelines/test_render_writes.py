@@ -8,15 +8,15 @@ import json
 
 import pytest
 
-from core.store import Store
+from vismem.core.store import Store
 
 
 def _render(store, monkeypatch, threads: int, lean: bool):
-    import pipelines.jobs.render as render
-    from env.dialogue import load_locomo
-    from memory.dialogue.variants import load_variant
-    from pipelines.config import RunConfig
-    from pipelines.context import resolve_data_dir
+    import vismem.pipelines.jobs.render as render
+    from vismem.env.dialogue import load_locomo
+    from vismem.memory.dialogue.variants import load_variant
+    from vismem.pipelines.config import RunConfig
+    from vismem.pipelines.context import resolve_data_dir
 
     monkeypatch.setattr(render, "WRITE_THREADS", threads)
     monkeypatch.setattr(render, "_WRITER", None)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.config import load_config
-from pipelines.runner import open_store, run
+from vismem.pipelines.config import load_config
+from vismem.pipelines.runner import open_store, run
 
 
 def _probe_stage(ctx):
@@ -21,11 +21,11 @@ def _probe_stage(ctx):
 
 
 def test_local_s3_run_writes_manifest_and_resumes(tmp_path, ray_local, monkeypatch):
-    import pipelines.stages
+    import vismem.pipelines.stages as stages
 
-    from pipelines.stages import Stage
+    from vismem.pipelines.stages import Stage
 
-    monkeypatch.setattr(pipelines.stages, "get_stage", lambda name: Stage(name, None, _probe_stage))
+    monkeypatch.setattr(stages, "get_stage", lambda name: Stage(name, None, _probe_stage))
     cfg = load_config(overrides={"stages": ["report"], "runs_dir": str(tmp_path / "runs"), "seed": 11})
     first = run(cfg, progress=False)
     assert first["_run_id"] == cfg.run_id and first["report"] == {"fresh": True}
@@ -42,7 +42,7 @@ def test_local_s3_run_writes_manifest_and_resumes(tmp_path, ray_local, monkeypat
 
 
 def test_unknown_stage_fails_before_anything_starts(tmp_path):
-    from core.errors import ConfigError
+    from vismem.core.errors import ConfigError
 
     cfg = load_config(overrides={"runs_dir": str(tmp_path / "runs")})
     with pytest.raises(ConfigError):
@@ -51,7 +51,7 @@ def test_unknown_stage_fails_before_anything_starts(tmp_path):
 
 
 def test_partial_stage_is_recorded_and_later_stages_still_run(tmp_path, ray_local, monkeypatch):
-    import pipelines.stages
+    import vismem.pipelines.stages as stages
 
     calls = []
 
@@ -59,12 +59,12 @@ def test_partial_stage_is_recorded_and_later_stages_still_run(tmp_path, ray_loca
         calls.append(len(calls))
         return {"status": "partial", "failed": ["k1"]} if len(calls) == 1 else {"status": "done"}
 
-    monkeypatch.setattr(pipelines.stages, "get_stage", lambda name: pipelines.stages.Stage(name, None, stage))
+    monkeypatch.setattr(stages, "get_stage", lambda name: stages.Stage(name, None, stage))
     cfg = load_config(overrides={"stages": ["encode", "report"], "store": {"uri": f"file://{tmp_path}/st"},
                                  "runs_dir": str(tmp_path / "runs")})
     res = run(cfg, progress=False)
     assert res["_partial"] == ["encode"] and calls == [0, 1]
-    from core.store import Store
+    from vismem.core.store import Store
 
     man = Store.open(f"file://{tmp_path}/st").get_json(f"runs/{cfg.run_id}/manifest.json")
     assert man["stages"]["encode"]["status"] == "partial" and man["stages"]["report"]["status"] == "done"

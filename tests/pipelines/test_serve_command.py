@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError
-from pipelines.cli import main
+from vismem.core.errors import ConfigError
+from vismem.pipelines.cli import main
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_config_has_autoscaling_accelerators_and_one_vllm_gateway(capsys, tmp_pa
     assert first["accelerator_type"] == "A100" and first["engine_kwargs"]["limit_mm_per_prompt"] == {"image": 8}
     assert first["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 3,
                                                                 "target_ongoing_requests": 32.0}
-    assert mini["route_prefix"] == "/minilm" and mini["import_path"] == "serve.apps:model_app"
+    assert mini["route_prefix"] == "/minilm" and mini["import_path"] == "vismem.serve.apps:model_app"
     dep = mini["deployments"][0]
     assert dep["name"] == "OpenAIModelServer" and dep["ray_actor_options"]["accelerator_type"] == "A100"
     assert dep["autoscaling_config"]["max_replicas"] == 3 and dep["ray_actor_options"]["num_cpus"] == 0.25
@@ -55,8 +55,8 @@ def test_config_has_autoscaling_accelerators_and_one_vllm_gateway(capsys, tmp_pa
 
 
 def test_yaml_deploy_blocks_are_valid_and_env_expanded():
-    from serve.deploy import deployable
-    from serve.models import list_models, load_model_spec
+    from vismem.serve.deploy import deployable
+    from vismem.serve.models import list_models, load_model_spec
 
     for name in list_models():
         if load_model_spec(name).deploy:
@@ -79,7 +79,7 @@ def test_bad_deployments_exit_2_before_anything_starts(state, capsys, argv, mess
 
 
 def test_deployed_names_need_a_deployment(state, tmp_path, capsys):
-    from serve.vlm import VLMS
+    from vismem.serve.vlm import VLMS
 
     with pytest.raises(ConfigError, match="no model deployment is up.*vismem serve up scripted-shopper"):
         VLMS.resolve("deployed:scripted-shopper")
@@ -92,8 +92,8 @@ def test_deployed_names_need_a_deployment(state, tmp_path, capsys):
 
 def _fake_serve(monkeypatch):
     """A Serve-like proxy on loopback: OpenAIModelServer answers under any route prefix."""
-    from serve.apps import OpenAIModelServer
-    from serve.openai_server import LocalOpenAIServer
+    from vismem.serve.apps import OpenAIModelServer
+    from vismem.serve.openai_server import LocalOpenAIServer
 
     shopper = OpenAIModelServer({"name": "scripted-shopper", "args": {}}, model_id="scripted-shopper")
 
@@ -111,10 +111,10 @@ def _fake_serve(monkeypatch):
 
 
 def test_deployed_spec_is_an_openai_client_that_knows_it_reaches_a_stand_in(monkeypatch):
-    import serve.deploy
-    from serve.vlm import VLMS, Message, build_vlm
+    import vismem.serve.deploy as deploy
+    from vismem.serve.vlm import VLMS, Message, build_vlm
 
-    monkeypatch.setattr(serve.deploy, "_PROBED", {})
+    monkeypatch.setattr(deploy, "_PROBED", {})
     srv = _fake_serve(monkeypatch)
     try:
         spec = VLMS.resolve({"model": "deployed:scripted-shopper", "args": {"timeout_s": 5}})
@@ -129,7 +129,7 @@ def test_deployed_spec_is_an_openai_client_that_knows_it_reaches_a_stand_in(monk
             VLMS.resolve("deployed:minilm")
     finally:
         srv.stop()
-    monkeypatch.setattr(serve.deploy, "_PROBED", {})
+    monkeypatch.setattr(deploy, "_PROBED", {})
     with pytest.raises(ConfigError, match="deployed:scripted-shopper: not up at"):
         VLMS.resolve("deployed:scripted-shopper")
 
@@ -144,9 +144,9 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
     """Real Ray Serve on loopback: the stand-ins deployed by `vismem serve up`, reached by name."""
     import polars as pl
 
-    from core.store import Store
-    from core.lifeline import descendants
-    from pipelines.commands.serve import _local_cluster, _running
+    from vismem.core.store import Store
+    from vismem.core.lifeline import descendants
+    from vismem.pipelines.commands.serve import _local_cluster, _running
 
     models = ["scripted-shopper", "scripted-recall", "minilm"]
     try:

@@ -8,8 +8,8 @@ import random
 import numpy as np
 from PIL import Image
 
-from env.storefront.images import trainset as ts
-from pipelines.train import pocket_clip as pc
+from vismem.env.storefront.images import trainset as ts
+from vismem.pipelines.train import pocket_clip as pc
 
 SMALL = dict(samples=96, batch=24, render_size=128, warmup=2)
 
@@ -38,7 +38,7 @@ def test_mined_negatives_are_the_look_alikes_the_model_confuses():
 
 
 def test_text_vocabulary_covers_every_caption_word():
-    from serve.embedders.pocket import tokenize
+    from vismem.serve.embedders.pocket import tokenize
 
     words = set(pc.text_words())
     rng = random.Random(1)
@@ -62,7 +62,7 @@ def test_loss_decreases_from_scratch():
 def test_cli_is_deterministic_and_writes_loadable_weights(tmp_path):
     from safetensors.torch import load_file
 
-    from serve.embedders.pocket import PocketClipEmbedder
+    from vismem.serve.embedders.pocket import PocketClipEmbedder
 
     args = ["--steps", "2", "--samples", "48", "--batch", "24"]
     a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"

@@ -6,8 +6,8 @@ import io
 
 import polars as pl
 
-from pipelines.trajectories import BLOB_ROOT, TrajectoryCache, slugify
-from agents.records import SessionResult, StepRecord, product_hash, steps_table, style_of_hash
+from vismem.pipelines.trajectories import BLOB_ROOT, TrajectoryCache, slugify
+from vismem.agents.records import SessionResult, StepRecord, product_hash, steps_table, style_of_hash
 
 
 def _step(j: int, step: int, url: str) -> StepRecord:

@@ -10,14 +10,14 @@ from PIL import Image
 
 @pytest.fixture(scope="session")
 def tiny_qwen25vl(tmp_path_factory):
-    from serve.testing import build_tiny_qwen25vl
+    from vismem.serve.testing import build_tiny_qwen25vl
 
     return build_tiny_qwen25vl(tmp_path_factory.mktemp("tiny-qwen25vl"))
 
 
 @pytest.fixture(scope="session")
 def tiny_qwen3vl(tmp_path_factory):
-    from serve.testing import build_tiny_qwen3vl
+    from vismem.serve.testing import build_tiny_qwen3vl
 
     return build_tiny_qwen3vl(tmp_path_factory.mktemp("tiny-qwen3vl"))
 

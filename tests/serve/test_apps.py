@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.ports import free_ports
-from serve.apps import OpenAIModelServer, model_app
-from serve.deploy import deployable, llm_config
-from serve.vlm import Message, VLMError, build_vlm
+from vismem.core.ports import free_ports
+from vismem.serve.apps import OpenAIModelServer, model_app
+from vismem.serve.deploy import deployable, llm_config
+from vismem.serve.vlm import Message, VLMError, build_vlm
 
 
 def test_llm_config_from_model_spec():
@@ -48,7 +48,7 @@ def test_build_llm_app_needs_vllm_locally():
     try:
         import vllm  # noqa: F401
     except ImportError:
-        from serve.apps import build_llm_app
+        from vismem.serve.apps import build_llm_app
 
         with pytest.raises(ImportError, match="needs vLLM"):
             build_llm_app(["qwen2.5-vl-7b"])
@@ -94,7 +94,7 @@ def test_deployment_class_serves_openai_api_without_ray():
 def test_ray_serve_hosts_scripted_vlm_for_openai_client(ray_local):
     from ray import serve
 
-    from serve.apps import build_model_app, run_app
+    from vismem.serve.apps import build_model_app, run_app
 
     app = build_model_app({"name": "scripted", "args": {"fn": "describe", "fail_first": 1}},
                           name="scripted-test", num_cpus=0.1, model_id="scripted-test")

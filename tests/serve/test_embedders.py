@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from serve.embed import Embedder, build_embedder
-from serve.embedders.qwen3vl import (DOCUMENT_INSTRUCTION, QUERY_INSTRUCTION, embedding_conversation,
+from vismem.serve.embed import Embedder, build_embedder
+from vismem.serve.embedders.qwen3vl import (DOCUMENT_INSTRUCTION, QUERY_INSTRUCTION, embedding_conversation,
                                      last_token_pool)
 from tests.serve.conftest import png
 
@@ -45,7 +45,7 @@ def test_last_token_pool_handles_left_and_right_padding():
 
 @pytest.fixture(scope="module")
 def qwen_embedder(tmp_path_factory):
-    from serve.testing import build_tiny_qwen3vl
+    from vismem.serve.testing import build_tiny_qwen3vl
 
     path = build_tiny_qwen3vl(tmp_path_factory.mktemp("tiny-q3emb"), embedding=True)
     return build_embedder({"name": "qwen3-vl-embedding", "args": {"path": str(path), "batch_size": 2}})
@@ -81,7 +81,7 @@ def test_qwen3vl_embedding_instructions_and_images(qwen_embedder):
 
 
 def test_qwen3vl_embedding_matryoshka_dim(tmp_path):
-    from serve.testing import build_tiny_qwen3vl
+    from vismem.serve.testing import build_tiny_qwen3vl
 
     path = build_tiny_qwen3vl(tmp_path / "m", embedding=True)
     full = build_embedder({"name": "qwen3-vl-embedding", "args": {"path": str(path)}})
@@ -92,7 +92,7 @@ def test_qwen3vl_embedding_matryoshka_dim(tmp_path):
 
 
 def test_siglip2_tiny_model(tmp_path):
-    from serve.testing import build_tiny_siglip2
+    from vismem.serve.testing import build_tiny_siglip2
 
     e = build_embedder({"name": "siglip2", "args": {"path": str(build_tiny_siglip2(tmp_path / "s"))}})
     assert e.name.startswith("siglip2:") and e.dim == 32
@@ -105,8 +105,8 @@ def test_siglip2_tiny_model(tmp_path):
 
 
 def test_embeddings_over_http_match_in_process(qwen_embedder):
-    from serve.openai_server import LocalOpenAIServer
-    from serve.vlm import VLMError
+    from vismem.serve.openai_server import LocalOpenAIServer
+    from vismem.serve.vlm import VLMError
 
     with LocalOpenAIServer(embedder=qwen_embedder) as srv:
         client = build_embedder({"name": "openai-embed", "args": {
@@ -134,7 +134,7 @@ def test_qwen3vl_vllm_runner_prompts_with_a_stand_in_engine(tmp_path, monkeypatc
 
     from PIL import Image
 
-    from serve.testing import build_tiny_qwen3vl
+    from vismem.serve.testing import build_tiny_qwen3vl
 
     calls: dict = {}
 

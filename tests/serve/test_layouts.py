@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from serve.layouts import LAYOUTS, apply_layout, check_layout, model_view
-from serve.openai_format import message_to_openai, messages_from_openai, messages_to_openai
-from serve.openai_server import LocalOpenAIServer
-from serve.vlm import Message, build_vlm
+from vismem.serve.layouts import LAYOUTS, apply_layout, check_layout, model_view
+from vismem.serve.openai_format import message_to_openai, messages_from_openai, messages_to_openai
+from vismem.serve.openai_server import LocalOpenAIServer
+from vismem.serve.vlm import Message, build_vlm
 from tests.serve.conftest import png
 
 SYS, USER = "You are a shopping-assistant agent.\nDecide ONE action.", "Step 3/25.\n[Current page]\n  URL: /"
@@ -83,7 +83,7 @@ def test_openai_client_request_body_per_layout(layout):
 
 
 def test_gemini_variant_body_has_parts_and_thinking_off():
-    from serve.models import load_model_spec
+    from vismem.serve.models import load_model_spec
 
     spec = load_model_spec("gemini-2.5-flash", env={"GEMINI_API_KEY": "x"}).spec
     client = build_vlm(spec)

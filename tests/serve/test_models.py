@@ -12,11 +12,9 @@ import httpx
 import numpy as np
 import pytest
 
-import serve.backends  # noqa: F401  (register)
-import serve.embedders  # noqa: F401
-from serve.embed import EMBEDDERS
-from serve.models import expand_env, list_models, load_model_spec
-from serve.vlm import VLMS, Message
+from vismem.serve.embed import EMBEDDERS
+from vismem.serve.models import expand_env, list_models, load_model_spec
+from vismem.serve.vlm import VLMS, Message
 
 PAPER_MODELS = {"qwen3-vl-2b", "qwen3-vl-8b", "qwen3-vl-32b", "qwen2.5-vl-7b", "gemini-2.5-flash", "glm-5",
                 "qwen3-vl-embedding-8b", "minilm", "siglip2-base", "clip-vit-b32"}
@@ -59,7 +57,7 @@ def test_local_specs_build_and_run(tmp_path, monkeypatch):
 
 def test_openai_server_module_serves_a_model_spec():
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "serve.openai_server", "--model-spec", "scripted-echo"],
+    proc = subprocess.Popen([sys.executable, "-m", "vismem.serve.openai_server", "--model-spec", "scripted-echo"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline()
@@ -71,6 +69,6 @@ def test_openai_server_module_serves_a_model_spec():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    bad = subprocess.run([sys.executable, "-m", "serve.openai_server", "--backend", "nope"],
+    bad = subprocess.run([sys.executable, "-m", "vismem.serve.openai_server", "--backend", "nope"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown vlm 'nope'" in bad.stderr

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from env.dialogue import Conversation, Session, Turn
-from memory.dialogue import load_variant, session_units
-from memory.dialogue.readrate import read_rate, session_drawn_texts, words
-from serve.embed import Embedder, build_embedder, embed_queries
-from serve.embedders import ocr_pixels as px
-from serve.embedders.ocr import OCR_ENGINES, OcrEngine, RapidLineOcr, build_ocr_engine
+from vismem.env.dialogue import Conversation, Session, Turn
+from vismem.memory.dialogue import load_variant, session_units
+from vismem.memory.dialogue.readrate import read_rate, session_drawn_texts, words
+from vismem.serve.embed import Embedder, build_embedder, embed_queries
+from vismem.serve.embedders import ocr_pixels as px
+from vismem.serve.embedders.ocr import OCR_ENGINES, OcrEngine, RapidLineOcr, build_ocr_engine
 
 
 def conversation() -> Conversation:
@@ -136,7 +136,7 @@ def test_pixel_helpers():
 
 
 def test_reader_ocr_key_is_known_before_any_model_loads(embedder):
-    from serve.embedders.ocr import reader_ocr_key
+    from vismem.serve.embedders.ocr import reader_ocr_key
 
     assert reader_ocr_key({"name": "ocr-minilm", "args": {}}) == embedder.ocr_key
     spec = {"name": "ocr-minilm", "args": {"ocr": {"name": "rapidocr-lines", "args": {"word_gap": 6, "threads": 1}}}}

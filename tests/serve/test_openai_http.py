@@ -12,9 +12,9 @@ import httpx
 import pytest
 from PIL import Image
 
-from serve.backends.scripted import MALFORMED_TEXT
-from serve.openai_server import LocalOpenAIServer
-from serve.vlm import VLM, Message, VLMError, build_vlm
+from vismem.serve.backends.scripted import MALFORMED_TEXT
+from vismem.serve.openai_server import LocalOpenAIServer
+from vismem.serve.vlm import VLM, Message, VLMError, build_vlm
 
 
 def _png(color: tuple[int, int, int], size: int = 8) -> bytes:

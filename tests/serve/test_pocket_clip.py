@@ -14,7 +14,7 @@ N_PRODUCTS = 50
 
 @pytest.fixture(scope="module")
 def emb():
-    from serve.embed import build_embedder
+    from vismem.serve.embed import build_embedder
 
     return build_embedder({"name": "pocket-clip", "args": {}})
 
@@ -22,8 +22,8 @@ def emb():
 @pytest.fixture(scope="module")
 def subset(shared_dir):
     """A fixed subset: every 20th catalogue product (all ten categories), with and without cue."""
-    from env.storefront.catalog import load_catalog
-    from env.storefront.images.sources import ProceduralImageSource
+    from vismem.env.storefront.catalog import load_catalog
+    from vismem.env.storefront.images.sources import ProceduralImageSource
 
     catalog = load_catalog(shared_dir / "data", seed=0)
     src = ProceduralImageSource(catalog, cache_items=0)
@@ -39,8 +39,8 @@ def _ranks(q: np.ndarray, items: np.ndarray) -> np.ndarray:
 
 
 def test_registered_stand_in_with_small_committed_weights(emb):
-    from serve.embed import EMBEDDERS, Embedder
-    from serve.embedders import pocket
+    from vismem.serve.embed import EMBEDDERS, Embedder
+    from vismem.serve.embedders import pocket
 
     assert "pocket-clip" in EMBEDDERS.names() and isinstance(emb, Embedder)
     assert emb.stand_in is True and emb.stands_in_for == "siglip2-base-patch16-384"
@@ -82,7 +82,7 @@ def test_cue_free_images_do_not_retrieve(emb, subset):
 
 
 def test_pair_mean_and_errors(subset):
-    from serve.embedders.pocket import PocketClipEmbedder
+    from vismem.serve.embedders.pocket import PocketClipEmbedder
 
     with pytest.raises(ValueError):
         PocketClipEmbedder(pair="sum")

@@ -8,8 +8,8 @@ import shutil
 import numpy as np
 import pytest
 
-from serve.embed import build_embedder
-from serve.qwen_inputs import QwenVLInputs
+from vismem.serve.embed import build_embedder
+from vismem.serve.qwen_inputs import QwenVLInputs
 
 # The two preprocessor_config.json layouts shipped with Qwen2.5-VL-7B-Instruct and Qwen3-VL.
 QWEN25_PREPROC = {"min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14, "temporal_patch_size": 2,
@@ -38,7 +38,7 @@ def test_pixel_bounds_override_both_config_layouts(request, tmp_path, fixture, p
 
 
 def test_embedder_loads_a_checkpoint_that_carries_an_lm_head(tmp_path):
-    from serve.testing import build_tiny_qwen3vl
+    from vismem.serve.testing import build_tiny_qwen3vl
 
     with_head = build_tiny_qwen3vl(tmp_path / "gen", embedding=False)
     bare = build_tiny_qwen3vl(tmp_path / "emb", embedding=True)

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from serve.vlm import VLM, Message, build_vlm
+from vismem.serve.vlm import VLM, Message, build_vlm
 from tests.serve.conftest import png
 
 

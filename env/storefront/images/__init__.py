@@ -1,13 +1,13 @@
 """Product images for the storefront: procedural renderer, cue glyphs, image sources.
 
 Importing this package registers the ``procedural`` and ``official`` sources in
-:data:`env.storefront.imagesource.IMAGE_SOURCES` (``store`` and ``placeholder`` live there).
+:data:`vismem.env.storefront.imagesource.IMAGE_SOURCES` (``store`` and ``placeholder`` live there).
 """
 
-from env.storefront.images.colors import CUE_COLORS, CUE_RAMPS
-from env.storefront.images.glyphs import cue_sprite, depicted_object, glyph_table
-from env.storefront.images.scene import RENDERER_VERSION, ProceduralRenderer, Rendered, VariantSpec, encode
-from env.storefront.images.sources import OfficialImageSource, ProceduralImageSource
+from vismem.env.storefront.images.colors import CUE_COLORS, CUE_RAMPS
+from vismem.env.storefront.images.glyphs import cue_sprite, depicted_object, glyph_table
+from vismem.env.storefront.images.scene import RENDERER_VERSION, ProceduralRenderer, Rendered, VariantSpec, encode
+from vismem.env.storefront.images.sources import OfficialImageSource, ProceduralImageSource
 
 __all__ = [
     "CUE_COLORS", "CUE_RAMPS", "RENDERER_VERSION", "OfficialImageSource", "ProceduralImageSource",

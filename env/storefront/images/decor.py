@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from env.storefront.images.paint import Painter
-from env.storefront.images.styles import shade
+from vismem.env.storefront.images.paint import Painter
+from vismem.env.storefront.images.styles import shade
 
 
 def cushion(p: Painter) -> None:

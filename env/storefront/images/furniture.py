@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from env.storefront.images.paint import Painter
-from env.storefront.images.styles import shade
+from vismem.env.storefront.images.paint import Painter
+from vismem.env.storefront.images.styles import shade
 
 
 def chair(p: Painter) -> None:

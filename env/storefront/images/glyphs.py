@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from env.storefront.images.colors import ramp_lut
-from env.storefront.images.pictos import PICTOS, draw_picto
+from vismem.env.storefront.images.colors import ramp_lut
+from vismem.env.storefront.images.pictos import PICTOS, draw_picto
 
 TABLE_PATH = Path(__file__).with_name("cue_glyphs.json")
 EMOJI_FONT = "/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf"

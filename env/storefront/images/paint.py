@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from PIL import ImageDraw
 
-from env.storefront.images.styles import RGB, Style, shade
+from vismem.env.storefront.images.styles import RGB, Style, shade
 
 
 @dataclass

@@ -7,7 +7,7 @@
 * ``official``: the paper's own images, ``with_cue/<cat>/<style>/NN.png`` and ``base/...`` (the
   layout of the published Hugging Face set, see the official ``scripts/download_images.py``),
   read from a directory or a store prefix, for clusters that have them.
-* ``store`` (in :mod:`env.storefront.imagesource`) reads what the catalog job wrote: the job
+* ``store`` (in :mod:`vismem.env.storefront.imagesource`) reads what the catalog job wrote: the job
   writes the same layout, so one reader serves both.
 
 Every source here also answers ``depicted_object(url_hash)``: the cue object actually in the
@@ -21,9 +21,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from env.storefront.imagesource import IMAGE_SOURCES, StoreImageSource
-from env.storefront.images.glyphs import depicted_object
-from env.storefront.images.scene import ProceduralRenderer, VariantSpec, encode
+from vismem.env.storefront.imagesource import IMAGE_SOURCES, StoreImageSource
+from vismem.env.storefront.images.glyphs import depicted_object
+from vismem.env.storefront.images.scene import ProceduralRenderer, VariantSpec, encode
 
 
 def spec_of(v: Any) -> VariantSpec:
@@ -77,8 +77,8 @@ class OfficialImageSource(StoreImageSource):
     """
 
     def __init__(self, catalog: Any, root: str, check: bool = True, **store_kwargs: Any) -> None:
-        from core.errors import DataError
-        from core.store import Store
+        from vismem.core.errors import DataError
+        from vismem.core.store import Store
 
         uri = root if "://" in root else Path(root).resolve().as_uri()
         if uri.startswith("file://") and check and not Path(uri[len("file://"):]).joinpath("with_cue").is_dir():

@@ -23,11 +23,11 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-from env.storefront.images.colors import CUE_COLORS, CUE_RAMPS, ramp_lut_from
-from env.storefront.images.glyphs import base_glyph, depicted_object, emoji_canvas, fit, glyph_table, recolor_lut, tight
-from env.storefront.images.paint import Painter
-from env.storefront.images.scene import FLOOR, HORIZON, PAINTERS, SIZES
-from env.storefront.images.styles import STYLES
+from vismem.env.storefront.images.colors import CUE_COLORS, CUE_RAMPS, ramp_lut_from
+from vismem.env.storefront.images.glyphs import base_glyph, depicted_object, emoji_canvas, fit, glyph_table, recolor_lut, tight
+from vismem.env.storefront.images.paint import Painter
+from vismem.env.storefront.images.scene import FLOOR, HORIZON, PAINTERS, SIZES
+from vismem.env.storefront.images.styles import STYLES
 
 SALT = "pocket-train-1"  # never the catalogue's renderer salt ("v1")
 

@@ -1,7 +1,7 @@
 """Dialogue benchmarks behind one protocol and one registry: adding a dataset touches one file.
 
 A :class:`DialogueDataset` bundles everything the MemShot pipeline needs to know about a
-benchmark: where its file lives by default, how to load it (the typed ``env.dialogue`` model),
+benchmark: where its file lives by default, how to load it (the typed ``vismem.env.dialogue`` model),
 its answer prompt, its judge prompt and reply parser, its F1 rule, how a turn-pair taller than a
 shot is handled, and the column order of the paper's tables. Register a new one in a module of
 this package (``@DATASETS.register("name")``) and add the module to :data:`DATASETS`' built-ins.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
-from core.registry import Registry
+from vismem.core.registry import Registry
 
 JudgeVerdict = tuple["bool | None", str, str]
 
@@ -35,7 +35,7 @@ class DialogueDataset(Protocol):
     columns: tuple[str, ...]
 
     def load(self, path: str | Path, *, limit: int | None = None) -> list[Any]:
-        """The conversations (``env.dialogue.Conversation``) in ``path``; ``limit`` keeps the first N."""
+        """The conversations (``vismem.env.dialogue.Conversation``) in ``path``; ``limit`` keeps the first N."""
         ...
 
     def answer_prompt(self, question: dict[str, Any], context: Sequence[str], *, mode: str) -> str:
@@ -57,7 +57,7 @@ class DialogueDataset(Protocol):
 
 #: The registry of dialogue benchmarks.
 DATASETS: Registry[DialogueDataset] = Registry(
-    "dataset", builtins=("memory.dialogue.datasets.locomo", "memory.dialogue.datasets.longmemeval"))
+    "dataset", package="vismem.memory.dialogue.datasets")
 
 
 def get_dataset(name: str) -> DialogueDataset:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from memory.dialogue.datasets import DATASETS
+from vismem.memory.dialogue.datasets import DATASETS
 
 #: Official LoCoMo suffix for temporal (category 2) questions (``evaluate_gpts.py``).
 TEMPORAL_SUFFIX = " Use DATE of CONVERSATION to answer with an approximate date."
@@ -53,18 +53,18 @@ class LoCoMo:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        from env.dialogue.model import LOCOMO_COLUMNS
+        from vismem.env.dialogue.model import LOCOMO_COLUMNS
 
         return LOCOMO_COLUMNS
 
     def load(self, path: str | Path, *, limit: int | None = None) -> list[Any]:
-        from env.dialogue.locomo import load_locomo
+        from vismem.env.dialogue.locomo import load_locomo
 
         convs = load_locomo(path)
         return convs if limit is None else convs[:limit]
 
     def answer_prompt(self, question: dict[str, Any], context: Sequence[str], *, mode: str) -> str:
-        from memory.dialogue.scoring import fill, load_prompt
+        from vismem.memory.dialogue.scoring import fill, load_prompt
 
         q_text = str(question["question"])
         template = f"answer_locomo_{mode}"
@@ -84,17 +84,17 @@ class LoCoMo:
         return prediction
 
     def judge_prompt(self, question: dict[str, Any], prediction: str) -> str:
-        from memory.dialogue.scoring import fill, load_prompt
+        from vismem.memory.dialogue.scoring import fill, load_prompt
 
         return fill(load_prompt("judge_locomo"), question=question["question"],
                     gold_answer=question.get("answer") or "", generated_answer=prediction)
 
     def parse_judge(self, reply: str | None) -> tuple[bool | None, str, str]:
-        from memory.dialogue.scoring import parse_locomo_judge
+        from vismem.memory.dialogue.scoring import parse_locomo_judge
 
         return parse_locomo_judge(reply)
 
     def f1(self, prediction: Any, gold: Any, category: Any) -> float:
-        from memory.dialogue.scoring import locomo_f1
+        from vismem.memory.dialogue.scoring import locomo_f1
 
         return locomo_f1(prediction, gold, category)

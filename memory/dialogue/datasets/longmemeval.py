@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from memory.dialogue.datasets import DATASETS
+from vismem.memory.dialogue.datasets import DATASETS
 
 #: LongMemEval question types → the official judge template (``evaluate_qa.py``).
 JUDGE_PROMPTS = {
@@ -35,23 +35,23 @@ class LongMemEval:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        from env.dialogue.model import LONGMEMEVAL_COLUMNS
+        from vismem.env.dialogue.model import LONGMEMEVAL_COLUMNS
 
         return LONGMEMEVAL_COLUMNS
 
     def load(self, path: str | Path, *, limit: int | None = None) -> list[Any]:
-        from env.dialogue.longmemeval import load_longmemeval
+        from vismem.env.dialogue.longmemeval import load_longmemeval
 
         return load_longmemeval(path, limit=limit)
 
     def answer_prompt(self, question: dict[str, Any], context: Sequence[str], *, mode: str) -> str:
-        from memory.dialogue.scoring import fill, load_prompt
+        from vismem.memory.dialogue.scoring import fill, load_prompt
 
         return fill(load_prompt(f"answer_longmemeval_{mode}"), context="\n\n".join(context),
                     question_date=question.get("question_date") or "", question=str(question["question"]))
 
     def judge_prompt(self, question: dict[str, Any], prediction: str) -> str:
-        from memory.dialogue.scoring import fill, load_prompt
+        from vismem.memory.dialogue.scoring import fill, load_prompt
 
         qid = str(question.get("question_id") or "")
         if "_abs" in qid:
@@ -67,18 +67,18 @@ class LongMemEval:
 
     def parse_judge(self, reply: str | None) -> tuple[bool | None, str, str]:
         """The official rule, ``'yes' in reply.lower()`` (an empty reply is a judge failure)."""
-        from memory.dialogue.scoring import parse_yes_official
+        from vismem.memory.dialogue.scoring import parse_yes_official
 
         return parse_yes_official(reply)
 
     def parse_judge_strict(self, reply: str | None) -> tuple[bool | None, str, str]:
         """The word yes or no, both or neither a judge failure (``memshot.judge_parse: strict``)."""
-        from memory.dialogue.scoring import parse_yes_no_judge
+        from vismem.memory.dialogue.scoring import parse_yes_no_judge
 
         return parse_yes_no_judge(reply)
 
     def f1(self, prediction: Any, gold: Any, category: Any) -> float:
         # No per-category rule: plain token F1 over question types.
-        from memory.dialogue.scoring import token_f1
+        from vismem.memory.dialogue.scoring import token_f1
 
         return token_f1(prediction or "", gold)

@@ -11,10 +11,10 @@ MemoryOS, EverMemOS) once an implementation is plugged in. Each one
    recall@k is scored exactly as for the batch variants.
 
 Memories are built by name from ``{name, args}`` specs (:data:`MEMORIES`, a
-``core.registry.Registry``); the ``memshot`` stage evaluates ``memshot.memories`` beside its
+``vismem.core.registry.Registry``); the ``memshot`` stage evaluates ``memshot.memories`` beside its
 batch variants. Built-ins: ``text-rag``, ``memshot`` (any shot variant), ``memocr``, and the
 external adapters ``lightmem`` / ``memos`` / ``memoryos`` / ``evermemos``
-(:mod:`memory.dialogue.memories.external`).
+(:mod:`vismem.memory.dialogue.memories.external`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from core.registry import Registry
+from vismem.core.registry import Registry
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ class DialogueMemory(Protocol):
     name: str
 
     def ingest(self, conversation: Any) -> float:
-        """Build the memory of one ``env.dialogue.Conversation``; returns wall seconds spent."""
+        """Build the memory of one ``vismem.env.dialogue.Conversation``; returns wall seconds spent."""
         ...
 
     def retrieve(self, conversation_id: str, question: str, k: int) -> list[MemoryUnit]:
@@ -60,8 +60,7 @@ class DialogueMemory(Protocol):
 
 #: The registry of dialogue memories; ``MEMORIES.build({"name": "memocr", "args": {...}})``.
 MEMORIES: Registry[DialogueMemory] = Registry(
-    "dialogue-memory", builtins=("memory.dialogue.memories.builtin", "memory.dialogue.memories.memocr",
-                                 "memory.dialogue.memories.external"))
+    "dialogue-memory", package="vismem.memory.dialogue.memories")
 
 
 def build_memory(spec: Any, **injected: Any) -> DialogueMemory:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.dialogue.memories import MemoryUnit
+from vismem.memory.dialogue.memories import MemoryUnit
 
 
 class RetrievingMemory:
@@ -26,11 +26,11 @@ class RetrievingMemory:
     def __init__(self, *, text_embedder: Any = None, image_embedder: Any = None, label: str | None = None) -> None:
         spec = text_embedder if self.modality == "text" else image_embedder
         if spec is None:
-            from core.errors import ConfigError
+            from vismem.core.errors import ConfigError
 
             raise ConfigError(f"memory {self.name!r} needs an {self.modality}_embedder "
                               "(the memshot stage passes memshot.text_embedder / memshot.image_embedder)")
-        from serve.embed import build_embedder
+        from vismem.serve.embed import build_embedder
 
         self.embedder = build_embedder(spec) if isinstance(spec, (dict, str)) else spec
         if label:
@@ -44,7 +44,7 @@ class RetrievingMemory:
         raise NotImplementedError
 
     def _embed_units(self, units: list[MemoryUnit]) -> np.ndarray:
-        from serve.embed import l2_normalise
+        from vismem.serve.embed import l2_normalise
 
         if not units:
             return np.zeros((0, 1), np.float32)
@@ -75,7 +75,7 @@ class RetrievingMemory:
         return list(self._units.get(conversation_id, []))
 
     def retrieve(self, conversation_id: str, question: str, k: int) -> list[MemoryUnit]:
-        from serve.embed import embed_queries, l2_normalise
+        from vismem.serve.embed import embed_queries, l2_normalise
 
         units = self._units.get(conversation_id, [])
         if not units:

@@ -1,6 +1,6 @@
 """Text RAG and MemShot behind the :class:`~memory.dialogue.memories.DialogueMemory` protocol.
 
-The same units as the batch path (``memory.dialogue.session_units`` of the ``text-rag`` /
+The same units as the batch path (``vismem.memory.dialogue.session_units`` of the ``text-rag`` /
 ``memshot`` variant YAMLs), built in-process: what a user calls to put MemShot beside their own
 memory system, and what the stage uses for ``memshot.memories`` entries.
 """
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.dialogue.memories import MEMORIES, MemoryUnit
-from memory.dialogue.memories.base import RetrievingMemory
+from vismem.memory.dialogue.memories import MEMORIES, MemoryUnit
+from vismem.memory.dialogue.memories.base import RetrievingMemory
 
 
 def variant_units(conversation: Any, variant: Any) -> list[MemoryUnit]:
     """A conversation's units of ``variant`` as :class:`MemoryUnit` (shots carry their PNG)."""
-    from memory.dialogue.render import conversation_units
+    from vismem.memory.dialogue.render import conversation_units
 
     return [MemoryUnit(u.unit_id, u.conversation_id, u.session_index, u.dia_ids,
                        "image" if u.image is not None else "text", u.text, u.image)
@@ -30,7 +30,7 @@ class TextRAGMemory(RetrievingMemory):
     modality = "text"
 
     def build_units(self, conversation: Any) -> list[MemoryUnit]:
-        from memory.dialogue.variants import load_variant
+        from vismem.memory.dialogue.variants import load_variant
 
         return variant_units(conversation, load_variant("text-rag"))
 
@@ -43,7 +43,7 @@ class MemShotMemory(RetrievingMemory):
     name = "memshot"
 
     def __init__(self, *, variant: str = "memshot", **kw: Any) -> None:
-        from memory.dialogue.variants import load_variant
+        from vismem.memory.dialogue.variants import load_variant
 
         self.variant = load_variant(variant)
         self.modality = "image" if self.variant.is_image else "text"

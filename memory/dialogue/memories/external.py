@@ -25,7 +25,7 @@ Ingest time (all ``add`` calls) is the construction latency of Table 1. The memo
 the answering VLM reads; they are not tied to dialogue turns, so evidence recall@k is not
 scored for them (``scores_recall = False``) — Acc and F1 are. Until a backend is plugged in the
 report keeps these systems' rows with the paper's numbers, marked quoted
-(:mod:`analysis.memshot_paper`).
+(:mod:`vismem.analysis.memshot_paper`).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import importlib
 import time
 from typing import Any, Callable
 
-from core.errors import ConfigError
-from memory.dialogue.memories import MEMORIES, MemoryUnit
+from vismem.core.errors import ConfigError
+from vismem.memory.dialogue.memories import MEMORIES, MemoryUnit
 
 #: name -> (paper label, how to get the system)
 SYSTEMS: dict[str, tuple[str, str]] = {

@@ -21,8 +21,8 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from memory.dialogue.memories import MEMORIES, MemoryUnit
-from memory.dialogue.memories.base import RetrievingMemory
+from vismem.memory.dialogue.memories import MEMORIES, MemoryUnit
+from vismem.memory.dialogue.memories.base import RetrievingMemory
 
 SPEAKER = "Memory"
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -84,7 +84,7 @@ class MemOCRMemory(RetrievingMemory):
     def __init__(self, *, summarizer: Any = None, ratio: float = 0.35, max_words: int = 30, concurrency: int = 8,
                  max_tokens: int = 512, **kw: Any) -> None:
         super().__init__(**kw)
-        from memory.dialogue.variants import load_variant
+        from vismem.memory.dialogue.variants import load_variant
 
         self.variant = load_variant("full-session")  # one shot per session, as tall as its memory
         self.ratio, self.max_words = float(ratio), int(max_words)
@@ -93,7 +93,7 @@ class MemOCRMemory(RetrievingMemory):
         if summarizer is not None and hasattr(summarizer, "chat"):  # an already built VLM
             self.summarizer = summarizer
         elif summarizer:
-            from serve.vlm import build_vlm
+            from vismem.serve.vlm import build_vlm
 
             self.summarizer = build_vlm(summarizer)
         self.stand_in = self.summarizer is None
@@ -104,9 +104,9 @@ class MemOCRMemory(RetrievingMemory):
         """``(memory text, dia_ids credited)`` of one session."""
         if self.summarizer is None:
             return extractive_memory(session, ratio=self.ratio, max_words=self.max_words)
-        from memory.dialogue.scoring import fill, load_prompt
-        from memory.dialogue.text import session_text
-        from serve.vlm import Message, VLMError
+        from vismem.memory.dialogue.scoring import fill, load_prompt
+        from vismem.memory.dialogue.text import session_text
+        from vismem.serve.vlm import Message, VLMError
 
         prompt = fill(load_prompt("memocr_summarize"), speaker_a=conversation.speakers[0],
                       speaker_b=conversation.speakers[1], date=session.date_text,
@@ -129,8 +129,8 @@ class MemOCRMemory(RetrievingMemory):
         """The memory text as a MemShot shot: the session's header over one "Memory" bubble."""
         from dataclasses import replace
 
-        from env.dialogue.model import Conversation, Turn
-        from memory.dialogue.render import session_units
+        from vismem.env.dialogue.model import Conversation, Turn
+        from vismem.memory.dialogue.render import session_units
 
         memo = replace(session, turns=(Turn(dia_id=f"{session.session_id}:memory", speaker=SPEAKER, text=text),))
         conv = Conversation(conversation.dataset, conversation.conversation_id, (SPEAKER, ""), (memo,),

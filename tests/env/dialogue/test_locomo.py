@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from env.dialogue import LOCOMO_COLUMNS, load_locomo, parse_evidence
-from core.errors import DataError
+from vismem.env.dialogue import LOCOMO_COLUMNS, load_locomo, parse_evidence
+from vismem.core.errors import DataError
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from env.dialogue import LONGMEMEVAL_COLUMNS, load_longmemeval
-from env.dialogue.model import CATEGORY_LABELS
-from core.errors import DataError
+from vismem.env.dialogue import LONGMEMEVAL_COLUMNS, load_longmemeval
+from vismem.env.dialogue.model import CATEGORY_LABELS
+from vismem.core.errors import DataError
 
 
 def lme_records() -> list[dict]:
@@ -76,7 +76,7 @@ def test_columns_match_paper():
 
 
 def test_load_dataset_limit(lme_file):
-    from memory.dialogue.datasets import get_dataset
+    from vismem.memory.dialogue.datasets import get_dataset
 
     assert len(get_dataset("longmemeval").load(lme_file, limit=1)) == 1
 

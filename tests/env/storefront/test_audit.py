@@ -8,11 +8,11 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from env.storefront.app import create_app
-from env.storefront.audit import audit_catalog_records, check_bijection, crawl_and_audit
-from env.storefront.catalog import load_catalog
-from env.storefront.imagesource import build_image_source
-from env.storefront.leakage import Vocabulary
+from vismem.env.storefront.app import create_app
+from vismem.env.storefront.audit import audit_catalog_records, check_bijection, crawl_and_audit
+from vismem.env.storefront.catalog import load_catalog
+from vismem.env.storefront.imagesource import build_image_source
+from vismem.env.storefront.leakage import Vocabulary
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_injected_leaks_are_found(shared_dir, seed_doc):
 
 
 def test_leak_in_a_url_is_found_but_style_slugs_are_exempt(catalog):
-    from env.storefront.audit import Field, scan_fields
+    from vismem.env.storefront.audit import Field, scan_fields
 
     vocab = Vocabulary.from_catalog(catalog)
     styles = {c.style for c in catalog.collections}

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from env.storefront.catalog import COLOURS, load_catalog, url_hash
-from core.errors import DataError
+from vismem.env.storefront.catalog import COLOURS, load_catalog, url_hash
+from vismem.core.errors import DataError
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +95,9 @@ def test_missing_and_broken_files(tmp_path):
 
 
 def test_config_drives_seed_and_colour_order(shared_dir):
-    from pipelines.context import catalog_from_config
-    from pipelines.config import load_config
-    from core.errors import ConfigError
+    from vismem.pipelines.context import catalog_from_config
+    from vismem.pipelines.config import load_config
+    from vismem.core.errors import ConfigError
 
     cfg = load_config(None, overrides={"seed": 5, "data_dir": str(shared_dir / "data"),
                                        "catalog": {"colour_order": "official"}})

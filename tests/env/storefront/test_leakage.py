@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from env.storefront.leakage import Vocabulary, head_noun, load_fine_descriptors, strip_style_slug
+from vismem.env.storefront.leakage import Vocabulary, head_noun, load_fine_descriptors, strip_style_slug
 
 
 @pytest.fixture(scope="module")

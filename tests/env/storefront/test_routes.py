@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from env.storefront.audit import extract_fields
+from vismem.env.storefront.audit import extract_fields
 
 
 def _title_and_meta(html: str) -> tuple[str, str]:
@@ -77,7 +77,7 @@ def test_product_page(client, catalog):
 def test_click_targets_equal_the_official_lists(client, catalog, page):
     """The official F2 target lists (dmv-official.md §5.2): crumbs inside <main> contribute only
     the product page's collection link, which comes first; cards and tiles keep their order."""
-    from env.http_env import click_targets
+    from vismem.env.http_env import click_targets
 
     v = catalog.variants_of("sofa-rustic")[3]
     path, want = {

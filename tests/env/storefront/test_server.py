@@ -1,4 +1,4 @@
-"""Starting the shop: the in-process server, ``python -m env.storefront``, image sources, the audit CLI."""
+"""Starting the shop: the in-process server, ``python -m vismem.env.storefront``, image sources, the audit CLI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from env.storefront.imagesource import IMAGE_SOURCES, ImageSource, build_image_source
+from vismem.env.storefront.imagesource import IMAGE_SOURCES, ImageSource, build_image_source
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -22,7 +22,7 @@ def test_in_process_server_binds_loopback_on_a_free_port(shop_server):
 
 
 def test_python_m_storefront_serves(shared_dir):
-    p = subprocess.Popen([sys.executable, "-m", "env.storefront", "--data-dir", str(shared_dir / "data"),
+    p = subprocess.Popen([sys.executable, "-m", "vismem.env.storefront", "--data-dir", str(shared_dir / "data"),
                           "--seed", "3"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         line = p.stdout.readline()
@@ -30,8 +30,8 @@ def test_python_m_storefront_serves(shared_dir):
         url = line.strip().rsplit(" ", 1)[-1]
         assert httpx.get(url + "/product/df5b5fde").status_code == 200
         # The default image source is the procedural one (a real product picture, not the placeholder).
-        from env.storefront.catalog import load_catalog
-        from env.storefront.imagesource import build_image_source
+        from vismem.env.storefront.catalog import load_catalog
+        from vismem.env.storefront.imagesource import build_image_source
 
         img_paths = [a for a in httpx.get(url + "/product/df5b5fde").text.split('"') if a.startswith("/images/")]
         assert img_paths, "product page shows no image"

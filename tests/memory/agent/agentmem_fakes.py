@@ -90,7 +90,7 @@ class CountingCaptioner:
 
 
 def make_step(j: int, step: int, url_hash: str | None, *, image: bool = True, backend: str = "b", seed: int = 0):
-    from agents.records import StepRecord
+    from vismem.agents.records import StepRecord
 
     url = f"/product/{url_hash}" if url_hash else "/category/chair"
     return StepRecord(backend=backend, seed=seed, j=j, category="chair", n_steps=25, step=step, url=url, title=url,
@@ -104,7 +104,7 @@ def make_step(j: int, step: int, url_hash: str | None, *, image: bool = True, ba
 
 def product_hashes():
     """Real catalogue hashes by category (from the frozen hash formula)."""
-    from agents.chains import STYLES
-    from env.storefront.catalog import url_hash
+    from vismem.agents.chains import STYLES
+    from vismem.env.storefront.catalog import url_hash
 
     return {c: [url_hash(c, s, i) for s in STYLES[:2] for i in range(3)] for c in ("chair", "lamp", "wall_art")}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from agentmem_fakes import LOCAL, FakeFeatures, unit
 
-from memory.agent import Observation, Query, build_architecture, with_components
+from vismem.memory.agent import Observation, Query, build_architecture, with_components
 
 A, B, C = "aaaa0001", "bbbb0002", "cccc0003"
 IMG = {A: "blobs/sha256/" + "a" * 64 + ".png", B: "blobs/sha256/" + "b" * 64 + ".png",
@@ -197,7 +197,7 @@ def test_m2a_fusion_by_hand():
     arch = fill(build("m2a-lite", f), [obs(A), obs(B), obs(C, image=False)])
     texts = ["a chair red cap here", "a chair red lamp", "a chair blue vase"]
     assert arch.semantic_texts == texts
-    from memory.agent.scoring import bm25_scores
+    from vismem.memory.agent.scoring import bm25_scores
 
     bm = bm25_scores(q, texts)
     overlap = np.array([2.0, 1.0, 0.0]) / 2.0               # {red, cap}, {red}, {}

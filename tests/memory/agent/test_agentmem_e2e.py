@@ -8,17 +8,17 @@ import hashlib
 import pytest
 from agentmem_fakes import LOCAL
 
-from memory.agent import (ArchitectureHook, InProcessFeatures, TableFeatures, build_architecture,
+from vismem.memory.agent import (ArchitectureHook, InProcessFeatures, TableFeatures, build_architecture,
                           observations_from_steps, replay_chain, with_components)
 
 
 @pytest.fixture(scope="module")
 def trajectory(shared_dir):
-    from agents.chains import session_spec
-    from agents.session import run_session
-    from env.pageenv import make_env
-    from env.storefront.server import ShopServer
-    from serve.vlm import build_vlm
+    from vismem.agents.chains import session_spec
+    from vismem.agents.session import run_session
+    from vismem.env.pageenv import make_env
+    from vismem.env.storefront.server import ShopServer
+    from vismem.serve.vlm import build_vlm
 
     blobs: dict[str, bytes] = {}
 

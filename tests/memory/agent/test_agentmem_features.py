@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from agentmem_fakes import LOCAL, CountingCaptioner, CountingEmbedder, make_step, product_hashes
 
-from memory.agent import (InProcessFeatures, MissingFeature, Query, TableFeatures, build_architecture, list_variants,
+from vismem.memory.agent import (InProcessFeatures, MissingFeature, Query, TableFeatures, build_architecture, list_variants,
                           observations_from_steps, replay_chain, tables_from_frames, tables_to_frames,
                           with_components)
-from memory.agent.features import caption_feature, embedder_feature, spec_key
+from vismem.memory.agent.features import caption_feature, embedder_feature, spec_key
 
 H = product_hashes()
 
@@ -144,7 +144,7 @@ def test_failed_captions_are_not_kept_and_workers_run_batches():
 
 
 def test_feature_cache_key_ignores_credentials():
-    from memory.agent.features import spec_key
+    from vismem.memory.agent.features import spec_key
 
     base = {"name": "openai", "args": {"model": "gemini-2.5-flash", "temperature": 0}}
     with_key = {"name": "openai", "args": {**base["args"], "api_key": "sk-CANARY-123456", "auth_token": "t0k3n-xyz"}}

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from memory.agent.scoring import (BM25Index, bm25_scores, bm25_tokens, exp_decay, hybrid_scores, maxabs, minmax, rank,
+from vismem.memory.agent.scoring import (BM25Index, bm25_scores, bm25_tokens, exp_decay, hybrid_scores, maxabs, minmax, rank,
                                   token_overlap, tokens)
-from memory.agent.worldmm import route, routing_prompt
+from vismem.memory.agent.architectures.worldmm import route, routing_prompt
 
 NEG = -np.inf
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from agentmem_fakes import LOCAL, FakeFeatures
 
-from memory.agent import ArchitectureHook, MemoryItem, Query, build_architecture, recall, with_components
-from memory.agent.inject import caption_only, entry_url, format_block, image_only, image_text, text_only
+from vismem.memory.agent import ArchitectureHook, MemoryItem, Query, build_architecture, recall, with_components
+from vismem.memory.agent.inject import caption_only, entry_url, format_block, image_only, image_text, text_only
 
 CAP = "A vintage-style wooden chair.\nA red baseball cap rests on the seat."
 I1 = MemoryItem("a7c1e9b2", "blobs/sha256/" + "1" * 64 + ".png", "a chair", CAP, 0, 0)
@@ -71,7 +71,7 @@ class _Scripted:
         return self.items[:k]
 
     def inject(self, items):
-        from agents.memory import MemoryContext
+        from vismem.agents.memory import MemoryContext
 
         return MemoryContext(text=",".join(i.slug for i in items))
 

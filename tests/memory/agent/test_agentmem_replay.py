@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from agentmem_fakes import LOCAL, make_step, product_hashes
 
-from memory.agent import (InProcessFeatures, Query, build_architecture, chain_streams, observations_from_steps,
+from vismem.memory.agent import (InProcessFeatures, Query, build_architecture, chain_streams, observations_from_steps,
                           replay_chain, with_components)
 
 H = product_hashes()
@@ -33,7 +33,7 @@ def test_observations_are_the_visits_in_stream_order():
 
 
 def test_observations_from_a_polars_frame_and_many_chains():
-    from agents.records import steps_table
+    from vismem.agents.records import steps_table
 
     rows = chain_steps() + [make_step(0, 1, LA[0], seed=7)]
     streams = chain_streams(steps_table(rows))

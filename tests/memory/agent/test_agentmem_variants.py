@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from agentmem_fakes import LOCAL
 
-from core.errors import ConfigError
-from memory.agent import ARCHITECTURES, build_architecture, list_variants, load_variant, with_components
-from memory.agent.captioner import CAPTION_PROMPT, TASKS, VLMCaptioner, build_captioner
+from vismem.core.errors import ConfigError
+from vismem.memory.agent import ARCHITECTURES, build_architecture, list_variants, load_variant, with_components
+from vismem.memory.agent.captioner import CAPTION_PROMPT, TASKS, VLMCaptioner, build_captioner
 
 REPO = Path(__file__).resolve().parents[3]
 EXPECTED = {  # variant -> official registry name
@@ -26,8 +26,8 @@ EXPECTED = {  # variant -> official registry name
 
 _CHILD = """
 import json, sys
-from memory.agent.base import ARCHITECTURES, build_architecture
-from memory.agent.variants import list_variants, load_variant
+from vismem.memory.agent.base import ARCHITECTURES, build_architecture
+from vismem.memory.agent.variants import list_variants, load_variant
 out = {}
 for v in list_variants():
     spec = load_variant(v).spec
@@ -95,8 +95,8 @@ def test_bad_args_are_config_errors_naming_the_field():
 
 
 def test_catalogue_captioner_never_mentions_a_cue(shared_dir):
-    from env.storefront.catalog import load_catalog
-    from env.storefront.leakage import Vocabulary
+    from vismem.env.storefront.catalog import load_catalog
+    from vismem.env.storefront.leakage import Vocabulary
 
     cat = load_catalog(shared_dir / "data", seed=0)
     vocab = Vocabulary.from_catalog(cat)
@@ -118,7 +118,7 @@ class _RecordingVLM:
         self.calls, self.reply = [], reply
 
     def chat(self, messages, *, max_tokens, temperature):
-        from serve.vlm import ChatResult
+        from vismem.serve.vlm import ChatResult
 
         self.calls.append((messages, max_tokens, temperature))
         if self.reply is None:

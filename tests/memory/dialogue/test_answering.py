@@ -5,11 +5,11 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from memory.dialogue import answering as A
-from memory.dialogue.scoring import accuracy_table, score_answers
-from serve.backends.scripted import MALFORMED_TEXT, ScriptedVLM
-from serve.openai_server import LocalOpenAIServer
-from serve.vlm import build_vlm
+from vismem.memory.dialogue import answering as A
+from vismem.memory.dialogue.scoring import accuracy_table, score_answers
+from vismem.serve.backends.scripted import MALFORMED_TEXT, ScriptedVLM
+from vismem.serve.openai_server import LocalOpenAIServer
+from vismem.serve.vlm import build_vlm
 
 UNITS = pl.DataFrame({
     "variant": ["memshot", "memshot", "text-rag"], "conversation_id": ["c1"] * 3,
@@ -100,7 +100,7 @@ def test_longmemeval_judging_uses_the_question_type_prompt():
         name = "recorder"
 
         def chat(self, messages, *, max_tokens=512, temperature=0.0):
-            from serve.vlm import ChatResult
+            from vismem.serve.vlm import ChatResult
 
             seen.append(messages[0].text)
             tokens.append(max_tokens)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from core.errors import ConfigError
-from memory.dialogue import answering, scoring
-from memory.dialogue.datasets import DATASETS, DialogueDataset, dataset_names, get_dataset
+from vismem.core.errors import ConfigError
+from vismem.memory.dialogue import answering, scoring
+from vismem.memory.dialogue.datasets import DATASETS, DialogueDataset, dataset_names, get_dataset
 
 
 def test_registry_holds_both_benchmarks_behind_the_protocol():
@@ -65,7 +65,7 @@ def test_a_third_dataset_needs_only_its_own_registration(monkeypatch):
     scored = scoring.score_answers(pl.DataFrame({"prediction": ["A", "B"], "answer": ["A", "A"],
                                                  "category": ["only", "only"]}), "toy")
     assert scored["f1"].to_list() == [1.0, 0.0]
-    from memory.dialogue.variants import load_variant
+    from vismem.memory.dialogue.variants import load_variant
 
     assert load_variant("memshot").oversize_for("toy") == "grow"
 
@@ -74,8 +74,8 @@ def test_longmemeval_current_date_is_the_raw_string(tmp_path):
     """The reader prompt's Current Date is the dataset's own string, not a reformatted datetime."""
     import json
 
-    from memory.dialogue.answering import build_answer_message
-    from memory.dialogue.retrieval import questions_frame
+    from vismem.memory.dialogue.answering import build_answer_message
+    from vismem.memory.dialogue.retrieval import questions_frame
 
     rec = {"question_id": "q1", "question_type": "temporal-reasoning", "question": "When?", "answer": "May",
            "question_date": "2023/05/30 (Tue) 23:40", "haystack_session_ids": ["s1"],
@@ -92,7 +92,7 @@ def test_longmemeval_current_date_is_the_raw_string(tmp_path):
 
 
 def test_locomo_category5_official_multiple_choice():
-    from memory.dialogue.datasets.locomo import NOT_MENTIONED, cat5_answer, cat5_options
+    from vismem.memory.dialogue.datasets.locomo import NOT_MENTIONED, cat5_answer, cat5_options
 
     ds = get_dataset("locomo")
     opts = cat5_options("conv-26:q150", "a red scarf")
@@ -111,6 +111,6 @@ def test_locomo_category5_official_multiple_choice():
     assert cat5_answer("a", opts) == opts["a"] and cat5_answer(" (B) ", opts) == opts["b"]
     assert cat5_answer("xyz", opts) == opts["b"] and cat5_answer("It was a scarf", opts) == "It was a scarf"
     assert ds.postprocess_answer(q, "(a)") == opts["a"] and ds.postprocess_answer({"question": "x"}, "a") == "a"
-    from memory.dialogue.scoring import locomo_f1
+    from vismem.memory.dialogue.scoring import locomo_f1
 
     assert locomo_f1(cat5_answer("a", {"a": NOT_MENTIONED, "b": "x"}), None, 5) == 1.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image, ImageDraw
 
-from memory.dialogue.draw import bubble
+from vismem.memory.dialogue.draw import bubble
 
 
 @pytest.mark.parametrize("radius", [0, 1, 2, 5, 12, 13, 20])

@@ -8,9 +8,9 @@ import random
 import pytest
 from PIL import Image, ImageFont
 
-from env.dialogue import load_locomo
-from memory.dialogue.glyphs import Glyphs, pixel
-from memory.dialogue.style import Style
+from vismem.env.dialogue import load_locomo
+from vismem.memory.dialogue.glyphs import Glyphs, pixel
+from vismem.memory.dialogue.style import Style
 
 STYLE = Style()
 #: (font file, size) of every text a shot draws: body, captions, speaker names, the header.

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.errors import ConfigError
-from env.dialogue import load_locomo
-from memory.dialogue.memories import MEMORIES, DialogueMemory, MemoryUnit, build_memory
+from vismem.core.errors import ConfigError
+from vismem.env.dialogue import load_locomo
+from vismem.memory.dialogue.memories import MEMORIES, DialogueMemory, MemoryUnit, build_memory
 
 
 class BagOfWords:
@@ -72,7 +72,7 @@ def test_memocr_extractive_stand_in_summarises_then_renders(conv):
 
 
 def test_memocr_with_an_llm_summarizer(conv):
-    from serve.backends.scripted import ScriptedVLM
+    from vismem.serve.backends.scripted import ScriptedVLM
 
     prompts: list[str] = []
     llm = ScriptedVLM(fn=lambda msgs: (prompts.append(msgs[-1].text),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.dialogue.pack import pack
-from core.errors import DataError
+from vismem.memory.dialogue.pack import pack
+from vismem.core.errors import DataError
 
 
 def covered(spans, n):

@@ -7,10 +7,10 @@ from datetime import datetime
 
 import pytest
 
-from env.dialogue import Conversation, Session, Turn
-from memory.dialogue import load_variant, session_units
-from memory.dialogue.readrate import drawn_text, read_rate, reading, session_drawn_texts, summarise, words
-from memory.dialogue.render import plan_session
+from vismem.env.dialogue import Conversation, Session, Turn
+from vismem.memory.dialogue import load_variant, session_units
+from vismem.memory.dialogue.readrate import drawn_text, read_rate, reading, session_drawn_texts, summarise, words
+from vismem.memory.dialogue.render import plan_session
 
 
 def tiny() -> Conversation:
@@ -75,7 +75,7 @@ def test_drawn_text_is_what_the_shot_shows():
 
 
 def test_drawn_texts_match_units_on_locomo(shared_dir):
-    from env.dialogue import load_locomo
+    from vismem.env.dialogue import load_locomo
 
     conv = load_locomo(shared_dir / "data/locomo/locomo10.json")[0]
     v = load_variant("memshot")
@@ -92,8 +92,8 @@ def test_report_table_equals_summarise_per_variant_zero_word_shots_included():
 
     import polars as pl
 
-    from analysis.memshot_sections import GOAL as REPORT_GOAL, readrate_table
-    from memory.dialogue.readrate import GOAL, Reading
+    from vismem.analysis.memshot_sections import GOAL as REPORT_GOAL, readrate_table
+    from vismem.memory.dialogue.readrate import GOAL, Reading
 
     assert REPORT_GOAL == GOAL
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from env.dialogue import Conversation, Session, Turn, load_locomo
-from memory.dialogue import conversation_units, list_variants, load_variant, plan_session, session_text, session_units
-from memory.dialogue.layout import get_font, turn_pairs
-from core.errors import ConfigError, DataError
+from vismem.env.dialogue import Conversation, Session, Turn, load_locomo
+from vismem.memory.dialogue import conversation_units, list_variants, load_variant, plan_session, session_text, session_units
+from vismem.memory.dialogue.layout import get_font, turn_pairs
+from vismem.core.errors import ConfigError, DataError
 
 
 @pytest.fixture(scope="module")
@@ -280,8 +280,8 @@ def test_spliced_png_equals_composed_image(locomo):
     """The PNG spliced from per-strip deflate segments decodes to the composed image's pixels."""
     import zlib
 
-    from memory.dialogue.draw import compose, draw_header
-    from memory.dialogue.png import adler32_combine
+    from vismem.memory.dialogue.draw import compose, draw_header
+    from vismem.memory.dialogue.png import adler32_combine
 
     conv = locomo[2]
     v = load_variant("memshot")
@@ -299,7 +299,7 @@ def test_spliced_png_equals_composed_image(locomo):
 
 
 def test_preview_cli(tmp_path, shared_dir):
-    from memory.dialogue.__main__ import main
+    from vismem.memory.dialogue.__main__ import main
 
     out = tmp_path / "shots"
     rc = main(["--path", str(shared_dir / "data/locomo/locomo10.json"), "--conversation", "conv-30",

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from memory.dialogue import retrieval as R
-from serve.embed import l2_normalise
+from vismem.memory.dialogue import retrieval as R
+from vismem.serve.embed import l2_normalise
 
 VOCAB = ["dog", "paris", "painting", "guitar", "sunrise", "job", "cat"]
 
@@ -113,7 +113,7 @@ def test_recall_skips_questions_without_evidence_and_summarises():
 
 
 def test_missing_columns_raise_data_error():
-    from core.errors import DataError
+    from vismem.core.errors import DataError
 
     with pytest.raises(DataError, match="dia_ids"):
         R.embedding_items(_units().drop("dia_ids"), _questions())

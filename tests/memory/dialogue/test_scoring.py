@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from memory.dialogue import scoring as S
+from vismem.memory.dialogue import scoring as S
 
 
 def test_normalize_answer_official_rules():
@@ -130,7 +130,7 @@ def test_accuracy_is_null_when_nothing_was_judged():
 def test_parse_yes_official_is_the_substring_rule(reply, label, status):
     """LongMemEval's evaluate_qa.py: label = 'yes' in reply.lower() (the default parse)."""
     assert S.parse_yes_official(reply)[:2] == (label, status)
-    from memory.dialogue.datasets import get_dataset
+    from vismem.memory.dialogue.datasets import get_dataset
 
     lme = get_dataset("longmemeval")
     assert lme.parse_judge(reply)[:2] == (label, status)  # official by default ...

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from env.storefront.images.colors import CUE_COLORS, CUE_RAMPS, delta_e, srgb_to_lab
-from env.storefront.images.glyphs import base_glyph, cue_sprite, depicted_object, glyph_table
+from vismem.env.storefront.images.colors import CUE_COLORS, CUE_RAMPS, delta_e, srgb_to_lab
+from vismem.env.storefront.images.glyphs import base_glyph, cue_sprite, depicted_object, glyph_table
 
 MIN_DELTA_E = 15.0  # CIE76; ~6x a just-noticeable difference
 

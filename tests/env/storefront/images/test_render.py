@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from env.storefront.images.scene import CUE_BOX, ProceduralRenderer, encode
-from env.storefront.images.sources import spec_of
+from vismem.env.storefront.images.scene import CUE_BOX, ProceduralRenderer, encode
+from vismem.env.storefront.images.sources import spec_of
 
 SIZE = 512
 
@@ -76,7 +76,7 @@ def test_cue_beside_product_fully_visible_and_clearly_sized(one_per_collection):
 
 
 def test_cue_pixels_carry_the_cue_colour(one_per_collection):
-    from env.storefront.images.colors import CUE_COLORS, CUE_RAMPS, delta_e, srgb_to_lab
+    from vismem.env.storefront.images.colors import CUE_COLORS, CUE_RAMPS, delta_e, srgb_to_lab
 
     nominal = {c: srgb_to_lab(np.array(CUE_RAMPS[c][1])) for c in CUE_COLORS}
     for v, out in one_per_collection:

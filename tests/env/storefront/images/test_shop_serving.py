@@ -9,8 +9,8 @@ def test_shop_serves_procedural_images(catalog):
     from fastapi.testclient import TestClient
     from PIL import Image
 
-    from env.storefront.app import create_app
-    from env.storefront.imagesource import build_image_source
+    from vismem.env.storefront.app import create_app
+    from vismem.env.storefront.imagesource import build_image_source
 
     src = build_image_source("procedural", catalog)
     v = catalog.variants[321]

@@ -7,13 +7,11 @@ import io
 import pytest
 from PIL import Image
 
-from env.storefront.imagesource import IMAGE_SOURCES, ImageSource, build_image_source
-from core.errors import DataError
+from vismem.env.storefront.imagesource import IMAGE_SOURCES, ImageSource, build_image_source
+from vismem.core.errors import DataError
 
 
 def test_registered_by_name():
-    import env.storefront.images  # noqa: F401  (registers on import)
-
     assert {"procedural", "official", "store", "placeholder"} <= set(IMAGE_SOURCES.names())
 
 
@@ -32,7 +30,7 @@ def test_procedural_source(catalog):
 
 def test_seed_changes_colours_not_products(shared_dir):
     """Same seed → same bytes; another seed recolours the cues of the same products."""
-    from env.storefront.catalog import load_catalog
+    from vismem.env.storefront.catalog import load_catalog
 
     c0, c0b, c1 = (load_catalog(shared_dir / "data", seed=s) for s in (0, 0, 1))
     s0, s0b, s1 = (build_image_source("procedural", c) for c in (c0, c0b, c1))

@@ -8,11 +8,11 @@ import hashlib
 import numpy as np
 import pytest
 
-from env.storefront.catalog import COLOURS
-from env.storefront.images import trainset as ts
-from env.storefront.images.glyphs import depicted_object, glyph_table, recolor
-from env.storefront.images.scene import ProceduralRenderer
-from env.storefront.images.sources import spec_of
+from vismem.env.storefront.catalog import COLOURS
+from vismem.env.storefront.images import trainset as ts
+from vismem.env.storefront.images.glyphs import depicted_object, glyph_table, recolor
+from vismem.env.storefront.images.scene import ProceduralRenderer
+from vismem.env.storefront.images.sources import spec_of
 
 
 def _hash(img) -> str:

@@ -26,12 +26,12 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from core.config import Frozen
-from core.registry import ComponentSpec
-from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
-from memory.agent.captioner import PAPER_CAPTIONER
-from memory.agent.features import FeatureSource, FeatureSpec, caption_feature, embedder_feature
-from memory.agent.scoring import VectorChannel, exp_decay, token_overlap, tokens
+from vismem.core.config import Frozen
+from vismem.core.registry import ComponentSpec
+from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
+from vismem.memory.agent.captioner import PAPER_CAPTIONER
+from vismem.memory.agent.features import FeatureSource, FeatureSpec, caption_feature, embedder_feature
+from vismem.memory.agent.scoring import VectorChannel, exp_decay, token_overlap, tokens
 
 
 class MMAConfig(Frozen):

@@ -21,12 +21,12 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from core.config import Frozen
-from core.registry import ComponentSpec
-from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
-from memory.agent.captioner import PAPER_CAPTIONER
-from memory.agent.features import FeatureSpec, caption_feature, content_id, embedder_feature
-from memory.agent.scoring import BM25Index, VectorChannel, maxabs, tokens
+from vismem.core.config import Frozen
+from vismem.core.registry import ComponentSpec
+from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
+from vismem.memory.agent.captioner import PAPER_CAPTIONER
+from vismem.memory.agent.features import FeatureSpec, caption_feature, content_id, embedder_feature
+from vismem.memory.agent.scoring import BM25Index, VectorChannel, maxabs, tokens
 
 TEXT_W, BM25_W, VISUAL_W = 0.35, 0.25, 0.40
 

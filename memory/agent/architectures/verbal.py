@@ -13,13 +13,13 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from agents.memory import MemoryContext
-from core.config import Frozen
-from core.registry import ComponentSpec
-from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
-from memory.agent.features import FeatureSource, FeatureSpec, caption_feature, embedder_feature
-from memory.agent.inject import format_block
-from memory.agent.scoring import VectorChannel, token_overlap, tokens
+from vismem.agents.memory import MemoryContext
+from vismem.core.config import Frozen
+from vismem.core.registry import ComponentSpec
+from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
+from vismem.memory.agent.features import FeatureSource, FeatureSpec, caption_feature, embedder_feature
+from vismem.memory.agent.inject import format_block
+from vismem.memory.agent.scoring import VectorChannel, token_overlap, tokens
 
 
 class NoMemoryConfig(Frozen):

@@ -26,12 +26,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from core.config import Frozen
-from core.registry import ComponentSpec
-from memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
-from memory.agent.captioner import PAPER_CAPTIONER
-from memory.agent.features import FeatureSpec, caption_feature
-from memory.agent.scoring import tokens
+from vismem.core.config import Frozen
+from vismem.core.registry import ComponentSpec
+from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
+from vismem.memory.agent.captioner import PAPER_CAPTIONER
+from vismem.memory.agent.features import FeatureSpec, caption_feature
+from vismem.memory.agent.scoring import tokens
 
 MODULES = ("episodic", "semantic", "visual")
 GRAIN_WEIGHTS = {"product": 0.55, "session": 0.30, "chain": 0.15}
@@ -103,7 +103,7 @@ class WorldMMLite(ArchitectureBase):
     def _other_components(self) -> dict[str, tuple[str, bool]]:
         if self.config.routing != "fixed":
             return {}
-        from serve.vlm import VLMS
+        from vismem.serve.vlm import VLMS
 
         resolved = VLMS.resolve(self.config.router.raw(), field="router")
         return {"router": (self.config.router.key, VLMS.is_stand_in(resolved))}
@@ -142,7 +142,7 @@ class WorldMMLite(ArchitectureBase):
                          for t, s in zip(self._tok[module], self._sess)], dtype=np.float64)
 
     def _next_module(self, query: str, queried: list[str], ctx: list[str]) -> str:
-        from serve.vlm import Message, build_vlm
+        from vismem.serve.vlm import Message, build_vlm
 
         if self._router_vlm is None:
             self._router_vlm = build_vlm(self.config.router.raw())
