@@ -33,7 +33,7 @@ def _encode_on(workers: int, tmp: Path) -> tuple[float, float]:
     repo = Path(__file__).resolve().parents[1]
     with LocalRayCluster(head_cpus=1, workers=workers, worker_cpus=1) as cluster:
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "pipelines", "submit", "encode", "--store", uri,
+        r = subprocess.run([sys.executable, "-m", "vismem", "submit", "encode", "--store", uri,
                             "--dashboard", cluster.dashboard_url, "--wait", "--timeout", "1500",
                             "--set", f"encode.chains={CHAINS}", "--set", f"encode.J={J}", "--set", "encode.env=http"],
                            capture_output=True, text=True, cwd=repo, env={**os.environ, "RAY_AUTH_MODE": "disabled"},

@@ -66,7 +66,34 @@ def build(cfg: Any, repo: Path, dest: Path) -> tuple[str, list[str]]:
             link.symlink_to(path)
             shipped.append(str(rel))
         data["data_dir"] = DATA
-    for entry in sorted(repo.iterdir()):
-        if entry.name not in _NOT_SHIPPED:
-            (dest / entry.name).symlink_to(entry)
+    _link_code(repo, dest)
     return yaml.safe_dump(data, sort_keys=False), sorted(shipped)
+
+
+def namespace_dirs(repo: Path) -> dict[str, str]:
+    """``pyproject.toml``'s map of the ``vismem.`` namespace: sub-package name -> root folder."""
+    import tomllib
+
+    mapping = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    return {name.split(".", 1)[1]: folder for name, folder in mapping.items() if "." in name}
+
+
+def _link_code(repo: Path, dest: Path) -> None:
+    """Link the checkout into ``dest`` with the code laid out as its import names read.
+
+    The folders live at the repository root but import as ``vismem.<folder>``; on the cluster the
+    working dir is on ``sys.path`` with no install mapping them, so the package gets a real
+    ``vismem/`` holding the namespace's own files and one link per folder. An image with the
+    project installed would otherwise serve its own (older) copy of every ``vismem.*`` module.
+    """
+    folders = namespace_dirs(repo)
+    ns = dest / "vismem"
+    ns.mkdir()
+    for f in sorted((repo / "vismem").iterdir()):
+        if f.suffix == ".py":
+            (ns / f.name).symlink_to(f)
+    for name, folder in sorted(folders.items()):
+        (ns / name).symlink_to(repo / folder)
+    for entry in sorted(repo.iterdir()):
+        if entry.name not in _NOT_SHIPPED and entry.name not in {*folders.values(), "vismem"}:
+            (dest / entry.name).symlink_to(entry)

@@ -136,7 +136,7 @@ def test_rayjob_entrypoint_loads_a_config_with_its_inputs_from_s3_and_the_volume
 
     job = _one("rayjob.yaml")
     argv = job["spec"]["entrypoint"].split()
-    assert argv[:3] == ["python", "-m", "pipelines"]
+    assert argv[:3] == ["python", "-m", "vismem"]
     args = build_parser().parse_args(argv[3:])
     cfg = config_from_args(args)
     assert cfg.ray.address == "auto" and cfg.store.uri.startswith("s3://")

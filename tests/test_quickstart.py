@@ -19,7 +19,7 @@ def test_local_preset_runs_every_stage_and_resumes(tmp_path):
     from vismem.pipelines.config import load_config
 
     env = {**os.environ, "VISMEM_PROGRESS": "0"}
-    cmd = [sys.executable, "-m", "pipelines", "run", "--store", f"file://{tmp_path}/store", "--no-progress",
+    cmd = [sys.executable, "-m", "vismem", "run", "--store", f"file://{tmp_path}/store", "--no-progress",
            "--set", f"runs_dir={tmp_path}/runs", "--json"]
     first = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]

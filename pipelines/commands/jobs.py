@@ -76,7 +76,7 @@ def _send(client: Any, cfg: Any, dashboard: str, runtime_env: dict[str, Any], pi
     if pip:
         runtime_env["pip"] = pip
     # `python` is the cluster's interpreter (the image's, or the venv the raylets run from).
-    entry = "python -m vismem.pipelines run --config env:VISMEM_CONFIG_YAML --address auto --no-progress"
+    entry = "python -m vismem run --config env:VISMEM_CONFIG_YAML --address auto --no-progress"
     submission_id = f"vismem-{cfg.run_id}-{int(time.time())}"
     deadline = time.monotonic() + 90
     while True:

@@ -154,7 +154,7 @@ def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
     _write_all(file_store, "cli-1", small=True)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    cmd = [sys.executable, "-m", "pipelines", "report", "cli-1", "--store", file_store.uri,
+    cmd = [sys.executable, "-m", "vismem", "report", "cli-1", "--store", file_store.uri,
            "--set", "report.n_resamples=300", "--out", str(out), "--json"]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -162,7 +162,7 @@ def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
     assert summary["found"] == ["encoding", "memshot_answers", "memshot_recall", "probes"]
     assert (out / "index.html").is_file() and (out / "figures" / "retention.svg").is_file()
     assert "Seed 1," in (out / "index.html").read_text()  # the run's own seed, from its manifest
-    bad = subprocess.run([sys.executable, "-m", "pipelines", "report", "no-such-run", "--store", file_store.uri],
+    bad = subprocess.run([sys.executable, "-m", "vismem", "report", "no-such-run", "--store", file_store.uri],
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
     assert bad.returncode == 1 and "not found" in bad.stderr
 

@@ -162,7 +162,7 @@ def test_missing_and_wrong_credentials(monkeypatch, s3_server):
 def _cli(args, tmp_path, env=None):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "pipelines", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "vismem", *args], capture_output=True, text=True,
                           cwd=tmp_path, env=full_env, timeout=120)
 
 

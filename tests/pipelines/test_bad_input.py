@@ -13,7 +13,7 @@ from vismem.core.errors import ConfigError, DataError, StoreError
 from vismem.pipelines.config import load_config
 from vismem.pipelines.runner import run
 
-REPO_ARGS = [sys.executable, "-m", "pipelines"]
+REPO_ARGS = [sys.executable, "-m", "vismem"]
 
 
 def _cli(*args, cwd, timeout=120):

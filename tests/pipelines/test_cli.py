@@ -32,14 +32,14 @@ def test_store_ls_on_file_store(tmp_path):
 
     s = Store.open(f"file://{tmp_path}/st")
     s.put_bytes("runs/a/x.json", b"{}")
-    r = subprocess.run([sys.executable, "-m", "pipelines", "store", "ls", "runs", "--store", f"file://{tmp_path}/st"],
+    r = subprocess.run([sys.executable, "-m", "vismem", "store", "ls", "runs", "--store", f"file://{tmp_path}/st"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["2 B  runs/a/x.json", f"1 object, 2 B under file://{tmp_path}/st/runs"]
 
 
 def test_bench_unknown_name_is_config_error(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "pipelines", "bench", "nope", "--out", str(tmp_path / "o.json")],
+    r = subprocess.run([sys.executable, "-m", "vismem", "bench", "nope", "--out", str(tmp_path / "o.json")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "store-roundtrip" in r.stderr
     assert not (tmp_path / "o.json").exists()

@@ -24,7 +24,7 @@ SECRET = "sk-test-do-not-print-4f2a9c"
 
 
 def _vismem(args, env, timeout=300):
-    return subprocess.run([sys.executable, "-m", "pipelines", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "vismem", *args], capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=timeout)
 
 

@@ -20,8 +20,8 @@ from tests.pipelines.test_cluster import _cluster_env, _store, _submit_and_check
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # a whole preset twice: past the 600 s default
 
-#: The job driver's argv (``python -m vismem.pipelines run --config env:...``), not the shell around it.
-DRIVER = b"pipelines\x00run\x00--config\x00env:VISMEM_CONFIG_YAML"
+#: The job driver's argv (``python -m vismem run --config env:...``), not the shell around it.
+DRIVER = b"vismem\x00run\x00--config\x00env:VISMEM_CONFIG_YAML"
 
 #: Columns that measure time (they differ run to run; everything else must be equal).
 TIMING = re.compile(r"(^|_)(wall|latency|seconds|secs|elapsed|time|started|finished|duration)(_|$)|_s$|_ms$")

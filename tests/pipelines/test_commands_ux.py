@@ -23,7 +23,7 @@ ENV = dict(os.environ, PYTHONPATH=str(REPO))
 
 
 def _vismem(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "vismem", *args], capture_output=True, text=True, cwd=cwd,
                           env=ENV, timeout=timeout)
 
 

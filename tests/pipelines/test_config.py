@@ -79,7 +79,7 @@ def test_every_field_is_described():
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pipelines", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "vismem", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=120)
 
 

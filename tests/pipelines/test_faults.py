@@ -68,7 +68,7 @@ def test_encode_outage_exits_nonzero_caches_nothing_and_a_healed_rerun_completes
     with Flaky(ScriptedShopper(seed=0)) as srv:
         data = _base(tmp_path, stages=["encode"], encode={"chains": 1, "J": 2, "env": "http", "backends": [srv.spec()]})
         (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
-        r = subprocess.run([sys.executable, "-m", "pipelines", "run", "--config", str(tmp_path / "cfg.yaml"),
+        r = subprocess.run([sys.executable, "-m", "vismem", "run", "--config", str(tmp_path / "cfg.yaml"),
                             "--no-progress", "--json"], capture_output=True, text=True, timeout=600)
         assert r.returncode == 1, r.stderr[-2000:]
         assert "Traceback" not in r.stderr

@@ -28,7 +28,8 @@ def test_package_ships_the_data_the_stages_read(tmp_path):
     for rel in shipped:
         assert (tmp_path / "_data" / rel).read_bytes() == (REPO / "../shared/data" / rel).resolve().read_bytes()
     # The code is linked, the checkout's history and runs are not.
-    assert (tmp_path / "pipelines" / "cli.py").is_file() and not (tmp_path / ".git").exists()
+    assert (tmp_path / "vismem" / "pipelines" / "cli.py").is_file() and not (tmp_path / ".git").exists()
+    assert (tmp_path / "vismem" / "__init__.py").is_file() and not (tmp_path / "pipelines").exists()
     assert not (tmp_path / "runs").exists() and not (tmp_path / ".venv").exists()
     # The job's config names the same run as the client's.
     job_cfg = load_config(None, overrides={k: v for k, v in job.items() if k != "data_dir"})
@@ -105,3 +106,22 @@ def test_driver_whose_cwd_vanished_still_finds_a_local_dir(tmp_path):
                        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "/vismem/runs/" in r.stdout
+
+
+def test_package_imports_its_own_code_without_an_install(tmp_path):
+    # On the cluster the working dir is on sys.path and nothing maps the root folders into the
+    # namespace: the package must hold `vismem.<folder>` itself (the editable install's finder,
+    # which would map them to this checkout, is taken out first).
+    import subprocess
+    import sys
+
+    from vismem.pipelines import jobpackage
+
+    cfg = load_config(None, overrides={"stages": ["catalog"]})
+    jobpackage.build(cfg, REPO, tmp_path)
+    code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
+            "sys.path.insert(0, sys.argv[1]); import vismem.pipelines.jobpackage as j; print(j.__file__)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(tmp_path / "vismem" / "pipelines" / "jobpackage.py")

@@ -91,7 +91,7 @@ def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orpha
     assert cfg.store.uri == "local-s3://vismem"
     mark = secrets.token_hex(6)
     env = {**os.environ, "VISMEM_TEST_MARK": mark}
-    cmd = [sys.executable, "-m", "pipelines", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress", "--json"]
+    cmd = [sys.executable, "-m", "vismem", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress", "--json"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and _done_markers(mark, ref["backends"][0]) < 1:

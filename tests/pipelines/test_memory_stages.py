@@ -131,7 +131,7 @@ def test_sigkill_mid_probes_then_rerun_gives_the_same_table_and_no_duplicates(fi
     data.update(store={"uri": f"file://{tmp_path}/store"}, runs_dir=str(tmp_path / "runs"), stages=["probes"])
     data["probes"]["on_ray"] = False  # one in-process worker: the kill lands inside a unit
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
-    cmd = [sys.executable, "-m", "pipelines", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress"]
+    cmd = [sys.executable, "-m", "vismem", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     probes_dir = tmp_path / "store" / "probes"
     deadline = time.time() + 120

@@ -158,7 +158,7 @@ def test_cli_vismem_run_memshot(tmp_path):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "pipelines", "run", "memshot", "--dataset", "locomo",
+    proc = subprocess.run([sys.executable, "-m", "vismem", "run", "memshot", "--dataset", "locomo",
                            "--variant", "text-rag", "--k", "5", "--no-progress", "--json", "--set", f"runs_dir={tmp_path}",
                            "--set", "memshot.conversations=1"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

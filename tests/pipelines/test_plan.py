@@ -15,7 +15,7 @@ RATES = ["steps_per_session=10", "products_per_session=2", "questions_per_conver
 
 
 def _plan(*args):
-    return subprocess.run([sys.executable, "-m", "pipelines", "plan", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "vismem", "plan", *args], capture_output=True, text=True,
                           cwd=REPO, timeout=120)
 
 

@@ -62,7 +62,7 @@ def test_placeholder_and_store_sources(catalog, file_store):
 
 def test_vismem_audit_cli(shared_dir, tmp_path):
     out = tmp_path / "audit.json"
-    r = subprocess.run([sys.executable, "-m", "pipelines", "audit", "--data-dir", str(shared_dir / "data"),
+    r = subprocess.run([sys.executable, "-m", "vismem", "audit", "--data-dir", str(shared_dir / "data"),
                         "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "L2 audit PASSED" in r.stdout and out.exists()

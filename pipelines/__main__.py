@@ -1,5 +1,0 @@
-import sys
-
-from vismem.pipelines.cli import main
-
-sys.exit(main())
