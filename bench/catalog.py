@@ -34,7 +34,7 @@ def catalog_generate() -> list[dict[str, Any]]:
     from vismem.pipelines.context import RunContext
     from vismem.core.s3server import LocalS3Server
     from vismem.bench.memshot_render import first_put_s
-    from vismem.pipelines.stages import catalog as stage
+    from vismem.pipelines.stage import get_stage
     from vismem.core.store import Store
 
     name = "catalog-generate"
@@ -59,6 +59,7 @@ def catalog_generate() -> list[dict[str, Any]]:
                                  manifest=Manifest(store, cfg.run_id), logger=logging.getLogger("vismem"))
                 load0 = os.getloadavg()[0]
                 t0 = time.perf_counter()
+                stage = get_stage("catalog")
                 first = stage.run(ctx)
                 wall = time.perf_counter() - t0
                 load1 = os.getloadavg()[0]

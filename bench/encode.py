@@ -126,8 +126,8 @@ def encode_session() -> list[dict]:
     from vismem.env.pageenv import make_env
     from vismem.env.storefront.server import ShopServer
     from vismem.pipelines.config import RunConfig
-    from vismem.pipelines.jobs.encode import EncodeWorker
-    from vismem.pipelines.stages.catalog import source_spec
+    from vismem.pipelines.dmv.encode_job import EncodeWorker
+    from vismem.pipelines.dmv.protocol import source_spec
 
     name, records = "encode-session", []
     # The storefront as the encode stage builds it: the catalogue's procedural images, on demand.

@@ -53,7 +53,7 @@ def _trajectories(root: Path) -> tuple[list[Any], Path]:
     from vismem.env.pageenv import make_env
     from vismem.env.storefront.server import ShopServer
     from vismem.pipelines.config import RunConfig
-    from vismem.pipelines.stages.catalog import source_spec
+    from vismem.pipelines.dmv.protocol import source_spec
     from vismem.serve.vlm import build_vlm
 
     root = root / f"c{N_CHAINS}-j{J}-{prompts.fingerprint()}"

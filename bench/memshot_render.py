@@ -33,7 +33,7 @@ _STATE: dict[str, Any] = {}
 
 
 def _init(store: Any, prefix: str) -> None:
-    import vismem.pipelines.jobs.render  # noqa: F401 - the renderer is imported before the clock, as the module says
+    import vismem.pipelines.memshot.render  # noqa: F401 - the renderer is imported before the clock, as the module says
     import vismem.memory.dialogue.render  # noqa: F401
     from vismem.memory.dialogue.variants import load_variant
 
@@ -41,7 +41,7 @@ def _init(store: Any, prefix: str) -> None:
 
 
 def _work(rows: list[dict[str, Any]]) -> tuple[int, float]:
-    from vismem.pipelines.jobs.render import render_rows
+    from vismem.pipelines.memshot.render import render_rows
 
     c0 = time.process_time()
     out = render_rows(rows, store=_STATE["store"], variant=_STATE["variant"], prefix=_STATE["prefix"])
@@ -57,7 +57,7 @@ def _locomo_path() -> Path:
 
 def run_once(store: Any, prefix: str, rows: list[dict[str, Any]], processes: int = PROCESSES) -> dict[str, float]:
     """Render ``rows`` into ``store`` with ``processes`` worker processes; per-phase times."""
-    from vismem.pipelines.jobs.render import collect_units
+    from vismem.pipelines.memshot.render import collect_units
 
     chunks = [rows[i:i + CHUNK] for i in range(0, len(rows), CHUNK)]
     # spawn, not fork: another benchmark may have started Ray (threads) in this process. Both
@@ -100,7 +100,7 @@ def _init_probe(wait_s: float) -> int:
 @benchmark(NAME, "All of LoCoMo (272 sessions) → MemShot 768-px PNG shots in the store on 2 processes")
 def memshot_render_locomo() -> list[dict[str, Any]]:
     from vismem.env.dialogue import load_locomo
-    from vismem.pipelines.jobs.render import session_rows
+    from vismem.pipelines.memshot.render import session_rows
     from vismem.core.s3server import LocalS3Server
     from vismem.core.store import Store
 

@@ -5,8 +5,8 @@ work w, 2w, 4w; the record is the exponent b of time ~ work^b (least squares on 
 linear. ``exponent`` is fitted on this process's CPU seconds (steady on a shared machine),
 ``wall_exponent`` on wall seconds. Stages and their unit of work:
 
-* ``render``: MemShot shots of the first n LoCoMo sessions (``vismem.pipelines.jobs.render.render_rows``);
-* ``catalog``: n products, both images, into a ``file://`` store (``vismem.pipelines.jobs.catalog.generate_rows``);
+* ``render``: MemShot shots of the first n LoCoMo sessions (``vismem.pipelines.memshot.render.render_rows``);
+* ``catalog``: n products, both images, into a ``file://`` store (``vismem.pipelines.dmv.catalog_job.generate_rows``);
 * ``encode``: n chains of scripted-shopper sessions over one HTTP env (``vismem.agents.session.run_session``;
   sub-linear where later chains revisit pages the env's page cache holds);
 * ``features``: captions + embeddings of n chains' observations (``InProcessFeatures.precompute``);
@@ -57,7 +57,7 @@ def _render(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
     from vismem.core.store import Store
     from vismem.env.dialogue import load_locomo
     from vismem.memory.dialogue.variants import load_variant
-    from vismem.pipelines.jobs.render import render_rows, session_rows
+    from vismem.pipelines.memshot.render import render_rows, session_rows
     from vismem.bench.memshot_render import _locomo_path
 
     rows, variant = session_rows(load_locomo(_locomo_path())), load_variant("memshot")
@@ -72,8 +72,9 @@ def _catalog(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
     from vismem.core.store import Store
     from vismem.env.storefront.catalog import load_catalog
     from vismem.pipelines.config import RunConfig
-    from vismem.pipelines.jobs.catalog import generate_rows
-    from vismem.pipelines.stages.catalog import plan_rows, source_spec
+    from vismem.pipelines.dmv.catalog_job import generate_rows
+    from vismem.pipelines.dmv.catalog_job import plan_rows
+    from vismem.pipelines.dmv.protocol import source_spec
 
     cfg = RunConfig().catalog
     variants = load_catalog(resolve_data_dir(), seed=0).variants
@@ -190,7 +191,7 @@ def scaling() -> list[dict[str, Any]]:
     from vismem.core.paths import resolve_data_dir
     from vismem.env.storefront.server import ShopServer
     from vismem.pipelines.config import RunConfig
-    from vismem.pipelines.stages.catalog import source_spec
+    from vismem.pipelines.dmv.protocol import source_spec
 
     out: list[dict[str, Any]] = []
 

@@ -18,15 +18,13 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from vismem.core.config import Frozen
-from vismem.pipelines.configs.catalog import CatalogConfig
-from vismem.pipelines.configs.encode import EncodeConfig
-from vismem.pipelines.configs.memory import MemoryConfig, ProbesConfig
-from vismem.pipelines.configs.memshot import MemShotConfig
-from vismem.pipelines.configs.report import ReportConfig
-from vismem.pipelines.configs.store import RayConfig, StoreConfig
+from vismem.pipelines.dmv.config import CatalogConfig, EncodeConfig, MemoryConfig, ProbesConfig
+from vismem.pipelines.memshot.config import MemShotConfig
+from vismem.pipelines.report.config import ReportConfig
+from vismem.pipelines.settings import RayConfig, StoreConfig
 from vismem.core.errors import ConfigError
 
-from vismem.pipelines.stages import STAGE_ORDER  # noqa: E402  (the one list of stages, in run order)
+from vismem.pipelines.stage_order import STAGE_ORDER
 
 #: id(config) -> (weak reference, its input digests): see RunConfig.input_digests.
 _PINNED: dict[int, tuple[weakref.ref, dict[str, str]]] = {}
@@ -102,7 +100,7 @@ class RunConfig(Frozen):
         data_dir = resolve_data_dir(self.data_dir)
         out: dict[str, Path] = {}
         if self.memshot.enabled:
-            from vismem.pipelines.jobs.render import dataset_path
+            from vismem.pipelines.memshot.render import dataset_path
 
             try:
                 out["memshot.dataset"] = dataset_path(self.memshot, data_dir)

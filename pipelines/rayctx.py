@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from vismem.pipelines.configs.store import RayConfig
+from vismem.pipelines.settings import RayConfig
 from vismem.core.errors import VismemError
 
 

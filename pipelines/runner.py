@@ -1,7 +1,7 @@
 """Running a config: open the store (starting the local S3 server if asked), start Ray, run stages.
 
-Every stage is a :class:`vismem.pipelines.stages.Stage` (``run(ctx: RunContext) -> dict``) listed in
-``vismem.pipelines.stages.STAGE_ORDER``.
+Every stage is a :class:`vismem.pipelines.stage.Stage` (``run(ctx: RunContext) -> dict``) listed in
+``vismem.pipelines.stage.STAGE_ORDER``.
 Stages are idempotent: each checks the store for finished shards and does only what is missing,
 so a killed run completes on re-run with identical results.
 """
@@ -108,7 +108,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     ``results["_after"]``.
     """
     from vismem.pipelines.rayctx import init_ray
-    from vismem.pipelines.stages import get_stage
+    from vismem.pipelines.stage import get_stage
 
     todo = stages or config.stages
     for name in todo:

@@ -72,7 +72,7 @@ def ray_local():
     """A local Ray for the session: 2 CPUs, a small object store, fractional-CPU actors."""
     import ray
 
-    from vismem.pipelines.configs.store import RayConfig
+    from vismem.pipelines.settings import RayConfig
     from vismem.pipelines.rayctx import init_ray
 
     cfg = RayConfig(num_cpus=2, object_store_mb=300, actor_cpus=0.25, concurrency=2)

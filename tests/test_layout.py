@@ -237,3 +237,18 @@ def test_every_local_model_and_plugin_builds_by_name_in_a_fresh_interpreter():
     tiny = [n for n in built if n.startswith("tiny-")]
     assert tiny and all(built[n]["stand_in"] for n in tiny), built
     assert built["placeholder"]["png"] and built["procedural"]["png"]
+
+
+def test_no_stage_imports_another_stage():
+    # What two stages share lives in their wing's protocol, chain or cache modules; a stage module
+    # is only ever loaded through the stage table.
+    from vismem.pipelines.stage_order import STAGE_MODULES
+
+    stage_mods = set(STAGE_MODULES.values())
+    bad = []
+    for pkg in FLOORS:
+        for path in _modules(pkg):
+            for mod, line in _imports(path):
+                if mod in stage_mods or mod.rsplit(".", 1)[0] in stage_mods:
+                    bad.append(f"{path.relative_to(ROOT)}:{line} imports {mod}")
+    assert not bad, "stage modules imported directly:\n" + "\n".join(bad)

@@ -9,7 +9,7 @@ run with other retrieval settings, reads nothing twice).
 
 :func:`read_batch` is what one worker does with one batch (one session's shots, in order, so
 the reader's line cache pays off on the repeated turn-pairs of overlapping shots); the Ray job
-that shards it lives in :mod:`vismem.pipelines.jobs.ocr`.
+that shards it lives in :mod:`vismem.pipelines.memshot.ocr`.
 """
 
 from __future__ import annotations

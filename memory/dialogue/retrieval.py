@@ -6,7 +6,7 @@ Three layers, each usable alone:
   (Text RAG, w/o Rendering) use ``embed_texts``; image units (memory shots) use
   ``embed_images`` with the shot PNG read from the store. :func:`embed_items` runs in-process
   (small local sizes); the same work as a Ray Data job, one embedder per actor, is
-  :func:`vismem.pipelines.jobs.embed.embed_items_ray` (jobs live in the orchestration package).
+  :func:`vismem.pipelines.memshot.embed.embed_items_ray` (jobs live in the orchestration package).
 * **Ranking** (:func:`rank_units`) is cosine top-k within the question's own conversation.
 * **Recall** (:func:`evidence_recall`, :func:`recall_summary`) are pure functions over Polars
   frames: a unit *shows* a dia_id when the renderer recorded it in the unit's ``dia_ids``;

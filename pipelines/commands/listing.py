@@ -64,7 +64,7 @@ def _para(doc: str | None) -> str:
 
 
 def _stages() -> Rows:
-    from vismem.pipelines.stages import STAGE_ORDER, get_stage
+    from vismem.pipelines.stage import STAGE_ORDER, get_stage
 
     return [(n, f"config section: {get_stage(n).section or '-'}", _para(get_stage(n).run.__doc__)) for n in STAGE_ORDER]
 

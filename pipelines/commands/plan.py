@@ -12,7 +12,7 @@ from vismem.core.errors import ConfigError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from vismem.pipelines.commands.run import add_config_args
-    from vismem.pipelines.stages import all_stages
+    from vismem.pipelines.stage import all_stages
 
     p = sub.add_parser("plan", help="estimate VLM calls, tokens, GPU-hours and wall time of a run",
                        description="Estimate what a config costs before running it: VLM calls and tokens per "
@@ -55,7 +55,7 @@ def measure(store: Any, run_id: str) -> dict[str, float]:
     """Mean seconds per agent call and agent steps per session of a finished run's encoding."""
     import polars as pl
 
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     key = f"runs/{run_id}/results/encoding.parquet"
     if not store.exists(key):

@@ -34,7 +34,7 @@ def _with_stage_defaults(args: argparse.Namespace) -> argparse.Namespace:
     ``config_from_args`` calls each stage's ``cli_overrides(args)``, which reads the flags that
     stage added to ``vismem run``; this parser does not have them, so their defaults are filled in.
     """
-    from vismem.pipelines.stages import all_stages
+    from vismem.pipelines.stage import all_stages
 
     probe = argparse.ArgumentParser(add_help=False)
     for stage in all_stages():
@@ -58,8 +58,8 @@ def _report(args: argparse.Namespace) -> int:
     from vismem.core.errors import VismemError
     from vismem.pipelines.commands.run import config_from_args
     from vismem.pipelines.runner import open_store
-    from vismem.pipelines.stages.report import build, options_from
-    from vismem.pipelines.viewers import local_report
+    from vismem.pipelines.report.build import build, options_from
+    from vismem.pipelines.report.viewers import local_report
 
     cfg = config_from_args(_with_stage_defaults(args))
     with open_store(cfg) as (store, _env):

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from vismem.pipelines.stages import STAGE_ORDER, all_stages
+from vismem.pipelines.stage import STAGE_ORDER, all_stages
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -117,9 +117,9 @@ def finish(cfg: Any, results: dict[str, Any], *, store: Any, wall_s: float, run_
     Returns :func:`vismem.pipelines.summary.collect`'s summary.
     """
     from vismem.analysis.report import load_results
-    from vismem.pipelines.stages.report import options_from
+    from vismem.pipelines.report.build import options_from
     from vismem.pipelines.summary import collect
-    from vismem.pipelines.viewers import local_report
+    from vismem.pipelines.report.viewers import local_report
 
     prefix = f"runs/{cfg.run_id}"
     report, viewers = None, {}

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from vismem.pipelines.commands.run import add_config_args, config_from_args
-from vismem.pipelines.stages import STAGE_ORDER
+from vismem.pipelines.stage import STAGE_ORDER
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -33,7 +33,7 @@ def _conversation(args: argparse.Namespace):
     from vismem.memory.dialogue.datasets import get_dataset
     from vismem.pipelines.config import load_config
     from vismem.pipelines.context import resolve_data_dir
-    from vismem.pipelines.jobs.render import dataset_path
+    from vismem.pipelines.memshot.render import dataset_path
 
     cfg = load_config(None, overrides={"memshot": {"dataset": args.dataset}})
     path = args.path or dataset_path(cfg.memshot, resolve_data_dir(cfg))

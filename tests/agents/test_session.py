@@ -26,7 +26,7 @@ class Recorder:
 
 
 def test_browser_session_records_visits_images_and_history(browser, file_store) -> None:
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     cache = TrajectoryCache(file_store, "t")
     spec = replace(session_spec(0, 0), n_steps=9)
@@ -194,7 +194,7 @@ def test_memory_hook_images_follow_the_observation(shop) -> None:
 
 
 def test_trajectory_bytes_are_deterministic(shop, tmp_path) -> None:
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
     from vismem.core.store import Store
 
     spec = replace(session_spec(4, 1), n_steps=10)

@@ -133,10 +133,10 @@ def test_results_written_as_parts_are_read(file_store):
 
 def test_report_stage_on_real_s3(s3_store):
     from vismem.pipelines.config import RunConfig
-    from vismem.pipelines.configs.report import ReportConfig
+    from vismem.pipelines.report.config import ReportConfig
     from vismem.pipelines.manifest import Manifest
     from vismem.pipelines.context import RunContext
-    from vismem.pipelines.stages.report import run
+    from vismem.pipelines.report.stage import run
 
     cfg = RunConfig(name="reptest", seed=3, report=ReportConfig(n_resamples=300, compare=("dualmem", "caption")))
     _write_all(s3_store, cfg.run_id, small=True)

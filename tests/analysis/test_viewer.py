@@ -42,8 +42,8 @@ def _png(seed: int) -> bytes:
 def _write_trajectories(store, run_id: str) -> dict[str, str]:
     """Two chains x two sessions of three steps (one product page each), the encoding table,
     and probes with step logs in the probe cache. Returns product hash -> blob key."""
-    from vismem.pipelines.probecache import ProbeCache
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.probecache import ProbeCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     cache = TrajectoryCache(store, SLUG)
     enc_rows, products = [], {}
@@ -98,7 +98,7 @@ def _browser(chromium_path):
 
 
 def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
-    from vismem.pipelines.viewers import copy_report, write_viewers
+    from vismem.pipelines.report.viewers import copy_report, write_viewers
 
     _write_trajectories(file_store, "tv-1")
     written, errors = write_viewers(file_store, "tv-1")
@@ -157,7 +157,8 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
     from vismem.pipelines.config import load_config
     from vismem.pipelines.context import RunContext
     from vismem.pipelines.manifest import Manifest
-    from vismem.pipelines.stages import memshot, report
+    from vismem.pipelines.memshot import stage as memshot
+    from vismem.pipelines.report import stage as report
 
     cfg = load_config(overrides={
         "name": "samples-test", "stages": ["memshot", "report"], "report": {"n_resamples": 200},

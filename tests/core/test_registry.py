@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from vismem.core.errors import ConfigError
-from vismem.core.registry import Registry, builtin_modules
+from vismem.core.registry import builtin_modules
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import logging
 
 import pytest
 
-from vismem.pipelines.stages import catalog as stage
+from vismem.pipelines.dmv import catalog as stage
+from vismem.pipelines.dmv import protocol
 
 
 def _ctx(store, tmp_path, data_dir, **catalog_cfg):
@@ -28,18 +29,18 @@ def test_stage_module_imports_light():
     import subprocess
     import sys
 
-    code = "import sys, pipelines.stages.catalog; print(any(m in sys.modules for m in ('ray', 'PIL', 'polars')))"
+    code = "import sys, vismem.pipelines.dmv.catalog; print(any(m in sys.modules for m in ('ray', 'PIL', 'polars')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_prefix_depends_on_pixels_inputs_only(shared_dir):
     from vismem.env.storefront.catalog import load_catalog
-    from vismem.pipelines.configs.catalog import CatalogConfig
+    from vismem.pipelines.dmv.config import CatalogConfig
 
     data = shared_dir / "data"
     cfg = CatalogConfig()
-    h = lambda c, cat: stage.params_hash(stage.image_params(c, cat.variants))  # noqa: E731
+    h = lambda c, cat: protocol.params_hash(protocol.image_params(c, cat.variants))  # noqa: E731
     s0, s0b, s1 = (load_catalog(data, seed=s) for s in (0, 0, 1))
     off = load_catalog(data, colour_order="official")
     assert h(cfg, s0) == h(cfg, s0b)
@@ -139,11 +140,11 @@ def test_unknown_image_source_is_an_error(tmp_path, file_store, shared_dir):
 
 
 def test_credentials_never_reach_params_or_manifest():
-    from vismem.pipelines.configs.catalog import CatalogConfig
+    from vismem.pipelines.dmv.config import CatalogConfig
 
     cfg = CatalogConfig(image_source="official", image_source_args={"root": "s3://b/imgs", "access_key": "AK",
                                                                      "secret_key": "SK"})
-    params = stage.image_params(cfg, [])
+    params = protocol.image_params(cfg, [])
     assert "AK" not in str(params) and "SK" not in str(params)
     assert params["source"]["args"] == {"root": "s3://b/imgs"}
 

@@ -65,7 +65,7 @@ def _stop_clean(cluster: LocalRayCluster) -> None:
 
 
 def test_whole_local_preset_on_cluster_equals_local_run(s3_server, tmp_path):
-    from vismem.pipelines.stages import STAGE_ORDER
+    from vismem.pipelines.stage import STAGE_ORDER
 
     env = _cluster_env(s3_server)
     local_store, local_prefix = _local_run(tmp_path, env, [])

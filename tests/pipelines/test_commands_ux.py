@@ -215,8 +215,8 @@ def test_report_copied_out_of_s3_opens_locally_and_rows_link_to_the_viewer(s3_st
     """A run whose store is S3: the report and viewers come out to a local folder; a Table 2 row's
     link opens the trajectory viewer filtered to that architecture's probe episodes."""
     from vismem.analysis.report import ReportOptions
-    from vismem.pipelines.stages.report import build
-    from vismem.pipelines.viewers import copy_report
+    from vismem.pipelines.report.build import build
+    from vismem.pipelines.report.viewers import copy_report
     from tests.analysis.test_viewer import _write_trajectories
 
     _write_trajectories(s3_store, "s3run-1")
@@ -295,7 +295,7 @@ def test_summary_memshot_line_shows_the_read_rate_per_variant():
 def test_local_report_in_place_for_a_folder_copied_for_s3_or_out(s3_store, file_store, tmp_path):
     from types import SimpleNamespace
 
-    from vismem.pipelines.viewers import local_report
+    from vismem.pipelines.report.viewers import local_report
 
     cfg = SimpleNamespace(runs_dir=str(tmp_path / "runs"))
     for store in (s3_store, file_store):

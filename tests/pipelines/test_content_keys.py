@@ -61,7 +61,7 @@ def test_run_id_follows_the_data_content_not_its_path(tmp_path, data_copy, share
 
 
 def test_trajectory_slugs_follow_the_catalogue_content(data_copy, shared_dir):
-    from vismem.pipelines.stages.encode import plan
+    from vismem.pipelines.dmv.protocol import plan
 
     ref = plan(load_config(overrides={"data_dir": str(shared_dir / "data")}))[1]
     assert plan(load_config(overrides={"data_dir": str(data_copy)}))[1] == ref

@@ -17,7 +17,7 @@ def _cfg(tmp_path, **encode):
 
 
 def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
     from vismem.core.store import Store
 
     out = run(_cfg(tmp_path, J=1, workers=1), progress=False)["encode"]
@@ -32,7 +32,7 @@ def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
 def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
     # The HTTP fast path keeps this multi-run test quick; the browser path runs on Ray above.
     from vismem.analysis.schemas import validate
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
     from vismem.core.store import Store
 
     first = run(_cfg(tmp_path, J=3, env="http"), progress=False)["encode"]
@@ -81,7 +81,7 @@ def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
 def test_cli_flags_map_to_config() -> None:
     import argparse
 
-    from vismem.pipelines.stages import encode
+    from vismem.pipelines.dmv import encode
 
     p = argparse.ArgumentParser()
     encode.add_cli_args(p)
@@ -102,8 +102,8 @@ def test_cli_flags_map_to_config() -> None:
 def test_storefront_serves_the_catalogue_images(file_store) -> None:
     from types import SimpleNamespace
 
-    from vismem.pipelines.stages import encode
-    from vismem.pipelines.stages.catalog import source_spec
+    from vismem.pipelines.dmv import protocol as encode
+    from vismem.pipelines.dmv.protocol import source_spec
 
     cfg = load_config()
     ctx = SimpleNamespace(config=cfg, store=file_store, run_prefix="runs/x")

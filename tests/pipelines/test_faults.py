@@ -63,7 +63,7 @@ def _base(tmp_path, **over):
 
 def test_encode_outage_exits_nonzero_caches_nothing_and_a_healed_rerun_completes(tmp_path, ray_local):
     from vismem.agents.scripted import ScriptedShopper
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     with Flaky(ScriptedShopper(seed=0)) as srv:
         data = _base(tmp_path, stages=["encode"], encode={"chains": 1, "J": 2, "env": "http", "backends": [srv.spec()]})
@@ -104,7 +104,7 @@ def test_threshold_is_a_share_of_the_session_calls(tmp_path, ray_local, shared_d
     """A few failed calls (under the threshold) keep the session; max_failed_calls=0 fails it."""
     import re
 
-    from vismem.pipelines.jobs.encode import EncodeWorker
+    from vismem.pipelines.dmv.encode_job import EncodeWorker
 
     store = Store.open(f"file://{tmp_path}/store")
     reply = 'Thought: look\nAction: navigate("/collection/chair-modern")'
@@ -153,7 +153,7 @@ def test_memshot_answer_outage_is_partial_and_retried(tmp_path, ray_local):
 
 def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_local):
     from vismem.agents.scripted_recall import ScriptedRecall
-    from vismem.pipelines.probecache import PROBE_ROOT
+    from vismem.pipelines.dmv.probecache import PROBE_ROOT
 
     with Flaky(ScriptedRecall()) as srv:
         over = _base(tmp_path, name="probe-outage", stages=["encode", "replay", "probes"],
@@ -189,7 +189,7 @@ def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
         assert s.status == "ok" and s.action_type == "navigate"  # parsed from the whole reply
         assert len(s.reply) == REPLY_CAP and s.reply == huge[:REPLY_CAP]
         assert s.error == f"reply cut to {REPLY_CAP} of {len(huge)} characters where stored"
-    from vismem.pipelines.answercache import capped
+    from vismem.pipelines.memshot.answercache import capped
 
     df = capped(pl.DataFrame({"prediction": ["short", huge, None]}))
     assert df["answer_truncated"].to_list() == [False, True, False]
@@ -198,7 +198,7 @@ def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
 
 def test_probe_step_logs_are_capped():
     from vismem.agents.records import REPLY_CAP
-    from vismem.pipelines.jobs.probes import _capped_step
+    from vismem.pipelines.dmv.probes_job import _capped_step
 
     step = {"status": "ok", "reply": "x" * (REPLY_CAP + 10)}
     out = _capped_step(step)

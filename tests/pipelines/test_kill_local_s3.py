@@ -75,7 +75,7 @@ def _done_markers(mark: str, slug: str) -> int:
 
 
 def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orphan(tmp_path, ray_local):
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     # Reference: a clean run of the same sessions (same backend and protocol: same cache slug).
     ref_cfg = load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "ref-runs"),

@@ -54,7 +54,7 @@ def test_banks_follow_the_replay_rules(first_run):
 def test_probes_table_counts_and_no_memory_scores_zero(first_run):
     from vismem.analysis.schemas import validate
     from vismem.core.store import Store
-    from vismem.pipelines.chains import chain_steps, plan_chains
+    from vismem.pipelines.dmv.chains import chain_steps, plan_chains
 
     tmp, cfg, out = first_run
     pr = out["probes"]
@@ -159,7 +159,7 @@ def test_catalogue_captioner_reads_the_runs_data_dir(tmp_path, shared_dir):
 
     from vismem.memory.agent.captioner import CAPTIONERS
     from vismem.memory.agent.features import spec_key
-    from vismem.pipelines.chains import architecture_specs
+    from vismem.pipelines.dmv.chains import architecture_specs
 
     data = tmp_path / "moved"
     shutil.copytree(shared_dir / "data" / "dmv-bench", data / "dmv-bench")

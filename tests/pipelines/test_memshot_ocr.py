@@ -24,7 +24,7 @@ def conv(shared_dir):
 
 
 def _units(store, conv, variant="memshot"):
-    from vismem.pipelines.jobs.render import render_units, units_frame
+    from vismem.pipelines.memshot.render import render_units, units_frame
 
     out = render_units(store, [conv], variant, None, f"runs/t/memshot/locomo/{variant}", use_ray=False)
     return units_frame(store, [out["prefix"]])
@@ -34,7 +34,7 @@ def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv)
     from vismem.memory.dialogue.pixels import cache_key
     from vismem.analysis.memshot_sections import readrate_table
     from vismem.memory.dialogue.readrate import unit_readings
-    from vismem.pipelines.jobs.ocr import read_shots, session_rows
+    from vismem.pipelines.memshot.ocr import read_shots, session_rows
 
     units = _units(file_store, conv)
     assert len(session_rows(units)) == 2 and units.height >= 6
@@ -48,7 +48,7 @@ def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv)
     key = cache_key(build_embedder(SPEC).ocr_key, png)
     assert file_store.get_bytes(key).decode() == first["ocr_text"][0]
     # Every shot cached: no reader is built (no actor, no model), on Ray or not.
-    import vismem.pipelines.jobs.ocr as ocr_job
+    import vismem.pipelines.memshot.ocr as ocr_job
 
     def no_reader(*a, **k):
         raise AssertionError("a reader was built for fully cached shots")
@@ -73,9 +73,9 @@ def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv)
 def test_stage_turns_shots_into_pixel_text(file_store, conv):
     """``_pixel_text``: image units become ``ocr`` rows holding the OCR text, text units are left
     alone, the read rate is written per shot and summarised per variant."""
-    from vismem.pipelines.configs.memshot import MemShotConfig
-    from vismem.pipelines.configs.store import RayConfig
-    from vismem.pipelines.stages.memshot_steps import pixel_text as _pixel_text
+    from vismem.pipelines.memshot.config import MemShotConfig
+    from vismem.pipelines.settings import RayConfig
+    from vismem.pipelines.memshot.steps import pixel_text as _pixel_text
 
     units = pl.concat([_units(file_store, conv), _units(file_store, conv, "no-render")], how="diagonal_relaxed")
     cfg = SimpleNamespace(memshot=MemShotConfig(image_embedder=SPEC, ocr_on_ray=False), ray=RayConfig())

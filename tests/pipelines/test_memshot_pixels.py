@@ -50,7 +50,7 @@ def _ctx(store, tmp_path, path) -> RunContext:
 
 def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_local, tmp_path, locomo_cut):
     from vismem.analysis.report import headline, load_results, report_run
-    from vismem.pipelines.stages import memshot
+    from vismem.pipelines.memshot import stage as memshot
 
     ctx = _ctx(file_store, tmp_path, locomo_cut)
     summary = memshot.run(ctx)
@@ -100,7 +100,7 @@ def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_loc
     import json
     import re
 
-    from vismem.pipelines.viewers import sample_page
+    from vismem.pipelines.report.viewers import sample_page
 
     page = sample_page(file_store, ctx.config.run_id, tables, ctx.manifest.data)
     data = json.loads(re.search(r'<script type="application/json" id="sdata">(.*?)</script>', page, re.S)[1])

@@ -9,7 +9,7 @@ from PIL import Image
 
 from vismem.env.dialogue import load_locomo
 from vismem.core.errors import ConfigError
-from vismem.pipelines.jobs.render import (
+from vismem.pipelines.memshot.render import (
     INPUT_COLUMNS,
     OUTPUT_COLUMNS,
     SCHEMA_VERSION,
@@ -83,8 +83,8 @@ def test_text_variant_in_process(file_store, small):
 
 
 def test_render_all_from_config(file_store, shared_dir):
-    from vismem.pipelines.configs.memshot import MemShotConfig
-    from vismem.pipelines.jobs.render import load_conversations, render_all
+    from vismem.pipelines.memshot.config import MemShotConfig
+    from vismem.pipelines.memshot.render import load_conversations, render_all
 
     cfg = MemShotConfig(conversations=1, variants=("no-render", "text-rag"))
     convs = load_conversations(cfg, shared_dir / "data")
@@ -100,12 +100,12 @@ def test_run_render_job_for_the_stage(file_store, shared_dir):
     """The stage's entry point: units frame (modality, image_key) and render seconds."""
     from types import SimpleNamespace
 
-    from vismem.pipelines.configs.memshot import MemShotConfig
-    from vismem.pipelines.jobs.render import run_render_job
+    from vismem.pipelines.memshot.config import MemShotConfig
+    from vismem.pipelines.memshot.render import run_render_job
 
     cfg = SimpleNamespace(memshot=MemShotConfig(conversations=1, variants=("no-render", "text-rag")), ray=None)
     ctx = SimpleNamespace(config=cfg, store=file_store, data_dir=shared_dir / "data", run_prefix="runs/r2")
-    import vismem.pipelines.jobs.render as mr
+    import vismem.pipelines.memshot.render as mr
 
     orig = mr.render_all
     mr.render_all = lambda *a, **k: orig(*a, **k, use_ray=False)  # the Ray path is covered above

@@ -28,7 +28,7 @@ def _ctx(store, tmp_path, memshot: dict) -> RunContext:
 
 def test_stage_recall_on_ray_and_s3(s3_store, ray_local, tmp_path):
     """Default real-parts test: render job + Ray Data MiniLM actor + weed S3 + recall table."""
-    from vismem.pipelines.stages import memshot
+    from vismem.pipelines.memshot import stage as memshot
 
     ctx = _ctx(s3_store, tmp_path, {"dataset": "locomo", "conversations": 1, "variants": ["text-rag", "no-render"],
                                     "k": [5, 10], "embed_on_ray": True})
@@ -56,7 +56,7 @@ def test_stage_recall_on_ray_and_s3(s3_store, ray_local, tmp_path):
 
 def test_stage_answers_and_judge_via_local_openai_server(file_store, ray_local, tmp_path):
     """Answers + judge from scripted HTTP endpoints; malformed replies are rows, not crashes."""
-    from vismem.pipelines.stages import memshot
+    from vismem.pipelines.memshot import stage as memshot
 
     answerer = ScriptedVLM(["7 May 2023", MALFORMED_TEXT, "a sunrise painting"], label="answers")
     judge = ScriptedVLM(['Same topic.\n{"label": "CORRECT"}', '{"label": "WRONG"}', "no label here"], label="judge")
@@ -89,7 +89,7 @@ def test_stage_answers_and_judge_via_local_openai_server(file_store, ray_local, 
 
 
 def test_cli_hooks_build_overrides():
-    from vismem.pipelines.stages import memshot
+    from vismem.pipelines.memshot import stage as memshot
 
     p = argparse.ArgumentParser()
     memshot.add_cli_args(p)
@@ -110,7 +110,7 @@ def test_cli_hooks_build_overrides():
 def test_stage_shots_with_tiny_qwen3vl_embedder_and_image_answers(s3_store, ray_local, tmp_path):
     """Image units end to end: rendered shots → tiny random Qwen3-VL embedder on a Ray actor →
     shots sent as images to the answering endpoint (a stand-in that reports what it received)."""
-    from vismem.pipelines.stages import memshot
+    from vismem.pipelines.memshot import stage as memshot
 
     answerer = ScriptedVLM(fn="describe", label="describe")
     with LocalOpenAIServer(answerer, model_id="scripted-describe") as a:
@@ -129,7 +129,7 @@ def test_stage_shots_with_tiny_qwen3vl_embedder_and_image_answers(s3_store, ray_
 
 def test_stage_resumes_answers_and_embeddings(file_store, ray_local, tmp_path):
     """A re-run reuses cached embeddings and final answers; transport errors are retried."""
-    from vismem.pipelines.stages import memshot
+    from vismem.pipelines.memshot import stage as memshot
 
     flaky = ScriptedVLM(["an answer"], label="flaky", fail_first=2, fail_status=503)
     with LocalOpenAIServer(flaky, model_id="flaky") as a:
@@ -173,8 +173,8 @@ def test_locomo_adversarial_behind_a_flag(shared_dir):
     """Category 5 is left out by default and asked as the official multiple choice on request."""
     from vismem.env.dialogue import load_locomo
     from vismem.memory.dialogue.datasets.locomo import NOT_MENTIONED
-    from vismem.pipelines.configs.memshot import MemShotConfig
-    from vismem.pipelines.stages.memshot import _questions
+    from vismem.pipelines.memshot.config import MemShotConfig
+    from vismem.pipelines.memshot.stage import _questions
 
     convs = load_locomo(shared_dir / "data/locomo/locomo10.json")[:1]
     default = _questions(convs, MemShotConfig())
@@ -189,7 +189,7 @@ def test_locomo_adversarial_behind_a_flag(shared_dir):
 def test_memories_beside_variants_adapter_text_rag_equals_batch(file_store, ray_local, tmp_path):
     """A DialogueMemory adapter goes through the same recall/latency path: Text RAG built
     in-process ranks exactly as the batch Text RAG; the MemOCR stand-in's shots land in the store."""
-    from vismem.pipelines.stages import memshot
+    from vismem.pipelines.memshot import stage as memshot
 
     ctx = _ctx(file_store, tmp_path, {
         "dataset": "locomo", "conversations": 1, "variants": ["text-rag"], "k": [5, 10], "embed_on_ray": False,
@@ -208,7 +208,7 @@ def test_memories_beside_variants_adapter_text_rag_equals_batch(file_store, ray_
     assert ctx.manifest.data["components"]["memshot.memories[0]"]["name"] == "text-rag"
     # Each (memory, conversation) is a cached unit: a re-run builds no memory and reports the same
     # recall and the latency measured when the unit ran.
-    import vismem.pipelines.stages.memshot_steps as steps
+    import vismem.pipelines.memshot.steps as steps
 
     def no_build(*a, **k):
         raise AssertionError("memory rebuilt on a re-run")
@@ -229,7 +229,7 @@ def test_memories_beside_variants_adapter_text_rag_equals_batch(file_store, ray_
 
 
 def test_fig4b_unit_size_of_each_variant():
-    from vismem.pipelines.stages.memshot_steps import with_unit_size
+    from vismem.pipelines.memshot.steps import with_unit_size
 
     names = ["memshot", "no-header", "no-render", "h512", "h512-no-render", "h1024", "full-session",
              "full-session-no-render", "text-rag"]

@@ -3,7 +3,7 @@ bytes handed back are the store's, and the cache stays within its byte bound."""
 
 from __future__ import annotations
 
-from vismem.pipelines.jobs.probes import BlobCache
+from vismem.pipelines.dmv.probes_job import BlobCache
 
 
 def test_each_blob_is_read_once_and_the_bytes_are_the_stores(tmp_path):

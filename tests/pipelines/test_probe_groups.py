@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vismem.pipelines.jobs.probes import unit_groups
+from vismem.pipelines.dmv.probes_job import unit_groups
 
 
 def _units(chains: int, per_chain: int) -> list[dict]:

@@ -12,7 +12,7 @@ from vismem.core.store import Store
 
 
 def _render(store, monkeypatch, threads: int, lean: bool):
-    import vismem.pipelines.jobs.render as render
+    import vismem.pipelines.memshot.render as render
     from vismem.env.dialogue import load_locomo
     from vismem.memory.dialogue.variants import load_variant
     from vismem.pipelines.config import RunConfig

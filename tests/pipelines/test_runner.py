@@ -21,9 +21,9 @@ def _probe_stage(ctx):
 
 
 def test_local_s3_run_writes_manifest_and_resumes(tmp_path, ray_local, monkeypatch):
-    import vismem.pipelines.stages as stages
+    import vismem.pipelines.stage as stages
 
-    from vismem.pipelines.stages import Stage
+    from vismem.pipelines.stage import Stage
 
     monkeypatch.setattr(stages, "get_stage", lambda name: Stage(name, None, _probe_stage))
     cfg = load_config(overrides={"stages": ["report"], "runs_dir": str(tmp_path / "runs"), "seed": 11})
@@ -51,7 +51,7 @@ def test_unknown_stage_fails_before_anything_starts(tmp_path):
 
 
 def test_partial_stage_is_recorded_and_later_stages_still_run(tmp_path, ray_local, monkeypatch):
-    import vismem.pipelines.stages as stages
+    import vismem.pipelines.stage as stages
 
     calls = []
 

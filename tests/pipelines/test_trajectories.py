@@ -6,7 +6,7 @@ import io
 
 import polars as pl
 
-from vismem.pipelines.trajectories import BLOB_ROOT, TrajectoryCache, slugify
+from vismem.pipelines.dmv.trajectories import BLOB_ROOT, TrajectoryCache, slugify
 from vismem.agents.records import SessionResult, StepRecord, product_hash, steps_table, style_of_hash
 
 

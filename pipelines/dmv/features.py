@@ -99,7 +99,7 @@ def ensure_features(store: Any, architectures: Iterable[Any], observations: Iter
     """Load, and compute where missing, every feature ``architectures`` read for ``observations``.
 
     ``compute(fs, items) -> (values, failures)`` runs one feature spec over items (the Ray Data
-    job or an in-process loop, :mod:`vismem.pipelines.jobs.features`); items are
+    job or an in-process loop, :mod:`vismem.pipelines.dmv.features_job`); items are
     ``{"content_id", "image_key", "url_hash", "text"}``. Returns the loaded
     ``vismem.memory.agent.FeatureTables`` and what was done. Failed items are not stored (a re-run
     retries them) and are listed in the stats.

@@ -19,7 +19,7 @@ model variant from ``serve/models/`` by name: ``qwen2.5-vl-7b``, ``gemini-2.5-fl
 
 What it does: lists every ``(backend, seed, j)`` key, drops those whose trajectory is already
 cached (``trajectories/<backend-slug>/<seed>/<j>.done.json``), and runs the rest on a pool of
-Ray actors (:class:`vismem.pipelines.jobs.encode.EncodeWorker`), each with its own storefront and
+Ray actors (:class:`vismem.pipelines.dmv.encode_job.EncodeWorker`), each with its own storefront and
 browser; sessions of one key never depend on J, so a longer chain runs only its new sessions and
 a killed run resumes. Output: ``runs/<run_id>/results/encoding.parquet`` (the analysis
 ``encoding`` schema: one row per session, ``j`` 1-based = official index + 1, plus the backend's
@@ -32,7 +32,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.stages import Stage
+from vismem.pipelines.stage import Stage
+from vismem.pipelines.dmv.protocol import image_source, options, plan
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -80,7 +81,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def check(config: Any) -> None:
     """Every backend spec resolves and the env kind exists (ConfigError naming the field)."""
-    from vismem.pipelines.jobs.encode import resolve_spec
+    from vismem.pipelines.dmv.protocol import resolve_spec
 
     if not config.encode.enabled:
         return
@@ -92,70 +93,9 @@ def check(config: Any) -> None:
         IMAGE_SOURCES.check(config.encode.images, field="encode.images", injected=("catalog",))
 
 
-def images_identity(config: Any) -> Any:
-    """What the served pixels are, for the cache key: the catalogue image prefix, or the spec."""
-    if config.encode.images != "catalog":
-        return config.encode.images
-    from vismem.pipelines.context import catalog_from_config
-    from vismem.pipelines.stages.catalog import image_params, params_hash
-
-    return f"catalog/{params_hash(image_params(config.catalog, catalog_from_config(config).variants))}"
-
-
-def image_source(ctx: Any) -> Any:
-    """The image-source spec the workers' storefronts use (see ``EncodeConfig.images``)."""
-    cfg = ctx.config
-    if cfg.encode.images != "catalog":
-        return cfg.encode.images
-    from vismem.pipelines.stages.catalog import source_spec
-
-    pointer_key = f"{ctx.run_prefix}/catalog.json"
-    if ctx.store.exists(pointer_key):
-        pointer = ctx.store.get_json(pointer_key)
-        # Only a complete image set (a `catalog.limit` run stores just the first N products).
-        if (pointer.get("prefix") == images_identity(cfg) and pointer.get("serve_spec")
-                and pointer.get("variants", 0) >= 1000):
-            spec = pointer["serve_spec"]
-            st = ctx.store.spec
-            if ctx.store.is_s3:  # workers may not share the driver's environment
-                spec = {"name": spec["name"], "args": {**spec["args"], "endpoint_url": st.endpoint_url,
-                                                        "region": st.region, "access_key": st.access_key,
-                                                        "secret_key": st.secret_key}}
-            return spec
-    return source_spec(cfg.catalog)
-
-
-def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, int, int]]]:
-    """Resolved backend specs, their cache slugs and every ``(backend index, seed, j)`` key."""
-    from vismem.pipelines.jobs.encode import cache_slug, protocol_settings, resolve_spec
-
-    enc = config.encode
-    specs = [resolve_spec(s, config.seed) for s in enc.backends]
-    catalog_data = {k: v for k, v in config.input_digests().items() if k.startswith("dmv-bench/")}
-    proto = protocol_settings(options(config), observation=enc.observation, images=images_identity(config),
-                              colour_order=config.catalog.colour_order, catalog_seed=config.seed,
-                              catalog_data=catalog_data)
-    slugs = [cache_slug(s, proto) for s in specs]
-    if len(set(slugs)) != len(slugs):
-        from vismem.core.errors import ConfigError
-
-        raise ConfigError(f"encode.backends has duplicate backends: {slugs}")
-    first = config.seed if enc.first_seed is None else enc.first_seed
-    seeds = [first + i for i in range(enc.chains)]
-    keys = [(b, s, j) for b in range(len(specs)) for s in seeds for j in range(enc.J)]
-    return specs, slugs, keys
-
-
-def options(config: Any) -> Any:
-    from vismem.agents.session import SessionOptions
-
-    enc = config.encode
-    return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)
-
-
 def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> dict[str, Any]:
     """Constructor kwargs of :class:`EncodeWorker` for this run."""
-    from vismem.pipelines.jobs.encode import env_factory
+    from vismem.pipelines.dmv.protocol import env_factory
 
     cfg = ctx.config
     return {"store": ctx.store, "backends": specs, "slugs": slugs, "data_dir": ctx.worker_data_dir,
@@ -170,7 +110,7 @@ def run_keys(ctx: Any, specs: list[dict[str, Any]], slugs: list[str],
     """Run the pending keys on Ray actors; one output row per key."""
     import ray.data
 
-    from vismem.pipelines.jobs.encode import EncodeWorker
+    from vismem.pipelines.dmv.encode_job import EncodeWorker
     from vismem.pipelines.rayctx import actor_pool
 
     if not todo:
@@ -222,7 +162,7 @@ def table3(df: Any) -> list[dict[str, Any]]:
 def run(ctx: "RunContext") -> dict[str, Any]:
     """Encode every pending session, then write the run's ``encoding`` result table."""
     from vismem.analysis.schemas import result_key, write_results
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     enc = ctx.config.encode
     if not enc.enabled:

@@ -36,7 +36,7 @@ def arch_key(arch_spec: dict[str, Any], recaller: dict[str, Any], protocol: dict
     transport args removed), the recalling VLM's spec and the recall protocol settings."""
     from vismem.memory.agent.features import content_key
 
-    from vismem.pipelines.jobs.encode import TRANSPORT_ARGS
+    from vismem.pipelines.dmv.protocol import TRANSPORT_ARGS
 
     from vismem.core.secrets import drop_secrets
 

@@ -3,9 +3,9 @@
 ``write_viewers`` writes beside the report, under ``runs/<id>/report/``:
 
 * ``trajectories.html`` (DMV-Bench): every encoding session of the run's ``encoding`` table from
-  the trajectory cache (:mod:`vismem.pipelines.trajectories`), observation images from ``blobs/``, and
+  the trajectory cache (:mod:`vismem.pipelines.dmv.trajectories`), observation images from ``blobs/``, and
   every probe of the ``probes`` table with its step log from the probe cache
-  (:mod:`vismem.pipelines.probecache`);
+  (:mod:`vismem.pipelines.dmv.probecache`);
 * ``samples.html`` (MemShot): the run's ranking (``runs/<id>/memshot/ranked.parquet``), its
   units and shots, the questions (re-read from the dataset the manifest names, else from the
   result tables) and, when present, the answers and judge verdicts.
@@ -36,7 +36,7 @@ MAX_QUESTIONS = 2_000
 
 def _steps(store: Any, enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame | None:
     """Every step of the run's encoding sessions, ``j`` 1-based as in the encoding table."""
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     parts = []
     for slug, seed, j in enc.select("backend", "seed", "j").unique().sort("backend", "seed", "j").iter_rows():
@@ -52,7 +52,7 @@ def _steps(store: Any, enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame
 
 def _probe_logs(store: Any, probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None]]:
     """``(chain_slug, seed, arch_key, probe_id, recall_session) -> (log JSON, target hash)``."""
-    from vismem.pipelines.probecache import ProbeCache
+    from vismem.pipelines.dmv.probecache import ProbeCache
 
     out: dict[tuple, tuple[str, str | None]] = {}
     for slug, seed, key in probes.select("chain_slug", "seed", "arch_key").unique().sort(pl.all()).iter_rows():
@@ -105,7 +105,7 @@ def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame])
         from vismem.memory.dialogue.retrieval import questions_frame
         from vismem.pipelines.config import load_config
         from vismem.pipelines.context import resolve_data_dir
-        from vismem.pipelines.jobs.render import load_conversations
+        from vismem.pipelines.memshot.render import load_conversations
 
         cfg = load_config(None, overrides=(manifest or {})["config"])
         return questions_frame(load_conversations(cfg.memshot, resolve_data_dir(cfg)), scored_only=False)

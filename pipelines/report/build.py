@@ -1,21 +1,8 @@
-"""The ``report`` stage: score whatever result tables the run has, write the viewers and the report.
-
-Reads ``runs/<run_id>/results/<kind>.parquet`` (kinds and columns: ``vismem.analysis.schemas``), writes
-the static viewers (``vismem.pipelines.viewers``: ``trajectories.html`` for DMV-Bench sessions and
-probes, ``samples.html`` for MemShot questions) and then ``runs/<run_id>/report/index.html``,
-``summary.md``, ``figures/`` and ``tables/``; report rows link to the viewers. Sections without
-data are listed in one line at the end; a malformed table or a failed viewer is reported, not
-fatal.
-"""
+"""Building a run's report and viewers: shared by the ``report`` stage and ``vismem report``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from vismem.pipelines.stages import Stage
-
-if TYPE_CHECKING:
-    from vismem.pipelines.context import RunContext
+from typing import Any
 
 
 def options_from(config: Any) -> Any:
@@ -36,7 +23,7 @@ def build(store: Any, run_id: str, *, options: Any, manifest: dict[str, Any] | N
     plus ``viewers`` (store URLs) and ``viewer_errors``.
     """
     from vismem.analysis.report import load_results, report_run
-    from vismem.pipelines.viewers import write_viewers
+    from vismem.pipelines.report.viewers import write_viewers
 
     written: dict[str, str] = {}
     errors: dict[str, str] = {}
@@ -47,17 +34,3 @@ def build(store: Any, run_id: str, *, options: Any, manifest: dict[str, Any] | N
     if errors:
         summary["viewer_errors"] = errors
     return summary
-
-
-def run(ctx: "RunContext") -> dict[str, Any]:
-    """Build and write the run's viewers and report; returns what was found and where it is."""
-    if not ctx.config.report.enabled:
-        return {"status": "disabled"}
-    manifest = getattr(ctx.manifest, "data", None)
-    summary = build(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest)
-    ctx.logger.info("report: %s (found %s; viewers %s)", summary["html"], ", ".join(summary["found"]) or "no results",
-                    ", ".join(summary.get("viewers", {})) or "none")
-    return summary
-
-
-STAGE = Stage(name="report", section="report", run=run)

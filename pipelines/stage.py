@@ -1,21 +1,10 @@
-"""The stages of a run: one :class:`Stage` contract and one registry, in run order.
+"""The stage contract: one :class:`Stage` per stage module, found through the stage table.
 
-Each stage module (``pipelines/stages/<name>.py``) defines ``STAGE = Stage(...)``: its name,
-the config section it reads, its ``vismem run`` flags, a ``check`` that validates the config's
-components before any work starts, and ``run(ctx) -> summary``. :data:`STAGE_ORDER` is the one
-list of stages; the run config, the runner and the CLI all read it. Modules load on use so the
-CLI starts fast.
-
-============  ==========================================================================
-stage         what it does (module)
-============  ==========================================================================
-memshot       render dialogue shots, retrieve, recall@k, answers and judge (``memshot``)
-catalog       the storefront catalogue's 2,000 product images (``catalog``)
-encode        agents browse chains of sessions; the trajectory cache (``encode``)
-replay        features computed once; every memory architecture's banks from the trajectories
-probes        recall probes by reach over the replayed banks (``probes``)
-report        Polars scoring, statistics, figures, HTML/Markdown report (``report``)
-============  ==========================================================================
+Each stage module (listed in :mod:`vismem.pipelines.stage_order`) defines ``STAGE = Stage(...)``:
+its name, the config section it reads, its ``vismem run`` flags, a ``check`` that validates the
+config's components before any work starts, and ``run(ctx) -> summary``. Modules load on use so
+the CLI starts fast. Stages never import one another: what two stages share lives in their
+wing's protocol or cache modules.
 """
 
 from __future__ import annotations
@@ -26,12 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from vismem.core.errors import ConfigError
+from vismem.pipelines.stage_order import STAGE_MODULES, STAGE_ORDER
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
-
-#: Every stage, in the order a run executes them (each is ``vismem.pipelines.stages.<name>``).
-STAGE_ORDER: tuple[str, ...] = ("memshot", "catalog", "encode", "replay", "probes", "report")
 
 
 def _no_flags(parser: argparse.ArgumentParser) -> None:
@@ -77,9 +64,9 @@ def get_stage(name: str) -> Stage:
     """The stage called ``name`` (ConfigError naming the allowed stages otherwise)."""
     if name not in STAGE_ORDER:
         raise ConfigError(f"unknown stage {name!r}; allowed: {', '.join(STAGE_ORDER)}")
-    stage = importlib.import_module(f"vismem.pipelines.stages.{name}").STAGE
+    stage = importlib.import_module(STAGE_MODULES[name]).STAGE
     if stage.name != name:
-        raise RuntimeError(f"vismem.pipelines.stages.{name} defines stage {stage.name!r}")
+        raise RuntimeError(f"{STAGE_MODULES[name]} defines stage {stage.name!r}")
     return stage
 
 

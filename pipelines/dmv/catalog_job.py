@@ -1,6 +1,6 @@
 """Ray Data job: render (or read back) catalogue product images and upload them from the workers.
 
-Input rows come from :func:`vismem.pipelines.stages.catalog.plan_rows` (one per product variant: what
+Input rows come from :func:`plan_rows` (one per product variant: what
 to render and the two store keys); each task builds the image source once, renders its batch
 with and without cue, and uploads both images straight from the worker (with_cue last: its
 presence marks the row done). One output row per input row: keys, byte sizes, sha256 and the
@@ -139,3 +139,23 @@ def generate(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], cf
     if len(results) != len(rows):  # one output row per input row, or the job is broken
         raise RuntimeError(f"catalog job returned {len(results)} rows for {len(rows)} variants")
     return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in results]
+
+
+_EXT = {"png": "png", "jpeg": "jpg", "webp": "webp"}
+
+
+def _key(prefix: str, rel_png: str, fmt: str) -> str:
+    rel = rel_png[: -len(".png")] + "." + _EXT[fmt] if fmt != "png" else rel_png
+    return f"{prefix}/{rel}"
+
+
+def plan_rows(variants: Any, prefix: str, fmt: str, existing: set[str]) -> list[dict[str, Any]]:
+    """One job row per variant: what to render and where; ``exists`` when both images are stored."""
+    rows = []
+    for v in variants:
+        cue_key, base_key = _key(prefix, v.image_path, fmt), _key(prefix, v.base_image_path, fmt)
+        rows.append({"url_hash": v.url_hash, "cat": v.cat, "style": v.style, "idx": v.idx,
+                     "cue_object": v.cue_object, "cue_color": v.cue_color, "image_idx": v.image_idx,
+                     "with_cue_key": cue_key, "base_key": base_key,
+                     "exists": cue_key in existing and base_key in existing})
+    return rows

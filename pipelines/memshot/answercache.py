@@ -16,7 +16,7 @@ def check_dataset_file(config: Any) -> None:
     """The dataset file exists (a DataError naming it, before anything is rendered)."""
     from vismem.core.errors import DataError
     from vismem.pipelines.context import resolve_data_dir
-    from vismem.pipelines.jobs.render import dataset_path
+    from vismem.pipelines.memshot.render import dataset_path
 
     path = dataset_path(config.memshot, resolve_data_dir(config))
     if not path.is_file():

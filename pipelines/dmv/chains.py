@@ -1,7 +1,7 @@
 """What the DMV-Bench memory stages share: the run's chains, their observations, its architectures.
 
 A *chain* is one browsing back-end's sessions of one seed in the trajectory cache
-(``vismem.pipelines.trajectories``); the ``replay`` and ``probes`` stages read the chains the
+(``vismem.pipelines.dmv.trajectories``); the ``replay`` and ``probes`` stages read the chains the
 ``encode`` stage planned (same back-end specs and cache slugs, same seeds), session ``j`` for
 ``j < encode.J``, and turn their step rows into memory observations
 (``vismem.memory.agent.observations_from_steps``).
@@ -10,7 +10,10 @@ A *chain* is one browsing back-end's sessions of one seed in the trajectory cach
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vismem.pipelines.context import RunContext
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,7 @@ class Chain:
 
 def plan_chains(config: Any) -> list[Chain]:
     """Every chain of the run's encode plan, in plan order."""
-    from vismem.pipelines.stages.encode import plan
+    from vismem.pipelines.dmv.protocol import plan
 
     _, slugs, keys = plan(config)
     seen: dict[tuple[int, int], None] = {}
@@ -35,7 +38,7 @@ def plan_chains(config: Any) -> list[Chain]:
 
 def missing_sessions(store: Any, chains: list[Chain], J: int) -> list[tuple[str, int, int]]:
     """``(slug, seed, j)`` of sessions ``j < J`` that are not in the trajectory cache."""
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     out = []
     for slug in dict.fromkeys(c.slug for c in chains):
@@ -48,7 +51,7 @@ def chain_steps(store: Any, chain: Chain, J: int) -> Any:
     """The step rows of a chain's sessions ``0..J-1`` as one Polars frame (session, then step)."""
     import polars as pl
 
-    from vismem.pipelines.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     cache = TrajectoryCache(store, chain.slug)
     return pl.concat([cache.read_steps(chain.seed, j) for j in range(J)], how="vertical_relaxed")
@@ -136,3 +139,17 @@ def variant_info(arch: Any) -> dict[str, Any]:
         v = load_variant(name)
         return {"study": v.study, "also": list(v.also), "labels": dict(v.labels)}
     return {"study": "main", "also": [], "labels": {}}
+
+
+def load_run_chains(ctx: "RunContext") -> dict[Any, list[Any]]:
+    """``{Chain: observations}`` of the run (ConfigError naming missing sessions)."""
+    from vismem.core.errors import ConfigError
+
+    J = ctx.config.encode.J
+    chains = plan_chains(ctx.config)
+    missing = missing_sessions(ctx.store, chains, J)
+    if missing:
+        shown = ", ".join(f"{s} seed {seed} j={j}" for s, seed, j in missing[:5])
+        raise ConfigError(f"replay needs {len(missing)} encoding session(s) the trajectory cache lacks ({shown}"
+                          f"{', ...' if len(missing) > 5 else ''}); run the encode stage first")
+    return {c: chain_observations(ctx.store, c, J) for c in chains}

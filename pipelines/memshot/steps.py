@@ -1,4 +1,4 @@
-"""The MemShot stage's issue-13 steps, kept apart from its core loop (``vismem.pipelines.stages.memshot``).
+"""The MemShot stage's issue-13 steps, kept apart from its core loop (``vismem.pipelines.memshot.stage``).
 
 * :func:`pixel_text` — a pixel reader's OCR job, the read rate per variant, and the ``ocr``
   rows it embeds (MemShot recall from pixels, locally);
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vismem.pipelines.stages import memshot as ms
+from vismem.pipelines.memshot.retrieve import SUMMARY_SCHEMA_VERSION, dataset_name, embedder_label, max_heights, retrieve_units
 
 
 def adversarial_choices(qs: Any) -> Any:
@@ -48,7 +48,7 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
     import polars as pl
 
     from vismem.memory.dialogue.readrate import unit_readings
-    from vismem.pipelines.jobs.ocr import read_shots
+    from vismem.pipelines.memshot.ocr import read_shots
     from vismem.serve.embed import EMBEDDERS
     from vismem.serve.embedders.ocr import is_pixel_reader
 
@@ -68,8 +68,8 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
     read = images.with_columns(unit_item_id()).join(ocr, on="item_id", how="left", maintain_order="left")
     readings = unit_readings(conversations, read)
     ctx.store.write_table(f"{ctx.run_prefix}/results/memshot_readrate.parquet",
-                          readings.with_columns(pl.lit(ms._dataset(cfg)).alias("dataset")),
-                          schema_version=ms.SUMMARY_SCHEMA_VERSION)
+                          readings.with_columns(pl.lit(dataset_name(cfg)).alias("dataset")),
+                          schema_version=SUMMARY_SCHEMA_VERSION)
     rates = _rates(readings)
     out = units.with_columns(unit_item_id()).join(ocr.select("item_id", "ocr_text"), on="item_id",
                                                   how="left", maintain_order="left")
@@ -77,7 +77,7 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
         pl.when(pl.col("ocr_text").is_not_null()).then(pl.lit("ocr")).otherwise(pl.col("modality")).alias("modality"),
         pl.coalesce(pl.col("ocr_text"), pl.col("text")).alias("text")).drop("item_id", "ocr_text")
     seconds = read.select("variant", "conversation_id", pl.col("ocr_s").alias("embed_s"),
-                          pl.lit(ms.embedder_label(spec)).alias("embedder"))
+                          pl.lit(embedder_label(spec)).alias("embedder"))
     return out, {"seconds": seconds, "ocr": job, "read_rate": rates}
 
 
@@ -94,10 +94,10 @@ def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
     parts = []
     for i, raw in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
         spec = EMBEDDERS.resolve(raw, field=f"memshot.extra_retrievers[{i}]")
-        ranked, _secs, name = ms._retrieve(ctx, f"extra_retriever_{i}", spec, units, questions)
+        ranked, _secs, name = retrieve_units(ctx, f"extra_retriever_{i}", spec, units, questions)
         parts.append(evidence_recall(ranked, units, questions, cfg.k).with_columns(
-            pl.lit(ms._dataset(cfg)).alias("dataset"), pl.lit(name).alias("embedder"),
-            pl.col("variant").replace_strict(ms._max_heights(units), default=None, return_dtype=pl.Int64)
+            pl.lit(dataset_name(cfg)).alias("dataset"), pl.lit(name).alias("embedder"),
+            pl.col("variant").replace_strict(max_heights(units), default=None, return_dtype=pl.Int64)
             .alias("max_height")))
     return pl.concat(parts) if parts else pl.DataFrame()
 
@@ -146,7 +146,7 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
               for role in ("text_embedder", "image_embedder") if getattr(cfg, role) is not None}
     unit_rows, ranked_rows, secs, names, no_recall, readings = [], [], [], {}, [], []
     for i, spec in enumerate(specs):
-        base = f"{ctx.run_prefix}/memshot/{ms._dataset(cfg)}/memory-{i}"
+        base = f"{ctx.run_prefix}/memshot/{dataset_name(cfg)}/memory-{i}"
         done = {c.conversation_id: ctx.store.get_json(f"{base}/done/{c.conversation_id}.json")
                 for c in conversations if ctx.store.exists(f"{base}/done/{c.conversation_id}.json")}
         mem, meta = None, next(iter(done.values()), {}).get("memory")
@@ -174,7 +174,7 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
                     unit_rows.append(row)
         if len(unit_rows) > start:  # beside the memory's shots, as a variant's: the sample viewer shows them
             ctx.store.write_table(f"{base}/units.parquet", _unit_frame(unit_rows[start:]),
-                                  schema_version=ms.SUMMARY_SCHEMA_VERSION)
+                                  schema_version=SUMMARY_SCHEMA_VERSION)
     ctx.logger.info("memshot: %d memories, %d units", len(specs), len(unit_rows))
     return {"units": _unit_frame(unit_rows),
             "ranked": pl.DataFrame(ranked_rows, schema={"variant": pl.Utf8, "conversation_id": pl.Utf8,
@@ -207,7 +207,7 @@ def _build_memory(spec: Any, inject: dict[str, Any]) -> tuple[Any, dict[str, Any
     mem = build_memory(spec, **inject)
     emb = getattr(getattr(mem, "embedder", None), "spec", None)
     raw = getattr(mem, "spec", spec)
-    return mem, {"name": mem.name, "label": ms.embedder_label(emb) if emb else mem.name,
+    return mem, {"name": mem.name, "label": embedder_label(emb) if emb else mem.name,
                  "scores_recall": bool(getattr(mem, "scores_recall", True)),
                  "spec": raw.raw() if hasattr(raw, "raw") else raw}
 
@@ -216,7 +216,7 @@ def _memory_conversation(ctx: Any, mem: Any, meta: dict[str, Any], base: str, co
                          k_max: int) -> dict[str, Any]:
     """Ingest one conversation into ``mem`` (timed), store its shots, retrieve for its questions:
     the JSON-able rows of this unit of work."""
-    from vismem.pipelines.jobs.render import shot_key
+    from vismem.pipelines.memshot.render import shot_key
 
     name, cid = meta["name"], conv.conversation_id
     seconds = {"variant": name, "conversation_id": cid, "embed_s": float(mem.ingest(conv)), "embedder": meta["label"]}
@@ -281,10 +281,10 @@ def add_readings(ctx: Any, pixels: dict[str, Any], readings: Any) -> dict[str, A
     if readings is None or readings.height == 0:
         return pixels
     key = f"{ctx.run_prefix}/results/memshot_readrate.parquet"
-    rows = readings.with_columns(pl.lit(ms._dataset(ctx.config.memshot)).alias("dataset"))
+    rows = readings.with_columns(pl.lit(dataset_name(ctx.config.memshot)).alias("dataset"))
     if pixels and ctx.store.exists(key):
         rows = pl.concat([ctx.store.read_table(key).drop("schema_version", strict=False), rows], how="diagonal_relaxed")
-    ctx.store.write_table(key, rows, schema_version=ms.SUMMARY_SCHEMA_VERSION)
+    ctx.store.write_table(key, rows, schema_version=SUMMARY_SCHEMA_VERSION)
     rates = _rates(readings)
     empty = {"shots": 0, "read": 0, "cached": 0, "wall_s": 0.0}
     return {**pixels, "ocr": pixels.get("ocr", empty), "read_rate": {**pixels.get("read_rate", {}), **rates}}

@@ -3,7 +3,7 @@
 One Ray Data row is one *unit*: (chain, architecture, recall session ``j``, probe set); a batch
 is a chain's units (:func:`unit_groups`), so a chain's query embeddings are made once. A worker
 holds a storefront and a page env, the recalling VLMs, the architectures bound to the stored
-features (``vismem.pipelines.features``), and each chain's observations; for a unit it resets the
+features (``vismem.pipelines.dmv.features``), and each chain's observations; for a unit it resets the
 architecture, replays sessions ``0..j`` (cheap: features are cached) and runs the unit's probes
 in the official order (by reach) with ``vismem.agents.recall.run_probe``. The unit's rows are written to
 the probe cache, then its done marker (the commit point): a killed run re-runs only units
@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from vismem.core.failures import UnitFailed, cap_text, check_failed_calls
-from vismem.pipelines.probecache import ProbeCache, probe_rows_table
+from vismem.pipelines.dmv.probecache import ProbeCache, probe_rows_table
 
 log = logging.getLogger("vismem.probes")
 
@@ -73,7 +73,7 @@ class ProbeWorker:
         shop: ``ShopServer.from_data`` kwargs (data_dir, seed, colour_order, images).
         options: ``max_steps``, ``fetch_k``, ``keep_k``, ``max_tokens``, ``J`` (sessions to read), ``mc``,
             ``mc_seed``.
-        env_factory: builds the page env on a shop URL (``vismem.pipelines.jobs.encode.env_factory``).
+        env_factory: builds the page env on a shop URL (``vismem.pipelines.dmv.encode_job.env_factory``).
     """
 
     def __init__(self, store: Any, *, chains: list[dict[str, Any]], recallers: list[dict[str, Any]],
@@ -83,7 +83,7 @@ class ProbeWorker:
         from vismem.memory.agent import InProcessFeatures, build_architecture
         from vismem.memory.agent.features import FeatureTables
         from vismem.memory.agent.tables import TableFeatures
-        from vismem.pipelines.features import load_parts
+        from vismem.pipelines.dmv.features import load_parts
 
         _one_thread()
         self.store = store
@@ -134,7 +134,7 @@ class ProbeWorker:
 
     def observations(self, chain: int) -> list[Any]:
         if chain not in self._obs:
-            from vismem.pipelines.chains import Chain, chain_observations
+            from vismem.pipelines.dmv.chains import Chain, chain_observations
 
             c = self.chains[chain]
             self._obs[chain] = chain_observations(self.store, Chain(c["backend"], c["slug"], c["seed"]),

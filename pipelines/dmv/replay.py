@@ -7,7 +7,7 @@ Usage::
 
 1. **Chains**: the encode plan's (back-end, seed) chains, sessions ``0..encode.J-1`` read from the
    trajectory cache (a missing session is an error naming it: run ``encode`` first).
-2. **Features** (:mod:`vismem.pipelines.features`, :mod:`vismem.pipelines.jobs.features`): the union of what the
+2. **Features** (:mod:`vismem.pipelines.dmv.features`, :mod:`vismem.pipelines.dmv.features_job`): the union of what the
    architectures read — captions (the one captioner), image embeddings, document-text embeddings
    — over the distinct observed images and texts, computed as Ray Data jobs (GPU replicas on a
    cluster) or in the driver for small inputs, and kept content-addressed in the store
@@ -26,7 +26,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from vismem.core.progress import track
-from vismem.pipelines.stages import Stage
+from vismem.pipelines.stage import Stage
+from vismem.pipelines.dmv.chains import load_run_chains
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -47,15 +48,15 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def check(config: Any) -> None:
     """Every architecture (and each component it nests) resolves."""
-    from vismem.pipelines.chains import build_architectures
+    from vismem.pipelines.dmv.chains import build_architectures
 
     if config.memory.enabled:
         build_architectures(config)
 
 
 def feature_computer(ctx: "RunContext") -> Any:
-    """``compute(fs, items)`` for :func:`vismem.pipelines.features.ensure_features` with the run's settings."""
-    from vismem.pipelines.jobs.features import compute_features
+    """``compute(fs, items)`` for :func:`vismem.pipelines.dmv.features.ensure_features` with the run's settings."""
+    from vismem.pipelines.dmv.features_job import compute_features
 
     cfg = ctx.config.memory
     models: dict[str, Any] = {}
@@ -81,29 +82,14 @@ def feature_computer(ctx: "RunContext") -> Any:
     return compute
 
 
-def load_run_chains(ctx: "RunContext") -> dict[Any, list[Any]]:
-    """``{Chain: observations}`` of the run (ConfigError naming missing sessions)."""
-    from vismem.core.errors import ConfigError
-    from vismem.pipelines.chains import chain_observations, missing_sessions, plan_chains
-
-    J = ctx.config.encode.J
-    chains = plan_chains(ctx.config)
-    missing = missing_sessions(ctx.store, chains, J)
-    if missing:
-        shown = ", ".join(f"{s} seed {seed} j={j}" for s, seed, j in missing[:5])
-        raise ConfigError(f"replay needs {len(missing)} encoding session(s) the trajectory cache lacks ({shown}"
-                          f"{', ...' if len(missing) > 5 else ''}); run the encode stage first")
-    return {c: chain_observations(ctx.store, c, J) for c in chains}
-
-
 def run(ctx: "RunContext") -> dict[str, Any]:
     """Compute missing features, replay every chain into every architecture, write the bank table."""
     import polars as pl
 
     from vismem.memory.agent import replay_chain
     from vismem.memory.agent.tables import TableFeatures
-    from vismem.pipelines.chains import build_architectures
-    from vismem.pipelines.features import ensure_features, spec_list
+    from vismem.pipelines.dmv.chains import build_architectures
+    from vismem.pipelines.dmv.features import ensure_features, spec_list
 
     if not ctx.config.memory.enabled:
         return {"status": "disabled"}

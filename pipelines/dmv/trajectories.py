@@ -13,7 +13,7 @@ from scratch and its Parquet object is overwritten (every write is atomic), so a
 any point resumes with no duplicate rows.
 
 The backend slug names the model *and* the protocol settings that change trajectories
-(:func:`vismem.pipelines.jobs.encode.cache_slug`), so a different protocol never reads another's cache.
+(:func:`vismem.pipelines.dmv.encode_job.cache_slug`), so a different protocol never reads another's cache.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
    under a content-addressed prefix ``catalog/<params-hash>/``. The hash covers everything the
    pixels depend on (image source and its arguments, renderer version, size, format, and the
    cue assignment), so different seeds or colour orders never collide and equal ones share.
-2. **Generate** (Ray Data, :mod:`vismem.pipelines.jobs.catalog`): ``from_items(rows) → map_batches``
+2. **Generate** (Ray Data, :mod:`vismem.pipelines.dmv.catalog_job`): ``from_items(rows) → map_batches``
    with fractional CPUs; each batch
    renders its products (with and without cue) and uploads them straight from the worker,
    ``with_cue/<cat>/<style>/NN.png`` and ``base/...`` (the official layout, so the ``store``
@@ -20,12 +20,12 @@ Top-level imports stay light (the CLI imports this module for its flags).
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.stages import Stage
+from vismem.pipelines.stage import Stage
+from vismem.pipelines.dmv.catalog_job import plan_rows
+from vismem.pipelines.dmv.protocol import image_params, params_hash, public_spec, source_spec
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -34,7 +34,6 @@ SCHEMA_VERSION = 1
 #: Columns of ``catalog.parquet`` added to the catalogue's own (Catalog.to_polars()).
 IMAGE_COLUMNS = ("with_cue_key", "base_key", "with_cue_bytes", "base_bytes", "with_cue_sha256",
                  "base_sha256", "depicted_object")
-_EXT = {"png": "png", "jpeg": "jpg", "webp": "webp"}
 
 
 # -- CLI hooks -------------------------------------------------------------------------------------
@@ -60,62 +59,6 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 # -- pure planning ---------------------------------------------------------------------------------
 
-def source_spec(cfg: Any) -> dict[str, Any]:
-    """The image source spec ``{name, args}`` the workers build (size/format folded in for procedural)."""
-    from vismem.env.storefront.imagesource import IMAGE_SOURCES
-
-    resolved = IMAGE_SOURCES.resolve(cfg.image_source, field="catalog.image_source")
-    args = dict(resolved["args"])
-    if resolved["name"] == "procedural":
-        args.setdefault("size", cfg.image_size)
-        args.setdefault("format", cfg.image_format)
-        args.setdefault("compress_level", cfg.png_compress_level)
-    return {"name": resolved["name"], "args": args}
-
-
-def public_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec without credentials (what goes into params.json, the manifest and the pointer;
-    :mod:`vismem.core.secrets` says what a credential is)."""
-    from vismem.core.secrets import drop_secrets
-
-    return {"name": spec["name"], "args": drop_secrets(dict(spec["args"]))}
-
-
-def image_params(cfg: Any, variants: Any) -> dict[str, Any]:
-    """Everything the stored pixels depend on (hashed into the prefix)."""
-    from vismem.env.storefront.images.scene import RENDERER_VERSION
-
-    assignment = "\n".join(f"{v.url_hash}:{v.cat}:{v.style}:{v.idx}:{v.cue_object}:{v.cue_color}:{v.image_idx}"
-                           for v in sorted(variants, key=lambda v: v.url_hash))
-    spec = source_spec(cfg)
-    return {
-        "source": public_spec(spec),
-        "renderer": RENDERER_VERSION if spec["name"] == "procedural" else None,
-        "size": cfg.image_size, "format": cfg.image_format, "png_compress_level": cfg.png_compress_level,
-        "assignment_sha256": hashlib.sha256(assignment.encode()).hexdigest(),
-    }
-
-
-def params_hash(params: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _key(prefix: str, rel_png: str, fmt: str) -> str:
-    rel = rel_png[: -len(".png")] + "." + _EXT[fmt] if fmt != "png" else rel_png
-    return f"{prefix}/{rel}"
-
-
-def plan_rows(variants: Any, prefix: str, fmt: str, existing: set[str]) -> list[dict[str, Any]]:
-    """One job row per variant: what to render and where; ``exists`` when both images are stored."""
-    rows = []
-    for v in variants:
-        cue_key, base_key = _key(prefix, v.image_path, fmt), _key(prefix, v.base_image_path, fmt)
-        rows.append({"url_hash": v.url_hash, "cat": v.cat, "style": v.style, "idx": v.idx,
-                     "cue_object": v.cue_object, "cue_color": v.cue_color, "image_idx": v.image_idx,
-                     "with_cue_key": cue_key, "base_key": base_key,
-                     "exists": cue_key in existing and base_key in existing})
-    return rows
-
 
 def build_table(catalog_df: Any, results: list[dict[str, Any]]) -> Any:
     """The catalogue's columns joined with the job's image columns, in catalogue order."""
@@ -137,7 +80,7 @@ def _check_source(cfg: Any, variants: Any) -> None:
     """Build the configured source once in the driver: unknown names or bad args → ConfigError."""
     from vismem.core.errors import ConfigError
     from vismem.env.storefront.imagesource import build_image_source
-    from vismem.pipelines.jobs.catalog import RowCatalog
+    from vismem.pipelines.dmv.catalog_job import RowCatalog
 
     rows = plan_rows(variants[:1], "check", cfg.image_format, set())
     try:
@@ -174,7 +117,7 @@ def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
     todo = [r for r in rows if r["url_hash"] not in prev]
     ctx.manifest.component("image_source", public_spec(source_spec(cfg)))
     t_job = time.perf_counter()
-    from vismem.pipelines.jobs.catalog import generate
+    from vismem.pipelines.dmv.catalog_job import generate
 
     results = generate(todo, store=store, spec=source_spec(cfg), cfg=cfg, ray_cfg=ctx.config.ray, use_ray=use_ray)
     t_job = time.perf_counter() - t_job

@@ -9,8 +9,8 @@ Usage::
 Probe sets follow the official generator (``vismem.agents.probes``); each probe is one recall episode
 (``vismem.agents.recall``) whose memory block comes from the architecture's bank after session ``j``
 (``vismem.memory.agent.ArchitectureHook``). The work is split into units — (chain, architecture, recall
-session, probe set) — run on a pool of Ray actors (:class:`vismem.pipelines.jobs.probes.ProbeWorker`),
-each with its own storefront and page env, and cached per unit (:mod:`vismem.pipelines.probecache`):
+session, probe set) — run on a pool of Ray actors (:class:`vismem.pipelines.dmv.probes_job.ProbeWorker`),
+each with its own storefront and page env, and cached per unit (:mod:`vismem.pipelines.dmv.probecache`):
 a killed run resumes, adding an architecture runs only its units, and a second J reuses the
 exhaustive probes it shares with the first.
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.stages import Stage
+from vismem.pipelines.stage import Stage
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 def recallers(config: Any) -> list[dict[str, Any]]:
     """The resolved recalling VLM of each encode back-end (``probes.backends`` or the back-ends)."""
-    from vismem.pipelines.jobs.encode import resolve_spec
+    from vismem.pipelines.dmv.protocol import resolve_spec
 
     n = len(config.encode.backends)
     specs = config.probes.backends if config.probes.backends is not None else config.encode.backends
@@ -46,7 +46,7 @@ def recallers(config: Any) -> list[dict[str, Any]]:
 
 def check(config: Any) -> None:
     """The recalling VLMs and every architecture resolve."""
-    from vismem.pipelines.chains import build_architectures
+    from vismem.pipelines.dmv.chains import build_architectures
 
     if config.probes.enabled:
         recallers(config)
@@ -90,9 +90,9 @@ def _protocol(config: Any) -> dict[str, Any]:
 
 def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: list[str],
                   recall: list[dict[str, Any]]) -> dict[str, Any]:
-    from vismem.pipelines.chains import architecture_specs
-    from vismem.pipelines.jobs.encode import env_factory
-    from vismem.pipelines.stages.encode import image_source
+    from vismem.pipelines.dmv.chains import architecture_specs
+    from vismem.pipelines.dmv.protocol import env_factory
+    from vismem.pipelines.dmv.protocol import image_source
 
     cfg = ctx.config
     feature_specs = list({fs for a in archs for fs in a.required_features()})
@@ -113,7 +113,7 @@ def results_frame(raw: Any, config: Any, chains: list[Any], archs: list[Any], re
     """The ``probes`` result rows: one per (back-end, J, architecture, study, probe)."""
     import polars as pl
 
-    from vismem.pipelines.chains import variant_info
+    from vismem.pipelines.dmv.chains import variant_info
 
     Js = config.probes.J or (config.encode.J,)
     slug_backend = {c.slug: c.backend for c in chains}
@@ -147,7 +147,7 @@ def results_frame(raw: Any, config: Any, chains: list[Any], archs: list[Any], re
 
 def _recall_label(chains: list[Any], config: Any, recall: list[dict[str, Any]]) -> list[str]:
     """How results name each back-end: the browsing slug's label, plus the recaller when it differs."""
-    from vismem.pipelines.jobs.encode import backend_label, is_stand_in
+    from vismem.pipelines.dmv.protocol import backend_label, is_stand_in
 
     names = []
     for b, spec in enumerate(recall):
@@ -160,10 +160,10 @@ def _recall_label(chains: list[Any], config: Any, recall: list[dict[str, Any]]) 
 def run(ctx: "RunContext") -> dict[str, Any]:
     """Run every pending probe unit, then write ``results/probes.parquet``."""
     from vismem.analysis.schemas import write_results
-    from vismem.pipelines.chains import build_architectures, plan_chains
-    from vismem.pipelines.jobs.probes import run_units
-    from vismem.pipelines.probecache import ProbeCache, arch_key, read_units
-    from vismem.pipelines.stages.replay import load_run_chains
+    from vismem.pipelines.dmv.chains import build_architectures, plan_chains
+    from vismem.pipelines.dmv.probes_job import run_units
+    from vismem.pipelines.dmv.probecache import ProbeCache, arch_key, read_units
+    from vismem.pipelines.dmv.chains import load_run_chains
 
     cfg = ctx.config
     if not cfg.probes.enabled:

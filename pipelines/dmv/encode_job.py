@@ -6,78 +6,19 @@ and by tests in-process. Each session runs in a fresh browser context (the conte
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from vismem.core.failures import UnitFailed, check_failed_calls
-from vismem.core.secrets import drop_secrets
-from vismem.pipelines.trajectories import PROTOCOL_VERSION, TrajectoryCache, slugify
+from vismem.pipelines.dmv.trajectories import TrajectoryCache
 from vismem.agents.chains import session_spec
 from vismem.agents.session import SessionOptions, run_session
+from vismem.pipelines.dmv.protocol import default_env_factory
 
 log = logging.getLogger("vismem.encode")
-
-#: Spec args that say how to reach a model, not which model: they do not change trajectories.
-TRANSPORT_ARGS = frozenset({"base_url", "api_key_env", "timeout_s", "connect_timeout_s", "max_retries",
-                            "backoff_s", "backoff_max_s", "max_concurrency", "sleep_s", "label", "device"})
-
-
-def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") -> dict[str, Any]:
-    """A buildable ``{name, args}`` spec (a model variant such as ``qwen2.5-vl-7b`` expanded,
-    env-expanded here on the driver). The scripted shopper's seed defaults to the run seed."""
-    from vismem.serve.vlm import VLMS
-
-    spec = VLMS.check(spec, field=field)  # args checked against the backend, nothing built
-    if spec["name"] == "scripted-shopper":
-        spec["args"].setdefault("seed", run_seed)
-    return spec
-
-
-def is_stand_in(spec: dict[str, Any]) -> bool:
-    """Whether a resolved backend spec builds a stand-in (as its factory declared)."""
-    from vismem.serve.vlm import VLMS
-
-    return VLMS.is_stand_in(spec)
-
-
-def backend_label(spec: dict[str, Any]) -> str:
-    """A readable backend name from its spec (no model needs loading)."""
-    args = spec.get("args") or {}
-    if spec["name"] == "scripted-shopper":
-        return f"scripted-shopper-stand-in-s{args.get('seed', 0)}"
-    label = args.get("label") or args.get("model") or (Path(str(args["path"])).name if args.get("path") else None)
-    return f"{spec['name']}-{label}" if label else spec["name"]
-
-
-def protocol_settings(opts: SessionOptions, *, observation: str, images: Any, colour_order: str,
-                      catalog_seed: int, catalog_data: dict[str, str] | None = None) -> dict[str, Any]:
-    """Everything besides the model that changes what a session produces.
-
-    ``catalog_data``: content digests of the catalogue files the shop is built from (its pages
-    are what the agent reads), so an edited catalogue never reuses another's trajectories.
-    """
-    from vismem.agents import prompts
-
-    out = {"prompts": prompts.fingerprint(),
-           "page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
-           "observation": observation, "images": images, "colour_order": colour_order,
-           "catalog_seed": catalog_seed}
-    if catalog_data is not None:
-        out["catalog_data"] = dict(sorted(catalog_data.items()))
-    return out
-
-
-def cache_slug(spec: dict[str, Any], protocol: dict[str, Any]) -> str:
-    """``<label>--<8 hex>``: the hash covers the model args (minus transport) and the protocol."""
-    model_args = drop_secrets({k: v for k, v in (spec.get("args") or {}).items() if k not in TRANSPORT_ARGS})
-    blob = json.dumps({"v": PROTOCOL_VERSION, "name": spec["name"], "args": model_args, **protocol},
-                      sort_keys=True, separators=(",", ":"), default=str)
-    return f"{slugify(backend_label(spec))}--{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 
 class EncodeWorker:
@@ -213,19 +154,3 @@ class EncodeWorker:
             pass
 
 
-def default_env_factory(shop_url: str, *, observation: str, step_timeout_s: float) -> Any:
-    """The Playwright browser environment (``vismem.env.browser``)."""
-    from vismem.env.pageenv import make_env
-
-    return make_env("browser", shop_url, observation=observation, step_timeout_s=step_timeout_s)
-
-
-def env_factory(name: str) -> Any:
-    """The env factory for ``encode.env``: ``browser`` (Chromium) or ``http`` (fast path)."""
-    from functools import partial
-
-    from vismem.env.pageenv import ENV_KINDS, make_env
-
-    if name not in ENV_KINDS:
-        raise ValueError(f"unknown env {name!r}; allowed: {', '.join(ENV_KINDS)}")
-    return default_env_factory if name == "browser" else partial(make_env, "http")

@@ -1,12 +1,12 @@
 """The ``memshot`` stage: render → retrieve → recall@k → (answers → judge) → scores and latency.
 
-1. **Render** every configured variant with the render job (:mod:`vismem.pipelines.jobs.render`):
+1. **Render** every configured variant with the render job (:mod:`vismem.pipelines.memshot.render`):
    shots and a Parquet unit table in the store, with render seconds per conversation.
 2. **Retrieve**: embed units and questions through the Embedder protocol (text units with
    ``text_embedder``, image units with ``image_embedder``), as a Ray Data actor-pool job for
    large inputs or in the driver for small ones; rank units per question within the conversation.
    A pixel reader (``ocr-minilm``) reads the shots first (OCR job, read rate per variant;
-   :mod:`vismem.pipelines.stages.memshot_steps`, with ``memshot.memories`` and Fig. 4b's retrievers).
+   :mod:`vismem.pipelines.memshot.steps`, with ``memshot.memories`` and Fig. 4b's retrievers).
 3. **Recall@k** per question (exact, from the dia_ids each unit recorded) →
    ``results/memshot_recall.parquet`` and the benchmark-free ``results/memshot_recall_summary.parquet``.
 4. **Construction latency** per conversation and variant (render + unit embedding) →
@@ -28,15 +28,16 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.answercache import cached, capped, check_dataset_file, verdict
-from vismem.pipelines.stages import Stage
+from vismem.pipelines.memshot.answercache import cached, capped, check_dataset_file, verdict
+from vismem.pipelines.memshot.retrieve import (SUMMARY_SCHEMA_VERSION, dataset_name, embedder_groups, max_heights,
+                                               retrieve_units)
+from vismem.pipelines.stage import Stage
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
 
 #: The paper's MemShot memory-construction latency (Table 1), seconds per conversation.
 PAPER_CONSTRUCTION_LATENCY_S = 9.56
-SUMMARY_SCHEMA_VERSION = 1
 
 
 # -- CLI hooks -------------------------------------------------------------------------------------
@@ -105,7 +106,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     import polars as pl
 
     from vismem.memory.dialogue.retrieval import evidence_recall, recall_summary
-    from vismem.pipelines.stages import memshot_steps as steps
+    from vismem.pipelines.memshot import steps
 
     cfg = ctx.config.memshot
     if not cfg.enabled:
@@ -120,8 +121,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     retrieval_units, pixels = steps.pixel_text(ctx, units, conversations)
     if pixels:
         embed_parts.append(pixels.pop("seconds"))
-    for role, spec, group in _embedder_groups(retrieval_units, cfg):
-        ranked, secs, name = _retrieve(ctx, role, spec, group, questions)
+    for role, spec, group in embedder_groups(retrieval_units, cfg):
+        ranked, secs, name = retrieve_units(ctx, role, spec, group, questions)
         ranked_parts.append(ranked)
         embed_parts.append(secs)
         embedder_names.update({v: name for v in group["variant"].unique().to_list()})
@@ -140,9 +141,9 @@ def run(ctx: "RunContext") -> dict[str, Any]:
 
     recall = evidence_recall(ranked, units, questions, cfg.k)
     recall = recall.with_columns(
-        pl.lit(_dataset(cfg)).alias("dataset"),
+        pl.lit(dataset_name(cfg)).alias("dataset"),
         pl.col("variant").replace_strict(embedder_names, default=None).alias("embedder"),
-        pl.col("variant").replace_strict(_max_heights(units), default=None, return_dtype=pl.Int64).alias("max_height"),
+        pl.col("variant").replace_strict(max_heights(units), default=None, return_dtype=pl.Int64).alias("max_height"),
     )
     recall = steps.with_unit_size(pl.concat([recall, steps.extra_recall(ctx, units, questions)], how="diagonal_relaxed"))
     if memories and memories["no_recall"]:  # memories not tied to dialogue turns: Acc/F1 only
@@ -155,7 +156,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     ctx.store.write_table(f"{results}/memshot_latency.parquet", latency, schema_version=SUMMARY_SCHEMA_VERSION)
 
     summary: dict[str, Any] = {
-        "status": "done", "dataset": _dataset(cfg), "conversations": len(conversations),
+        "status": "done", "dataset": dataset_name(cfg), "conversations": len(conversations),
         "questions": questions.height, "units": units.height,
         "recall": steps.recall_dict(summary_tbl),
         "construction_latency_s": steps.latency_dict(latency),
@@ -178,13 +179,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
 
 # -- steps -----------------------------------------------------------------------------------------
 
-def _dataset(cfg: Any) -> str:
-    return getattr(cfg, "dataset", "locomo")
-
 
 def _render(ctx: Any) -> tuple[Any, Any, list[Any]]:
     """Run the render job; return ``(units, render seconds per conversation x variant, conversations)``."""
-    from vismem.pipelines.jobs.render import run_render_job
+    from vismem.pipelines.memshot.render import run_render_job
 
     out = run_render_job(ctx)
     return out.units, out.render_seconds, out.conversations
@@ -197,102 +195,13 @@ def _questions(conversations: list[Any], cfg: Any) -> Any:
 
     qs = questions_frame(conversations, scored_only=False)
     excluded = list(cfg.exclude_categories)
-    if _dataset(cfg) == "locomo" and getattr(cfg, "locomo_adversarial", "exclude") == "multiple-choice":
-        from vismem.pipelines.stages.memshot_steps import adversarial_choices
+    if dataset_name(cfg) == "locomo" and getattr(cfg, "locomo_adversarial", "exclude") == "multiple-choice":
+        from vismem.pipelines.memshot.steps import adversarial_choices
 
         qs, excluded = adversarial_choices(qs), [c for c in excluded if c != "adversarial"]
     if excluded:
         qs = qs.filter(~pl.col("category").is_in(excluded))
     return qs
-
-
-def _embedder_groups(units: Any, cfg: Any):
-    """``(role, spec, units)`` per embedder: text units → text_embedder, image units → image_embedder."""
-    import polars as pl
-
-    from vismem.serve.embed import EMBEDDERS
-
-    # A pixel reader's shots arrive as "ocr" rows (their text read from pixels): still image units.
-    for role, modality, spec in (("text_embedder", ("text",), cfg.text_embedder),
-                                 ("image_embedder", ("image", "ocr"), cfg.image_embedder)):
-        group = units.filter(pl.col("modality").is_in(list(modality)))
-        if group.height and spec is not None:
-            yield role, EMBEDDERS.resolve(spec, field=f"memshot.{role}"), group
-
-
-def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: Any) -> tuple[Any, Any, str]:
-    """Embed one embedder's units + questions, rank; return (ranked, unit embed seconds, embedder name)."""
-    import numpy as np
-    import polars as pl
-
-    from vismem.memory.dialogue.retrieval import embed_items, embedding_items, rank_units
-    from vismem.pipelines.jobs.embed import embed_items_ray
-
-    cfg = ctx.config.memshot
-    qs = questions.filter(pl.col("conversation_id").is_in(units["conversation_id"].unique().to_list()))
-    items = embedding_items(units, qs)
-    on_ray = cfg.embed_on_ray if cfg.embed_on_ray is not None else items.height > 2000
-    ctx.manifest.component(f"memshot.{role}", spec)
-    name = embedder_label(spec)
-    # Resumable: vectors already in the run's embedding cache are not recomputed (a killed run
-    # re-embeds only what is missing; same config → same run prefix → same cache).
-    cache_key = f"{ctx.run_prefix}/memshot/embeddings/{role}.parquet"
-    cache: dict[str, tuple[np.ndarray, float]] = {}
-    if ctx.store.exists(cache_key):
-        old = ctx.store.read_table(cache_key)
-        mat = np.asarray(old["embedding"].to_numpy(), dtype=np.float32)
-        cache = {i: (mat[j], float(t)) for j, (i, t) in enumerate(zip(old["item_id"].to_list(), old["embed_s"].to_list()))}
-    todo = items.filter(~pl.col("item_id").is_in(list(cache)))
-    if todo.height:
-        if on_ray:
-            vecs, secs = embed_items_ray(todo, spec, store=ctx.store, ray_cfg=ctx.config.ray,
-                                         batch_size=cfg.embed_batch_size, actors=cfg.embed_actors,
-                                         num_gpus=cfg.embed_gpus)
-        else:
-            from vismem.serve.embed import build_embedder
-
-            vecs, secs = embed_items(todo, build_embedder(spec), read_image=ctx.store.get_bytes,
-                                     batch_size=cfg.embed_batch_size)
-        cache.update({i: (v, float(t)) for i, v, t in zip(todo["item_id"].to_list(), vecs, secs)})
-        ids_all = list(cache)
-        # A fixed-width Array column: written from / read into one (n, d) matrix, no Python floats.
-        ctx.store.write_table(cache_key, pl.DataFrame({
-            "item_id": ids_all, "embedding": np.stack([cache[i][0] for i in ids_all]).astype(np.float32),
-            "embed_s": np.asarray([cache[i][1] for i in ids_all], dtype=np.float64)}),
-            schema_version=SUMMARY_SCHEMA_VERSION)
-    ids = items["item_id"].to_list()
-    vecs = np.stack([cache[i][0] for i in ids])
-    secs = np.asarray([cache[i][1] for i in ids])
-    ranked = rank_units(units, qs, dict(zip(ids, vecs)), max(cfg.k))
-    n_units = units.height  # items are units first, then questions
-    unit_secs = units.select("variant", "conversation_id").with_columns(
-        pl.Series("embed_s", np.asarray(secs[:n_units], dtype=np.float64)), pl.lit(name).alias("embedder"))
-    ctx.logger.info("memshot: %s embedded %d of %d items (%s)", name, todo.height, len(ids), "ray" if on_ray else "driver")
-    return ranked, unit_secs, name
-
-
-def _max_heights(units: Any) -> dict[str, int | None]:
-    """Variant → its maximum rendering height (None: full session / unbounded), from the variant
-    YAML; memories of ``memshot.memories`` (not variants) have none."""
-    from vismem.memory.dialogue.variants import list_variants, load_variant
-
-    known = set(list_variants())
-    return {v: load_variant(v).max_height if v in known else None for v in units["variant"].unique().to_list()}
-
-
-def embedder_label(spec: dict[str, Any]) -> str:
-    """How results name an embedder: the registry name, plus its label, and a stand-in mark.
-
-    Stand-ins (tiny randomly initialised models, OCR or pocket encoders; declared by their
-    factories) are marked, so no one mistakes their recall for a real model's.
-    """
-    from vismem.serve.embed import EMBEDDERS
-
-    args = spec.get("args") or {}
-    name = spec["name"] + (f":{args['label']}" if args.get("label") else "")
-    if EMBEDDERS.is_stand_in(spec):
-        name += f" (stand-in {args['path']})" if args.get("path") else " (stand-in)"
-    return name
 
 
 def _latency(render_s: Any, embed_s: Any, units: Any) -> Any:
@@ -322,7 +231,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     from vismem.serve.vlm import build_vlm
 
     cfg = ctx.config.memshot
-    dataset = _dataset(cfg)
+    dataset = dataset_name(cfg)
     tasks = answer_tasks(ranked, cfg.k)
     if cfg.max_questions:
         keep = (questions.group_by("conversation_id", maintain_order=True)
@@ -368,12 +277,12 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
     full = (answers.join(qcols, on=["conversation_id", "question_id"], how="left")
             .join(hits, on=["variant", "conversation_id", "question_id", "k"], how="left")
             .with_columns(pl.lit(dataset).alias("dataset"), pl.lit(getattr(vlm, "name", vlm_spec["name"])).alias("model"),
-                          pl.col("variant").replace_strict(_max_heights(units), default=None,
+                          pl.col("variant").replace_strict(max_heights(units), default=None,
                                                            return_dtype=pl.Int64).alias("max_height")))
     # F1 rules key on LoCoMo's numeric codes (1 multi-hop, 3 open-domain); the table shows names.
     scored = score_answers(full.rename({"category": "category_name"}).rename({"category_code": "category"}), dataset)
     scored = scored.rename({"category": "category_code"}).rename({"category_name": "category"})
-    from vismem.pipelines.stages.memshot_steps import with_latency
+    from vismem.pipelines.memshot.steps import with_latency
 
     scored = with_latency(scored, latency)
     _write_result(ctx, "memshot_answers", scored)

@@ -1,1 +1,0 @@
-"""Per-stage config models. Each stage owns one module; ``vismem.pipelines.config`` assembles them."""

@@ -1,0 +1,195 @@
+"""DMV-Bench's protocol identity, in one place: what a session, a chain and an image set are.
+
+Everything that decides whether two runs may share cached work lives here: the encode plan
+(back-ends x chains x sessions, :func:`plan`), the session options, the served images' identity
+(:func:`images_identity`, the catalogue's content-addressed prefix), the trajectory cache slugs
+(:func:`cache_slug`: the model spec minus :data:`TRANSPORT_ARGS`, plus the protocol), readable
+back-end labels and the page-env factory. Stages, jobs and caches read it; it reads no stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vismem.core.secrets import drop_secrets
+from vismem.pipelines.dmv.trajectories import PROTOCOL_VERSION, slugify
+
+if TYPE_CHECKING:
+    from vismem.agents.session import SessionOptions
+
+
+#: Spec args that say how to reach a model, not which model: they do not change trajectories.
+TRANSPORT_ARGS = frozenset({"base_url", "api_key_env", "timeout_s", "connect_timeout_s", "max_retries",
+                            "backoff_s", "backoff_max_s", "max_concurrency", "sleep_s", "label", "device"})
+
+
+def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") -> dict[str, Any]:
+    """A buildable ``{name, args}`` spec (a model variant such as ``qwen2.5-vl-7b`` expanded,
+    env-expanded here on the driver). The scripted shopper's seed defaults to the run seed."""
+    from vismem.serve.vlm import VLMS
+
+    spec = VLMS.check(spec, field=field)  # args checked against the backend, nothing built
+    if spec["name"] == "scripted-shopper":
+        spec["args"].setdefault("seed", run_seed)
+    return spec
+
+
+def is_stand_in(spec: dict[str, Any]) -> bool:
+    """Whether a resolved backend spec builds a stand-in (as its factory declared)."""
+    from vismem.serve.vlm import VLMS
+
+    return VLMS.is_stand_in(spec)
+
+
+def backend_label(spec: dict[str, Any]) -> str:
+    """A readable backend name from its spec (no model needs loading)."""
+    args = spec.get("args") or {}
+    if spec["name"] == "scripted-shopper":
+        return f"scripted-shopper-stand-in-s{args.get('seed', 0)}"
+    label = args.get("label") or args.get("model") or (Path(str(args["path"])).name if args.get("path") else None)
+    return f"{spec['name']}-{label}" if label else spec["name"]
+
+
+def protocol_settings(opts: SessionOptions, *, observation: str, images: Any, colour_order: str,
+                      catalog_seed: int, catalog_data: dict[str, str] | None = None) -> dict[str, Any]:
+    """Everything besides the model that changes what a session produces.
+
+    ``catalog_data``: content digests of the catalogue files the shop is built from (its pages
+    are what the agent reads), so an edited catalogue never reuses another's trajectories.
+    """
+    from vismem.agents import prompts
+
+    out = {"prompts": prompts.fingerprint(),
+           "page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
+           "observation": observation, "images": images, "colour_order": colour_order,
+           "catalog_seed": catalog_seed}
+    if catalog_data is not None:
+        out["catalog_data"] = dict(sorted(catalog_data.items()))
+    return out
+
+
+def cache_slug(spec: dict[str, Any], protocol: dict[str, Any]) -> str:
+    """``<label>--<8 hex>``: the hash covers the model args (minus transport) and the protocol."""
+    model_args = drop_secrets({k: v for k, v in (spec.get("args") or {}).items() if k not in TRANSPORT_ARGS})
+    blob = json.dumps({"v": PROTOCOL_VERSION, "name": spec["name"], "args": model_args, **protocol},
+                      sort_keys=True, separators=(",", ":"), default=str)
+    return f"{slugify(backend_label(spec))}--{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+
+def default_env_factory(shop_url: str, *, observation: str, step_timeout_s: float) -> Any:
+    """The Playwright browser environment (``vismem.env.browser``)."""
+    from vismem.env.pageenv import make_env
+
+    return make_env("browser", shop_url, observation=observation, step_timeout_s=step_timeout_s)
+
+
+def env_factory(name: str) -> Any:
+    """The env factory for ``encode.env``: ``browser`` (Chromium) or ``http`` (fast path)."""
+    from functools import partial
+
+    from vismem.env.pageenv import ENV_KINDS, make_env
+
+    if name not in ENV_KINDS:
+        raise ValueError(f"unknown env {name!r}; allowed: {', '.join(ENV_KINDS)}")
+    return default_env_factory if name == "browser" else partial(make_env, "http")
+
+
+def source_spec(cfg: Any) -> dict[str, Any]:
+    """The image source spec ``{name, args}`` the workers build (size/format folded in for procedural)."""
+    from vismem.env.storefront.imagesource import IMAGE_SOURCES
+
+    resolved = IMAGE_SOURCES.resolve(cfg.image_source, field="catalog.image_source")
+    args = dict(resolved["args"])
+    if resolved["name"] == "procedural":
+        args.setdefault("size", cfg.image_size)
+        args.setdefault("format", cfg.image_format)
+        args.setdefault("compress_level", cfg.png_compress_level)
+    return {"name": resolved["name"], "args": args}
+
+
+def public_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec without credentials (what goes into params.json, the manifest and the pointer;
+    :mod:`vismem.core.secrets` says what a credential is)."""
+    from vismem.core.secrets import drop_secrets
+
+    return {"name": spec["name"], "args": drop_secrets(dict(spec["args"]))}
+
+
+def image_params(cfg: Any, variants: Any) -> dict[str, Any]:
+    """Everything the stored pixels depend on (hashed into the prefix)."""
+    from vismem.env.storefront.images.scene import RENDERER_VERSION
+
+    assignment = "\n".join(f"{v.url_hash}:{v.cat}:{v.style}:{v.idx}:{v.cue_object}:{v.cue_color}:{v.image_idx}"
+                           for v in sorted(variants, key=lambda v: v.url_hash))
+    spec = source_spec(cfg)
+    return {
+        "source": public_spec(spec),
+        "renderer": RENDERER_VERSION if spec["name"] == "procedural" else None,
+        "size": cfg.image_size, "format": cfg.image_format, "png_compress_level": cfg.png_compress_level,
+        "assignment_sha256": hashlib.sha256(assignment.encode()).hexdigest(),
+    }
+
+
+def params_hash(params: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def images_identity(config: Any) -> Any:
+    """What the served pixels are, for the cache key: the catalogue image prefix, or the spec."""
+    if config.encode.images != "catalog":
+        return config.encode.images
+    from vismem.pipelines.context import catalog_from_config
+
+    return f"catalog/{params_hash(image_params(config.catalog, catalog_from_config(config).variants))}"
+
+
+def image_source(ctx: Any) -> Any:
+    """The image-source spec the workers' storefronts use (see ``EncodeConfig.images``)."""
+    cfg = ctx.config
+    if cfg.encode.images != "catalog":
+        return cfg.encode.images
+
+    pointer_key = f"{ctx.run_prefix}/catalog.json"
+    if ctx.store.exists(pointer_key):
+        pointer = ctx.store.get_json(pointer_key)
+        # Only a complete image set (a `catalog.limit` run stores just the first N products).
+        if (pointer.get("prefix") == images_identity(cfg) and pointer.get("serve_spec")
+                and pointer.get("variants", 0) >= 1000):
+            spec = pointer["serve_spec"]
+            st = ctx.store.spec
+            if ctx.store.is_s3:  # workers may not share the driver's environment
+                spec = {"name": spec["name"], "args": {**spec["args"], "endpoint_url": st.endpoint_url,
+                                                        "region": st.region, "access_key": st.access_key,
+                                                        "secret_key": st.secret_key}}
+            return spec
+    return source_spec(cfg.catalog)
+
+
+def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, int, int]]]:
+    """Resolved backend specs, their cache slugs and every ``(backend index, seed, j)`` key."""
+
+    enc = config.encode
+    specs = [resolve_spec(s, config.seed) for s in enc.backends]
+    catalog_data = {k: v for k, v in config.input_digests().items() if k.startswith("dmv-bench/")}
+    proto = protocol_settings(options(config), observation=enc.observation, images=images_identity(config),
+                              colour_order=config.catalog.colour_order, catalog_seed=config.seed,
+                              catalog_data=catalog_data)
+    slugs = [cache_slug(s, proto) for s in specs]
+    if len(set(slugs)) != len(slugs):
+        from vismem.core.errors import ConfigError
+
+        raise ConfigError(f"encode.backends has duplicate backends: {slugs}")
+    first = config.seed if enc.first_seed is None else enc.first_seed
+    seeds = [first + i for i in range(enc.chains)]
+    keys = [(b, s, j) for b in range(len(specs)) for s in seeds for j in range(enc.J)]
+    return specs, slugs, keys
+
+
+def options(config: Any) -> Any:
+    from vismem.agents.session import SessionOptions
+
+    enc = config.encode
+    return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)

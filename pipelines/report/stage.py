@@ -1,0 +1,33 @@
+"""The ``report`` stage: score whatever result tables the run has, write the viewers and the report.
+
+Reads ``runs/<run_id>/results/<kind>.parquet`` (kinds and columns: ``vismem.analysis.schemas``), writes
+the static viewers (``vismem.pipelines.report.viewers``: ``trajectories.html`` for DMV-Bench sessions and
+probes, ``samples.html`` for MemShot questions) and then ``runs/<run_id>/report/index.html``,
+``summary.md``, ``figures/`` and ``tables/``; report rows link to the viewers. Sections without
+data are listed in one line at the end; a malformed table or a failed viewer is reported, not
+fatal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from vismem.pipelines.report.build import build, options_from
+from vismem.pipelines.stage import Stage
+
+if TYPE_CHECKING:
+    from vismem.pipelines.context import RunContext
+
+
+def run(ctx: "RunContext") -> dict[str, Any]:
+    """Build and write the run's viewers and report; returns what was found and where it is."""
+    if not ctx.config.report.enabled:
+        return {"status": "disabled"}
+    manifest = getattr(ctx.manifest, "data", None)
+    summary = build(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest)
+    ctx.logger.info("report: %s (found %s; viewers %s)", summary["html"], ", ".join(summary["found"]) or "no results",
+                    ", ".join(summary.get("viewers", {})) or "none")
+    return summary
+
+
+STAGE = Stage(name="report", section="report", run=run)
