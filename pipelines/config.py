@@ -29,9 +29,6 @@ from vismem.pipelines.stage_order import STAGE_ORDER
 #: id(config) -> (weak reference, its input digests): see RunConfig.input_digests.
 _PINNED: dict[int, tuple[weakref.ref, dict[str, str]]] = {}
 
-#: memshot fields that name a data file by path: the run id takes the file's digest instead.
-_DATA_PATH_FIELDS = ("dataset_path", "locomo_path", "longmemeval_path")
-
 #: Presets shipped with the package, by name (``pipelines/presets/NAME.yaml``).
 PRESETS: tuple[str, ...] = ("local", "paper")
 
@@ -143,9 +140,8 @@ class RunConfig(Frozen):
         """
         from vismem.core.secrets import drop_secrets
 
-        data = self.model_dump(mode="json", exclude={"store", "ray", "runs_dir", "data_dir", "stages"})
-        for path_field in _DATA_PATH_FIELDS:
-            data["memshot"].pop(path_field, None)
+        data = _without_content_fields(self, self.model_dump(mode="json", exclude={"store", "ray", "runs_dir",
+                                                                                   "data_dir", "stages"}))
         data["inputs"] = self.input_digests()
         blob = json.dumps(drop_secrets(data), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
@@ -158,6 +154,20 @@ class RunConfig(Frozen):
     def to_yaml(self) -> str:
         """The config as YAML that ``load_config`` reads back to an equal config."""
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def _without_content_fields(model: Frozen, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (the model's JSON dump) without the fields marked ``identity: content``: a field
+    naming a data file by path enters the run id through the file's digest, never the path."""
+    out = dict(data)
+    for name, info in type(model).model_fields.items():
+        if name not in out:
+            continue
+        if (info.json_schema_extra or {}).get("identity") == "content":
+            del out[name]
+        elif isinstance(getattr(model, name), Frozen) and isinstance(out[name], dict):
+            out[name] = _without_content_fields(getattr(model, name), out[name])
+    return out
 
 
 def _format_validation_error(err: ValidationError, source: str) -> str:

@@ -20,8 +20,6 @@ Two sources implement :class:`FeatureSource`:
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
 import threading
 import time
@@ -31,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Pro
 
 import numpy as np
 
-from vismem.core.secrets import is_secret_name
+from vismem.core.identity import content_digest, content_key
 
 if TYPE_CHECKING:
     from vismem.memory.agent.base import Observation
@@ -42,39 +40,14 @@ FEATURE_KINDS: tuple[str, ...] = ("caption", "image_embedding", "text_embedding"
 #: Bump when how a feature is computed changes (invalidates every stored feature).
 FEATURE_VERSION = 1
 
-#: Arguments that change how a model is reached, never what it computes.
-TRANSPORT_ARGS = frozenset({
-    "base_url", "api_key", "api_key_env", "timeout_s", "connect_timeout_s", "max_retries", "backoff_s",
-    "backoff_max_s", "max_concurrency", "concurrency", "device", "batch_size", "label", "data_dir",
-    "on_error", "image_detail",
-})
 #: How the official captioner reports a failed call (kept out of the tables, retried next time).
 CAPTION_ERROR_PREFIX = "<caption error:"
 _BLOB_RE = re.compile(r"(?:^|/)sha256/([0-9a-f]{16,64})(?:\.[A-Za-z0-9]+)?$")
 
 
-def content_key(spec: Any) -> Any:
-    """The spec with transport-only args removed (recursively) and model paths cut to their
-    directory name (``/models/siglip2-base-patch16-384`` and ``/mnt/m/siglip2-...`` agree)."""
-    if isinstance(spec, Mapping):
-        out = {}
-        for k, v in spec.items():
-            if k in TRANSPORT_ARGS or is_secret_name(k):  # a credential never keys a cache
-                continue
-            if k == "path" and isinstance(v, str) and not v.startswith("tiny:"):
-                v = os.path.basename(v.rstrip("/"))
-            out[k] = content_key(v)
-        return out
-    if isinstance(spec, (list, tuple)):
-        return [content_key(v) for v in spec]
-    return spec
-
-
 def spec_key(kind: str, resolved: Mapping[str, Any]) -> str:
     """16-hex content address of a (kind, resolved spec)."""
-    doc = json.dumps({"v": FEATURE_VERSION, "kind": kind, "spec": content_key(resolved)}, sort_keys=True,
-                     separators=(",", ":"), default=str)
-    return hashlib.sha256(doc.encode()).hexdigest()[:16]
+    return content_digest({"v": FEATURE_VERSION, "kind": kind, "spec": content_key(resolved)})
 
 
 @dataclass(frozen=True, eq=False)

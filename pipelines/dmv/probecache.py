@@ -16,7 +16,6 @@ overwritten, so a run killed at any point resumes with no duplicate rows.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
@@ -34,18 +33,12 @@ _DONE_RE = re.compile(r"/(ex|mc\d+)/s(\d+)\.done\.json$")
 def arch_key(arch_spec: dict[str, Any], recaller: dict[str, Any], protocol: dict[str, Any]) -> str:
     """``<architecture name>--<10 hex>`` over the resolved architecture spec (its components'
     transport args removed), the recalling VLM's spec and the recall protocol settings."""
-    from vismem.memory.agent.features import content_key
+    from vismem.core.identity import content_digest, content_key
 
-    from vismem.pipelines.dmv.protocol import TRANSPORT_ARGS
-
-    from vismem.core.secrets import drop_secrets
-
-    rec = {"name": recaller["name"], "args": drop_secrets({k: v for k, v in (recaller.get("args") or {}).items()
-                                                           if k not in TRANSPORT_ARGS})}
-    blob = json.dumps({"v": PROTOCOL_VERSION, "arch": content_key(arch_spec["spec"]), "recaller": rec, **protocol},
-                      sort_keys=True, separators=(",", ":"), default=str)
+    rec = {"name": recaller["name"], "args": content_key(recaller.get("args") or {})}
+    doc = {"v": PROTOCOL_VERSION, "arch": content_key(arch_spec["spec"]), "recaller": rec, **protocol}
     name = re.sub(r"[^a-z0-9._-]+", "-", str(arch_spec["name"]).lower()).strip("-") or "arch"
-    return f"{name}--{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    return f"{name}--{content_digest(doc, 10)}"
 
 
 def probe_rows_table(rows: list[dict[str, Any]]) -> Any:

@@ -3,7 +3,7 @@
 Everything that decides whether two runs may share cached work lives here: the encode plan
 (back-ends x chains x sessions, :func:`plan`), the session options, the served images' identity
 (:func:`images_identity`, the catalogue's content-addressed prefix), the trajectory cache slugs
-(:func:`cache_slug`: the model spec minus :data:`TRANSPORT_ARGS`, plus the protocol), readable
+(:func:`cache_slug`: the model spec's content key, plus the protocol), readable
 back-end labels and the page-env factory. Stages, jobs and caches read it; it reads no stage.
 """
 
@@ -14,16 +14,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vismem.core.secrets import drop_secrets
+from vismem.core.identity import content_digest, content_key
 from vismem.pipelines.dmv.trajectories import PROTOCOL_VERSION, slugify
 
 if TYPE_CHECKING:
     from vismem.agents.session import SessionOptions
-
-
-#: Spec args that say how to reach a model, not which model: they do not change trajectories.
-TRANSPORT_ARGS = frozenset({"base_url", "api_key_env", "timeout_s", "connect_timeout_s", "max_retries",
-                            "backoff_s", "backoff_max_s", "max_concurrency", "sleep_s", "label", "device"})
 
 
 def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") -> dict[str, Any]:
@@ -72,11 +67,10 @@ def protocol_settings(opts: SessionOptions, *, observation: str, images: Any, co
 
 
 def cache_slug(spec: dict[str, Any], protocol: dict[str, Any]) -> str:
-    """``<label>--<8 hex>``: the hash covers the model args (minus transport) and the protocol."""
-    model_args = drop_secrets({k: v for k, v in (spec.get("args") or {}).items() if k not in TRANSPORT_ARGS})
-    blob = json.dumps({"v": PROTOCOL_VERSION, "name": spec["name"], "args": model_args, **protocol},
-                      sort_keys=True, separators=(",", ":"), default=str)
-    return f"{slugify(backend_label(spec))}--{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+    """``<label>--<8 hex>``: the hash covers the model args (:func:`vismem.core.identity.content_key`)
+    and the protocol."""
+    doc = {"v": PROTOCOL_VERSION, "name": spec["name"], "args": content_key(spec.get("args") or {}), **protocol}
+    return f"{slugify(backend_label(spec))}--{content_digest(doc, 8)}"
 
 
 def default_env_factory(shop_url: str, *, observation: str, step_timeout_s: float) -> Any:

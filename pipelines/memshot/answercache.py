@@ -20,8 +20,8 @@ def check_dataset_file(config: Any) -> None:
 
     path = dataset_path(config.memshot, resolve_data_dir(config))
     if not path.is_file():
-        raise DataError(f"{path}: {config.memshot.dataset} file not found (memshot.dataset_path / "
-                        f"memshot.{config.memshot.dataset}_path, relative to data_dir {config.data_dir!r})")
+        raise DataError(f"{path}: {config.memshot.dataset} file not found (memshot.dataset_path, relative to "
+                        f"data_dir {config.data_dir!r})")
 
 
 def capped(answers: Any) -> Any:

@@ -15,24 +15,16 @@ class MemShotConfig(Frozen):
 
     enabled: bool = Field(True, description="Run this stage when the run's stage list includes it.")
 
-    # -- data and rendering (env/dialogue loaders, memory/dialogue renderer, pipelines/jobs/render.py) --
+    # -- data and rendering (env/dialogue loaders, memory/dialogue renderer, pipelines/memshot/render.py) --
     dataset: str = Field(
-        "locomo", description="Benchmark to evaluate, a name in memory.dialogue.datasets: locomo (in data_dir) "
-        "or longmemeval (give longmemeval_path).",
+        "locomo", description="Benchmark to evaluate, a name in vismem.memory.dialogue.datasets: locomo (in data_dir) "
+        "or longmemeval (give dataset_path).",
     )
     dataset_path: str | None = Field(
-        None, description="The dataset's file, absolute or relative to data_dir; None: the dataset's own "
-        "field below (locomo_path, longmemeval_path), then its default location.",
-    )
-    locomo_path: str = Field(
-        "locomo/locomo10.json", description="LoCoMo file, relative to the run's data_dir (or absolute).",
-    )
-    longmemeval_path: str | None = Field(
-        None,
-        description=(
-            "LongMemEval file (longmemeval_s/_m/_oracle JSON), absolute or relative to data_dir; it is not "
-            "shipped (model hub only), so dataset=longmemeval requires it."
-        ),
+        None, json_schema_extra={"identity": "content"},
+        description="The dataset's file, absolute or relative to data_dir; None: the dataset's default location "
+        "(LoCoMo: locomo/locomo10.json; LongMemEval is not shipped, so it needs this). The run id takes the "
+        "file's content, not its path.",
     )
     conversations: int | None = Field(
         None, ge=1, description="Use only the first N conversations (LoCoMo) or question records (LongMemEval); None: all.",

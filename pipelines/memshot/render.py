@@ -331,16 +331,15 @@ def units_prefix(run_prefix: str, dataset: str, variant: str) -> str:
 def dataset_path(cfg: Any, data_dir: str | Path) -> Path:
     """The file a ``MemShotConfig`` names for its dataset (relative paths under ``data_dir``).
 
-    ``memshot.dataset_path`` wins, then the dataset's own field (``locomo_path``,
-    ``longmemeval_path``), then the dataset's default location.
+    ``memshot.dataset_path``, else the dataset's default location.
     """
     from vismem.memory.dialogue.datasets import get_dataset
 
     ds = get_dataset(cfg.dataset)
-    raw = cfg.dataset_path or getattr(cfg, f"{ds.name}_path", None) or ds.default_path
+    raw = cfg.dataset_path or ds.default_path
     if not raw:
-        raise ConfigError(f"memshot.dataset is {ds.name!r} but no file is given: set memshot.dataset_path "
-                          f"(or memshot.{ds.name}_path); {ds.name} is not shipped with the project")
+        raise ConfigError(f"memshot.dataset is {ds.name!r} but no file is given: set memshot.dataset_path; "
+                          f"{ds.name} is not shipped with the project")
     path = Path(raw)
     return path if path.is_absolute() else Path(data_dir) / path
 

@@ -191,16 +191,16 @@ def _render(ctx: Any) -> tuple[Any, Any, list[Any]]:
 def _questions(conversations: list[Any], cfg: Any) -> Any:
     import polars as pl
 
+    from vismem.memory.dialogue.datasets import get_dataset
     from vismem.memory.dialogue.retrieval import questions_frame
 
     qs = questions_frame(conversations, scored_only=False)
-    excluded = list(cfg.exclude_categories)
-    if dataset_name(cfg) == "locomo" and getattr(cfg, "locomo_adversarial", "exclude") == "multiple-choice":
-        from vismem.pipelines.memshot.steps import adversarial_choices
-
-        qs, excluded = adversarial_choices(qs), [c for c in excluded if c != "adversarial"]
+    dataset = get_dataset(cfg.dataset)
+    # A dataset may ask its questions its own way (LoCoMo's multiple-choice category 5).
+    prepare = getattr(dataset, "prepare_questions", None)
+    qs, excluded = prepare(qs, cfg) if prepare else (qs, tuple(cfg.exclude_categories))
     if excluded:
-        qs = qs.filter(~pl.col("category").is_in(excluded))
+        qs = qs.filter(~pl.col("category").is_in(list(excluded)))
     return qs
 
 

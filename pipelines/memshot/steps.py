@@ -6,7 +6,6 @@
   unit size / modality each recall row is plotted by;
 * :func:`memories` / :func:`add_readings` — DialogueMemory adapters (``memshot.memories``) beside
   the batch variants, and the read rate of the shots a pixel reader read for them;
-* :func:`adversarial_choices` — LoCoMo category 5 as the official multiple choice;
 * :func:`with_latency` — Table 1's Latency column on every answer;
 * :func:`recall_dict` / :func:`latency_dict` — the stage summary's recall and latency.
 """
@@ -16,23 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from vismem.pipelines.memshot.retrieve import SUMMARY_SCHEMA_VERSION, dataset_name, embedder_label, max_heights, retrieve_units
-
-
-def adversarial_choices(qs: Any) -> Any:
-    """LoCoMo category 5 as the official multiple choice: options ``mc_a``/``mc_b`` per question
-    (null for other categories) and the correct one, "Not mentioned in the conversation", as
-    the gold answer the judge compares with."""
-    import polars as pl
-
-    from vismem.memory.dialogue.datasets.locomo import NOT_MENTIONED, cat5_options
-
-    adv = (pl.col("category_code") == "5") & pl.col("adversarial_answer").is_not_null()
-    opts = [cat5_options(q, a) if c == "5" and a is not None else {"a": None, "b": None}
-            for q, a, c in zip(qs["question_id"].to_list(), qs["adversarial_answer"].to_list(),
-                               qs["category_code"].to_list())]
-    return qs.with_columns(pl.Series("mc_a", [o["a"] for o in opts], dtype=pl.Utf8),
-                           pl.Series("mc_b", [o["b"] for o in opts], dtype=pl.Utf8),
-                           pl.when(adv).then(pl.lit(NOT_MENTIONED)).otherwise(pl.col("answer")).alias("answer"))
 
 
 def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dict[str, Any]]:

@@ -120,7 +120,7 @@ def test_empty_locomo_file_is_a_data_error_naming_it(tmp_path, shared_dir):
     cfg = _cfg(tmp_path, stages=["memshot"], data_dir=str(data))
     with pytest.raises(DataError, match=r"locomo10\.json: the LoCoMo file holds no conversations"):
         run(cfg, progress=False)
-    missing = _cfg(tmp_path, stages=["memshot"], data_dir=str(data), memshot={"locomo_path": "nope.json"})
+    missing = _cfg(tmp_path, stages=["memshot"], data_dir=str(data), memshot={"dataset_path": "nope.json"})
     with pytest.raises(DataError, match=r"nope\.json: locomo file not found"):
         run(missing, progress=False)
 

@@ -39,7 +39,7 @@ def locomo_cut(shared_dir, tmp_path_factory):
 
 def _ctx(store, tmp_path, path) -> RunContext:
     cfg = load_config(preset="local", overrides={"name": "memshot-pixels-test", "stages": ["memshot"], "memshot": {
-        "locomo_path": str(path), "conversations": 1, "k": [1, 3], "image_embedder": OCR, "embed_on_ray": False}})
+        "dataset_path": str(path), "conversations": 1, "k": [1, 3], "image_embedder": OCR, "embed_on_ray": False}})
     assert cfg.memshot.variants == ("memshot", "no-render", "text-rag")  # the local preset's variants
     assert [m.name for m in cfg.memshot.memories] == ["memocr"]  # ... and its memories
     manifest = Manifest(store, cfg.run_id)

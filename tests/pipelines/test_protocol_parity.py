@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from vismem.agents.session import SessionOptions
 from vismem.pipelines.config import load_config
-from vismem.pipelines.dmv.protocol import TRANSPORT_ARGS, cache_slug, protocol_settings, resolve_spec
+from vismem.core.identity import TRANSPORT_ARGS
+from vismem.pipelines.dmv.protocol import cache_slug, protocol_settings, resolve_spec
 from vismem.pipelines.dmv.trajectories import PROTOCOL_VERSION
 
 PROTO = protocol_settings(SessionOptions(), observation="product_image", images="placeholder",

@@ -3,13 +3,16 @@
 A :class:`DialogueDataset` bundles everything the MemShot pipeline needs to know about a
 benchmark: where its file lives by default, how to load it (the typed ``vismem.env.dialogue`` model),
 its answer prompt, its judge prompt and reply parser, its F1 rule, how a turn-pair taller than a
-shot is handled, and the column order of the paper's tables. Register a new one in a module of
-this package (``@DATASETS.register("name")``) and add the module to :data:`DATASETS`' built-ins.
+shot is handled, and the column order of the paper's tables. A new dataset is one module of this
+package (``@DATASETS.register("name")``; the registry finds it) plus, where its file format is
+new, its loader in ``vismem.env.dialogue``; a run names its file with ``memshot.dataset_path``.
 
 Optional members, read with ``getattr`` so a dataset without them keeps working:
 ``judge_max_tokens`` (the judge's max_tokens by default; 256 otherwise), ``parse_judge_strict``
 (the stricter reply parser behind ``memshot.judge_parse: strict``) and
-``postprocess_answer(question, prediction)`` (e.g. LoCoMo's multiple-choice letters → option).
+``postprocess_answer(question, prediction)`` (e.g. LoCoMo's multiple-choice letters → option) and
+``prepare_questions(questions, options) -> (questions, excluded categories)`` (how the run's
+MemShot options ask its questions: LoCoMo's multiple-choice category 5).
 """
 
 from __future__ import annotations

@@ -42,6 +42,21 @@ def cat5_answer(prediction: str, options: dict[str, str]) -> str:
     return prediction
 
 
+def adversarial_choices(qs: Any) -> Any:
+    """LoCoMo category 5 as the official multiple choice: options ``mc_a``/``mc_b`` per question
+    (null for other categories) and the correct one, "Not mentioned in the conversation", as
+    the gold answer the judge compares with."""
+    import polars as pl
+
+    adv = (pl.col("category_code") == "5") & pl.col("adversarial_answer").is_not_null()
+    opts = [cat5_options(q, a) if c == "5" and a is not None else {"a": None, "b": None}
+            for q, a, c in zip(qs["question_id"].to_list(), qs["adversarial_answer"].to_list(),
+                               qs["category_code"].to_list())]
+    return qs.with_columns(pl.Series("mc_a", [o["a"] for o in opts], dtype=pl.Utf8),
+                           pl.Series("mc_b", [o["b"] for o in opts], dtype=pl.Utf8),
+                           pl.when(adv).then(pl.lit(NOT_MENTIONED)).otherwise(pl.col("answer")).alias("answer"))
+
+
 @DATASETS.register("locomo")
 class LoCoMo:
     """The LoCoMo benchmark (shipped in ``data_dir/locomo/``)."""
@@ -76,6 +91,17 @@ class LoCoMo:
         return fill(load_prompt(template), speaker_a=question.get("speaker_a") or "Speaker A",
                     speaker_b=question.get("speaker_b") or "Speaker B", context="\n\n".join(context),
                     question=q_text)
+
+    def prepare_questions(self, questions: Any, options: Any) -> tuple[Any, tuple[str, ...]]:
+        """The questions frame as this run asks it, and the categories it excludes.
+
+        ``options`` is the MemShot config: with ``locomo_adversarial: multiple-choice`` category 5
+        is asked as the official multiple choice (and no longer excluded).
+        """
+        excluded = tuple(options.exclude_categories)
+        if options.locomo_adversarial == "multiple-choice":
+            return adversarial_choices(questions), tuple(c for c in excluded if c != "adversarial")
+        return questions, excluded
 
     def postprocess_answer(self, question: dict[str, Any], prediction: str) -> str:
         """A multiple-choice (category 5) reply mapped to its option's text; others unchanged."""

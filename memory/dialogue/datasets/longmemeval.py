@@ -1,6 +1,6 @@
 """LongMemEval (xiaowu0162/LongMemEval): one question per long haystack of chat sessions.
 
-Not shipped (model hub only): give its path (``memshot.longmemeval_path``). Prompts follow the
+Not shipped (model hub only): give its path (``memshot.dataset_path``). Prompts follow the
 official ``evaluate_qa.py``: one yes/no judge template per question type, and the abstention one
 for ids ending in ``_abs``; the reply is read as the official script reads it (``'yes' in
 reply.lower()``, ``max_tokens=10``), the stricter yes/no parse being an option. Shots of an oversized turn-pair grow (MemShot paper A.3).
