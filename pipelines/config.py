@@ -91,23 +91,18 @@ class RunConfig(Frozen):
 
     # -- identity -----------------------------------------------------------------------------
     def input_files(self) -> dict[str, Path]:
-        """The data files the enabled stages read, by role (``memshot.dataset``, ``dmv-bench/...``)."""
+        """The data files the enabled stages read, by role (``memshot.dataset``, ``dmv-bench/...``),
+        as each stage declares them (``Stage.inputs``)."""
         from vismem.core.paths import resolve_data_dir
+        from vismem.pipelines.stage import all_stages
 
         data_dir = resolve_data_dir(self.data_dir)
         out: dict[str, Path] = {}
-        if self.memshot.enabled:
-            from vismem.pipelines.memshot.render import dataset_path
-
-            try:
-                out["memshot.dataset"] = dataset_path(self.memshot, data_dir)
-            except ConfigError:  # no file named (longmemeval without a path): the stage's check says so
-                pass
-        if self.catalog.enabled or self.encode.enabled or self.memory.enabled or self.probes.enabled:
-            from vismem.env.storefront.catalog import CUE_FILE, SEED_FILE, dmv_dir
-
-            d = dmv_dir(data_dir)
-            out[f"dmv-bench/{SEED_FILE}"], out[f"dmv-bench/{CUE_FILE}"] = d / SEED_FILE, d / CUE_FILE
+        # Every stage whose section is on, not only those in `stages`: the stage list is no part of
+        # the run id (a later `vismem run report` adds to the same run).
+        for stage in all_stages():
+            if stage.enabled(self):
+                out.update(stage.inputs(self, data_dir))
         return out
 
     def input_digests(self) -> dict[str, str]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypedDict
 
 from vismem.core.errors import ConfigError
 from vismem.pipelines.stage_order import STAGE_MODULES, STAGE_ORDER
@@ -33,6 +34,32 @@ def _no_check(config: Any) -> None:
     return None
 
 
+def _no_inputs(config: Any, data_dir: Path) -> dict[str, Path]:
+    return {}
+
+
+def _no_description(summary: "StageSummary") -> str:
+    return ""
+
+
+def count(v: Any) -> str:
+    """A count as the summary lines print it (``12,345``; anything else as it is)."""
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+class StageSummary(TypedDict, total=False):
+    """What every stage's ``run`` returns (JSON-able; stages add their own keys beside these).
+
+    ``status``: ``ok`` / ``done``, ``partial`` (failed shards, retried by a re-run) or
+    ``disabled``; ``failure``: one line naming what failed (partial stages); ``failed``: the
+    failed units, each a small record naming it and its error.
+    """
+
+    status: Literal["ok", "done", "partial", "disabled"]
+    failure: str
+    failed: list[dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage of a run.
@@ -45,14 +72,20 @@ class Stage:
         cli_overrides: turns those flags into nested config overrides.
         check: validates the config's components (specs resolve, paths exist) before any work;
             raises :class:`vismem.core.errors.ConfigError` naming the field.
+        inputs: ``inputs(config, data_dir) -> {role: path}``, the data files the stage reads;
+            their content digests enter the run id (``RunConfig.input_files``).
+        describe: ``describe(summary) -> str``, one line of what ran and what was reused (the
+            end-of-run summary table).
     """
 
     name: str
     section: str | None
-    run: Callable[["RunContext"], dict[str, Any]]
+    run: Callable[["RunContext"], StageSummary]
     add_cli_args: Callable[[argparse.ArgumentParser], None] = _no_flags
     cli_overrides: Callable[[argparse.Namespace], dict[str, Any]] = _no_overrides
     check: Callable[[Any], None] = _no_check
+    inputs: Callable[[Any, Path], dict[str, Path]] = _no_inputs
+    describe: Callable[[StageSummary], str] = _no_description
 
     def enabled(self, config: Any) -> bool:
         """Whether the config's section switches the stage on (``<section>.enabled``)."""

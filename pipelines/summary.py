@@ -9,59 +9,9 @@ as rich tables. ``vismem run --json`` prints the machine-readable form instead.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
-#: Stage summary -> one line of what happened (reused = found finished in the store).
-Line = Callable[[dict[str, Any]], str]
-
-
-def _n(v: Any) -> str:
-    return f"{v:,}" if isinstance(v, int) else str(v)
-
-
-def _memshot(s: dict[str, Any]) -> str:
-    ans = s.get("answers")
-    if isinstance(ans, dict):
-        tail = f"{_n(ans.get('answers', 0))} answers ({_n(ans.get('answer_failures', 0))} failed), judged"
-    else:
-        tail = f"answers {ans}" if ans else ""
-    rr = s.get("read_rate") or {}
-    read = ("; read rate " + ", ".join(f"{v} {100 * r['read_rate']:.1f} %" for v, r in rr.items()
-                                       if isinstance(r, dict) and r.get("read_rate") is not None)) if rr else ""
-    return (f"{_n(s.get('conversations'))} conversation(s), {_n(s.get('questions'))} questions, "
-            f"{_n(s.get('units'))} units{read}; {tail}")
-
-
-def _catalog(s: dict[str, Any]) -> str:
-    return f"{_n(s.get('variants'))} products: {_n(s.get('generated'))} images generated, {_n(s.get('skipped'))} reused"
-
-
-def _encode(s: dict[str, Any]) -> str:
-    failed = len(s.get("failed") or [])
-    return (f"{_n(s.get('sessions'))} sessions: {_n(s.get('ran'))} browsed, {_n(s.get('cached'))} reused"
-            + (f", {failed} failed" if failed else ""))
-
-
-def _replay(s: dict[str, Any]) -> str:
-    f = s.get("features") or {}
-    comp, reu = sum((f.get("computed") or {}).values()), sum((f.get("reused") or {}).values())
-    return (f"{_n(s.get('chains'))} chains x {len(s.get('architectures') or [])} architectures; "
-            f"features {_n(comp)} computed, {_n(reu)} reused")
-
-
-def _probes(s: dict[str, Any]) -> str:
-    return (f"{_n(s.get('units'))} probe units: {_n(s.get('ran'))} ran, {_n(s.get('cached'))} reused; "
-            f"{_n(s.get('probes'))} probes")
-
-
-def _report(s: dict[str, Any]) -> str:
-    v = ", ".join(s.get("viewers") or {}) or "none"
-    return f"{_n(s.get('tables'))} tables, {_n(s.get('figures'))} figures; viewers: {v}"
-
-
-LINES: dict[str, Line] = {"memshot": _memshot, "catalog": _catalog, "encode": _encode, "replay": _replay,
-                          "probes": _probes, "report": _report}
-
+from vismem.pipelines.stage import count
 
 def stage_rows(results: dict[str, Any], manifest: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One row per stage that ran: name, status, wall seconds, what happened."""
@@ -73,11 +23,19 @@ def stage_rows(results: dict[str, Any], manifest: dict[str, Any] | None) -> list
         status = s.get("status") or (times.get(name) or {}).get("status") or "done"
         t = times.get(name) or {}
         wall = t.get("wall_s", s.get("wall_s"))
-        what = "disabled in the config" if status == "disabled" else LINES.get(name, lambda _: "")(s)
+        what = "disabled in the config" if status == "disabled" else _describe(name, s)
         # Peak memory (MiB) of the stage: this driver alone, and with the processes it started.
         rows.append({"stage": name, "status": status, "wall_s": wall, "peak_rss_mib": t.get("peak_rss_mib"),
                      "tree_peak_mib": t.get("tree_peak_mib"), "what": what})
     return rows
+
+
+def _describe(name: str, summary: dict[str, Any]) -> str:
+    """The stage's own line for its summary (empty for a name that is no stage)."""
+    from vismem.pipelines.stage import get_stage
+    from vismem.pipelines.stage_order import STAGE_ORDER
+
+    return get_stage(name).describe(summary) if name in STAGE_ORDER else ""
 
 
 def collect(results: dict[str, Any], *, manifest: dict[str, Any] | None, tables: dict[str, Any],
@@ -149,7 +107,7 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
         for c in ("architecture", "TSR %", "95% CI", "probes", "chains"):
             t.add_column(c, justify="left" if c == "architecture" else "right")
         for r in rows:
-            t.add_row(r["architecture"], _pct(r["tsr"]), _ci(r, "low", "high"), _n(r["n_probes"]), _n(r["n_chains"]))
+            t.add_row(r["architecture"], _pct(r["tsr"]), _ci(r, "low", "high"), count(r["n_probes"]), count(r["n_chains"]))
         con.print(t)
     if h.get("memshot_recall"):
         con.print("[bold]MemShot evidence recall@k[/bold] [dim](95% CI: question bootstrap)[/dim]", soft_wrap=True)
@@ -158,7 +116,7 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
             t.add_column(c, justify="left" if c == "variant" else "right")
         for r in h["memshot_recall"]:
             t.add_row(r["variant"], str(r["k"]), _pct(r["recall"]), _ci(r, "recall lo", "recall hi"), _pct(r["hit"]),
-                      _ci(r, "hit lo", "hit hi"), _n(r["n"]))
+                      _ci(r, "hit lo", "hit hi"), count(r["n"]))
         con.print(t)
     if h.get("memshot_answers"):
         con.print("[bold]MemShot answers[/bold] [dim](Acc: LLM judge, F1: token F1; 95% CI: question "
@@ -168,7 +126,7 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
             t.add_column(c, justify="left" if c == "variant" else "right")
         for r in h["memshot_answers"]:
             t.add_row(r["variant"], str(r["k"]), _pct(r.get("acc")), _ci(r, "acc lo", "acc hi"), _pct(r["f1"]),
-                      _ci(r, "f1 lo", "f1 hi"), _n(r["n"]))
+                      _ci(r, "f1 lo", "f1 hi"), count(r["n"]))
         con.print(t)
     if h.get("encoding"):
         con.print("[bold]DMV-Bench encoding sessions[/bold] [dim](means per session)[/dim]", soft_wrap=True)
@@ -176,7 +134,7 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
         for c in ("back-end", "sessions", "chains", "steps", "products", "styles"):
             t.add_column(c, justify="left" if c == "back-end" else "right")
         for r in h["encoding"]:
-            t.add_row(r["backend"], _n(r["sessions"]), _n(r["chains"]), f"{r['steps_mean']:.1f}",
+            t.add_row(r["backend"], count(r["sessions"]), count(r["chains"]), f"{r['steps_mean']:.1f}",
                       f"{r['products_mean']:.1f}", f"{r['styles_mean']:.1f}")
         con.print(t)
     w = summary["where"]

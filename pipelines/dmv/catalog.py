@@ -23,9 +23,9 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.stage import Stage
+from vismem.pipelines.stage import Stage, count
 from vismem.pipelines.dmv.catalog_job import plan_rows
-from vismem.pipelines.dmv.protocol import image_params, params_hash, public_spec, source_spec
+from vismem.pipelines.dmv.protocol import image_params, params_hash, public_spec, source_spec, storefront_inputs
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -151,5 +151,10 @@ def check(config: Any) -> None:
         IMAGE_SOURCES.check(config.catalog.image_source, field="catalog.image_source", injected=("catalog",))
 
 
-STAGE = Stage(name="catalog", section="catalog", run=run, add_cli_args=add_cli_args,
+def describe(s: dict[str, Any]) -> str:
+    """One line of what ran and what was reused (the end-of-run summary)."""
+    return f"{count(s.get('variants'))} products: {count(s.get('generated'))} images generated, {count(s.get('skipped'))} reused"
+
+
+STAGE = Stage(name="catalog", describe=describe, inputs=storefront_inputs, section="catalog", run=run, add_cli_args=add_cli_args,
               cli_overrides=cli_overrides, check=check)

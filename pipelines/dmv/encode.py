@@ -32,8 +32,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.stage import Stage
-from vismem.pipelines.dmv.protocol import image_source, options, plan
+from vismem.pipelines.stage import Stage, count
+from vismem.pipelines.dmv.protocol import image_source, options, plan, storefront_inputs
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -195,5 +195,12 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     return out
 
 
-STAGE = Stage(name="encode", section="encode", run=run, add_cli_args=add_cli_args,
+def describe(s: dict[str, Any]) -> str:
+    """One line of what ran and what was reused (the end-of-run summary)."""
+    failed = len(s.get("failed") or [])
+    return (f"{count(s.get('sessions'))} sessions: {count(s.get('ran'))} browsed, {count(s.get('cached'))} reused"
+            + (f", {failed} failed" if failed else ""))
+
+
+STAGE = Stage(name="encode", describe=describe, inputs=storefront_inputs, section="encode", run=run, add_cli_args=add_cli_args,
               cli_overrides=cli_overrides, check=check)

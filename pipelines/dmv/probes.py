@@ -25,7 +25,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.stage import Stage
+from vismem.pipelines.dmv.protocol import storefront_inputs
+from vismem.pipelines.stage import Stage, count
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -222,5 +223,11 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     return summary
 
 
-STAGE = Stage(name="probes", section="probes", run=run, check=check)
+def describe(s: dict[str, Any]) -> str:
+    """One line of what ran and what was reused (the end-of-run summary)."""
+    return (f"{count(s.get('units'))} probe units: {count(s.get('ran'))} ran, {count(s.get('cached'))} reused; "
+            f"{count(s.get('probes'))} probes")
+
+
+STAGE = Stage(name="probes", describe=describe, inputs=storefront_inputs, section="probes", run=run, check=check)
 

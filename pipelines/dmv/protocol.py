@@ -187,3 +187,11 @@ def options(config: Any) -> Any:
 
     enc = config.encode
     return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)
+
+
+def storefront_inputs(config: Any, data_dir: Path) -> dict[str, Path]:
+    """The catalogue files every DMV-Bench stage reads (its pages are what agents browse), by role."""
+    from vismem.env.storefront.catalog import CUE_FILE, SEED_FILE, dmv_dir
+
+    d = dmv_dir(data_dir)
+    return {f"dmv-bench/{SEED_FILE}": d / SEED_FILE, f"dmv-bench/{CUE_FILE}": d / CUE_FILE}

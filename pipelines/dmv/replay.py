@@ -26,7 +26,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from vismem.core.progress import track
-from vismem.pipelines.stage import Stage
+from vismem.pipelines.dmv.protocol import storefront_inputs
+from vismem.pipelines.stage import Stage, count
 from vismem.pipelines.dmv.chains import load_run_chains
 
 if TYPE_CHECKING:
@@ -128,5 +129,13 @@ def run(ctx: "RunContext") -> dict[str, Any]:
             "results": key}
 
 
-STAGE = Stage(name="replay", section="memory", run=run, add_cli_args=add_cli_args, cli_overrides=cli_overrides,
+def describe(s: dict[str, Any]) -> str:
+    """One line of what ran and what was reused (the end-of-run summary)."""
+    f = s.get("features") or {}
+    comp, reu = sum((f.get("computed") or {}).values()), sum((f.get("reused") or {}).values())
+    return (f"{count(s.get('chains'))} chains x {len(s.get('architectures') or [])} architectures; "
+            f"features {count(comp)} computed, {count(reu)} reused")
+
+
+STAGE = Stage(name="replay", describe=describe, inputs=storefront_inputs, section="memory", run=run, add_cli_args=add_cli_args, cli_overrides=cli_overrides,
               check=check)

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vismem.core.errors import ConfigError
 from vismem.pipelines.memshot.answercache import cached, capped, check_dataset_file, verdict
 from vismem.pipelines.memshot.retrieve import (SUMMARY_SCHEMA_VERSION, dataset_name, embedder_groups, max_heights,
                                                retrieve_units)
-from vismem.pipelines.stage import Stage
+from vismem.pipelines.stage import Stage, count
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -316,5 +318,29 @@ def _write_result(ctx: Any, kind: str, df: Any) -> None:
     write_results(ctx.store, ctx.run_prefix, kind, df)
 
 
-STAGE = Stage(name="memshot", section="memshot", run=run, add_cli_args=add_cli_args,
+def inputs(config: Any, data_dir: Path) -> dict[str, Path]:
+    """The dialogue dataset's file (none while no file is named: ``check`` says so)."""
+    from vismem.pipelines.memshot.render import dataset_path
+
+    try:
+        return {"memshot.dataset": dataset_path(config.memshot, data_dir)}
+    except ConfigError:
+        return {}
+
+
+def describe(s: dict[str, Any]) -> str:
+    """One line of what ran and what was reused (the end-of-run summary)."""
+    ans = s.get("answers")
+    if isinstance(ans, dict):
+        tail = f"{count(ans.get('answers', 0))} answers ({count(ans.get('answer_failures', 0))} failed), judged"
+    else:
+        tail = f"answers {ans}" if ans else ""
+    rr = s.get("read_rate") or {}
+    read = ("; read rate " + ", ".join(f"{v} {100 * r['read_rate']:.1f} %" for v, r in rr.items()
+                                       if isinstance(r, dict) and r.get("read_rate") is not None)) if rr else ""
+    return (f"{count(s.get('conversations'))} conversation(s), {count(s.get('questions'))} questions, "
+            f"{count(s.get('units'))} units{read}; {tail}")
+
+
+STAGE = Stage(name="memshot", describe=describe, inputs=inputs, section="memshot", run=run, add_cli_args=add_cli_args,
               cli_overrides=cli_overrides, check=check)

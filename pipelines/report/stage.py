@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vismem.pipelines.report.build import build, options_from
-from vismem.pipelines.stage import Stage
+from vismem.pipelines.stage import Stage, count
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -30,4 +30,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     return summary
 
 
-STAGE = Stage(name="report", section="report", run=run)
+def describe(s: dict[str, Any]) -> str:
+    """One line of what ran and what was reused (the end-of-run summary)."""
+    v = ", ".join(s.get("viewers") or {}) or "none"
+    return f"{count(s.get('tables'))} tables, {count(s.get('figures'))} figures; viewers: {v}"
+
+
+STAGE = Stage(name="report", describe=describe, section="report", run=run)
