@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vismem.core.paths import resolve_data_dir as _resolve
 
@@ -66,14 +66,13 @@ class RunContext:
         return str(self.data_dir)
 
 
-def resolve_data_dir(config: Any) -> Path:
+def resolve_data_dir(config: "RunConfig") -> Path:
     """``config.data_dir`` resolved against the repo root (then the cwd)."""
     return _resolve(config.data_dir)
 
 
-def catalog_from_config(config: Any) -> "Catalog":
+def catalog_from_config(config: "RunConfig") -> "Catalog":
     """The storefront catalogue of a run config (its seed and ``catalog.colour_order``)."""
     from vismem.env.storefront.catalog import load_catalog
 
-    order = getattr(getattr(config, "catalog", None), "colour_order", "seeded")
-    return load_catalog(resolve_data_dir(config), seed=config.seed, colour_order=order)
+    return load_catalog(resolve_data_dir(config), seed=config.seed, colour_order=config.catalog.colour_order)

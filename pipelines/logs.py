@@ -16,8 +16,12 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vismem.core.paths import local_dir
+
+if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
 
 #: Loggers routed to the run log (each keeps its own level; their console handlers are removed).
 ROUTED = ("ray.data", "ray", "transformers", "huggingface_hub", "sentence_transformers", "urllib3", "filelock")
@@ -65,9 +69,9 @@ class Quiet:
             self.handler.close()
 
 
-def run_log_path(config: object) -> Path:
+def run_log_path(config: "RunConfig") -> Path:
     """``<runs_dir>/<run_id>/run.log``: the runner's log file for ``config``."""
-    return local_dir(getattr(config, "runs_dir")) / getattr(config, "run_id") / "run.log"
+    return local_dir(config.runs_dir) / config.run_id / "run.log"
 
 
 class _LazyFileHandler(logging.FileHandler):

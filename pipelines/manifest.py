@@ -8,11 +8,14 @@ import platform
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismem.core.peakmem import PeakWatch
 from vismem.core.secrets import Scrubber
 from vismem.core.store import Store
+
+if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
 
 MANIFEST_SCHEMA_VERSION = 1
 
@@ -69,9 +72,8 @@ class Manifest:
         self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
         self._watch: PeakWatch | None = None  # the running stage's memory watch
 
-    def begin(self, config: Any, *, seeds: dict[str, int]) -> None:
+    def begin(self, config: "RunConfig", *, seeds: dict[str, int]) -> None:
         previous = self.data.get("stages", {})
-        inputs = getattr(config, "input_files", None)
         self.data = {
             "schema_version": MANIFEST_SCHEMA_VERSION,
             "run_id": config.run_id,
@@ -79,7 +81,7 @@ class Manifest:
             # The content of every data file the run reads (the run id hashes these digests).
             # The digests are the run id's own (pinned per config object), not a second reading.
             "inputs": {role: {"path": str(path), "digest": config.input_digests()[role]}
-                       for role, path in inputs().items()} if inputs else {},
+                       for role, path in config.input_files().items()},
             "seeds": seeds,
             "packages": package_versions(),
             "python": platform.python_version(),

@@ -19,6 +19,7 @@ from vismem.core.errors import ConfigError
 from vismem.pipelines.stage_order import STAGE_MODULES, STAGE_ORDER
 
 if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
     from vismem.pipelines.context import RunContext
 
 
@@ -30,11 +31,11 @@ def _no_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
-def _no_check(config: Any) -> None:
+def _no_check(config: "RunConfig") -> None:
     return None
 
 
-def _no_inputs(config: Any, data_dir: Path) -> dict[str, Path]:
+def _no_inputs(config: "RunConfig", data_dir: Path) -> dict[str, Path]:
     return {}
 
 
@@ -87,7 +88,7 @@ class Stage:
     inputs: Callable[[Any, Path], dict[str, Path]] = _no_inputs
     describe: Callable[[StageSummary], str] = _no_description
 
-    def enabled(self, config: Any) -> bool:
+    def enabled(self, config: "RunConfig") -> bool:
         """Whether the config's section switches the stage on (``<section>.enabled``)."""
         section = getattr(config, self.section, None) if self.section else None
         return bool(getattr(section, "enabled", True))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismem.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +54,7 @@ def rates_from(pairs: list[str], measured: dict[str, float] | None = None) -> An
     return Rates(**values)
 
 
-def measure(store: Any, run_id: str) -> dict[str, float]:
+def measure(store: "Store", run_id: str) -> dict[str, float]:
     """Mean seconds per agent call and agent steps per session of a finished run's encoding."""
     import polars as pl
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismem.pipelines.stage import STAGE_ORDER, all_stages
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -83,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
     quiet = logs.quiet(log_path, verbose=args.verbose)
     t0 = time.perf_counter()
 
-    def after(store: Any, res: dict[str, Any]) -> dict[str, Any]:  # in the run's still-open store
+    def after(store: "Store", res: dict[str, Any]) -> dict[str, Any]:  # in the run's still-open store
         return finish(cfg, res, store=store, wall_s=time.perf_counter() - t0, run_log=str(log_path))
 
     try:
@@ -107,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def finish(cfg: Any, results: dict[str, Any], *, store: Any, wall_s: float, run_log: str | None) -> dict[str, Any]:
+def finish(cfg: Any, results: dict[str, Any], *, store: "Store", wall_s: float, run_log: str | None) -> dict[str, Any]:
     """After a run's stages, in its still-open ``store``: read the manifest and result tables
     back, bring the report to a local folder.
 

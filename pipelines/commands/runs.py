@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismem.pipelines.commands.run import add_config_args, config_from_args
 from vismem.pipelines.stage import STAGE_ORDER
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +38,7 @@ def run_status(manifest: dict[str, Any]) -> str:
     return "incomplete" if "running" in states else "done"
 
 
-def run_ids(store: Any) -> list[str]:
+def run_ids(store: "Store") -> list[str]:
     """The run folders under ``runs/`` (one listing of the first level, not of every object)."""
     import pyarrow.fs as pafs
 
@@ -44,7 +47,7 @@ def run_ids(store: Any) -> list[str]:
     return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory and not i.base_name.startswith("."))
 
 
-def list_runs(store: Any) -> list[dict[str, Any]]:
+def list_runs(store: "Store") -> list[dict[str, Any]]:
     """One record per run: ``run_id``, ``status``, ``started``, ``stages`` (name: status), ``report``."""
     out = []
     for rid in run_ids(store):

@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from vismem.pipelines.commands.run import add_config_args, config_from_args
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,7 +57,7 @@ def human(n: int) -> str:
     return f"{size:.1f} TiB"
 
 
-def sized_keys(store: Any, prefix: str) -> Iterator[tuple[str, int]]:
+def sized_keys(store: "Store", prefix: str) -> Iterator[tuple[str, int]]:
     """``(key, bytes)`` under ``prefix`` in key order, through the store's Arrow filesystem (one
     listing; S3 returns sizes with the listing)."""
     import pyarrow.fs as pafs

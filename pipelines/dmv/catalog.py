@@ -28,6 +28,7 @@ from vismem.pipelines.dmv.catalog_job import plan_rows
 from vismem.pipelines.dmv.protocol import image_params, params_hash, public_spec, source_spec, storefront_inputs
 
 if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
     from vismem.pipelines.context import RunContext
 
 SCHEMA_VERSION = 1
@@ -143,7 +144,7 @@ def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
             "wall_s": round(time.perf_counter() - t0, 3)}
 
 
-def check(config: Any) -> None:
+def check(config: "RunConfig") -> None:
     """The image source is a registered name and its args fit it (nothing is built or read)."""
     from vismem.env.storefront.imagesource import IMAGE_SOURCES
 

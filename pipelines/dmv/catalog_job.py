@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 #: Columns of the job's output rows (one per input row).
 OUTPUT_COLUMNS = ("url_hash", "with_cue_key", "base_key", "with_cue_bytes", "base_bytes", "with_cue_sha256",
@@ -49,7 +52,7 @@ def _conform(data: bytes, size: int, fmt: str, compress_level: int) -> bytes:
     return encode(im.convert("RGB").resize((size, size), Image.LANCZOS), fmt, compress_level)
 
 
-def generate_rows(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], size: int, fmt: str,
+def generate_rows(rows: list[dict[str, Any]], *, store: "Store", spec: dict[str, Any], size: int, fmt: str,
                   compress_level: int, upload_threads: int = 8) -> list[dict[str, Any]]:
     """Render + upload the images of ``rows`` (or read back those that exist); one result per row."""
     from vismem.env.storefront.imagesource import build_image_source
@@ -114,7 +117,7 @@ def _generate_batch(batch: dict[str, Any], **kw: Any) -> dict[str, Any]:
     return {k: np.array([r[k] for r in res]) for k in res[0]} if res else {k: np.array([]) for k in batch}
 
 
-def generate(rows: list[dict[str, Any]], *, store: Any, spec: dict[str, Any], cfg: Any, ray_cfg: Any,
+def generate(rows: list[dict[str, Any]], *, store: "Store", spec: dict[str, Any], cfg: Any, ray_cfg: Any,
              use_ray: bool = True) -> list[dict[str, Any]]:
     """Run the generation job over ``rows`` (Ray Data, or in-process with ``use_ray=False``).
 

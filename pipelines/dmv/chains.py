@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
+    from vismem.core.store import Store
     from vismem.pipelines.context import RunContext
 
 
@@ -25,7 +27,7 @@ class Chain:
     seed: int
 
 
-def plan_chains(config: Any) -> list[Chain]:
+def plan_chains(config: "RunConfig") -> list[Chain]:
     """Every chain of the run's encode plan, in plan order."""
     from vismem.pipelines.dmv.protocol import plan
 
@@ -36,7 +38,7 @@ def plan_chains(config: Any) -> list[Chain]:
     return [Chain(b, slugs[b], s) for b, s in seen]
 
 
-def missing_sessions(store: Any, chains: list[Chain], J: int) -> list[tuple[str, int, int]]:
+def missing_sessions(store: "Store", chains: list[Chain], J: int) -> list[tuple[str, int, int]]:
     """``(slug, seed, j)`` of sessions ``j < J`` that are not in the trajectory cache."""
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
@@ -47,7 +49,7 @@ def missing_sessions(store: Any, chains: list[Chain], J: int) -> list[tuple[str,
     return out
 
 
-def chain_steps(store: Any, chain: Chain, J: int) -> Any:
+def chain_steps(store: "Store", chain: Chain, J: int) -> Any:
     """The step rows of a chain's sessions ``0..J-1`` as one Polars frame (session, then step)."""
     import polars as pl
 
@@ -57,14 +59,14 @@ def chain_steps(store: Any, chain: Chain, J: int) -> Any:
     return pl.concat([cache.read_steps(chain.seed, j) for j in range(J)], how="vertical_relaxed")
 
 
-def chain_observations(store: Any, chain: Chain, J: int) -> list[Any]:
+def chain_observations(store: "Store", chain: Chain, J: int) -> list[Any]:
     """A chain's visits (``vismem.memory.agent.Observation``) in stream order."""
     from vismem.memory.agent import observations_from_steps
 
     return observations_from_steps(chain_steps(store, chain, J))
 
 
-def architecture_specs(config: Any) -> list[dict[str, Any]]:
+def architecture_specs(config: "RunConfig") -> list[dict[str, Any]]:
     """The configured architectures with ``memory.components`` laid over each (raw specs)."""
     from vismem.memory.agent import ARCHITECTURES, with_components
 
@@ -122,7 +124,7 @@ def pin_deployed(spec: Any) -> Any:
     return spec
 
 
-def build_architectures(config: Any, features: Any = None) -> list[Any]:
+def build_architectures(config: "RunConfig", features: Any = None) -> list[Any]:
     """Every configured architecture, built (ConfigError naming the field on a bad spec)."""
     from vismem.memory.agent import build_architecture
 

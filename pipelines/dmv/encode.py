@@ -36,6 +36,7 @@ from vismem.pipelines.stage import Stage, count
 from vismem.pipelines.dmv.protocol import image_source, options, plan, storefront_inputs
 
 if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
     from vismem.pipelines.context import RunContext
 
 #: Columns of the Ray Data rows the workers return (one per input key).
@@ -79,7 +80,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"encode": over} if over else {}
 
 
-def check(config: Any) -> None:
+def check(config: "RunConfig") -> None:
     """Every backend spec resolves and the env kind exists (ConfigError naming the field)."""
     from vismem.pipelines.dmv.protocol import resolve_spec
 
@@ -93,7 +94,7 @@ def check(config: Any) -> None:
         IMAGE_SOURCES.check(config.encode.images, field="encode.images", injected=("catalog",))
 
 
-def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> dict[str, Any]:
+def worker_kwargs(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str]) -> dict[str, Any]:
     """Constructor kwargs of :class:`EncodeWorker` for this run."""
     from vismem.pipelines.dmv.protocol import env_factory
 
@@ -105,7 +106,7 @@ def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> di
             "max_failed_calls": cfg.encode.max_failed_calls}
 
 
-def run_keys(ctx: Any, specs: list[dict[str, Any]], slugs: list[str],
+def run_keys(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str],
              todo: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
     """Run the pending keys on Ray actors; one output row per key."""
     import ray.data

@@ -10,13 +10,16 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismem.core.failures import UnitFailed, check_failed_calls
 from vismem.pipelines.dmv.trajectories import TrajectoryCache
 from vismem.agents.chains import session_spec
 from vismem.agents.session import SessionOptions, run_session
 from vismem.pipelines.dmv.protocol import default_env_factory
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 log = logging.getLogger("vismem.encode")
 
@@ -35,7 +38,7 @@ class EncodeWorker:
             (``encode.max_failed_calls``); past it the key fails and nothing is committed.
     """
 
-    def __init__(self, store: Any, backends: list[dict[str, Any]], slugs: list[str], *, data_dir: str,
+    def __init__(self, store: "Store", backends: list[dict[str, Any]], slugs: list[str], *, data_dir: str,
                  catalog_seed: int = 0, colour_order: str = "seeded", images: Any = "placeholder",
                  options: SessionOptions = SessionOptions(), observation: str = "product_image",
                  step_timeout_s: float = 30.0, shop_url: str | None = None, env_factory: Any = None,

@@ -19,9 +19,12 @@ from __future__ import annotations
 import hashlib
 import io
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 FEATURE_ROOT = "features"
 SCHEMA_VERSION = 1
@@ -32,7 +35,7 @@ def _part_key(spec_key: str, ids: list[str]) -> str:
     return f"{FEATURE_ROOT}/{spec_key}/parts/{digest}.parquet"
 
 
-def save_spec(store: Any, fs: Any) -> None:
+def save_spec(store: "Store", fs: Any) -> None:
     """Record what a spec key means (once)."""
     key = f"{FEATURE_ROOT}/{fs.key}/spec.json"
     if not store.exists(key):
@@ -40,7 +43,7 @@ def save_spec(store: Any, fs: Any) -> None:
                              "stand_in": bool(fs.stand_in), "spec": fs.spec})
 
 
-def save_part(store: Any, fs: Any, values: dict[str, Any]) -> str | None:
+def save_part(store: "Store", fs: Any, values: dict[str, Any]) -> str | None:
     """Write one immutable part of ``content_id -> caption | vector`` for feature spec ``fs``."""
     import polars as pl
 
@@ -62,7 +65,7 @@ def save_part(store: Any, fs: Any, values: dict[str, Any]) -> str | None:
     return key
 
 
-def load_parts(store: Any, fs: Any) -> dict[str, Any]:
+def load_parts(store: "Store", fs: Any) -> dict[str, Any]:
     """Every stored ``content_id -> value`` of feature spec ``fs``."""
     import polars as pl
 
@@ -94,7 +97,7 @@ class FeatureStats:
         what[kind] = what.get(kind, 0) + n
 
 
-def ensure_features(store: Any, architectures: Iterable[Any], observations: Iterable[Any], *, compute: Any,
+def ensure_features(store: "Store", architectures: Iterable[Any], observations: Iterable[Any], *, compute: Any,
                     ) -> tuple[Any, FeatureStats]:
     """Load, and compute where missing, every feature ``architectures`` read for ``observations``.
 

@@ -8,9 +8,12 @@ return ``(values, failures)`` keyed by content id. A failed item is reported, ne
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 #: Columns of the job's input rows (one per item).
 INPUT_COLUMNS = ("content_id", "image_key", "url_hash", "text")
@@ -58,7 +61,7 @@ def feature_batch(kind: str, model: Any, items: list[dict[str, Any]], read_blob:
 class _FeatureActor:
     """Ray Data actor: builds the model once, computes batches."""
 
-    def __init__(self, fs: Any, store: Any) -> None:
+    def __init__(self, fs: Any, store: "Store") -> None:
         self.fs, self.store = fs, store
         self.model = build_model(fs)
 
@@ -84,7 +87,7 @@ def _collect(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str,
     return values, failures
 
 
-def compute_features(fs: Any, items: list[dict[str, Any]], *, store: Any, on_ray: bool, batch_size: int = 32,
+def compute_features(fs: Any, items: list[dict[str, Any]], *, store: "Store", on_ray: bool, batch_size: int = 32,
                      ray_cfg: Any = None, actors: int = 1, num_gpus: float = 0.0,
                      models: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Compute feature spec ``fs`` over ``items``; ``(content_id -> value, failures)``.

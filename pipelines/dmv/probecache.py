@@ -19,7 +19,10 @@ from __future__ import annotations
 import io
 import json
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 PROBE_ROOT = "probes"
 SCHEMA_VERSION = 1
@@ -58,7 +61,7 @@ def probe_rows_table(rows: list[dict[str, Any]]) -> Any:
 class ProbeCache:
     """Read and write the probe units of one (chain, architecture key). Picklable."""
 
-    def __init__(self, store: Any, slug: str, seed: int, key: str) -> None:
+    def __init__(self, store: "Store", slug: str, seed: int, key: str) -> None:
         self.store, self.slug, self.seed, self.key = store, slug, int(seed), key
 
     def prefix(self) -> str:
@@ -100,7 +103,7 @@ class ProbeCache:
         return pl.read_parquet(io.BytesIO(self.store.get_bytes(self.rows_key(set_name, j))))
 
 
-def read_units(store: Any, units: Iterable[tuple[str, int, str, str, int]]) -> Any:
+def read_units(store: "Store", units: Iterable[tuple[str, int, str, str, int]]) -> Any:
     """Concatenate the rows of finished units ``(slug, seed, arch_key, set, j)``."""
     import polars as pl
 

@@ -29,10 +29,11 @@ from vismem.pipelines.dmv.protocol import storefront_inputs
 from vismem.pipelines.stage import Stage, count
 
 if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
     from vismem.pipelines.context import RunContext
 
 
-def recallers(config: Any) -> list[dict[str, Any]]:
+def recallers(config: "RunConfig") -> list[dict[str, Any]]:
     """The resolved recalling VLM of each encode back-end (``probes.backends`` or the back-ends)."""
     from vismem.pipelines.dmv.protocol import resolve_spec
 
@@ -45,7 +46,7 @@ def recallers(config: Any) -> list[dict[str, Any]]:
             for i, s in enumerate(specs)]
 
 
-def check(config: Any) -> None:
+def check(config: "RunConfig") -> None:
     """The recalling VLMs and every architecture resolve."""
     from vismem.pipelines.dmv.chains import build_architectures
 
@@ -54,7 +55,7 @@ def check(config: Any) -> None:
         build_architectures(config)
 
 
-def cue_lookup(config: Any) -> dict[str, list[str]]:
+def cue_lookup(config: "RunConfig") -> dict[str, list[str]]:
     """``url_hash -> [colour, object as drawn]`` of the served catalogue (the probe's cue phrase
     names the object actually in the pixels: procedural images draw a substitute for a few)."""
     from vismem.pipelines.context import catalog_from_config
@@ -67,7 +68,7 @@ def cue_lookup(config: Any) -> dict[str, list[str]]:
             for v in cat.variants}
 
 
-def plan_units(config: Any, chains: list[Any], n_archs: int) -> list[dict[str, Any]]:
+def plan_units(config: "RunConfig", chains: list[Any], n_archs: int) -> list[dict[str, Any]]:
     """Every (chain, architecture, recall session, set) unit the configured J values need."""
     Js = config.probes.J or (config.encode.J,)
     units = []
@@ -81,7 +82,7 @@ def plan_units(config: Any, chains: list[Any], n_archs: int) -> list[dict[str, A
     return units
 
 
-def _protocol(config: Any) -> dict[str, Any]:
+def _protocol(config: "RunConfig") -> dict[str, Any]:
     from vismem.agents import prompts
 
     p = config.probes
@@ -110,7 +111,7 @@ def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: 
             "env_kwargs": {"observation": cfg.encode.observation, "step_timeout_s": cfg.encode.step_timeout_s}}
 
 
-def results_frame(raw: Any, config: Any, chains: list[Any], archs: list[Any], recall_names: list[str]) -> Any:
+def results_frame(raw: Any, config: "RunConfig", chains: list[Any], archs: list[Any], recall_names: list[str]) -> Any:
     """The ``probes`` result rows: one per (back-end, J, architecture, study, probe)."""
     import polars as pl
 
@@ -146,7 +147,7 @@ def results_frame(raw: Any, config: Any, chains: list[Any], archs: list[Any], re
     ).sort(["backend", "J", "architecture", "study", "seed", "recall_session", "reach", "probe_id"])
 
 
-def _recall_label(chains: list[Any], config: Any, recall: list[dict[str, Any]]) -> list[str]:
+def _recall_label(chains: list[Any], config: "RunConfig", recall: list[dict[str, Any]]) -> list[str]:
     """How results name each back-end: the browsing slug's label, plus the recaller when it differs."""
     from vismem.pipelines.dmv.protocol import backend_label, is_stand_in
 

@@ -16,10 +16,13 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismem.core.failures import UnitFailed, cap_text, check_failed_calls
 from vismem.pipelines.dmv.probecache import ProbeCache, probe_rows_table
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 log = logging.getLogger("vismem.probes")
 
@@ -76,7 +79,7 @@ class ProbeWorker:
         env_factory: builds the page env on a shop URL (``vismem.pipelines.dmv.encode_job.env_factory``).
     """
 
-    def __init__(self, store: Any, *, chains: list[dict[str, Any]], recallers: list[dict[str, Any]],
+    def __init__(self, store: "Store", *, chains: list[dict[str, Any]], recallers: list[dict[str, Any]],
                  archs: list[dict[str, Any]], arch_keys: list[list[str]], feature_specs: list[Any],
                  cues: dict[str, list[str]], shop: dict[str, Any], options: dict[str, Any], env_factory: Any,
                  env_kwargs: dict[str, Any] | None = None, shop_url: str | None = None) -> None:

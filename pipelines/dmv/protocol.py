@@ -18,6 +18,8 @@ from vismem.core.identity import content_digest, content_key
 from vismem.pipelines.dmv.trajectories import PROTOCOL_VERSION, slugify
 
 if TYPE_CHECKING:
+    from vismem.pipelines.context import RunContext
+    from vismem.pipelines.config import RunConfig
     from vismem.agents.session import SessionOptions
 
 
@@ -131,7 +133,7 @@ def params_hash(params: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def images_identity(config: Any) -> Any:
+def images_identity(config: "RunConfig") -> Any:
     """What the served pixels are, for the cache key: the catalogue image prefix, or the spec."""
     if config.encode.images != "catalog":
         return config.encode.images
@@ -140,7 +142,7 @@ def images_identity(config: Any) -> Any:
     return f"catalog/{params_hash(image_params(config.catalog, catalog_from_config(config).variants))}"
 
 
-def image_source(ctx: Any) -> Any:
+def image_source(ctx: "RunContext") -> Any:
     """The image-source spec the workers' storefronts use (see ``EncodeConfig.images``)."""
     cfg = ctx.config
     if cfg.encode.images != "catalog":
@@ -162,7 +164,7 @@ def image_source(ctx: Any) -> Any:
     return source_spec(cfg.catalog)
 
 
-def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, int, int]]]:
+def plan(config: "RunConfig") -> tuple[list[dict[str, Any]], list[str], list[tuple[int, int, int]]]:
     """Resolved backend specs, their cache slugs and every ``(backend index, seed, j)`` key."""
 
     enc = config.encode
@@ -182,14 +184,14 @@ def plan(config: Any) -> tuple[list[dict[str, Any]], list[str], list[tuple[int, 
     return specs, slugs, keys
 
 
-def options(config: Any) -> Any:
+def options(config: "RunConfig") -> Any:
     from vismem.agents.session import SessionOptions
 
     enc = config.encode
     return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)
 
 
-def storefront_inputs(config: Any, data_dir: Path) -> dict[str, Path]:
+def storefront_inputs(config: "RunConfig", data_dir: Path) -> dict[str, Path]:
     """The catalogue files every DMV-Bench stage reads (its pages are what agents browse), by role."""
     from vismem.env.storefront.catalog import CUE_FILE, SEED_FILE, dmv_dir
 

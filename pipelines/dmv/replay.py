@@ -31,6 +31,7 @@ from vismem.pipelines.stage import Stage, count
 from vismem.pipelines.dmv.chains import load_run_chains
 
 if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
     from vismem.pipelines.context import RunContext
 
 BANKS_SCHEMA_VERSION = 1
@@ -47,7 +48,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"memory": {"architectures": list(names)}} if names else {}
 
 
-def check(config: Any) -> None:
+def check(config: "RunConfig") -> None:
     """Every architecture (and each component it nests) resolves."""
     from vismem.pipelines.dmv.chains import build_architectures
 

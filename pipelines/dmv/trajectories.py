@@ -22,9 +22,12 @@ import hashlib
 import io
 import re
 import threading
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from vismem.agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table, timing_table
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 TRAJECTORY_ROOT = "trajectories"
 BLOB_ROOT = "blobs/sha256"
@@ -50,7 +53,7 @@ def _image_ext(data: bytes) -> str:
 class TrajectoryCache:
     """Read and write cached sessions of one backend. Picklable (ships to Ray workers)."""
 
-    def __init__(self, store: Any, backend: str) -> None:
+    def __init__(self, store: "Store", backend: str) -> None:
         self.store = store
         self.backend = backend
         self._known_blobs: set[str] = set()

@@ -9,10 +9,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vismem.pipelines.context import RunContext
+    from vismem.pipelines.config import RunConfig
 
 
-def check_dataset_file(config: Any) -> None:
+def check_dataset_file(config: "RunConfig") -> None:
     """The dataset file exists (a DataError naming it, before anything is rendered)."""
     from vismem.core.errors import DataError
     from vismem.pipelines.context import resolve_data_dir
@@ -49,7 +53,7 @@ def verdict(summary: dict[str, Any]) -> None:
                               + " (model calls that failed after retries)")
 
 
-def cached(ctx: Any, key: str, keep: Any) -> Any:
+def cached(ctx: "RunContext", key: str, keep: Any) -> Any:
     """Rows of an earlier attempt's table at ``key`` that pass ``keep`` (None when there is none)."""
     if not ctx.store.exists(key):
         return None

@@ -8,12 +8,15 @@ per replica on a cluster), batches, never a model load per row. One output row p
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from vismem.memory.dialogue.retrieval import embed_batch
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 #: Columns of the job's input rows (see ``vismem.memory.dialogue.retrieval.embedding_items``).
 INPUT_COLUMNS = ("item_id", "modality", "text", "image_key")
@@ -24,7 +27,7 @@ OUTPUT_COLUMNS = ("item_id", "embedding", "embed_s")
 class _EmbedActor:
     """Ray Data actor: builds the embedder once, embeds batches of items (text or image rows)."""
 
-    def __init__(self, spec: dict[str, Any], store: Any = None) -> None:
+    def __init__(self, spec: dict[str, Any], store: "Store" = None) -> None:
         from vismem.serve.embed import build_embedder
 
         self.embedder = build_embedder(spec)
@@ -39,7 +42,7 @@ class _EmbedActor:
                 "embed_s": np.full(len(vecs), (time.perf_counter() - t0) / max(len(vecs), 1))}
 
 
-def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: Any = None, ray_cfg: Any = None,
+def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: "Store" = None, ray_cfg: Any = None,
                     batch_size: int = 64, actors: int = 1, num_gpus: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Ray Data version of :func:`vismem.memory.dialogue.retrieval.embed_items`: an actor pool, one embedder per actor.
 

@@ -12,12 +12,15 @@ are shared across runs. Output: one row per shot.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from vismem.core.blobref import read_many
 from vismem.memory.dialogue.retrieval import unit_item_id
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 #: Columns of the job's output frame (one row per shot).
 OUTPUT_COLUMNS = ("item_id", "ocr_text", "ocr_s", "ocr_cached", "sha256")
@@ -41,7 +44,7 @@ def session_rows(units: pl.DataFrame) -> list[dict[str, Any]]:
 class _OcrActor:
     """Ray Data actor: one pixel reader; reads one session (one row) per call."""
 
-    def __init__(self, spec: dict[str, Any], store: Any) -> None:
+    def __init__(self, spec: dict[str, Any], store: "Store") -> None:
         from vismem.serve.embed import build_embedder
 
         self.reader = build_embedder(spec)
@@ -58,7 +61,7 @@ class _OcrActor:
                 "sha256": [t.sha256 for t in texts]}
 
 
-def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: Any) -> list[dict[str, Any]] | None:
+def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: "Store") -> list[dict[str, Any]] | None:
     """The job's output rows when every shot's text is already cached, else None.
 
     A re-run would otherwise start the actor pool and load an OCR model per actor only to find
@@ -97,7 +100,7 @@ def _frame(parts: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(cols, schema=schema)
 
 
-def read_shots(units: pl.DataFrame, spec: dict[str, Any], *, store: Any, ray_cfg: Any = None,
+def read_shots(units: pl.DataFrame, spec: dict[str, Any], *, store: "Store", ray_cfg: Any = None,
                actors: int = 2, use_ray: bool = True) -> tuple[pl.DataFrame, dict[str, Any]]:
     """OCR text of every image unit in ``units`` → ``(frame with OUTPUT_COLUMNS, summary)``.
 

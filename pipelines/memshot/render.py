@@ -30,13 +30,17 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from vismem.env.dialogue.model import Conversation, session_from_dict, session_to_dict
 from vismem.memory.dialogue.png import SHOT_LEVEL
 from vismem.memory.dialogue.variants import Variant
 from vismem.core.blobref import make_ref
 from vismem.core.errors import ConfigError, DataError, VismemError
+
+if TYPE_CHECKING:
+    from vismem.pipelines.context import RunContext
+    from vismem.core.store import Store
 
 SCHEMA_VERSION = 2  # 2: shots packed per session, unit keys are blob references
 #: Columns of the job's input rows (one per session).
@@ -93,7 +97,7 @@ def _unit_schema() -> Any:
     ])
 
 
-def render_rows(rows: list[dict[str, Any]], *, store: Any, variant: Variant, prefix: str,
+def render_rows(rows: list[dict[str, Any]], *, store: "Store", variant: Variant, prefix: str,
                 image_format: str = "png", compress_level: int = SHOT_LEVEL) -> list[dict[str, Any]]:
     """Render the sessions in ``rows``; write shots and one shard per session; one summary row each."""
     from vismem.memory.dialogue.render import session_units
@@ -171,13 +175,13 @@ def _writer() -> Any:
     return _WRITER
 
 
-def _timed_put(store: Any, key: str, data: bytes, content_type: str) -> float:
+def _timed_put(store: "Store", key: str, data: bytes, content_type: str) -> float:
     t1 = time.perf_counter()
     store.put_bytes(key, data, content_type=content_type)
     return (time.perf_counter() - t1) * 1e3
 
 
-def _write_shard(store: Any, skey: str, recs: list[dict[str, Any]], shots: list[int], put: Any) -> None:
+def _write_shard(store: "Store", skey: str, recs: list[dict[str, Any]], shots: list[int], put: Any) -> None:
     """Wait for the session's pack (its write time, split evenly, goes into the shot rows), then
     write the shard."""
     if put is not None:
@@ -190,7 +194,7 @@ def _write_shard(store: Any, skey: str, recs: list[dict[str, Any]], shots: list[
                     content_type="application/json")
 
 
-def _render_batch(batch: dict[str, Any], *, store: Any, variant: Variant, prefix: str, image_format: str,
+def _render_batch(batch: dict[str, Any], *, store: "Store", variant: Variant, prefix: str, image_format: str,
                   compress_level: int) -> dict[str, list]:
     """Ray Data ``map_batches`` adapter (column batch in, column batch out, same row count)."""
     n = len(batch["session_id"])
@@ -204,7 +208,7 @@ def _py(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _check_variant(store: Any, prefix: str, variant: Variant, image_format: str, compress_level: int) -> None:
+def _check_variant(store: "Store", prefix: str, variant: Variant, image_format: str, compress_level: int) -> None:
     """Refuse to mix units of two different variant specs under one prefix."""
     key = f"{prefix}/variant.json"
     spec = {"variant": variant.model_dump(mode="json"), "style_digest": variant.style.digest,
@@ -241,12 +245,12 @@ def _user_error(err: BaseException) -> VismemError | None:
     return None
 
 
-def _list_shards(store: Any, prefix: str) -> list[str]:
+def _list_shards(store: "Store", prefix: str) -> list[str]:
     """Keys of the finished sessions' shards (``Store.list`` returns keys from the store root)."""
     return [k for k in store.list(f"{prefix}/shards") if k.endswith(".json")]
 
 
-def render_units(store: Any, conversations: Iterable[Conversation], variant: Variant | str, ray_cfg: Any,
+def render_units(store: "Store", conversations: Iterable[Conversation], variant: Variant | str, ray_cfg: Any,
                  prefix: str, *, image_format: str = "png", compress_level: int = SHOT_LEVEL, batch_size: int | None = None,
                  use_ray: bool = True) -> dict[str, Any]:
     """Build every unit of ``conversations`` for ``variant`` under ``prefix``; resumable.
@@ -296,7 +300,7 @@ def render_units(store: Any, conversations: Iterable[Conversation], variant: Var
     }
 
 
-def collect_units(store: Any, prefix: str, keys: Iterable[str] | None = None) -> Any:
+def collect_units(store: "Store", prefix: str, keys: Iterable[str] | None = None) -> Any:
     """Concatenate the shards ``keys`` (default: every shard under ``prefix``) into one Arrow
     table sorted by position; a missing shard is an error (the render did not finish)."""
     import pyarrow as pa
@@ -316,7 +320,7 @@ def collect_units(store: Any, prefix: str, keys: Iterable[str] | None = None) ->
     return t.sort_by([("conversation_id", "ascending"), ("session_index", "ascending"), ("unit", "ascending")])
 
 
-def read_units(store: Any, prefix: str) -> Any:
+def read_units(store: "Store", prefix: str) -> Any:
     """The units table of a finished render as a Polars DataFrame."""
     return store.read_table(f"{prefix.strip('/')}/units.parquet")
 
@@ -351,7 +355,7 @@ def load_conversations(cfg: Any, data_dir: str | Path) -> list[Conversation]:
     return get_dataset(cfg.dataset).load(dataset_path(cfg, data_dir), limit=cfg.conversations)
 
 
-def render_all(store: Any, cfg: Any, conversations: list[Conversation], ray_cfg: Any, run_prefix: str, *,
+def render_all(store: "Store", cfg: Any, conversations: list[Conversation], ray_cfg: Any, run_prefix: str, *,
                use_ray: bool = True) -> dict[str, dict[str, Any]]:
     """Render every variant of ``cfg.variants``; ``{variant: summary}`` (tables under ``summary['table']``)."""
     out = {}
@@ -380,7 +384,7 @@ class RenderJobResult:
     summaries: dict[str, dict[str, Any]]
 
 
-def units_frame(store: Any, prefixes: Iterable[str]) -> Any:
+def units_frame(store: "Store", prefixes: Iterable[str]) -> Any:
     """The stage's units frame from finished renders under ``prefixes`` (pure post-processing)."""
     import polars as pl
 
@@ -401,7 +405,7 @@ def render_seconds(units: Any) -> Any:
             .sort(["variant", "conversation_id"]))
 
 
-def run_render_job(ctx: Any) -> RenderJobResult:
+def run_render_job(ctx: "RunContext") -> RenderJobResult:
     """Render every ``ctx.config.memshot.variants`` under ``<run_prefix>/memshot/<dataset>/<variant>``."""
     cfg = ctx.config.memshot
     conversations = load_conversations(cfg, ctx.data_dir)

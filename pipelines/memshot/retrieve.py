@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from vismem.pipelines.context import RunContext
 
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -28,7 +31,7 @@ def embedder_groups(units: Any, cfg: Any) -> Iterator[tuple[str, dict[str, Any],
             yield role, EMBEDDERS.resolve(spec, field=f"memshot.{role}"), group
 
 
-def retrieve_units(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: Any) -> tuple[Any, Any, str]:
+def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: Any, questions: Any) -> tuple[Any, Any, str]:
     """Embed one embedder's units + questions, rank; return (ranked, unit embed seconds, embedder name)."""
     import numpy as np
     import polars as pl

@@ -36,6 +36,7 @@ from vismem.pipelines.memshot.retrieve import (SUMMARY_SCHEMA_VERSION, dataset_n
 from vismem.pipelines.stage import Stage, count
 
 if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
     from vismem.pipelines.context import RunContext
 
 #: The paper's MemShot memory-construction latency (Table 1), seconds per conversation.
@@ -79,7 +80,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 # -- the stage -------------------------------------------------------------------------------------
 
-def check(config: Any) -> None:
+def check(config: "RunConfig") -> None:
     """Every component spec resolves and the dataset file exists (ConfigError naming the field)."""
     from vismem.serve.embed import EMBEDDERS
     from vismem.serve.vlm import VLMS
@@ -90,7 +91,7 @@ def check(config: Any) -> None:
     EMBEDDERS.check(cfg.text_embedder, field="memshot.text_embedder")
     if cfg.image_embedder is not None:
         EMBEDDERS.check(cfg.image_embedder, field="memshot.image_embedder")
-    for i, spec in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
+    for i, spec in enumerate(cfg.extra_retrievers):
         EMBEDDERS.check(spec, field=f"memshot.extra_retrievers[{i}]")
     if cfg.memories:
         from vismem.memory.dialogue.memories import MEMORIES
@@ -182,7 +183,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
 # -- steps -----------------------------------------------------------------------------------------
 
 
-def _render(ctx: Any) -> tuple[Any, Any, list[Any]]:
+def _render(ctx: "RunContext") -> tuple[Any, Any, list[Any]]:
     """Run the render job; return ``(units, render seconds per conversation x variant, conversations)``."""
     from vismem.pipelines.memshot.render import run_render_job
 
@@ -224,7 +225,7 @@ def _latency(render_s: Any, embed_s: Any, units: Any) -> Any:
     return out.sort(["variant", "conversation_id"])
 
 
-def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall: Any,
+def _answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any, recall: Any,
                       latency: Any = None) -> dict[str, Any]:
     import polars as pl
 
@@ -311,14 +312,14 @@ def _with_truncated(df: Any) -> Any:
     return df.with_columns(pl.lit(False).alias("answer_truncated"))
 
 
-def _write_result(ctx: Any, kind: str, df: Any) -> None:
+def _write_result(ctx: "RunContext", kind: str, df: Any) -> None:
     """Validated write through analysis.schemas (schema_version stamped)."""
     from vismem.analysis.schemas import write_results
 
     write_results(ctx.store, ctx.run_prefix, kind, df)
 
 
-def inputs(config: Any, data_dir: Path) -> dict[str, Path]:
+def inputs(config: "RunConfig", data_dir: Path) -> dict[str, Path]:
     """The dialogue dataset's file (none while no file is named: ``check`` says so)."""
     from vismem.pipelines.memshot.render import dataset_path
 

@@ -12,12 +12,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismem.pipelines.memshot.retrieve import SUMMARY_SCHEMA_VERSION, dataset_name, embedder_label, max_heights, retrieve_units
 
+if TYPE_CHECKING:
+    from vismem.pipelines.context import RunContext
 
-def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dict[str, Any]]:
+
+def pixel_text(ctx: "RunContext", units: Any, conversations: list[Any]) -> tuple[Any, dict[str, Any]]:
     """When ``image_embedder`` is a pixel reader (``ocr-minilm``): read every shot's text with the
     OCR job (cached by content hash in the store), score the read rate per variant, and return
     the units with image rows turned into ``ocr`` rows carrying that text (what the reader
@@ -63,7 +66,7 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
     return out, {"seconds": seconds, "ocr": job, "read_rate": rates}
 
 
-def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
+def extra_recall(ctx: "RunContext", units: Any, questions: Any) -> Any:
     """Recall rows of ``memshot.extra_retrievers`` (Fig. 4b's second retriever family): each
     embeds every variant's units (text through ``embed_texts``, shots through
     ``embed_images``) and the questions; answers keep using the main retrievers."""
@@ -74,7 +77,7 @@ def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
 
     cfg = ctx.config.memshot
     parts = []
-    for i, raw in enumerate(getattr(cfg, "extra_retrievers", ()) or ()):
+    for i, raw in enumerate(cfg.extra_retrievers):
         spec = EMBEDDERS.resolve(raw, field=f"memshot.extra_retrievers[{i}]")
         ranked, _secs, name = retrieve_units(ctx, f"extra_retriever_{i}", spec, units, questions)
         parts.append(evidence_recall(ranked, units, questions, cfg.k).with_columns(
@@ -106,7 +109,7 @@ def with_unit_size(recall: Any) -> Any:
         pl.col("variant").replace_strict(modality, default=None, return_dtype=pl.Utf8).alias("unit_modality"))
 
 
-def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, Any]:
+def memories(ctx: "RunContext", conversations: list[Any], questions: Any) -> dict[str, Any]:
     """Evaluate ``memshot.memories`` (DialogueMemory adapters: memocr, external systems, ...)
     beside the batch variants: ingest each conversation (timed: construction latency), store
     the shots they draw, retrieve the top-k per question. Returns units / ranked / seconds
@@ -194,7 +197,7 @@ def _build_memory(spec: Any, inject: dict[str, Any]) -> tuple[Any, dict[str, Any
                  "spec": raw.raw() if hasattr(raw, "raw") else raw}
 
 
-def _memory_conversation(ctx: Any, mem: Any, meta: dict[str, Any], base: str, conv: Any, qs: Any,
+def _memory_conversation(ctx: "RunContext", mem: Any, meta: dict[str, Any], base: str, conv: Any, qs: Any,
                          k_max: int) -> dict[str, Any]:
     """Ingest one conversation into ``mem`` (timed), store its shots, retrieve for its questions:
     the JSON-able rows of this unit of work."""
@@ -255,7 +258,7 @@ def _rates(readings: Any) -> dict[str, dict[str, Any]]:
             for r in readrate_table(readings).iter_rows(named=True)}
 
 
-def add_readings(ctx: Any, pixels: dict[str, Any], readings: Any) -> dict[str, Any]:
+def add_readings(ctx: "RunContext", pixels: dict[str, Any], readings: Any) -> dict[str, Any]:
     """Memories' shots read by a pixel reader (MemOCR's, locally) join the read rate: their rows
     are appended to ``results/memshot_readrate.parquet`` and their rate to ``read_rate``."""
     import polars as pl

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
+    from vismem.core.store import Store
 
 
-def options_from(config: Any) -> Any:
+def options_from(config: "RunConfig") -> Any:
     """``vismem.analysis.report.ReportOptions`` from a run config (the seed flows from the run's seed)."""
     from vismem.analysis.report import ReportOptions
 
@@ -15,7 +19,7 @@ def options_from(config: Any) -> Any:
                          exclude_categories=tuple(rc.exclude_categories))
 
 
-def build(store: Any, run_id: str, *, options: Any, manifest: dict[str, Any] | None = None,
+def build(store: "Store", run_id: str, *, options: Any, manifest: dict[str, Any] | None = None,
           viewers: bool = True) -> dict[str, Any]:
     """Write a run's viewers (unless ``viewers`` is False) and its report; returns the summary.
 

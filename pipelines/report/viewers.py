@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from vismem.core.paths import local_dir
+
+if TYPE_CHECKING:
+    from vismem.pipelines.config import RunConfig
+    from vismem.core.store import Store
 
 log = logging.getLogger("vismem")
 
@@ -34,7 +38,7 @@ MAX_PROBE_LOGS = 20_000
 MAX_QUESTIONS = 2_000
 
 
-def _steps(store: Any, enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame | None:
+def _steps(store: "Store", enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame | None:
     """Every step of the run's encoding sessions, ``j`` 1-based as in the encoding table."""
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
@@ -50,7 +54,7 @@ def _steps(store: Any, enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame
     return pl.concat(parts, how="diagonal_relaxed") if parts else None
 
 
-def _probe_logs(store: Any, probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None]]:
+def _probe_logs(store: "Store", probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None]]:
     """``(chain_slug, seed, arch_key, probe_id, recall_session) -> (log JSON, target hash)``."""
     from vismem.pipelines.dmv.probecache import ProbeCache
 
@@ -64,7 +68,7 @@ def _probe_logs(store: Any, probes: pl.DataFrame) -> dict[tuple, tuple[str, str 
     return out
 
 
-def trajectory_page(store: Any, run_id: str, tables: dict[str, pl.DataFrame]) -> str | None:
+def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]) -> str | None:
     """The trajectory viewer's HTML for a run (None: the run has no encoding table)."""
     from vismem.analysis.report import display_names
     from vismem.analysis.viewer import trajectory_viewer
@@ -123,13 +127,13 @@ def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame])
     return out.with_columns(pl.lit([], pl.List(pl.String)).alias("evidence"))
 
 
-def _units(store: Any, run_id: str) -> pl.DataFrame | None:
+def _units(store: "Store", run_id: str) -> pl.DataFrame | None:
     keys = [k for k in store.list(f"runs/{run_id}/memshot") if k.endswith("/units.parquet")]
     parts = [store.read_table(k) for k in keys]
     return pl.concat(parts, how="diagonal_relaxed") if parts else None
 
 
-def sample_page(store: Any, run_id: str, tables: dict[str, pl.DataFrame],
+def sample_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame],
                 manifest: dict[str, Any] | None) -> str | None:
     """The sample viewer's HTML for a run (None: the run has no MemShot ranking)."""
     from vismem.analysis.samples import sample_viewer
@@ -160,7 +164,7 @@ def sample_page(store: Any, run_id: str, tables: dict[str, pl.DataFrame],
                          run_id=run_id, note=note)
 
 
-def write_viewers(store: Any, run_id: str, *, manifest: dict[str, Any] | None = None,
+def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | None = None,
                   tables: dict[str, pl.DataFrame] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """Write the run's viewers under ``runs/<id>/report/``.
 
@@ -191,7 +195,7 @@ def write_viewers(store: Any, run_id: str, *, manifest: dict[str, Any] | None = 
     return written, errors
 
 
-def local_report(store: Any, config: Any, run_id: str, out: str | Path | None = None) -> Path | None:
+def local_report(store: "Store", config: "RunConfig", run_id: str, out: str | Path | None = None) -> Path | None:
     """The run's ``report/index.html`` as a local file: in place for a ``file://`` store (unless
     ``out`` asks for a copy), else copied to ``out`` or ``<runs_dir>/<run_id>/report/`` (the
     private S3 server is gone once the run ends; a bucket does not open in a browser). None when
@@ -202,7 +206,7 @@ def local_report(store: Any, config: Any, run_id: str, out: str | Path | None = 
     return copy_report(store, run_id, out if out is not None else local_report_dir(config, run_id))
 
 
-def copy_report(store: Any, run_id: str, dest: str | Path) -> Path | None:
+def copy_report(store: "Store", run_id: str, dest: str | Path) -> Path | None:
     """Copy ``runs/<id>/report/`` from the store into ``dest``; returns ``dest/index.html``
     (None when the run has no report)."""
     prefix = f"runs/{run_id}/report/"
@@ -217,7 +221,7 @@ def copy_report(store: Any, run_id: str, dest: str | Path) -> Path | None:
     return (dest / "index.html").resolve()
 
 
-def local_report_dir(config: Any, run_id: str) -> Path:
+def local_report_dir(config: "RunConfig", run_id: str) -> Path:
     """Where ``vismem run`` puts a run's report locally: ``<runs_dir>/<run_id>/report``."""
     return local_dir(config.runs_dir) / run_id / "report"
 
