@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.core.failures import UnitFailed, check_failed_calls
-from vismem.pipelines.dmv.trajectories import TrajectoryCache
 from vismem.agents.chains import session_spec
 from vismem.agents.session import SessionOptions, run_session
+from vismem.core.failures import check_failed_calls
 from vismem.pipelines.dmv.protocol import default_env_factory
+from vismem.pipelines.dmv.shopworker import ShopWorker
+from vismem.pipelines.dmv.trajectories import TrajectoryCache
+from vismem.serve.vlm import build_vlm
 
 if TYPE_CHECKING:
     from vismem.core.store import Store
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("vismem.encode")
 
 
-class EncodeWorker:
+class EncodeWorker(ShopWorker):
     """Runs sessions for ``(backend index, seed, j)`` keys and writes them to the cache.
 
     Args:
@@ -48,45 +49,14 @@ class EncodeWorker:
         self.backends, self.slugs = list(backends), list(slugs)
         self.options = options
         self.caches = [TrajectoryCache(store, s) for s in self.slugs]
-        self._vlms: dict[int, Any] = {}
-        self.shop = None
-        if shop_url is None:
-            from vismem.env.storefront.server import ShopServer
-
-            self.shop = ShopServer.from_data(data_dir, seed=catalog_seed, colour_order=colour_order,  # type: ignore[arg-type]
-                                             images=images).start()
-            shop_url = self.shop.url
-        self.shop_url = shop_url
-        self._factory = env_factory or default_env_factory
-        self._env_kwargs = {"observation": observation, "step_timeout_s": step_timeout_s}
-        self._env: Any = None
-        self._env_thread: int | None = None
-
-    @property
-    def env(self) -> Any:
-        """The browser env, created on first use in the calling thread.
-
-        Playwright's sync API is bound to the thread that started it, and a Ray actor may call
-        its UDF from another thread than the constructor's, so the env is made where it is used.
-        """
-        me = threading.get_ident()
-        if self._env is None or self._env_thread != me:
-            self._env = self._factory(self.shop_url, **self._env_kwargs)
-            self._env_thread = me
-        return self._env
+        self._start(shop_url=shop_url, shop={"data_dir": data_dir, "seed": catalog_seed, "colour_order": colour_order,
+                                             "images": images},
+                    env_factory=env_factory or default_env_factory,
+                    env_kwargs={"observation": observation, "step_timeout_s": step_timeout_s})
 
     def vlm(self, i: int) -> Any:
-        if i not in self._vlms:
-            from vismem.serve.vlm import build_vlm
-
-            vlm = build_vlm(self.backends[i])
-            if getattr(vlm, "stand_in", False) and not getattr(vlm, "display_name", None):
-                try:  # results must never pass a stand-in off as a model
-                    vlm.display_name = f"{vlm.name} (stand-in)"
-                except AttributeError:
-                    pass
-            self._vlms[i] = vlm
-        return self._vlms[i]
+        """The browsing VLM of back-end ``i`` (results never pass a stand-in off as a model)."""
+        return self._model(i, lambda: _named(build_vlm(self.backends[i])))
 
     def run_key(self, backend: int, seed: int, j: int) -> dict[str, Any]:
         """Run and cache one session (skipped when already done); returns its summary."""
@@ -110,15 +80,7 @@ class EncodeWorker:
         out: dict[str, list[Any]] = {"backend": [], "seed": [], "j": [], "ok": [], "error": [], "summary": []}
         for b, s, j in zip(batch["backend"], batch["seed"], batch["j"]):
             b, s, j = int(b), int(s), int(j)
-            try:
-                summary, err = self.run_key(b, s, j), None
-            except UnitFailed as e:  # the model's calls failed; the browser is fine
-                log.error("session %s seed=%d j=%d failed: %s", self.slugs[b], s, j, e)
-                summary, err = None, str(e)
-            except Exception as e:  # noqa: BLE001 - reported per key; no done marker, so a re-run retries
-                log.exception("session %s seed=%d j=%d failed", self.slugs[b], s, j)
-                summary, err = None, f"{type(e).__name__}: {e}"[:2000]
-                self._recover()
+            summary, err = self._run_one(lambda: self.run_key(b, s, j), f"session {self.slugs[b]} seed={s} j={j}")
             out["backend"].append(self.slugs[b])
             out["seed"].append(s)
             out["j"].append(j)
@@ -127,33 +89,15 @@ class EncodeWorker:
             out["summary"].append(json.dumps(summary, default=str) if summary else None)
         return out
 
-    def _recover(self) -> None:
-        # A crashed browser would fail every later session of this actor: rebuild the env.
-        env, self._env = self._env, None
-        try:
-            closer = getattr(env, "close", None)
-            if closer is not None:
-                closer()
-        except Exception:  # noqa: BLE001 - a crashed browser may not close cleanly
-            log.exception("closing the browser failed")
 
-    def close(self) -> None:
-        for v in self._vlms.values():
-            closer = getattr(v, "close", None)
-            if closer:
-                closer()
-        env, self._env = self._env, None
-        closer = getattr(env, "close", None)
-        if closer and self._env_thread == threading.get_ident():
-            closer()
-        if self.shop is not None:
-            self.shop.stop()
-            self.shop = None
-
-    def __del__(self) -> None:  # actors are torn down without an explicit close
+def _named(vlm: Any) -> Any:
+    """A stand-in VLM keeps a display name saying so."""
+    if getattr(vlm, "stand_in", False) and not getattr(vlm, "display_name", None):
         try:
-            self.close()
-        except Exception:  # noqa: BLE001
+            vlm.display_name = f"{vlm.name} (stand-in)"
+        except AttributeError:
             pass
+    return vlm
+
 
 

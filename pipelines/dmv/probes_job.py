@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.core.failures import UnitFailed, cap_text, check_failed_calls
+from vismem.core.failures import cap_text, check_failed_calls
 from vismem.pipelines.dmv.probecache import ProbeCache, probe_rows_table
+from vismem.pipelines.dmv.shopworker import ShopWorker
+from vismem.serve.vlm import build_vlm
 
 if TYPE_CHECKING:
     from vismem.core.store import Store
@@ -63,7 +64,7 @@ class BlobCache:
         return data
 
 
-class ProbeWorker:
+class ProbeWorker(ShopWorker):
     """Runs probe units and writes them to the probe cache.
 
     Args:
@@ -76,8 +77,10 @@ class ProbeWorker:
         shop: ``ShopServer.from_data`` kwargs (data_dir, seed, colour_order, images).
         options: ``max_steps``, ``fetch_k``, ``keep_k``, ``max_tokens``, ``J`` (sessions to read), ``mc``,
             ``mc_seed``.
-        env_factory: builds the page env on a shop URL (``vismem.pipelines.dmv.encode_job.env_factory``).
+        env_factory: builds the page env on a shop URL (``vismem.pipelines.dmv.protocol.env_factory``).
     """
+
+    error_cap = 500
 
     def __init__(self, store: "Store", *, chains: list[dict[str, Any]], recallers: list[dict[str, Any]],
                  archs: list[dict[str, Any]], arch_keys: list[list[str]], feature_specs: list[Any],
@@ -107,33 +110,11 @@ class ProbeWorker:
         self.features = TableFeatures(tables, read_blob=self.blobs, fallback=InProcessFeatures(self.blobs))
         self.archs = [build_architecture(a, features=self.features) for a in archs]
         self._obs: dict[int, list[Any]] = {}
-        self._vlms: dict[int, Any] = {}
-        self.shop = None
-        if shop_url is None:
-            from vismem.env.storefront.server import ShopServer
-
-            self.shop = ShopServer.from_data(**shop).start()
-            shop_url = self.shop.url
-        self.shop_url = shop_url
-        self._factory, self._env_kwargs = env_factory, dict(env_kwargs or {})
-        self._env: Any = None
-        self._env_thread: int | None = None
-
-    @property
-    def env(self) -> Any:
-        """The page env, made in the calling thread (Playwright's sync API is thread-bound)."""
-        me = threading.get_ident()
-        if self._env is None or self._env_thread != me:
-            self._env = self._factory(self.shop_url, **self._env_kwargs)
-            self._env_thread = me
-        return self._env
+        self._start(shop_url=shop_url, shop=shop, env_factory=env_factory, env_kwargs=env_kwargs or {})
 
     def vlm(self, backend: int) -> Any:
-        if backend not in self._vlms:
-            from vismem.serve.vlm import build_vlm
-
-            self._vlms[backend] = build_vlm(self.recallers[backend])
-        return self._vlms[backend]
+        """The recalling VLM of encode back-end ``backend``."""
+        return self._model(backend, lambda: build_vlm(self.recallers[backend]))
 
     def observations(self, chain: int) -> list[Any]:
         if chain not in self._obs:
@@ -215,45 +196,12 @@ class ProbeWorker:
         out: dict[str, list[Any]] = {k: [] for k in OUTPUT_COLUMNS}
         for chain, arch, j, set_name in zip(batch["chain"], batch["arch"], batch["j"], batch["set"]):
             chain, arch, j, set_name = int(chain), int(arch), int(j), str(set_name)
-            try:
-                summary, err = self.run_unit(chain, arch, j, set_name), None
-            except UnitFailed as e:  # the recalling VLM failed, the page env is fine
-                log.error("probe unit chain=%d arch=%d j=%d %s failed: %s", chain, arch, j, set_name, e)
-                summary, err = None, str(e)[:500]
-            except Exception as e:  # noqa: BLE001 - reported per unit; no done marker, so a re-run retries
-                log.exception("probe unit chain=%d arch=%d j=%d %s failed", chain, arch, j, set_name)
-                summary, err = None, f"{type(e).__name__}: {e}"[:500]
-                self._recover()
+            summary, err = self._run_one(lambda: self.run_unit(chain, arch, j, set_name),
+                                         f"probe unit chain={chain} arch={arch} j={j} {set_name}")
             for k, v in (("chain", chain), ("arch", arch), ("j", j), ("set", set_name), ("ok", err is None),
                          ("error", err), ("summary", json.dumps(summary, default=str) if summary else None)):
                 out[k].append(v)
         return out
-
-    def _recover(self) -> None:
-        env, self._env = self._env, None
-        try:
-            if env is not None:
-                env.close()
-        except Exception:  # noqa: BLE001 - a crashed browser may not close cleanly
-            log.exception("closing the env failed")
-
-    def close(self) -> None:
-        env, self._env = self._env, None
-        if env is not None and self._env_thread == threading.get_ident():
-            env.close()
-        for v in self._vlms.values():
-            closer = getattr(v, "close", None)
-            if closer:
-                closer()
-        if self.shop is not None:
-            self.shop.stop()
-            self.shop = None
-
-    def __del__(self) -> None:  # actors are torn down without an explicit close
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def _capped_step(step: dict[str, Any]) -> dict[str, Any]:
