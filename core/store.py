@@ -364,20 +364,8 @@ class Store:
 
         ``schema_version`` is stored in the Parquet metadata *and* as a column when given.
         """
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if not isinstance(table, pa.Table):
-            table = table.to_arrow()
-        if schema_version is not None:
-            if "schema_version" not in table.column_names:
-                table = table.append_column("schema_version", pa.array([schema_version] * table.num_rows, pa.int32()))
-            meta = dict(table.schema.metadata or {})
-            meta[b"vismem.schema_version"] = str(schema_version).encode()
-            table = table.replace_schema_metadata(meta)
-        buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd")
-        self.put_bytes(key, buf.getvalue(), content_type="application/vnd.apache.parquet")
+        self.put_bytes(key, parquet_bytes(table, schema_version=schema_version),
+                       content_type="application/vnd.apache.parquet")
 
     def read_table(self, key: str) -> Any:
         """Read one Parquet object, or every ``*.parquet`` under a prefix, as a Polars DataFrame."""
@@ -398,3 +386,22 @@ class Store:
         if not self.exists(key):
             url = url.rstrip("/") + "/**/*.parquet"
         return pl.scan_parquet(url, storage_options=self.polars_storage_options())
+
+
+def parquet_bytes(table: Any, *, schema_version: int | None = None) -> bytes:
+    """A Polars DataFrame or Arrow table as the Parquet bytes :meth:`Store.write_table` stores
+    (zstd; ``schema_version`` in the metadata and as a column when given)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not isinstance(table, pa.Table):
+        table = table.to_arrow()
+    if schema_version is not None:
+        if "schema_version" not in table.column_names:
+            table = table.append_column("schema_version", pa.array([schema_version] * table.num_rows, pa.int32()))
+        meta = dict(table.schema.metadata or {})
+        meta[b"vismem.schema_version"] = str(schema_version).encode()
+        table = table.replace_schema_metadata(meta)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()

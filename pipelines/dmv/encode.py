@@ -163,6 +163,7 @@ def table3(df: Any) -> list[dict[str, Any]]:
 def run(ctx: "RunContext") -> dict[str, Any]:
     """Encode every pending session, then write the run's ``encoding`` result table."""
     from vismem.analysis.schemas import result_key, write_results
+    from vismem.pipelines.cache import heal
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     enc = ctx.config.encode
@@ -171,6 +172,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     specs, slugs, keys = plan(ctx.config)
     caches = [TrajectoryCache(ctx.store, s) for s in slugs]
     done = [c.done_keys() for c in caches]
+    # A finished session is trusted only whole: a damaged one is discarded and browsed again.
+    healed = heal(((caches[b].units, f"{s}/{j}") for b, s, j in keys if (s, j) in done[b]), ctx.logger)
+    if healed:
+        done = [c.done_keys() for c in caches]
     todo = [(b, s, j) for b, s, j in keys if (s, j) not in done[b]]
     for spec, slug in zip(specs, slugs):
         ctx.manifest.component("encode.backend", {**spec, "cache_slug": slug})
@@ -186,7 +191,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         "sessions": len(keys), "ran": len(rows) - len(failed), "cached": len(keys) - len(todo),
         "failed_sessions": len(failed),
         "failed": [{k: r[k] for k in ("backend", "seed", "j", "error")} for r in failed],
-        "results": key, "backends": slugs, "table3": table3(df),
+        "results": key, "backends": slugs, "table3": table3(df), "healed": len(healed),
         "workers": min(enc.workers or ctx.config.ray.concurrency, max(1, len(todo))),
     }
     if failed:
@@ -200,7 +205,7 @@ def describe(s: dict[str, Any]) -> str:
     """One line of what ran and what was reused (the end-of-run summary)."""
     failed = len(s.get("failed") or [])
     return (f"{count(s.get('sessions'))} sessions: {count(s.get('ran'))} browsed, {count(s.get('cached'))} reused"
-            + (f", {failed} failed" if failed else ""))
+            + (f", {failed} failed" if failed else "") + (f", {s['healed']} damaged redone" if s.get("healed") else ""))
 
 
 STAGE = Stage(name="encode", describe=describe, inputs=storefront_inputs, section="encode", run=run, add_cli_args=add_cli_args,

@@ -21,6 +21,9 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Iterable
 
+from vismem.core.store import parquet_bytes
+from vismem.pipelines.cache import UnitCache
+
 if TYPE_CHECKING:
     from vismem.core.store import Store
 
@@ -59,48 +62,56 @@ def probe_rows_table(rows: list[dict[str, Any]]) -> Any:
 
 
 class ProbeCache:
-    """Read and write the probe units of one (chain, architecture key). Picklable."""
+    """Read and write the probe units of one (chain, architecture key). Picklable.
+
+    A unit ``(set, j)`` is a :class:`vismem.pipelines.cache.UnitCache` unit: its rows object, then
+    its done marker recording the rows' size and digest (a damaged object is never read).
+    """
 
     def __init__(self, store: "Store", slug: str, seed: int, key: str) -> None:
         self.store, self.slug, self.seed, self.key = store, slug, int(seed), key
+        self.units = UnitCache(store, self.prefix())
 
     def prefix(self) -> str:
         return f"{PROBE_ROOT}/{self.slug}/{self.seed}/{self.key}"
 
     def rows_key(self, set_name: str, j: int) -> str:
-        return f"{self.prefix()}/{set_name}/s{j}.parquet"
+        return self.units.key(f"{set_name}/s{j}", ".parquet")
 
     def done_key(self, set_name: str, j: int) -> str:
-        return f"{self.prefix()}/{set_name}/s{j}.done.json"
+        return self.units.done_key(f"{set_name}/s{j}")
 
     def is_done(self, set_name: str, j: int) -> bool:
-        return self.store.exists(self.done_key(set_name, j))
+        return self.units.is_done(f"{set_name}/s{j}")
 
     def done_units(self) -> set[tuple[str, int]]:
         """Every finished ``(set, j)`` (one listing)."""
-        out = set()
-        for key in self.store.iter_keys(self.prefix()):
-            m = _DONE_RE.search(key)
-            if m:
-                out.add((m.group(1), int(m.group(2))))
-        return out
+        return {(m.group(1), int(m.group(2))) for m in self.units.done_units(_DONE_RE)}
 
     def write(self, set_name: str, j: int, rows: list[dict[str, Any]], *, meta: dict[str, Any]) -> dict[str, Any]:
         """Write the rows, then the done marker; returns the summary."""
-        self.store.write_table(self.rows_key(set_name, j), probe_rows_table(rows), schema_version=SCHEMA_VERSION)
         summary = {"slug": self.slug, "seed": self.seed, "arch_key": self.key, "set": set_name, "j": j,
                    "probes": len(rows), "correct": sum(1 for r in rows if r.get("correct")),
                    "vlm_calls": sum(int(r.get("vlm_calls") or 0) for r in rows), **meta}
-        self.store.put_json(self.done_key(set_name, j), summary)
-        return summary
+        data = parquet_bytes(probe_rows_table(rows), schema_version=SCHEMA_VERSION)
+        return self.units.commit(f"{set_name}/s{j}", {".parquet": data}, summary)
 
     def read_summary(self, set_name: str, j: int) -> dict[str, Any]:
-        return self.store.get_json(self.done_key(set_name, j))
+        return self.units.read_summary(f"{set_name}/s{j}")
 
     def read_rows(self, set_name: str, j: int) -> Any:
+        """A finished unit's rows, verified against its done marker (``CacheDamaged`` when damaged)."""
         import polars as pl
 
-        return pl.read_parquet(io.BytesIO(self.store.get_bytes(self.rows_key(set_name, j))))
+        return pl.read_parquet(io.BytesIO(self.units.read_object(f"{set_name}/s{j}", ".parquet")))
+
+    def verify(self, set_name: str, j: int) -> list[str]:
+        """One line per damaged object of a finished unit (empty when whole)."""
+        return self.units.verify(f"{set_name}/s{j}")
+
+    def discard(self, set_name: str, j: int) -> None:
+        """Forget a finished unit (a damaged one): the next probes run redoes it."""
+        self.units.discard(f"{set_name}/s{j}")
 
 
 def read_units(store: "Store", units: Iterable[tuple[str, int, str, str, int]]) -> Any:

@@ -164,6 +164,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     from vismem.analysis.schemas import write_results
     from vismem.pipelines.dmv.chains import build_architectures, plan_chains
     from vismem.pipelines.dmv.probes_job import run_units
+    from vismem.pipelines.cache import heal
     from vismem.pipelines.dmv.probecache import ProbeCache, arch_key, read_units
     from vismem.pipelines.dmv.chains import load_run_chains
 
@@ -183,8 +184,14 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     for i, spec in enumerate(recall):
         ctx.manifest.component(f"probes.recaller[{i}]", spec)
     units = plan_units(cfg, chains, len(archs))
-    done = {(ai, ci): ProbeCache(ctx.store, c.slug, c.seed, keys[ai][c.backend]).done_units()
-            for ci, c in enumerate(chains) for ai in range(len(archs))}
+    caches = {(ai, ci): ProbeCache(ctx.store, c.slug, c.seed, keys[ai][c.backend])
+              for ci, c in enumerate(chains) for ai in range(len(archs))}
+    done = {k: c.done_units() for k, c in caches.items()}
+    # A finished unit is trusted only whole: a damaged one is discarded and probed again.
+    healed = heal(((caches[(u["arch"], u["chain"])].units, f"{u['set']}/s{u['j']}") for u in units
+                   if (u["set"], u["j"]) in done[(u["arch"], u["chain"])]), ctx.logger)
+    if healed:
+        done = {k: c.done_units() for k, c in caches.items()}
     todo = [u for u in units if (u["set"], u["j"]) not in done[(u["arch"], u["chain"])]]
     ctx.logger.info("probes: %d units, %d cached, %d to run", len(units), len(units) - len(todo), len(todo))
     rows = run_units(todo, worker_kwargs(ctx, chains, archs, keys, recall), on_ray=cfg.probes.on_ray,
@@ -199,6 +206,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
             finished.append((c.slug, c.seed, key, u["set"], u["j"]))
     raw = read_units(ctx.store, finished)
     summary: dict[str, Any] = {"units": len(units), "ran": len(rows) - len(failed), "cached": len(units) - len(todo),
+                               "healed": len(healed),
                                "failed": [{"unit": {k: r[k] for k in ("chain", "arch", "j", "set")}, "error": r["error"]}
                                           for r in failed][:20]}
     if raw is not None:
@@ -227,7 +235,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
 def describe(s: dict[str, Any]) -> str:
     """One line of what ran and what was reused (the end-of-run summary)."""
     return (f"{count(s.get('units'))} probe units: {count(s.get('ran'))} ran, {count(s.get('cached'))} reused; "
-            f"{count(s.get('probes'))} probes")
+            f"{count(s.get('probes'))} probes" + (f"; {s['healed']} damaged units redone" if s.get("healed") else ""))
 
 
 STAGE = Stage(name="probes", describe=describe, inputs=storefront_inputs, section="probes", run=run, check=check)

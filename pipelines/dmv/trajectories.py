@@ -8,12 +8,13 @@ Layout (relative to the store root, shared by every run that uses the same backe
     blobs/sha256/<hex>.<ext>                           observation images, content-addressed
 
 A session is a function of ``(seed, j)`` only, never of the chain length J, so extending J runs
-only the new sessions. The done marker is the commit point: a session without it is re-run
-from scratch and its Parquet object is overwritten (every write is atomic), so a run killed at
-any point resumes with no duplicate rows.
+only the new sessions. A session is a unit of :class:`vismem.pipelines.cache.UnitCache`: the
+done marker is the commit point (a session without it is re-run from scratch and its Parquet
+objects are overwritten; every write is atomic, so a run killed at any point resumes with no
+duplicate rows) and records each object's size and digest, so a damaged object is never read.
 
 The backend slug names the model *and* the protocol settings that change trajectories
-(:func:`vismem.pipelines.dmv.encode_job.cache_slug`), so a different protocol never reads another's cache.
+(:func:`vismem.pipelines.dmv.protocol.cache_slug`), so a different protocol never reads another's cache.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import threading
 from typing import TYPE_CHECKING, Any, Iterable
 
 from vismem.agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table, timing_table
+from vismem.core.store import parquet_bytes
+from vismem.pipelines.cache import UnitCache
 
 if TYPE_CHECKING:
     from vismem.core.store import Store
@@ -36,6 +39,8 @@ BLOB_ROOT = "blobs/sha256"
 #: session produces. v2: breadcrumbs inside ``<main>`` (product-page ``click_index`` targets are
 #: ``[collection, 9 siblings]``, as official) and per-backend message layouts.
 PROTOCOL_VERSION = "dmv-f2-encode.v2"
+
+_DONE_RE = re.compile(r"/(\d+)/(\d+)\.done\.json$")
 
 
 def slugify(text: str) -> str:
@@ -56,6 +61,7 @@ class TrajectoryCache:
     def __init__(self, store: "Store", backend: str) -> None:
         self.store = store
         self.backend = backend
+        self.units = UnitCache(store, self.prefix())
         self._known_blobs: set[str] = set()
         self._lock = threading.Lock()
 
@@ -71,17 +77,17 @@ class TrajectoryCache:
         return base if seed is None else f"{base}/{seed}"
 
     def steps_key(self, seed: int, j: int) -> str:
-        return f"{self.prefix(seed)}/{j}.parquet"
+        return self.units.key(f"{seed}/{j}", ".parquet")
 
     def timing_key(self, seed: int, j: int) -> str:
-        return f"{self.prefix(seed)}/{j}.timing.parquet"
+        return self.units.key(f"{seed}/{j}", ".timing.parquet")
 
     def done_key(self, seed: int, j: int) -> str:
-        return f"{self.prefix(seed)}/{j}.done.json"
+        return self.units.done_key(f"{seed}/{j}")
 
     # -- state --------------------------------------------------------------------------------
     def is_done(self, seed: int, j: int) -> bool:
-        return self.store.exists(self.done_key(seed, j))
+        return self.units.is_done(f"{seed}/{j}")
 
     def pending(self, keys: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
         """The ``(seed, j)`` keys without a done marker, in the given order."""
@@ -90,12 +96,15 @@ class TrajectoryCache:
 
     def done_keys(self) -> set[tuple[int, int]]:
         """Every finished ``(seed, j)`` of this backend (one listing, not one request per key)."""
-        out: set[tuple[int, int]] = set()
-        for key in self.store.iter_keys(self.prefix()):
-            m = re.search(r"/(\d+)/(\d+)\.done\.json$", key)
-            if m:
-                out.add((int(m.group(1)), int(m.group(2))))
-        return out
+        return {(int(m.group(1)), int(m.group(2))) for m in self.units.done_units(_DONE_RE)}
+
+    def verify(self, seed: int, j: int) -> list[str]:
+        """One line per damaged object of a finished session (empty when whole)."""
+        return self.units.verify(f"{seed}/{j}")
+
+    def discard(self, seed: int, j: int) -> None:
+        """Forget a finished session (a damaged one): the next encode run browses it again."""
+        self.units.discard(f"{seed}/{j}")
 
     # -- blobs --------------------------------------------------------------------------------
     def put_blob(self, data: bytes) -> str:
@@ -117,25 +126,24 @@ class TrajectoryCache:
         The steps object holds no wall-clock values, so a deterministic backend writes the same
         bytes every time. Returns the summary.
         """
-        self.store.write_table(self.steps_key(result.seed, result.j), steps_table(result.steps, timing=False),
-                               schema_version=TRAJECTORY_SCHEMA_VERSION)
-        self.store.write_table(self.timing_key(result.seed, result.j), timing_table(result.steps),
-                               schema_version=TRAJECTORY_SCHEMA_VERSION)
-        summary = result.summary()
-        self.store.put_json(self.done_key(result.seed, result.j), summary)
-        return summary
+        objects = {".parquet": parquet_bytes(steps_table(result.steps, timing=False),
+                                             schema_version=TRAJECTORY_SCHEMA_VERSION),
+                   ".timing.parquet": parquet_bytes(timing_table(result.steps), schema_version=TRAJECTORY_SCHEMA_VERSION)}
+        return self.units.commit(f"{result.seed}/{result.j}", objects, result.summary())
 
     def read_summary(self, seed: int, j: int) -> dict[str, Any]:
-        return self.store.get_json(self.done_key(seed, j))
+        return self.units.read_summary(f"{seed}/{j}")
 
     def read_steps(self, seed: int, j: int) -> Any:
-        """The step rows of a finished session as a Polars frame, with ``latency_s`` joined in."""
+        """The step rows of a finished session as a Polars frame, with ``latency_s`` joined in
+        (each object verified against the done marker: :class:`CacheDamaged` when damaged)."""
         import polars as pl
 
         if not self.is_done(seed, j):
             raise FileNotFoundError(f"session (seed={seed}, j={j}) of {self.backend} is not finished")
-        steps = pl.read_parquet(io.BytesIO(self.store.get_bytes(self.steps_key(seed, j))))
-        timing = pl.read_parquet(io.BytesIO(self.store.get_bytes(self.timing_key(seed, j))))
+        unit = f"{seed}/{j}"
+        steps = pl.read_parquet(io.BytesIO(self.units.read_object(unit, ".parquet")))
+        timing = pl.read_parquet(io.BytesIO(self.units.read_object(unit, ".timing.parquet")))
         return steps.join(timing.select("step", "latency_s"), on="step", how="left", maintain_order="left")
 
     def visited(self, seed: int, j: int) -> list[str]:

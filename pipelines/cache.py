@@ -1,0 +1,117 @@
+"""The one rule of vismem's done-marker caches (trajectories, probe units).
+
+A *unit* of cached work is a few objects plus a done marker. The objects are written first; the
+marker last, as the commit point: a unit without one was never finished and is simply redone. The
+marker holds the unit's summary and, under ``_objects``, each object's size and SHA-256, so a
+reader never trusts a damaged object: :meth:`UnitCache.read_object` verifies it against the
+marker, and a mismatch is a :class:`CacheDamaged` naming the object. :meth:`UnitCache.discard`
+removes the marker so the unit is recomputed; :meth:`UnitCache.verify` checks a unit without
+using it. Markers written before digests were recorded carry no ``_objects`` and are trusted
+as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING, Any, Iterable
+
+from vismem.core.errors import DataError
+
+if TYPE_CHECKING:
+    import logging
+
+    from vismem.core.store import Store
+
+#: Marker field holding ``{suffix: {"bytes": n, "sha256": hex}}`` (never part of a summary).
+OBJECTS = "_objects"
+
+
+class CacheDamaged(DataError):
+    """A cached object does not match what its done marker recorded (truncated, overwritten)."""
+
+
+def record(data: bytes) -> dict[str, Any]:
+    """What a marker keeps of an object: its size and content digest."""
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+class UnitCache:
+    """Units under ``prefix``: unit ``u`` has objects ``<prefix>/<u><suffix>`` and the marker
+    ``<prefix>/<u>.done.json``. Picklable (holds the store and the prefix)."""
+
+    def __init__(self, store: "Store", prefix: str) -> None:
+        self.store, self.prefix = store, prefix
+
+    def key(self, unit: str, suffix: str) -> str:
+        return f"{self.prefix}/{unit}{suffix}"
+
+    def done_key(self, unit: str) -> str:
+        return self.key(unit, ".done.json")
+
+    def is_done(self, unit: str) -> bool:
+        return self.store.exists(self.done_key(unit))
+
+    def done_units(self, pattern: re.Pattern[str]) -> list[re.Match[str]]:
+        """Every finished unit whose marker key matches ``pattern`` (one listing)."""
+        found = (pattern.search(k) for k in self.store.iter_keys(self.prefix) if k.endswith(".done.json"))
+        return [m for m in found if m]
+
+    def commit(self, unit: str, objects: dict[str, bytes], summary: dict[str, Any]) -> dict[str, Any]:
+        """Write the unit's objects (``suffix -> bytes``), then its marker; returns the summary."""
+        for suffix, data in objects.items():
+            kind = "application/vnd.apache.parquet" if suffix.endswith(".parquet") else None
+            self.store.put_bytes(self.key(unit, suffix), data, content_type=kind)
+        self.store.put_json(self.done_key(unit), {**summary, OBJECTS: {s: record(d) for s, d in objects.items()}})
+        return summary
+
+    def _marker(self, unit: str) -> dict[str, Any]:
+        key = self.done_key(unit)
+        try:
+            marker = self.store.get_json(key)
+        except ValueError as err:  # a torn or overwritten marker: the unit is not finished
+            raise CacheDamaged(f"damaged cache marker {key}: {err}") from None
+        if not isinstance(marker, dict):
+            raise CacheDamaged(f"damaged cache marker {key}: not a JSON object")
+        return marker
+
+    def read_summary(self, unit: str) -> dict[str, Any]:
+        """The unit's summary (the marker without its object records)."""
+        return {k: v for k, v in self._marker(unit).items() if k != OBJECTS}
+
+    def read_object(self, unit: str, suffix: str) -> bytes:
+        """An object of a finished unit, verified against its marker (:class:`CacheDamaged`)."""
+        want = (self._marker(unit).get(OBJECTS) or {}).get(suffix)
+        key = self.key(unit, suffix)
+        data = self.store.get_bytes(key)
+        if want is not None and record(data) != want:
+            raise CacheDamaged(f"damaged cache object {key}: {len(data)} bytes, sha256 {record(data)['sha256'][:12]}, "
+                               f"the done marker recorded {want['bytes']} bytes, sha256 {want['sha256'][:12]}")
+        return data
+
+    def verify(self, unit: str) -> list[str]:
+        """One line per damaged part of a finished unit (empty when it is whole)."""
+        try:
+            recorded = self._marker(unit).get(OBJECTS) or {}
+            for suffix in recorded:
+                self.read_object(unit, suffix)
+        except (CacheDamaged, FileNotFoundError) as err:
+            return [str(err)]
+        return []
+
+    def discard(self, unit: str) -> None:
+        """Forget a unit (its marker goes; its objects are rewritten when it is redone)."""
+        self.store.delete(self.done_key(unit))
+
+
+def heal(units: Iterable[tuple[UnitCache, str]], log: "logging.Logger") -> list[str]:
+    """Verify finished units; discard every damaged one (so it is redone) and return one line per
+    unit healed. Each line names the damaged object; the caller reports how many it healed."""
+    healed = []
+    for cache, unit in units:
+        problems = cache.verify(unit)
+        if problems:
+            log.warning("%s: discarded, recomputing", problems[0])
+            cache.discard(unit)
+            healed.append(problems[0])
+    return healed
