@@ -152,13 +152,14 @@ class RunConfig(Frozen):
 
 
 def _without_content_fields(model: Frozen, data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` (the model's JSON dump) without the fields marked ``identity: content``: a field
-    naming a data file by path enters the run id through the file's digest, never the path."""
+    """``data`` (the model's JSON dump) without the fields whose ``identity`` marker keeps them out
+    of the run id: ``content`` (a path to a data file: the file's digest enters instead) and
+    ``execution`` (how much runs at once: never what a run computes)."""
     out = dict(data)
     for name, info in type(model).model_fields.items():
         if name not in out:
             continue
-        if (info.json_schema_extra or {}).get("identity") == "content":
+        if (info.json_schema_extra or {}).get("identity") in ("content", "execution"):
             del out[name]
         elif isinstance(getattr(model, name), Frozen) and isinstance(out[name], dict):
             out[name] = _without_content_fields(getattr(model, name), out[name])

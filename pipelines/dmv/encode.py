@@ -94,7 +94,8 @@ def check(config: "RunConfig") -> None:
         IMAGE_SOURCES.check(config.encode.images, field="encode.images", injected=("catalog",))
 
 
-def worker_kwargs(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str]) -> dict[str, Any]:
+def worker_kwargs(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str], *,
+                  episodes: int = 1) -> dict[str, Any]:
     """Constructor kwargs of :class:`EncodeWorker` for this run."""
     from vismem.pipelines.dmv.protocol import env_factory
 
@@ -103,24 +104,27 @@ def worker_kwargs(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[st
             "catalog_seed": cfg.seed, "colour_order": cfg.catalog.colour_order, "images": image_source(ctx),
             "options": options(cfg), "observation": cfg.encode.observation,
             "step_timeout_s": cfg.encode.step_timeout_s, "env_factory": env_factory(cfg.encode.env),
-            "max_failed_calls": cfg.encode.max_failed_calls}
+            "max_failed_calls": cfg.encode.max_failed_calls, "episodes": episodes}
 
 
 def run_keys(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str],
              todo: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
-    """Run the pending keys on Ray actors; one output row per key."""
+    """Run the pending keys on Ray actors, each browsing its share of ``encode.in_flight``
+    sessions at once; one output row per key."""
     import ray.data
 
     from vismem.pipelines.dmv.encode_job import EncodeWorker
+    from vismem.pipelines.dmv.protocol import episodes_per_actor
     from vismem.pipelines.rayctx import actor_pool
 
     if not todo:
         return []
     n = min(ctx.config.encode.workers or ctx.config.ray.concurrency, len(todo))
+    episodes = min(episodes_per_actor(ctx.config.encode.in_flight, specs, n), -(-len(todo) // n))
     ds = ray.data.from_items([{"backend": b, "seed": s, "j": j} for b, s, j in todo],
-                             override_num_blocks=len(todo))
-    ds = ds.map_batches(EncodeWorker, fn_constructor_kwargs=worker_kwargs(ctx, specs, slugs), batch_size=1,
-                        **actor_pool(ctx.config.ray, size=n))
+                             override_num_blocks=-(-len(todo) // episodes))
+    ds = ds.map_batches(EncodeWorker, fn_constructor_kwargs=worker_kwargs(ctx, specs, slugs, episodes=episodes),
+                        batch_size=episodes, **actor_pool(ctx.config.ray, size=n))
     return ds.take_all()
 
 

@@ -37,13 +37,14 @@ class EncodeWorker(ShopWorker):
         shop_url: use a running storefront instead of starting one.
         max_failed_calls: largest share of a session's model calls that may fail for it to be cached
             (``encode.max_failed_calls``); past it the key fails and nothing is committed.
+        episodes: sessions browsed at once (each in its own thread with its own page env).
     """
 
     def __init__(self, store: "Store", backends: list[dict[str, Any]], slugs: list[str], *, data_dir: str,
                  catalog_seed: int = 0, colour_order: str = "seeded", images: Any = "placeholder",
                  options: SessionOptions = SessionOptions(), observation: str = "product_image",
                  step_timeout_s: float = 30.0, shop_url: str | None = None, env_factory: Any = None,
-                 max_failed_calls: float = 0.5) -> None:
+                 max_failed_calls: float = 0.5, episodes: int = 1) -> None:
         self.store = store
         self.max_failed_calls = float(max_failed_calls)
         self.backends, self.slugs = list(backends), list(slugs)
@@ -52,7 +53,7 @@ class EncodeWorker(ShopWorker):
         self._start(shop_url=shop_url, shop={"data_dir": data_dir, "seed": catalog_seed, "colour_order": colour_order,
                                              "images": images},
                     env_factory=env_factory or default_env_factory,
-                    env_kwargs={"observation": observation, "step_timeout_s": step_timeout_s})
+                    env_kwargs={"observation": observation, "step_timeout_s": step_timeout_s}, episodes=episodes)
 
     def vlm(self, i: int) -> Any:
         """The browsing VLM of back-end ``i`` (results never pass a stand-in off as a model)."""
@@ -75,12 +76,13 @@ class EncodeWorker(ShopWorker):
                  summary["distinct_products"], summary["styles"], time.perf_counter() - t0)
         return {**summary, "cached": False}
 
-    # Ray Data actor entry point: one row in, one row out.
+    # Ray Data actor entry point: one output row per input row, in input order.
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        keys = [(int(b), int(s), int(j)) for b, s, j in zip(batch["backend"], batch["seed"], batch["j"])]
+        done = self._map(lambda k: self._run_one(lambda: self.run_key(*k),
+                                                 f"session {self.slugs[k[0]]} seed={k[1]} j={k[2]}"), keys)
         out: dict[str, list[Any]] = {"backend": [], "seed": [], "j": [], "ok": [], "error": [], "summary": []}
-        for b, s, j in zip(batch["backend"], batch["seed"], batch["j"]):
-            b, s, j = int(b), int(s), int(j)
-            summary, err = self._run_one(lambda: self.run_key(b, s, j), f"session {self.slugs[b]} seed={s} j={j}")
+        for (b, s, j), (summary, err) in zip(keys, done):
             out["backend"].append(self.slugs[b])
             out["seed"].append(s)
             out["j"].append(j)

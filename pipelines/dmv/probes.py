@@ -91,7 +91,7 @@ def _protocol(config: "RunConfig") -> dict[str, Any]:
 
 
 def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: list[str],
-                  recall: list[dict[str, Any]]) -> dict[str, Any]:
+                  recall: list[dict[str, Any]], *, episodes: int = 1) -> dict[str, Any]:
     from vismem.pipelines.dmv.chains import architecture_specs
     from vismem.pipelines.dmv.protocol import env_factory
     from vismem.pipelines.dmv.protocol import image_source
@@ -108,7 +108,8 @@ def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: 
                         "mc": cfg.probes.mc, "mc_seed": cfg.probes.mc_seed,
                         "max_failed_calls": cfg.probes.max_failed_calls},
             "env_factory": env_factory(cfg.probes.env or cfg.encode.env),
-            "env_kwargs": {"observation": cfg.encode.observation, "step_timeout_s": cfg.encode.step_timeout_s}}
+            "env_kwargs": {"observation": cfg.encode.observation, "step_timeout_s": cfg.encode.step_timeout_s},
+            "episodes": episodes}
 
 
 def results_frame(raw: Any, config: "RunConfig", chains: list[Any], archs: list[Any], recall_names: list[str]) -> Any:
@@ -166,6 +167,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     from vismem.pipelines.dmv.probes_job import run_units
     from vismem.pipelines.cache import heal
     from vismem.pipelines.dmv.probecache import ProbeCache, arch_key, read_units
+    from vismem.pipelines.dmv.protocol import episodes_per_actor
     from vismem.pipelines.dmv.chains import load_run_chains
 
     cfg = ctx.config
@@ -194,8 +196,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         done = {k: c.done_units() for k, c in caches.items()}
     todo = [u for u in units if (u["set"], u["j"]) not in done[(u["arch"], u["chain"])]]
     ctx.logger.info("probes: %d units, %d cached, %d to run", len(units), len(units) - len(todo), len(todo))
-    rows = run_units(todo, worker_kwargs(ctx, chains, archs, keys, recall), on_ray=cfg.probes.on_ray,
-                     ray_cfg=cfg.ray, workers=cfg.probes.workers or cfg.ray.concurrency) if todo else []
+    workers = cfg.probes.workers or cfg.ray.concurrency
+    episodes = episodes_per_actor(cfg.probes.in_flight, recall, workers)
+    rows = run_units(todo, worker_kwargs(ctx, chains, archs, keys, recall, episodes=episodes), on_ray=cfg.probes.on_ray,
+                     ray_cfg=cfg.ray, workers=workers) if todo else []
     failed = [r for r in rows if not r["ok"]]
     finished = []
     for u in units:

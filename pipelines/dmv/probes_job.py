@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +86,7 @@ class ProbeWorker(ShopWorker):
     def __init__(self, store: "Store", *, chains: list[dict[str, Any]], recallers: list[dict[str, Any]],
                  archs: list[dict[str, Any]], arch_keys: list[list[str]], feature_specs: list[Any],
                  cues: dict[str, list[str]], shop: dict[str, Any], options: dict[str, Any], env_factory: Any,
-                 env_kwargs: dict[str, Any] | None = None, shop_url: str | None = None) -> None:
+                 env_kwargs: dict[str, Any] | None = None, shop_url: str | None = None, episodes: int = 1) -> None:
         from vismem.memory.agent import InProcessFeatures, build_architecture
         from vismem.memory.agent.features import FeatureTables
         from vismem.memory.agent.tables import TableFeatures
@@ -108,9 +109,23 @@ class ProbeWorker(ShopWorker):
         # Every probe step injects up to keep_k memory images: read each blob once per worker.
         self.blobs = BlobCache(store.get_bytes)
         self.features = TableFeatures(tables, read_blob=self.blobs, fallback=InProcessFeatures(self.blobs))
-        self.archs = [build_architecture(a, features=self.features) for a in archs]
+        self._arch_specs = list(archs)
+        # A bank is replayed into its architecture per unit: threads running units at once each
+        # hold their own instances (the features and blobs they read are shared).
+        self._arch_local = threading.local()
+        self._build_archs = lambda: [build_architecture(a, features=self.features) for a in self._arch_specs]
+        self._arch_local.archs = self._build_archs()
         self._obs: dict[int, list[Any]] = {}
-        self._start(shop_url=shop_url, shop=shop, env_factory=env_factory, env_kwargs=env_kwargs or {})
+        self._start(shop_url=shop_url, shop=shop, env_factory=env_factory, env_kwargs=env_kwargs or {},
+                    episodes=episodes)
+
+    @property
+    def archs(self) -> list[Any]:
+        """The calling thread's architecture instances (built on its first unit)."""
+        archs = getattr(self._arch_local, "archs", None)
+        if archs is None:
+            archs = self._arch_local.archs = self._build_archs()
+        return archs
 
     def vlm(self, backend: int) -> Any:
         """The recalling VLM of encode back-end ``backend``."""
@@ -193,11 +208,12 @@ class ProbeWorker(ShopWorker):
 
     # Ray Data actor entry point: a batch of units (a chain's), one output row per input row.
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        units = [(int(c), int(a), int(j), str(st)) for c, a, j, st in zip(batch["chain"], batch["arch"], batch["j"],
+                                                                           batch["set"])]
+        done = self._map(lambda u: self._run_one(lambda: self.run_unit(*u),
+                                                 f"probe unit chain={u[0]} arch={u[1]} j={u[2]} {u[3]}"), units)
         out: dict[str, list[Any]] = {k: [] for k in OUTPUT_COLUMNS}
-        for chain, arch, j, set_name in zip(batch["chain"], batch["arch"], batch["j"], batch["set"]):
-            chain, arch, j, set_name = int(chain), int(arch), int(j), str(set_name)
-            summary, err = self._run_one(lambda: self.run_unit(chain, arch, j, set_name),
-                                         f"probe unit chain={chain} arch={arch} j={j} {set_name}")
+        for (chain, arch, j, set_name), (summary, err) in zip(units, done):
             for k, v in (("chain", chain), ("arch", arch), ("j", j), ("set", set_name), ("ok", err is None),
                          ("error", err), ("summary", json.dumps(summary, default=str) if summary else None)):
                 out[k].append(v)

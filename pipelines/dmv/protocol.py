@@ -197,3 +197,19 @@ def storefront_inputs(config: "RunConfig", data_dir: Path) -> dict[str, Path]:
 
     d = dmv_dir(data_dir)
     return {f"dmv-bench/{SEED_FILE}": d / SEED_FILE, f"dmv-bench/{CUE_FILE}": d / CUE_FILE}
+
+
+def episodes_per_actor(in_flight: int | None, specs: list[dict[str, Any]], actors: int) -> int:
+    """Units one actor runs at once so that ``actors`` together keep ``in_flight`` in flight.
+
+    ``in_flight`` None: the back-ends' own client limits summed (each client caps its in-flight
+    requests with ``max_concurrency``; a back-end without one -- a scripted stand-in -- counts
+    one per actor, the sequential path).
+    """
+    actors = max(1, actors)
+    if in_flight is None:
+        caps = [int((s.get("args") or {}).get("max_concurrency") or 0) for s in specs]
+        if not any(caps):
+            return 1
+        in_flight = sum(c or actors for c in caps)
+    return max(1, -(-int(in_flight) // actors))

@@ -128,3 +128,36 @@ def test_storefront_serves_the_catalogue_images(file_store) -> None:
     healed = run(_cfg(tmp_path, J=5, env="http"), progress=False)["encode"]
     assert (healed["healed"], healed["ran"], healed["cached"]) == (2, 2, 3)
     assert store.get_bytes(cache.steps_key(0, 2)) == good and cache.verify(0, 2) == cache.verify(0, 3) == []
+
+
+def test_sessions_in_flight_give_the_sequential_trajectories(tmp_path, ray_local) -> None:
+    # Four sessions at once on one actor (threads, one page env each) write the same bytes as
+    # one after another, and the run id does not change with how much runs at once.
+    from vismem.core.store import Store
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
+
+    seq_cfg = _cfg(tmp_path / "seq", J=3, chains=2, env="http", workers=1)
+    par_cfg = _cfg(tmp_path / "par", J=3, chains=2, env="http", workers=1, in_flight=4)
+    assert seq_cfg.run_id == par_cfg.run_id
+    seq = run(seq_cfg, progress=False)["encode"]
+    par = run(par_cfg, progress=False)["encode"]
+    assert seq["ran"] == par["ran"] == 6 and seq["backends"] == par["backends"]
+    (slug,) = seq["backends"]
+    a = TrajectoryCache(Store.open(f"file://{tmp_path}/seq/store"), slug)
+    b = TrajectoryCache(Store.open(f"file://{tmp_path}/par/store"), slug)
+    for s in (0, 1):
+        for j in range(3):
+            assert a.store.get_bytes(a.steps_key(s, j)) == b.store.get_bytes(b.steps_key(s, j))
+            assert a.read_summary(s, j)["visited"] == b.read_summary(s, j)["visited"]
+
+
+def test_episodes_per_actor_fill_the_clients_limits() -> None:
+    from vismem.pipelines.dmv.protocol import episodes_per_actor
+
+    scripted = {"name": "scripted-shopper", "args": {"seed": 0}}
+    served = {"name": "openai", "args": {"model": "m", "max_concurrency": 32}}
+    assert episodes_per_actor(None, [scripted], 4) == 1  # no client limit: the sequential path
+    assert episodes_per_actor(None, [served], 4) == 8  # 32 in flight over 4 actors
+    assert episodes_per_actor(None, [served, served], 3) == 22  # ceil(64 / 3)
+    assert episodes_per_actor(None, [served, scripted], 4) == 9  # ceil((32 + 4) / 4)
+    assert episodes_per_actor(10, [scripted], 4) == 3

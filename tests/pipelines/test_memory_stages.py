@@ -174,3 +174,28 @@ def test_catalogue_captioner_reads_the_runs_data_dir(tmp_path, shared_dir):
     assert product.name in text
     default = [s["args"].get("captioner") for s in architecture_specs(_cfg(tmp_path))]
     assert spec_key("caption", caps[0]) == spec_key("caption", next(c for c in default if c))
+
+
+def test_probe_units_in_flight_give_the_sequential_table(first_run, tmp_path):
+    # Units of a chain run four at once on one worker (threads, their own architecture
+    # instances and page envs) and give the same probe outcomes as one after another.
+    import shutil
+
+    tmp, cfg, out = first_run
+    shutil.copytree(tmp / "store", tmp_path / "store")
+    for key in (tmp_path / "store").rglob("*"):  # keep the trajectories and features, redo the probes
+        if key.is_dir() and key.name == "probes" and key.parent == tmp_path / "store":
+            shutil.rmtree(key)
+    par_cfg = _cfg(tmp_path, probes={"in_flight": 4})
+    assert par_cfg.run_id == cfg.run_id
+    par = run(par_cfg, progress=False)["probes"]
+    assert par["ran"] == out["probes"]["ran"] + out["probes"]["cached"] and par["cached"] == 0
+    cols = ["architecture", "J", "study", "chain_slug", "seed", "j", "correct", "n_steps"]
+
+    def table(root):
+        from vismem.core.store import Store
+
+        df = Store.open(f"file://{root}/store").read_table(f"runs/{cfg.run_id}/results/probes.parquet")
+        return df.select([c for c in cols if c in df.columns]).sort([c for c in cols if c in df.columns])
+
+    assert table(tmp_path).equals(table(tmp))
