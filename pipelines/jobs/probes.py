@@ -188,7 +188,8 @@ class ProbeWorker:
         for p in probes:
             hook = ArchitectureHook(a, p.cue, fetch_k=int(self.options["fetch_k"]), keep_k=int(self.options["keep_k"]))
             res = run_probe(p, vlm=vlm, env=self.env, memory=hook, max_steps=int(self.options["max_steps"]),
-                            max_tokens=int(self.options["max_tokens"]))
+                            max_tokens=int(self.options["max_tokens"]),
+                            protocol=str(self.options.get("protocol", "fixed")))
             rows.append({**res.row(), "bank_size": len(a), "encoding_position": first_pos.get(p.target_hash),
                          "wall_s": res.wall_s})
         failed = [s.get("error") for r in rows for s in r["log"] if s["status"] == "failed"]

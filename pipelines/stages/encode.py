@@ -150,7 +150,8 @@ def options(config: Any) -> Any:
     from vismem.agents.session import SessionOptions
 
     enc = config.encode
-    return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)
+    return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature,
+                          protocol=enc.protocol)
 
 
 def worker_kwargs(ctx: Any, specs: list[dict[str, Any]], slugs: list[str]) -> dict[str, Any]:
