@@ -8,6 +8,7 @@ every architecture of that block, so rows within a cell are comparable (paper §
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -188,10 +189,38 @@ def leader_bins(bins: pl.DataFrame, leader: str) -> pl.DataFrame:
             .cast(schema).sort("backend", "J"))
 
 
+#: How a variant of a hybrid family is named: ``<family>-a<alpha>`` (a sweep point), ``<family>-verb``
+#: (verbal-only retrieval, the alpha = 0 endpoint) or ``<family>-vis`` (visual-only, alpha = 1).
+_SWEEP_SUFFIX = re.compile(r"-(a\d+(?:\.\d+)?|verb|vis)$")
+_ENDPOINTS = {"verb": 0.0, "vis": 1.0}
+
+
+def sweep_family(architecture: str) -> str:
+    """The family an alpha-sweep variant belongs to (``dualmem-a0.25``, ``dualmem-verb`` -> ``dualmem``)."""
+    return _SWEEP_SUFFIX.sub("", architecture)
+
+
 def alpha_sweep(probes: pl.DataFrame, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> pl.DataFrame:
-    """TSR by hybrid-retrieval weight alpha (Fig. 7), with CIs, from ``study == alpha_sweep``."""
-    rows = study(probes, "alpha_sweep").filter(pl.col("alpha").is_not_null())
-    return rate_cells(rows, [*CELL, "alpha"], n_resamples=n_resamples, seed=seed)
+    """TSR by hybrid-retrieval weight alpha (Fig. 7), with CIs: one curve per family and back-end.
+
+    The points are the ``study == alpha_sweep`` rows (every alpha its own variant, e.g.
+    ``dualmem-a0.25``, ``dualmem-a0.5``, ``dualmem``) plus the family's single-channel ablations as the
+    endpoints the paper plots: ``<family>-verb`` at alpha 0 and ``<family>-vis`` at alpha 1 (unless
+    the sweep has its own point there). ``architecture`` is the family; ``source`` the variant.
+    """
+    sweep = study(probes, "alpha_sweep").filter(pl.col("alpha").is_not_null())
+    fam = pl.col("architecture").str.replace(_SWEEP_SUFFIX.pattern, "")
+    sweep = sweep.with_columns(pl.col("architecture").alias("source"), fam.alias("architecture"))
+    ends = []
+    for family in sweep["architecture"].unique().sort().to_list():
+        have = set(sweep.filter(pl.col("architecture") == family)["alpha"].to_list())
+        for suffix, a in _ENDPOINTS.items():
+            if a not in have:
+                ends.append(study(probes, "ablation").filter(pl.col("architecture") == f"{family}-{suffix}").with_columns(
+                    pl.col("architecture").alias("source"), pl.lit(family).alias("architecture"),
+                    pl.lit(a, pl.Float64).alias("alpha")))
+    rows = pl.concat([sweep, *ends], how="vertical_relaxed") if ends else sweep
+    return rate_cells(rows, [*CELL, "alpha", "source"], n_resamples=n_resamples, seed=seed)
 
 
 def ablations(probes: pl.DataFrame, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> pl.DataFrame:

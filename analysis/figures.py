@@ -92,7 +92,8 @@ def bins(bank: pl.DataFrame, position: pl.DataFrame, backend: str) -> Any:
 
 
 def alpha(sweep: pl.DataFrame) -> Any:
-    """Fig. 7: TSR vs visual weight alpha, one line per (architecture, backend, J), cluster CI bars."""
+    """Fig. 7: TSR vs visual weight alpha, one line per (family, backend, J) with its endpoints
+    (:func:`vismem.analysis.dmv.alpha_sweep`), cluster CI bars; lines are told apart by colour."""
     fig, ax = plt.subplots(figsize=(4.2, 3.0), layout="constrained")
     for i, ((arch, backend, j), d) in enumerate(sweep.sort("alpha").group_by(["architecture", "backend", "J"],
                                                                              maintain_order=True)):
@@ -100,7 +101,7 @@ def alpha(sweep: pl.DataFrame) -> Any:
                             .alias(c) for c in ("cluster_low", "cluster_high")])
         y = d["tsr"].to_numpy() * 100
         err = [(y - d["cluster_low"].to_numpy() * 100).clip(0), (d["cluster_high"].to_numpy() * 100 - y).clip(0)]
-        ax.errorbar(d["alpha"].to_numpy(), y, yerr=err, marker="o", ms=4, capsize=2, color=_color(arch, i),
+        ax.errorbar(d["alpha"].to_numpy(), y, yerr=err, marker="o", ms=4, capsize=2, color=f"C{i % 10}",
                     label=f"{arch} ({backend}, J={j})")
     ax.set_xlabel("alpha (visual weight)")
     ax.set_ylabel("TSR (%)")

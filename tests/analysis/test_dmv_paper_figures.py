@@ -1,0 +1,54 @@
+"""DMV-Bench figures as the paper defines them (issue 27): Fig. 7's alpha sweep per family with its
+endpoints, built from the real variant names and studies."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from vismem.analysis import dmv, figures
+from vismem.analysis.schemas import validate
+from vismem.memory.agent.variants import list_variants, load_variant
+
+BACKENDS = ("gemini-2.5-flash", "qwen2.5-vl-7b")
+
+
+def _variant_rows() -> pl.DataFrame:
+    """Probe rows for every shipped variant, labelled as the probes stage labels them: one row per
+    (study it belongs to, back-end, chain, probe); variant ``i`` gets ``i`` mod 5 correct of 5."""
+    rows = []
+    for i, name in enumerate(list_variants()):
+        v = load_variant(name)
+        alpha = v.labels.get("alpha")
+        for st in [v.study, *v.also]:
+            variant = "default" if v.study == "main" or st == "main" else ", ".join(
+                f"{k}={x}" for k, x in sorted(v.labels.items()))
+            for backend in BACKENDS:
+                for seed in (0, 1):
+                    for p in range(5):
+                        rows.append({"backend": backend, "seed": seed, "J": 5, "architecture": name,
+                                     "probe_id": f"p{p}", "visit_session": 1, "recall_session": 2, "reach": 1,
+                                     "bank_size": 10, "encoding_position": p, "target_url": f"/product/{p}",
+                                     "final_url": None, "correct": p < i % 5, "steps": 2, "study": st,
+                                     "variant": variant, "alpha": alpha})
+    return validate(pl.DataFrame(rows), "probes")
+
+
+def test_alpha_sweep_groups_by_family_with_both_endpoints() -> None:
+    sw = dmv.alpha_sweep(_variant_rows(), n_resamples=100)
+    assert set(sw["architecture"].to_list()) == {"dualmem"}
+    for backend in BACKENDS:
+        d = sw.filter(pl.col("backend") == backend).sort("alpha")
+        assert d["alpha"].to_list() == [0.0, 0.25, 0.5, 0.75, 1.0]
+        assert d["source"].to_list() == ["dualmem-verb", "dualmem-a0.25", "dualmem-a0.5", "dualmem", "dualmem-vis"]
+        assert d["n_probes"].to_list() == [10] * 5
+    assert dmv.sweep_family("dualmem-a0.25") == dmv.sweep_family("dualmem-vis") == "dualmem"
+    assert dmv.sweep_family("dualmem-vis-img") == "dualmem-vis-img" and dmv.sweep_family("m2a-lite") == "m2a-lite"
+
+
+def test_fig7_has_one_line_of_five_points_per_backend() -> None:
+    fig = figures.alpha(dmv.alpha_sweep(_variant_rows(), n_resamples=100))
+    ax = fig.axes[0]
+    lines = {c.get_label(): c.lines[0].get_xdata() for c in ax.containers}
+    assert sorted(lines) == [f"dualmem ({b}, J=5)" for b in BACKENDS]
+    assert all(list(x) == [0.0, 0.25, 0.5, 0.75, 1.0] for x in lines.values())
+    figures.render(fig)
