@@ -72,12 +72,14 @@ def retention(ret: pl.DataFrame) -> Any:
 
 
 def bins(bank: pl.DataFrame, position: pl.DataFrame, backend: str) -> Any:
-    """Figs 5-6: TSR by bank-size bin (top) and encoding-position bin (bottom), columns = J."""
+    """Figs 5-6: TSR by bank-size bin (top) and encoding-position bin (bottom, one per visit
+    session), columns = J."""
     js = sorted(set(bank.filter(pl.col("backend") == backend)["J"].to_list())
                 | set(position.filter(pl.col("backend") == backend)["J"].to_list()))
     fig, axes = _grid(2 * max(1, len(js)), nrows=2)
     for col, j in enumerate(js):
-        for row, (df, label) in enumerate(((bank, "bank size at recall"), (position, "encoding position"))):
+        for row, (df, label) in enumerate(((bank, "bank size at recall"),
+                                           (position, "encoding position (visit session)"))):
             ax = axes[row][col]
             d = df.filter((pl.col("backend") == backend) & (pl.col("J") == j))
             d = d.with_columns(((pl.col("bin_low") + pl.col("bin_high")) / 2).alias("mid"))

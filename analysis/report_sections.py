@@ -158,7 +158,7 @@ def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Li
                                links=links.dmv(rt)))
     curves.figures.append(Figure("retention", "TSR by recall reach", *figures.render(figures.retention(ret))))
     bank = dmv.binned(probes, "bank_size", n_bins=opt.n_bins, common=opt.common_probes)
-    pos = dmv.binned(probes, "encoding_position", n_bins=opt.n_bins, common=opt.common_probes)
+    pos = dmv.position_bins(probes, common=opt.common_probes)
     for backend in sorted(ret["backend"].unique().to_list()):
         # Figure ids become file names: back-end names may hold spaces, slashes and parentheses.
         fid = "bins-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", backend).strip("-") or "backend")
@@ -168,7 +168,8 @@ def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Li
         lead = dmv.leader_bins(bank, pair[0]).join(dmv.leader_bins(pos, pair[0]), on=["backend", "J"],
                                                     how="full", coalesce=True, suffix="_position")
         curves.tables.append(Table("leader-bins", f"Bins where {pair[0]} is above every other architecture",
-                                   lead, caption="bins/leads/ties: bank-size bins; *_position: encoding-position bins.",
+                                   lead, caption="bins/leads/ties: bank-size bins; *_position: encoding-position bins "
+                                           "(one per visit session).",
                                    links=links.dmv(lead)))
 
 

@@ -52,3 +52,22 @@ def test_fig7_has_one_line_of_five_points_per_backend() -> None:
     assert sorted(lines) == [f"dualmem ({b}, J=5)" for b in BACKENDS]
     assert all(list(x) == [0.0, 0.25, 0.5, 0.75, 1.0] for x in lines.values())
     figures.render(fig)
+
+
+def test_encoding_position_bins_are_visit_sessions_per_J() -> None:
+    from vismem.analysis import synthetic
+
+    probes = synthetic.probes(backends=BACKENDS, Js=(5, 10, 15), chains=2, products_per_session=1,
+                              p={"dualmem": 0.8, "m2a-lite": 0.6})
+    # one empty bin, as in the paper: no probe targets session 14 of Qwen's J = 15 chains
+    probes = probes.filter(~((pl.col("backend") == BACKENDS[1]) & (pl.col("J") == 15) & (pl.col("visit_session") == 14)))
+    pos = dmv.position_bins(validate(probes, "probes"))
+    per_arch = pos.group_by("architecture").len()
+    assert per_arch["len"].to_list() == [53, 53]  # 2 x (4 + 9 + 14) - 1, the paper's count
+    d = pos.filter((pl.col("backend") == BACKENDS[0]) & (pl.col("J") == 5) & (pl.col("architecture") == "dualmem"))
+    assert d["bin"].to_list() == [1, 2, 3, 4] and d["bin_low"].to_list() == [1.0, 2.0, 3.0, 4.0]
+    # visit session 1 of a J = 5 chain is probed after sessions 2..5: 4 probes per chain
+    assert d["n"].to_list() == [8, 6, 4, 2]
+    lead = dmv.leader_bins(pos, "dualmem")
+    assert lead["bins"].sum() == 53
+    figures.render(figures.bins(dmv.binned(probes, "bank_size"), pos, BACKENDS[0]))
