@@ -71,3 +71,22 @@ def test_encoding_position_bins_are_visit_sessions_per_J() -> None:
     lead = dmv.leader_bins(pos, "dualmem")
     assert lead["bins"].sum() == 53
     figures.render(figures.bins(dmv.binned(probes, "bank_size"), pos, BACKENDS[0]))
+
+
+def test_paper_column_quotes_the_paper_where_it_has_a_number() -> None:
+    from vismem.analysis.dmv_paper import paper_backend, quoted, with_paper
+
+    sw = with_paper(dmv.alpha_sweep(_variant_rows(), n_resamples=100), ("table4",), "tsr", on="source")
+    gem = sw.filter(pl.col("backend") == BACKENDS[0]).sort("alpha")
+    assert gem["paper"].to_list() == [0.651, None, 0.789, 0.820, 0.797]   # the paper gives no alpha-0.25 number
+    assert sw.filter(pl.col("backend") == BACKENDS[1])["paper"].null_count() == 5
+    cells = pl.DataFrame({"backend": ["openai-gemini-2.5-flash", "scripted-shopper-stand-in-s0", "qwen2.5-vl-7b"],
+                          "J": [5, 5, 15], "architecture": ["dualmem", "dualmem", "textonly"]})
+    assert with_paper(cells, ("table2",), "tsr")["paper"].to_list() == [0.827, None, 0.0]
+    abl = pl.DataFrame({"backend": [BACKENDS[0]] * 2, "J": [5, 5], "architecture": ["dualmem-a0.5", "dualmem-clip"]})
+    # the 7-chain ablation subset first, the encoder block's full-set number where the subset has none
+    assert with_paper(abl, ("table4", "table4-encoder"), "tsr")["paper"].to_list() == [0.789, 0.697]
+    perm = pl.DataFrame({"backend": list(BACKENDS), "J": [50, 50], "a": ["dualmem"] * 2, "b": ["m2a-lite"] * 2})
+    assert with_paper(perm, ("table10",), "p_value", on="a")["paper"].to_list() == [0.6875, 0.0625]
+    assert paper_backend("Gemini-2.5-Flash / scripted-recall") == "gemini-2.5-flash" and paper_backend("x") is None
+    assert quoted().filter(pl.col("architecture").is_in(["nomemory", "textonly"]))["value"].sum() == 0
