@@ -106,15 +106,18 @@ def _failure(final_url: str | None, target: str, terminated_by: str | None, last
 
 
 def run_probe(probe: Probe, *, vlm: Any, env: "PageEnv", memory: "MemoryHook", max_steps: int = MAX_RECALL_STEPS,
-              max_tokens: int = 512, temperature: float = 0.0) -> RecallResult:
-    """Run one probe episode against ``env`` with ``memory`` (read-only) and return its result."""
+              max_tokens: int = 512, temperature: float = 0.0, protocol: str = "fixed") -> RecallResult:
+    """Run one probe episode against ``env`` with ``memory`` (read-only) and return its result.
+
+    ``protocol`` (``fixed`` or ``official``, :data:`vismem.agents.prompts.PROTOCOLS`) picks the
+    system prompt; the recall dialogue is otherwise the same under both."""
     from vismem.env.actions import parse_action
 
     t0 = time.perf_counter()
     cue = probe.cue
     subtask = prompts.recall_subtask(cue)
     history = [prompts.Turn("user", prompts.recall_task(cue))]
-    system = prompts.system_prompt()
+    system = prompts.system_prompt(protocol)
     log: list[RecallStep] = []
     final_url: str | None = None
     terminated_by: str | None = None

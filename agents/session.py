@@ -13,10 +13,13 @@ This follows the official ``run_encode_session`` (``dualmem/agent/f2_encode_agen
    "Don't terminate — keep browsing ..." and the page goes back to the category listing;
 5. everything else is executed in the browser; execution errors are recorded, never fatal.
 
-Where we differ from the official loop, and why:
+Where the ``fixed`` protocol (the default) differs from the official loop, and why (the
+``official`` protocol, ``SessionOptions.protocol``, sends the official texts and drops the notice):
 
+- the system prompt lists all ten styles and ``N=0..9`` and the task's URL hint uses the slug
+  (``vismem.agents.prompts``);
 - a reply without a valid action is recorded as ``invalid`` with its raw text, and the next step
-  tells the agent so (the official runner only logs ``noop``);
+  tells the agent so (the official runner only logs ``noop``; both protocols record ``invalid``);
 - a failed model call (``VLMError`` after retries, or any backend exception) is recorded as
   ``failed``; as in the official loop (which substitutes ``Action: done``) it is then handled as a
   terminal action: nudge and back to the category;
@@ -52,6 +55,7 @@ class SessionOptions:
     page_text: Literal["url", "page"] = "url"
     max_tokens: int = 512
     temperature: float = 0.0
+    protocol: Literal["official", "fixed"] = "fixed"   # prompt texts and the invalid-reply rule
 
 
 BlobSink = Callable[[bytes], str]
@@ -94,8 +98,9 @@ def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
     display = getattr(vlm, "display_name", None) or getattr(vlm, "name", backend)
     result = SessionResult(backend=backend, backend_name=display, stand_in=bool(getattr(vlm, "stand_in", False)),
                            seed=spec.seed, j=spec.j, category=cat, n_steps=spec.n_steps)
-    history: list[prompts.Turn] = [prompts.Turn("user", prompts.session_task(cat))]
-    system = prompts.system_prompt()
+    proto = prompts.protocol(options.protocol)
+    history: list[prompts.Turn] = [prompts.Turn("user", prompts.session_task(cat, proto.name))]
+    system = prompts.system_prompt(proto.name)
     seen: dict[str, None] = {}
     seen_styles: dict[str, None] = {}
     t_start = time.perf_counter()
@@ -170,9 +175,10 @@ def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
             rec.status = "invalid"
             rec.error = "; ".join(e for e in (f"no valid action in the reply (parsed from {action.raw[:80]!r})",
                                               rec.error) if e)
-            # The official history line of an unparseable reply is "noop"; we also tell the agent.
+            # The official history line of an unparseable reply is "noop"; `fixed` also tells the agent.
             history.append(prompts.Turn("agent", "noop"))
-            history.append(prompts.Turn("user", prompts.invalid_notice("wrong format = no-op")))
+            if proto.invalid_notice:
+                history.append(prompts.Turn("user", prompts.invalid_notice("wrong format = no-op")))
         elif action.terminal:
             rec.forced_nav = True
             history.append(prompts.Turn("agent", prompts.compact_action(action.type, action.url)))

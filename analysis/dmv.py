@@ -8,6 +8,7 @@ every architecture of that block, so rows within a cell are comparable (paper §
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -146,17 +147,23 @@ def reach_table(ret: pl.DataFrame) -> pl.DataFrame:
     return wide.select(*CELL, *[pl.col(str(r)).alias(f"r={r}") for r in reaches]).sort(CELL)
 
 
+_BIN_SCHEMA = {"backend": pl.String, "J": pl.Int64, "architecture": pl.String, "bin": pl.Int64,
+               "bin_low": pl.Float64, "bin_high": pl.Float64, "n": pl.Int64, "tsr": pl.Float64}
+
+
+def _main_rows(probes: pl.DataFrame, common: bool) -> pl.DataFrame:
+    main = study(probes, "main")
+    return common_probes(main) if common else main
+
+
 def binned(probes: pl.DataFrame, column: str, *, n_bins: int = 8, common: bool = True) -> pl.DataFrame:
-    """TSR by equal-width bins of ``column`` (``bank_size`` or ``encoding_position``).
+    """TSR by equal-width bins of ``column`` (Figs 5-6 top row: ``bank_size``, 8 bins).
 
     Bins are set per (backend, J) over that block's range, so every architecture of a block
-    shares them (Figs 5-6). Columns: backend, J, architecture, bin, bin_low, bin_high, n, tsr.
+    shares them. Columns: backend, J, architecture, bin, bin_low, bin_high, n, tsr.
     """
-    main = study(probes, "main")
-    if common:
-        main = common_probes(main)
-    schema = {"backend": pl.String, "J": pl.Int64, "architecture": pl.String, "bin": pl.Int64,
-              "bin_low": pl.Float64, "bin_high": pl.Float64, "n": pl.Int64, "tsr": pl.Float64}
+    main = _main_rows(probes, common)
+    schema = _BIN_SCHEMA
     if main.height == 0:
         return pl.DataFrame(schema=schema)
     parts = []
@@ -171,6 +178,22 @@ def binned(probes: pl.DataFrame, column: str, *, n_bins: int = 8, common: bool =
                .agg(pl.len().alias("n"), pl.col("correct").cast(pl.Float64).mean().alias("tsr")))
         parts.append(agg.with_columns(pl.lit(backend).alias("backend"), pl.lit(j, pl.Int64).alias("J")))
     return pl.concat(parts).select(list(schema)).cast(schema).sort("backend", "J", "architecture", "bin")
+
+
+def position_bins(probes: pl.DataFrame, *, common: bool = True) -> pl.DataFrame:
+    """TSR by encoding position as the paper bins it (Figs 5-6 bottom row): one bin per visit
+    session of each (backend, J), i.e. sessions 1..J-1 (the last session is never a target), so
+    J in {5, 10, 15} gives 4 + 9 + 14 bins per back-end (the paper's 53 over two back-ends: a bin
+    without probes is absent). ``bin`` = ``bin_low`` = ``bin_high`` = the visit session; columns as
+    :func:`binned`.
+    """
+    main = _main_rows(probes, common)
+    if main.height == 0:
+        return pl.DataFrame(schema=_BIN_SCHEMA)
+    return (main.group_by("backend", "J", "architecture", pl.col("visit_session").alias("bin"))
+            .agg(pl.len().alias("n"), pl.col("correct").cast(pl.Float64).mean().alias("tsr"))
+            .with_columns(*[pl.col("bin").cast(pl.Float64).alias(c) for c in ("bin_low", "bin_high")])
+            .select(list(_BIN_SCHEMA)).cast(_BIN_SCHEMA).sort("backend", "J", "architecture", "bin"))
 
 
 def leader_bins(bins: pl.DataFrame, leader: str) -> pl.DataFrame:
@@ -188,10 +211,38 @@ def leader_bins(bins: pl.DataFrame, leader: str) -> pl.DataFrame:
             .cast(schema).sort("backend", "J"))
 
 
+#: How a variant of a hybrid family is named: ``<family>-a<alpha>`` (a sweep point), ``<family>-verb``
+#: (verbal-only retrieval, the alpha = 0 endpoint) or ``<family>-vis`` (visual-only, alpha = 1).
+_SWEEP_SUFFIX = re.compile(r"-(a\d+(?:\.\d+)?|verb|vis)$")
+_ENDPOINTS = {"verb": 0.0, "vis": 1.0}
+
+
+def sweep_family(architecture: str) -> str:
+    """The family an alpha-sweep variant belongs to (``dualmem-a0.25``, ``dualmem-verb`` -> ``dualmem``)."""
+    return _SWEEP_SUFFIX.sub("", architecture)
+
+
 def alpha_sweep(probes: pl.DataFrame, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> pl.DataFrame:
-    """TSR by hybrid-retrieval weight alpha (Fig. 7), with CIs, from ``study == alpha_sweep``."""
-    rows = study(probes, "alpha_sweep").filter(pl.col("alpha").is_not_null())
-    return rate_cells(rows, [*CELL, "alpha"], n_resamples=n_resamples, seed=seed)
+    """TSR by hybrid-retrieval weight alpha (Fig. 7), with CIs: one curve per family and back-end.
+
+    The points are the ``study == alpha_sweep`` rows (every alpha its own variant, e.g.
+    ``dualmem-a0.25``, ``dualmem-a0.5``, ``dualmem``) plus the family's single-channel ablations as the
+    endpoints the paper plots: ``<family>-verb`` at alpha 0 and ``<family>-vis`` at alpha 1 (unless
+    the sweep has its own point there). ``architecture`` is the family; ``source`` the variant.
+    """
+    sweep = study(probes, "alpha_sweep").filter(pl.col("alpha").is_not_null())
+    fam = pl.col("architecture").str.replace(_SWEEP_SUFFIX.pattern, "")
+    sweep = sweep.with_columns(pl.col("architecture").alias("source"), fam.alias("architecture"))
+    ablation, ends = study(probes, "ablation"), []
+    for family in sweep["architecture"].unique().sort().to_list():
+        have = set(sweep.filter(pl.col("architecture") == family)["alpha"].to_list())
+        for suffix, a in _ENDPOINTS.items():
+            if a not in have:
+                ends.append(ablation.filter(pl.col("architecture") == f"{family}-{suffix}").with_columns(
+                    pl.col("architecture").alias("source"), pl.lit(family).alias("architecture"),
+                    pl.lit(a, pl.Float64).alias("alpha")))
+    rows = pl.concat([sweep, *ends], how="vertical_relaxed") if ends else sweep
+    return rate_cells(rows, [*CELL, "alpha", "source"], n_resamples=n_resamples, seed=seed)
 
 
 def ablations(probes: pl.DataFrame, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> pl.DataFrame:

@@ -72,12 +72,14 @@ def retention(ret: pl.DataFrame) -> Any:
 
 
 def bins(bank: pl.DataFrame, position: pl.DataFrame, backend: str) -> Any:
-    """Figs 5-6: TSR by bank-size bin (top) and encoding-position bin (bottom), columns = J."""
+    """Figs 5-6: TSR by bank-size bin (top) and encoding-position bin (bottom, one per visit
+    session), columns = J."""
     js = sorted(set(bank.filter(pl.col("backend") == backend)["J"].to_list())
                 | set(position.filter(pl.col("backend") == backend)["J"].to_list()))
     fig, axes = _grid(2 * max(1, len(js)), nrows=2)
     for col, j in enumerate(js):
-        for row, (df, label) in enumerate(((bank, "bank size at recall"), (position, "encoding position"))):
+        for row, (df, label) in enumerate(((bank, "bank size at recall"),
+                                           (position, "encoding position (visit session)"))):
             ax = axes[row][col]
             d = df.filter((pl.col("backend") == backend) & (pl.col("J") == j))
             d = d.with_columns(((pl.col("bin_low") + pl.col("bin_high")) / 2).alias("mid"))
@@ -92,7 +94,8 @@ def bins(bank: pl.DataFrame, position: pl.DataFrame, backend: str) -> Any:
 
 
 def alpha(sweep: pl.DataFrame) -> Any:
-    """Fig. 7: TSR vs visual weight alpha, one line per (architecture, backend, J), cluster CI bars."""
+    """Fig. 7: TSR vs visual weight alpha, one line per (family, backend, J) with its endpoints
+    (:func:`vismem.analysis.dmv.alpha_sweep`), cluster CI bars; lines are told apart by colour."""
     fig, ax = plt.subplots(figsize=(4.2, 3.0), layout="constrained")
     for i, ((arch, backend, j), d) in enumerate(sweep.sort("alpha").group_by(["architecture", "backend", "J"],
                                                                              maintain_order=True)):
@@ -100,7 +103,7 @@ def alpha(sweep: pl.DataFrame) -> Any:
                             .alias(c) for c in ("cluster_low", "cluster_high")])
         y = d["tsr"].to_numpy() * 100
         err = [(y - d["cluster_low"].to_numpy() * 100).clip(0), (d["cluster_high"].to_numpy() * 100 - y).clip(0)]
-        ax.errorbar(d["alpha"].to_numpy(), y, yerr=err, marker="o", ms=4, capsize=2, color=_color(arch, i),
+        ax.errorbar(d["alpha"].to_numpy(), y, yerr=err, marker="o", ms=4, capsize=2, color=f"C{i % 10}",
                     label=f"{arch} ({backend}, J={j})")
     ax.set_xlabel("alpha (visual weight)")
     ax.set_ylabel("TSR (%)")

@@ -16,10 +16,12 @@ import polars as pl
 
 from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
+from vismem.analysis.dmv_paper import with_paper
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.render import Figure, Section, Table
 
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
+_PAPER = "paper*: the DMV-Bench paper's number where its text states one (quoted, not measured; empty elsewhere)."
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
 
 
@@ -65,7 +67,7 @@ class Links:
 
 def _pct(df: pl.DataFrame) -> list[str]:
     keep = {"tsr", "naive_low", "naive_high", "cluster_low", "cluster_high", "emm", "low", "high", "se", "d_bar",
-            "recall", "hit", "acc", "f1", "share_styles_ge3"}
+            "recall", "hit", "acc", "f1", "share_styles_ge3", "paper", "paper_d_bar"}
     return [c for c in df.columns if c in keep or c.endswith(" Acc") or c.endswith(" F1")
             or c.endswith(" lo") or c.endswith(" hi")]
 
@@ -96,15 +98,16 @@ def dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions, links: Links) 
         _curves(curves, probes, opt, links, pair)
     ab = dmv.ablations(probes, **kw)
     if ab.height:
-        abt = ab.select("backend", "J", "architecture", "variant", "n_probes", "n_chains", "tsr", "cluster_low",
-                        "cluster_high", "note")
+        abt = with_paper(ab.select("backend", "J", "architecture", "variant", "n_probes", "n_chains", "tsr",
+                                   "cluster_low", "cluster_high", "note"), ("table4", "table4-encoder"), "tsr")
         abl.tables.append(Table("ablations", "Ablations: TSR (%) per variant", abt, percent=_pct(abt),
-                                highlight=["tsr"], links=links.dmv(abt), caption=_CI_DMV))
+                                highlight=["tsr"], links=links.dmv(abt), caption=_CI_DMV + " " + _PAPER))
     sw = dmv.alpha_sweep(probes, **kw)
     if sw.height:
-        swt = sw.drop("naive_low", "naive_high")
-        abl.tables.append(Table("alpha", "Alpha sweep: TSR (%) by visual weight", swt, percent=_pct(sw),
-                                links=links.dmv(swt), caption=_CI_DMV))
+        swt = with_paper(sw.drop("naive_low", "naive_high"), ("table4",), "tsr", on="source")
+        abl.tables.append(Table("alpha", "Alpha sweep: TSR (%) by visual weight", swt, percent=_pct(swt),
+                                links=links.dmv(swt), caption="Endpoints: the family's -verb (alpha 0) and -vis "
+                                                              "(alpha 1) variants. " + _CI_DMV + " " + _PAPER))
         abl.figures.append(Figure("alpha", "TSR vs alpha", *figures.render(figures.alpha(sw))))
     if not ab.height and not sw.height:
         abl.empty = "no ablation or alpha-sweep probes (study == 'ablation' / 'alpha_sweep')"
@@ -122,17 +125,21 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
                                      "Bold = best per column, underline = second. " + _CI_DMV,
                              percent=[c for c in t2.columns[1:]], highlight=shown, ci=ci,
                              links=links.dmv(t2)))
-    ci_tbl = cells.select("backend", "J", "architecture", "n_probes", "n_chains", "tsr", "naive_low", "naive_high",
-                          "cluster_low", "cluster_high", "note")
+    ci_tbl = with_paper(cells.select("backend", "J", "architecture", "n_probes", "n_chains", "tsr", "naive_low",
+                                     "naive_high", "cluster_low", "cluster_high", "note"), ("table2",), "tsr")
     main.tables.append(Table("bootstrap", "95% CIs: naive (probe iid) vs cluster (chain) bootstrap", ci_tbl,
-                             caption=f"{opt.n_resamples:,} resamples; 2.5/97.5 percentiles.", percent=_pct(ci_tbl),
+                             caption=f"{opt.n_resamples:,} resamples; 2.5/97.5 percentiles. " + _PAPER,
+                             percent=_pct(ci_tbl),
                              links=links.dmv(ci_tbl)))
     pair = opt.compare or dmv.top_two(cells)
     if pair:
         perm = dmv.paired_test(probes, *pair, seed=opt.seed)
+        if tuple(pair) == ("dualmem", "m2a-lite"):  # the paper's Table 10 pair
+            perm = with_paper(with_paper(perm, ("table10",), "d_bar", on="a", name="paper_d_bar"),
+                              ("table10",), "p_value", on="a", name="paper_p_value")
         main.tables.append(Table("permutation", f"Paired cluster sign-permutation test: {pair[0]} vs {pair[1]}",
-                                 perm, caption="Exact: all 2^K chain sign assignments; d_bar in points.",
-                                 percent=["d_bar"], links=links.dmv(perm)))
+                                 perm, caption="Exact: all 2^K chain sign assignments; d_bar in points. " + _PAPER,
+                                 percent=_pct(perm), links=links.dmv(perm)))
     from vismem.analysis.lpm import fit_lpm
 
     base = dmv.study(probes, "main")
@@ -158,7 +165,7 @@ def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Li
                                links=links.dmv(rt)))
     curves.figures.append(Figure("retention", "TSR by recall reach", *figures.render(figures.retention(ret))))
     bank = dmv.binned(probes, "bank_size", n_bins=opt.n_bins, common=opt.common_probes)
-    pos = dmv.binned(probes, "encoding_position", n_bins=opt.n_bins, common=opt.common_probes)
+    pos = dmv.position_bins(probes, common=opt.common_probes)
     for backend in sorted(ret["backend"].unique().to_list()):
         # Figure ids become file names: back-end names may hold spaces, slashes and parentheses.
         fid = "bins-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", backend).strip("-") or "backend")
@@ -168,7 +175,8 @@ def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Li
         lead = dmv.leader_bins(bank, pair[0]).join(dmv.leader_bins(pos, pair[0]), on=["backend", "J"],
                                                     how="full", coalesce=True, suffix="_position")
         curves.tables.append(Table("leader-bins", f"Bins where {pair[0]} is above every other architecture",
-                                   lead, caption="bins/leads/ties: bank-size bins; *_position: encoding-position bins.",
+                                   lead, caption="bins/leads/ties: bank-size bins; *_position: encoding-position bins "
+                                           "(one per visit session).",
                                    links=links.dmv(lead)))
 
 

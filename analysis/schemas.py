@@ -97,7 +97,8 @@ PROBES = Schema(
         _c("visit_session", pl.Int64, "Session (1-based) in which the target product was visited."),
         _c("recall_session", pl.Int64, "Session after which the probe is issued."),
         _c("reach", pl.Int64, "recall_session - visit_session (>= 1)."),
-        _c("bank_size", pl.Int64, "Entries in the memory bank at recall time."),
+        _c("bank_size", pl.Int64, "Bank size at recall: the chain's distinct products visited up to the recall session "
+                                  "(the same for every architecture, NoMemory included)."),
         _c("encoding_position", pl.Int64, "Position of the target's visit in the chain's observation stream (0-based)."),
         _c("target_url", pl.String, "Ground-truth product URL."),
         _c("final_url", pl.String, "URL the recall agent ended on (null when it produced none).", nullable=True),

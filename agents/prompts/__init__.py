@@ -18,6 +18,12 @@ Texts follow the official runner (``dualmem/agent/dmvbench_live_runner.py`` and
 - ``recall_task.txt`` / ``recall_subtask.txt``: a recall probe's first user turn and subtask,
   verbatim from the official probe runner (``f2_session_runner.py:273-383``; the paper's appendix
   paraphrases the first turn differently — the code's string is what produced its numbers).
+- ``system_official.txt`` / ``session_task_official.txt``: the official texts byte for byte
+  (four styles and ``N=0..3``; the URL hint filled with the category noun).
+
+Two protocols (:data:`PROTOCOLS`) pick among them: ``fixed`` (the default; the corrected texts and
+the invalid-action notice) and ``official`` (the published prompts; an unparseable reply enters
+the history only as ``noop``, as in the official runner). The paper preset runs ``official``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+
+from vismem.core.errors import ConfigError
 
 #: History longer than this is elided (the official runaway cap: first turn + last 120).
 MAX_HISTORY_TURNS = 120
@@ -39,30 +47,64 @@ def load(name: str) -> str:
     return resources.files(__name__).joinpath(f"{name}.txt").read_text(encoding="utf-8")
 
 
-#: The prompt files each protocol reads (their fingerprint keys that protocol's cache).
-PROMPT_SETS: dict[str, tuple[str, ...]] = {
-    "encode": ("invalid", "nudge", "session_task", "step", "subtask", "system"),
-    "recall": ("recall_subtask", "recall_task", "step", "system"),
+@dataclass(frozen=True)
+class Protocol:
+    """One dialogue protocol: which system prompt and session task it sends, and whether a reply
+    without a valid action gets an extra user turn saying so (``invalid_notice``)."""
+
+    name: str
+    system: str
+    session_task: str
+    invalid_notice: bool
+
+
+#: ``fixed``: the corrected texts, and the agent is told when its reply had no valid action.
+#: ``official``: the official runner's texts and rules (``dmvbench_live_runner.py``,
+#: ``f2_encode_agent.py``), needed to reproduce the published numbers.
+PROTOCOLS: dict[str, Protocol] = {
+    "fixed": Protocol("fixed", "system", "session_task", invalid_notice=True),
+    "official": Protocol("official", "system_official", "session_task_official", invalid_notice=False),
 }
 
 
+def protocol(name: str) -> Protocol:
+    """The protocol called ``name``; a ConfigError names the known ones."""
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise ConfigError(f"unknown dialogue protocol {name!r}; known: {sorted(PROTOCOLS)}") from None
+
+
+def prompt_set(kind: str = "encode", protocol_name: str = "fixed") -> tuple[str, ...]:
+    """The prompt files a ``kind`` (``encode`` or ``recall``) of episode reads under a protocol."""
+    p = protocol(protocol_name)
+    if kind == "encode":
+        names = ["nudge", p.session_task, "step", "subtask", p.system] + (["invalid"] if p.invalid_notice else [])
+    elif kind == "recall":
+        names = ["recall_subtask", "recall_task", "step", p.system]
+    else:
+        raise ValueError(f"unknown prompt kind {kind!r} (encode or recall)")
+    return tuple(sorted(names))
+
+
 @lru_cache(maxsize=None)
-def fingerprint(kind: str = "encode") -> str:
-    """sha256 (16 hex) over the prompt files of one protocol (``encode`` or ``recall``): part of
-    that protocol's cache key, so editing a prompt re-runs instead of reusing results produced
-    under the old text (and editing a recall prompt never invalidates trajectories)."""
+def fingerprint(kind: str = "encode", protocol_name: str = "fixed") -> str:
+    """sha256 (16 hex) over the prompt files one kind of episode (``encode`` or ``recall``) reads
+    under a protocol: part of its cache key, so editing a prompt re-runs instead of reusing
+    results produced under the old text (and editing a recall prompt never invalidates
+    trajectories). File names are hashed too, so the two protocols never share a key."""
     import hashlib
 
     h = hashlib.sha256()
-    for name in sorted(PROMPT_SETS[kind]):
+    for name in prompt_set(kind, protocol_name):
         f = resources.files(__name__).joinpath(f"{name}.txt")
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def system_prompt() -> str:
-    """The system prompt (corrected official text)."""
-    return load("system")
+def system_prompt(protocol_name: str = "fixed") -> str:
+    """The system prompt of a protocol (``fixed``: the corrected official text)."""
+    return load(protocol(protocol_name).system)
 
 
 def category_noun(cat: str) -> str:
@@ -70,9 +112,10 @@ def category_noun(cat: str) -> str:
     return {"plant_pot": "plant pot", "wall_art": "wall-art piece"}.get(cat, cat.replace("_", " "))
 
 
-def session_task(cat: str) -> str:
-    """The encoding session's task text for category slug ``cat``."""
-    return load("session_task").format(cat=category_noun(cat), slug=cat)
+def session_task(cat: str, protocol_name: str = "fixed") -> str:
+    """The encoding session's task text for category slug ``cat`` (the ``official`` text fills
+    its URL hint with the noun, the ``fixed`` one with the slug)."""
+    return load(protocol(protocol_name).session_task).format(cat=category_noun(cat), slug=cat)
 
 
 def subtask(cat: str, step: int, cap: int, n_products: int, n_styles: int) -> str:

@@ -16,13 +16,14 @@ from vismem.memory.agent.captioner import CAPTIONERS, Captioner, build_captioner
 from vismem.memory.agent.features import FeatureSource, FeatureSpec, FeatureTables, InProcessFeatures, MissingFeature
 from vismem.memory.agent.tables import TableFeatures, tables_from_frames, tables_to_frames
 from vismem.memory.agent.hook import ArchitectureHook, recall
-from vismem.memory.agent.replay import chain_streams, observations_from_steps, replay_chain, replay_session
+from vismem.memory.agent.replay import (bank_size_at, chain_streams, observations_from_steps, replay_chain,
+                                        replay_session)
 from vismem.memory.agent.variants import Variant, list_variants, load_variant
 
 __all__ = [
     "ARCHITECTURES", "ArchitectureHook", "CAPTIONERS", "Captioner", "FeatureSource", "FeatureSpec", "FeatureTables",
     "InProcessFeatures", "MemoryArchitecture", "MemoryItem", "MissingFeature", "Observation", "Query",
-    "TableFeatures", "Variant", "build_architecture", "build_captioner", "chain_streams", "list_variants",
+    "TableFeatures", "Variant", "bank_size_at", "build_architecture", "build_captioner", "chain_streams", "list_variants",
     "load_variant", "observations_from_steps", "recall", "replay_chain", "replay_session", "tables_from_frames",
     "tables_to_frames", "with_components",
 ]

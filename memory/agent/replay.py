@@ -53,6 +53,13 @@ def observations_from_steps(steps: Any) -> list[Observation]:
             for i, r in enumerate(visits)]
 
 
+def bank_size_at(observations: Iterable[Observation], j: int) -> int:
+    """The bank size of a probe issued after session ``j``: the chain's distinct products visited in
+    sessions ``0..j`` (what the replay banks). A property of the probe, the same for every
+    architecture — a memory that keeps nothing (NoMemory) still recalls at this bank size."""
+    return len({o.url_hash for o in observations if o.j <= j})
+
+
 def chain_streams(steps: Any) -> dict[tuple[Any, Any], list[Observation]]:
     """Step rows of many chains → ``{(backend, seed): observations}`` (each its own stream)."""
     by_chain: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}

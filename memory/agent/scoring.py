@@ -39,12 +39,12 @@ def minmax(xs: np.ndarray) -> np.ndarray:
     """Min-max normalisation of one channel over the bank (``hybrid_retriever._minmax``).
 
     ``-inf`` (missing) maps to 0; all missing gives all 0; zero span gives 0.5 to every present
-    value. The arithmetic stays in the input dtype (float32 for embedding cosines), as the
-    official code's numpy scalars do.
+    value. The arithmetic is float64, as the official code's: it turns each cosine into a Python
+    float (``float(np.dot(...))``) before normalising, so float32 cosines are widened first.
     """
-    xs = np.asarray(xs)
+    xs = np.asarray(xs, dtype=np.float64)
     present = np.isfinite(xs)
-    out = np.zeros(xs.shape, dtype=xs.dtype if xs.dtype.kind == "f" else np.float64)
+    out = np.zeros(xs.shape, dtype=np.float64)
     if not present.any():
         return out
     finite = xs[present]
@@ -60,12 +60,10 @@ def minmax(xs: np.ndarray) -> np.ndarray:
 def hybrid_scores(v: np.ndarray, t: np.ndarray, alpha: float) -> np.ndarray:
     """DualMem's ``HybridNormRetriever``: ``alpha * minmax(v) + (1 - alpha) * minmax(t)``.
 
-    ``alpha`` weights the visual channel. The official code multiplies numpy float32 scalars by
-    Python floats, which NumPy keeps in float32; so do we.
+    ``alpha`` weights the visual channel. Float64 throughout, as the official Python-float
+    arithmetic (``alpha * v + (1 - alpha) * t``, in that order).
     """
-    mv, mt = minmax(v), minmax(t)
-    dtype = np.result_type(mv.dtype, mt.dtype)
-    return dtype.type(alpha) * mv.astype(dtype) + dtype.type(1.0 - alpha) * mt.astype(dtype)
+    return float(alpha) * minmax(v) + (1.0 - float(alpha)) * minmax(t)
 
 
 def rank(scores: Sequence[float] | np.ndarray, k: int | None = None) -> np.ndarray:

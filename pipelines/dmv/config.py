@@ -106,6 +106,14 @@ class EncodeConfig(Frozen):
             "storefront's own title and description."
         ),
     )
+    protocol: Literal["official", "fixed"] = Field(
+        "fixed",
+        description=(
+            "Dialogue protocol (encoding and recall): `official` = the published prompts byte for byte (4 styles, "
+            "N=0..3, URL hint with the category noun) and an unparseable reply enters the history only as `noop`; "
+            "`fixed` = the corrected texts (10 styles, N=0..9, slug in the URL hint) and the agent is told its reply "
+            "had no valid action. Part of the trajectory and probe cache keys."),
+    )
     env: Literal["browser", "http"] = Field(
         "browser",
         description=(

@@ -85,9 +85,10 @@ def plan_units(config: "RunConfig", chains: list[Any], n_archs: int) -> list[dic
 def _protocol(config: "RunConfig") -> dict[str, Any]:
     from vismem.agents import prompts
 
-    p = config.probes
-    return {"prompts": prompts.fingerprint("recall"), "max_steps": p.max_steps, "fetch_k": p.fetch_k,
-            "keep_k": p.keep_k, "max_tokens": p.max_tokens, "mc_seed": p.mc_seed if p.mc else None, "mc": p.mc}
+    p, proto = config.probes, config.encode.protocol
+    out = {"prompts": prompts.fingerprint("recall", proto), "max_steps": p.max_steps, "fetch_k": p.fetch_k,
+           "keep_k": p.keep_k, "max_tokens": p.max_tokens, "mc_seed": p.mc_seed if p.mc else None, "mc": p.mc}
+    return out | ({"protocol": proto} if proto != "fixed" else {})
 
 
 def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: list[str],
@@ -105,7 +106,7 @@ def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: 
                      "images": image_source(ctx)},
             "options": {"max_steps": cfg.probes.max_steps, "fetch_k": cfg.probes.fetch_k, "keep_k": cfg.probes.keep_k,
                         "max_tokens": cfg.probes.max_tokens, "J": max(cfg.probes.J or (cfg.encode.J,)),
-                        "mc": cfg.probes.mc, "mc_seed": cfg.probes.mc_seed,
+                        "mc": cfg.probes.mc, "mc_seed": cfg.probes.mc_seed, "protocol": cfg.encode.protocol,
                         "max_failed_calls": cfg.probes.max_failed_calls},
             "env_factory": env_factory(cfg.probes.env or cfg.encode.env),
             "env_kwargs": {"observation": cfg.encode.observation, "step_timeout_s": cfg.encode.step_timeout_s},

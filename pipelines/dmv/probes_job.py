@@ -160,7 +160,7 @@ class ProbeWorker(ShopWorker):
     def run_unit(self, chain: int, arch: int, j: int, set_name: str) -> dict[str, Any]:
         """Replay sessions ``0..j`` into architecture ``arch`` and run the unit's probes."""
         from vismem.agents.recall import run_probe
-        from vismem.memory.agent import ArchitectureHook, replay_chain
+        from vismem.memory.agent import ArchitectureHook, bank_size_at, replay_chain
 
         c = self.chains[chain]
         cache = ProbeCache(self.store, c["slug"], int(c["seed"]), self.arch_keys[arch][int(c["backend"])])
@@ -183,12 +183,13 @@ class ProbeWorker(ShopWorker):
         for fs in a.required_features():
             if fs.kind != "caption" and len(a):
                 self.features.prefetch_queries(first, fs)
-        rows = []
+        rows, bank = [], bank_size_at(obs, j)  # the probe's bank size, the same for every architecture
         for p in probes:
             hook = ArchitectureHook(a, p.cue, fetch_k=int(self.options["fetch_k"]), keep_k=int(self.options["keep_k"]))
             res = run_probe(p, vlm=vlm, env=self.env, memory=hook, max_steps=int(self.options["max_steps"]),
-                            max_tokens=int(self.options["max_tokens"]))
-            rows.append({**res.row(), "bank_size": len(a), "encoding_position": first_pos.get(p.target_hash),
+                            max_tokens=int(self.options["max_tokens"]),
+                            protocol=str(self.options.get("protocol", "fixed")))
+            rows.append({**res.row(), "bank_size": bank, "encoding_position": first_pos.get(p.target_hash),
                          "wall_s": res.wall_s})
         failed = [s.get("error") for r in rows for s in r["log"] if s["status"] == "failed"]
         failed_calls = len(failed)

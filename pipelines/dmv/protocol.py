@@ -59,10 +59,12 @@ def protocol_settings(opts: SessionOptions, *, observation: str, images: Any, co
     """
     from vismem.agents import prompts
 
-    out = {"prompts": prompts.fingerprint(),
+    out = {"prompts": prompts.fingerprint("encode", opts.protocol),
            "page_text": opts.page_text, "max_tokens": opts.max_tokens, "temperature": opts.temperature,
            "observation": observation, "images": images, "colour_order": colour_order,
            "catalog_seed": catalog_seed}
+    if opts.protocol != "fixed":  # only a non-default protocol enters the key: `fixed` keys stay as they were
+        out["protocol"] = opts.protocol
     if catalog_data is not None:
         out["catalog_data"] = dict(sorted(catalog_data.items()))
     return out
@@ -188,7 +190,8 @@ def options(config: "RunConfig") -> Any:
     from vismem.agents.session import SessionOptions
 
     enc = config.encode
-    return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature)
+    return SessionOptions(page_text=enc.page_text, max_tokens=enc.max_tokens, temperature=enc.temperature,
+                          protocol=enc.protocol)
 
 
 def storefront_inputs(config: "RunConfig", data_dir: Path) -> dict[str, Path]:

@@ -16,7 +16,8 @@ class ReportConfig(Frozen):
     n_resamples: int = Field(10_000, ge=100, le=1_000_000,
                              description="Bootstrap resamples for naive and cluster CIs (the paper uses 10,000).")
     n_bins: int = Field(8, ge=1, le=100,
-                        description="Equal-width bins per (back-end, J) for the bank-size and encoding-position figures.")
+                        description="Equal-width bins per (back-end, J) for the bank-size figure (encoding-position "
+                                    "bins are the visit sessions, as in the paper).")
     compare: Optional[tuple[str, str]] = Field(
         None, description="Architectures (A, B) for the paired permutation test, e.g. [dualmem, m2a-lite]; "
                           "default: the two best by mean TSR.")

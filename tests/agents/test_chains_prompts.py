@@ -89,5 +89,5 @@ def test_prompt_fingerprint_is_part_of_the_cache_key(monkeypatch) -> None:
 
     before = slug()
     assert len(prompts.fingerprint()) == 16 and slug() == before
-    monkeypatch.setattr(prompts, "fingerprint", lambda: "0" * 16)
+    monkeypatch.setattr(prompts, "fingerprint", lambda *a, **k: "0" * 16)
     assert slug() != before

@@ -77,6 +77,15 @@ def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
     assert rerun["step"].to_list() == list(range(1, rerun.height + 1))
     assert rerun["url"].to_list() == steps["url"].to_list()  # deterministic stand-in
 
+    # A damaged cached session (truncated steps, an overwritten marker) is never trusted: the
+    # next run names it, discards it and browses it again, to the same bytes.
+    good = store.get_bytes(cache.steps_key(0, 2))
+    store.put_bytes(cache.steps_key(0, 2), good[: len(good) // 2])
+    store.put_bytes(cache.done_key(0, 3), b"{not json")
+    healed = run(_cfg(tmp_path, J=5, env="http"), progress=False)["encode"]
+    assert (healed["healed"], healed["ran"], healed["cached"]) == (2, 2, 3)
+    assert store.get_bytes(cache.steps_key(0, 2)) == good and cache.verify(0, 2) == cache.verify(0, 3) == []
+
 
 def test_cli_flags_map_to_config() -> None:
     import argparse
@@ -120,14 +129,6 @@ def test_storefront_serves_the_catalogue_images(file_store) -> None:
     assert encode.plan(other)[1] != encode.plan(cfg)[1]
     assert encode.plan(load_config(overrides={"encode": {"images": "placeholder"}}))[1] != encode.plan(cfg)[1]
 
-    # A damaged cached session (truncated steps, an overwritten marker) is never trusted: the
-    # next run names it, discards it and browses it again, to the same bytes.
-    good = store.get_bytes(cache.steps_key(0, 2))
-    store.put_bytes(cache.steps_key(0, 2), good[: len(good) // 2])
-    store.put_bytes(cache.done_key(0, 3), b"{not json")
-    healed = run(_cfg(tmp_path, J=5, env="http"), progress=False)["encode"]
-    assert (healed["healed"], healed["ran"], healed["cached"]) == (2, 2, 3)
-    assert store.get_bytes(cache.steps_key(0, 2)) == good and cache.verify(0, 2) == cache.verify(0, 3) == []
 
 
 def test_sessions_in_flight_give_the_sequential_trajectories(tmp_path, ray_local) -> None:

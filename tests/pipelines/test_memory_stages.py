@@ -70,6 +70,11 @@ def test_probes_table_counts_and_no_memory_scores_zero(first_run):
     per_arch = main.group_by("architecture").len()
     assert set(per_arch["len"].to_list()) == {exhaustive_count(sizes)}
     assert main.filter(pl.col("architecture") == "nomemory")["correct"].sum() == 0
+    # bank size is the probe's (distinct products up to the recall session), NoMemory included
+    seen = [len(set().union(*(set(steps.filter((pl.col("j") == i) & pl.col("url_hash").is_not_null())["url_hash"])
+                              for i in range(j)))) for j in range(1, cfg.encode.J + 1)]
+    assert {(r, b) for r, b in df.select("recall_session", "bank_size").unique().iter_rows()} == \
+        {(j, seen[j - 1]) for j in df["recall_session"].unique().to_list()}
     assert (df["reach"] == df["recall_session"] - df["visit_session"]).all()
     assert (df["visit_session"] <= cfg.encode.J - 1).all()           # the last session is never a target
     assert df["target_cue"].str.contains(" ").all() and df["backend"].str.contains("stand-in").all()

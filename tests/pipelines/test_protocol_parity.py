@@ -41,6 +41,11 @@ def test_protocol_version_moved_with_the_page_dom():
     assert PROTOCOL_VERSION == "dmv-f2-encode.v2"
 
 
+def test_paper_preset_pins_table10_to_dualmem_vs_m2a_lite():
+    assert load_config(preset="paper").report.compare == ("dualmem", "m2a-lite")
+    assert load_config(preset="local").report.compare is None  # the two best of the run
+
+
 def test_paper_preset_reproduces_official_cues_and_local_stays_seeded():
     assert load_config(preset="paper").catalog.colour_order == "official"
     assert load_config(preset="local").catalog.colour_order == "seeded"

@@ -212,3 +212,16 @@ def test_m2a_fusion_by_hand():
 def test_encode_skips_a_product_already_banked():
     arch = fill(build("dualmem", dual_feats()), [obs(A, j=0), obs(B, j=0), obs(A, j=1)])
     assert len(arch) == 2 and arch.entries()[0].session == 0
+
+
+def test_bank_size_is_the_probes_not_the_architectures():
+    from vismem.memory.agent import bank_size_at, replay_chain
+
+    stream = [obs(A, j=0), obs(B, j=0, step=2), obs(A, j=1), obs(C, j=2), obs(B, j=2, step=2)]
+    dual, nomem = build("dualmem", dual_feats()), build("nomemory", FakeFeatures())
+    for arch in (dual, nomem):
+        sizes = {j: bank_size_at(stream, j) for j in replay_chain(arch, stream)}
+        assert sizes == {0: 2, 1: 2, 2: 3}
+    # the replayed bank of a memory that keeps visits has exactly that size; NoMemory keeps none,
+    # yet its probes recall at the same bank size (issue 27: its rows carried 0)
+    assert len(dual) == bank_size_at(stream, 2) and len(nomem) == 0

@@ -25,9 +25,26 @@ def test_minmax_rules(xs, want):
     assert minmax(np.array(xs, dtype=np.float32)).tolist() == pytest.approx(want, abs=1e-6)
 
 
-def test_minmax_keeps_float32_like_the_official_numpy_scalars():
-    out = minmax(np.array([0.1, 0.9, 0.5], dtype=np.float32))
-    assert out.dtype == np.float32
+def _official_minmax(xs):
+    """The official ``HybridNormRetriever._minmax`` rule on Python floats, written out here."""
+    finite = [x for x in xs if x != -math.inf]
+    if not finite:
+        return [0.0] * len(xs)
+    lo, hi = min(finite), max(finite)
+    if hi == lo:
+        return [0.0 if x == -math.inf else 0.5 for x in xs]
+    return [0.0 if x == -math.inf else (x - lo) / (hi - lo) for x in xs]
+
+
+def test_minmax_and_hybrid_are_float64_like_the_official_python_floats():
+    # float32 cosines (our feature rows); the official code widens each with float(np.dot(...))
+    v32 = np.array([0.1, 0.9, 0.5, 0.30000001, NEG], dtype=np.float32)
+    t32 = np.array([0.7, NEG, 0.2, 0.33, 0.1], dtype=np.float32)
+    v, t = [float(x) for x in v32], [float(x) for x in t32]
+    assert minmax(v32).dtype == np.float64 and minmax(v32).tolist() == _official_minmax(v)
+    for alpha in (0.25, 0.5, 0.75):
+        want = [alpha * a + (1 - alpha) * b for a, b in zip(_official_minmax(v), _official_minmax(t))]
+        assert hybrid_scores(v32, t32, alpha).tolist() == want  # bit for bit, not approximately
 
 
 def test_hybrid_three_item_bank_by_hand():

@@ -1,0 +1,70 @@
+"""The DMV-Bench paper's own numbers, *quoted, not measured*, for a ``paper`` column beside ours.
+
+Only numbers the paper states in its text are here (its table bodies are not in the text we
+have): Table 2's Gemini J = 5 DualMem cell and the verbal baselines' 0 % "everywhere" (§5),
+Table 4's ablation rows (§5 "Retrieval", "Injection", "Encoder"), and Table 10's J = 50 pilots
+(App. H). Rates are proportions (the report shows percent). A cell the paper gives no number for
+gets a null ``paper`` value, never a guess.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Sequence
+
+import polars as pl
+
+#: table, backend, J, architecture (variant name), alpha (documentation only), metric, value, note.
+_CSV = """table,backend,J,architecture,alpha,metric,value,note
+table2,gemini-2.5-flash,5,dualmem,,tsr,0.827,"25 chains, n_r = 2,762"
+table4,gemini-2.5-flash,5,dualmem,0.75,tsr,0.820,alpha sweep; 7-chain ablation subset (793 probes)
+table4,gemini-2.5-flash,5,dualmem-vis,1.0,tsr,0.797,visual-only; 7-chain subset
+table4,gemini-2.5-flash,5,dualmem-verb,0.0,tsr,0.651,verbal-only; 7-chain subset
+table4,gemini-2.5-flash,5,dualmem-a0.5,0.5,tsr,0.789,injection block image+caption; 7-chain subset
+table4,gemini-2.5-flash,5,dualmem-img,0.5,tsr,0.799,injection block image-only; 7-chain subset
+table4,gemini-2.5-flash,5,dualmem-cap,0.5,tsr,0.720,injection block caption-only; 7-chain subset
+table4,gemini-2.5-flash,5,dualmem-vis-img,1.0,tsr,0.793,visual retrieval x image; 7-chain subset
+table4,gemini-2.5-flash,5,dualmem-vis-cap,1.0,tsr,0.691,visual retrieval x caption; 7-chain subset
+table4-encoder,gemini-2.5-flash,5,dualmem-a0.5,0.5,tsr,0.796,encoder block SigLIP-2; full 25 chains
+table4-encoder,gemini-2.5-flash,5,dualmem-clip,0.5,tsr,0.697,encoder block CLIP; full 25 chains
+table10,qwen2.5-vl-7b,50,dualmem,,d_bar,0.0852,vs m2a-lite; 5 chains
+table10,qwen2.5-vl-7b,50,dualmem,,p_value,0.0625,vs m2a-lite; 5 chains
+table10,gemini-2.5-flash,50,dualmem,,d_bar,0.0045,vs m2a-lite; 5 chains
+table10,gemini-2.5-flash,50,dualmem,,p_value,0.6875,vs m2a-lite; 5 chains
+"""
+
+#: The paper's two back-ends: a result's back-end label matches one when it contains its name.
+BACKENDS = ("gemini-2.5-flash", "qwen2.5-vl-7b")
+
+
+def quoted() -> pl.DataFrame:
+    """Every quoted number, plus NoMemory and TextOnly at 0 in every Table 2 cell (§5)."""
+    df = pl.read_csv(io.StringIO(_CSV), schema_overrides={"J": pl.Int64, "alpha": pl.Float64, "value": pl.Float64})
+    zeros = pl.DataFrame([{"table": "table2", "backend": b, "J": j, "architecture": a, "alpha": None, "metric": "tsr",
+                           "value": 0.0, "note": "verbal baseline, 0 % everywhere"}
+                          for b in BACKENDS for j in (5, 10, 15, 50) for a in ("nomemory", "textonly")],
+                         schema=df.schema)
+    return pl.concat([df, zeros])
+
+
+def paper_backend(label: str) -> str | None:
+    """The paper back-end a result's back-end label stands for (None: not one of the paper's)."""
+    low = label.lower()
+    return next((b for b in BACKENDS if b in low), None)
+
+
+def with_paper(df: pl.DataFrame, tables: Sequence[str], metric: str, *, on: str = "architecture",
+               name: str = "paper") -> pl.DataFrame:
+    """``df`` with a ``name`` column: the paper's ``metric`` for the row's (back-end, J, ``on``), looked
+    up in ``tables`` in order (the first that has the cell wins); null where the paper has none.
+    ``on`` is ``df``'s column holding the architecture/variant name (``a`` for a paired test,
+    ``source`` for the alpha sweep)."""
+    rank = {t: i for i, t in enumerate(tables)}
+    q = (quoted().filter((pl.col("metric") == metric) & pl.col("table").is_in(list(tables)))
+         .with_columns(pl.col("table").replace_strict(rank, return_dtype=pl.Int64).alias("_rank"))
+         .sort("_rank").unique(["backend", "J", "architecture"], keep="first", maintain_order=True)
+         .select(pl.col("backend").alias("_pb"), "J", pl.col("architecture").alias(on), pl.col("value").alias(name)))
+    if df.height == 0:
+        return df.with_columns(pl.lit(None, pl.Float64).alias(name))
+    mapped = df.with_columns(pl.col("backend").map_elements(paper_backend, return_dtype=pl.String).alias("_pb"))
+    return mapped.join(q, on=["_pb", "J", on], how="left").drop("_pb")

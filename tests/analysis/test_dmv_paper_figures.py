@@ -1,0 +1,92 @@
+"""DMV-Bench figures as the paper defines them (issue 27): Fig. 7's alpha sweep per family with its
+endpoints, built from the real variant names and studies."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from vismem.analysis import dmv, figures
+from vismem.analysis.schemas import validate
+from vismem.memory.agent.variants import list_variants, load_variant
+
+BACKENDS = ("gemini-2.5-flash", "qwen2.5-vl-7b")
+
+
+def _variant_rows() -> pl.DataFrame:
+    """Probe rows for every shipped variant, labelled as the probes stage labels them: one row per
+    (study it belongs to, back-end, chain, probe); variant ``i`` gets ``i`` mod 5 correct of 5."""
+    rows = []
+    for i, name in enumerate(list_variants()):
+        v = load_variant(name)
+        alpha = v.labels.get("alpha")
+        for st in [v.study, *v.also]:
+            variant = "default" if v.study == "main" or st == "main" else ", ".join(
+                f"{k}={x}" for k, x in sorted(v.labels.items()))
+            for backend in BACKENDS:
+                for seed in (0, 1):
+                    for p in range(5):
+                        rows.append({"backend": backend, "seed": seed, "J": 5, "architecture": name,
+                                     "probe_id": f"p{p}", "visit_session": 1, "recall_session": 2, "reach": 1,
+                                     "bank_size": 10, "encoding_position": p, "target_url": f"/product/{p}",
+                                     "final_url": None, "correct": p < i % 5, "steps": 2, "study": st,
+                                     "variant": variant, "alpha": alpha})
+    return validate(pl.DataFrame(rows), "probes")
+
+
+def test_alpha_sweep_groups_by_family_with_both_endpoints() -> None:
+    sw = dmv.alpha_sweep(_variant_rows(), n_resamples=100)
+    assert set(sw["architecture"].to_list()) == {"dualmem"}
+    for backend in BACKENDS:
+        d = sw.filter(pl.col("backend") == backend).sort("alpha")
+        assert d["alpha"].to_list() == [0.0, 0.25, 0.5, 0.75, 1.0]
+        assert d["source"].to_list() == ["dualmem-verb", "dualmem-a0.25", "dualmem-a0.5", "dualmem", "dualmem-vis"]
+        assert d["n_probes"].to_list() == [10] * 5
+    assert dmv.sweep_family("dualmem-a0.25") == dmv.sweep_family("dualmem-vis") == "dualmem"
+    assert dmv.sweep_family("dualmem-vis-img") == "dualmem-vis-img" and dmv.sweep_family("m2a-lite") == "m2a-lite"
+
+
+def test_fig7_has_one_line_of_five_points_per_backend() -> None:
+    fig = figures.alpha(dmv.alpha_sweep(_variant_rows(), n_resamples=100))
+    ax = fig.axes[0]
+    lines = {c.get_label(): c.lines[0].get_xdata() for c in ax.containers}
+    assert sorted(lines) == [f"dualmem ({b}, J=5)" for b in BACKENDS]
+    assert all(list(x) == [0.0, 0.25, 0.5, 0.75, 1.0] for x in lines.values())
+    figures.render(fig)
+
+
+def test_encoding_position_bins_are_visit_sessions_per_J() -> None:
+    from vismem.analysis import synthetic
+
+    probes = synthetic.probes(backends=BACKENDS, Js=(5, 10, 15), chains=2, products_per_session=1,
+                              p={"dualmem": 0.8, "m2a-lite": 0.6})
+    # one empty bin, as in the paper: no probe targets session 14 of Qwen's J = 15 chains
+    probes = probes.filter(~((pl.col("backend") == BACKENDS[1]) & (pl.col("J") == 15) & (pl.col("visit_session") == 14)))
+    pos = dmv.position_bins(validate(probes, "probes"))
+    per_arch = pos.group_by("architecture").len()
+    assert per_arch["len"].to_list() == [53, 53]  # 2 x (4 + 9 + 14) - 1, the paper's count
+    d = pos.filter((pl.col("backend") == BACKENDS[0]) & (pl.col("J") == 5) & (pl.col("architecture") == "dualmem"))
+    assert d["bin"].to_list() == [1, 2, 3, 4] and d["bin_low"].to_list() == [1.0, 2.0, 3.0, 4.0]
+    # visit session 1 of a J = 5 chain is probed after sessions 2..5: 4 probes per chain
+    assert d["n"].to_list() == [8, 6, 4, 2]
+    lead = dmv.leader_bins(pos, "dualmem")
+    assert lead["bins"].sum() == 53
+    figures.render(figures.bins(dmv.binned(probes, "bank_size"), pos, BACKENDS[0]))
+
+
+def test_paper_column_quotes_the_paper_where_it_has_a_number() -> None:
+    from vismem.analysis.dmv_paper import paper_backend, quoted, with_paper
+
+    sw = with_paper(dmv.alpha_sweep(_variant_rows(), n_resamples=100), ("table4",), "tsr", on="source")
+    gem = sw.filter(pl.col("backend") == BACKENDS[0]).sort("alpha")
+    assert gem["paper"].to_list() == [0.651, None, 0.789, 0.820, 0.797]   # the paper gives no alpha-0.25 number
+    assert sw.filter(pl.col("backend") == BACKENDS[1])["paper"].null_count() == 5
+    cells = pl.DataFrame({"backend": ["openai-gemini-2.5-flash", "scripted-shopper-stand-in-s0", "qwen2.5-vl-7b"],
+                          "J": [5, 5, 15], "architecture": ["dualmem", "dualmem", "textonly"]})
+    assert with_paper(cells, ("table2",), "tsr")["paper"].to_list() == [0.827, None, 0.0]
+    abl = pl.DataFrame({"backend": [BACKENDS[0]] * 2, "J": [5, 5], "architecture": ["dualmem-a0.5", "dualmem-clip"]})
+    # the 7-chain ablation subset first, the encoder block's full-set number where the subset has none
+    assert with_paper(abl, ("table4", "table4-encoder"), "tsr")["paper"].to_list() == [0.789, 0.697]
+    perm = pl.DataFrame({"backend": list(BACKENDS), "J": [50, 50], "a": ["dualmem"] * 2, "b": ["m2a-lite"] * 2})
+    assert with_paper(perm, ("table10",), "p_value", on="a")["paper"].to_list() == [0.6875, 0.0625]
+    assert paper_backend("Gemini-2.5-Flash / scripted-recall") == "gemini-2.5-flash" and paper_backend("x") is None
+    assert quoted().filter(pl.col("architecture").is_in(["nomemory", "textonly"]))["value"].sum() == 0
