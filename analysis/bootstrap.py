@@ -33,7 +33,8 @@ N_RESAMPLES = 10_000
 PERCENTILES = (2.5, 97.5)
 
 
-def _rng(seed: int | np.random.Generator | None, *stream: int) -> np.random.Generator:
+def seeded_rng(seed: int | np.random.Generator | None, *stream: int) -> np.random.Generator:
+    """The generator of ``(seed, stream...)``: a given generator as it is, else a fresh one."""
     if isinstance(seed, np.random.Generator):
         return seed
     # SeedSequence keeps streams for different (seed, stream...) independent.
@@ -64,7 +65,7 @@ def percentile_interval(stats: np.ndarray, percentiles: tuple[float, float] = PE
 
 def resample_indices(n: int, n_resamples: int, seed: int | np.random.Generator | None) -> np.ndarray:
     """``(n_resamples, n)`` indices drawn with replacement -- scipy.stats.bootstrap's draws."""
-    return _rng(seed).integers(0, n, (n_resamples, n))
+    return seeded_rng(seed).integers(0, n, (n_resamples, n))
 
 
 def resample_counts(n: int, n_resamples: int, seed: int | np.random.Generator | None) -> np.ndarray:
@@ -104,7 +105,7 @@ def naive_ci(correct: np.ndarray | None = None, *, successes: int | None = None,
     if n == 0:
         return CI(float("nan"), float("nan"), float("nan"), 0, "no probes")
     est = successes / n
-    rng = _rng(seed)
+    rng = seeded_rng(seed)
     if method == "index":
         if correct is None:
             raise ValueError("method='index' needs the outcomes `correct`")
@@ -123,7 +124,7 @@ def naive_ci_many(successes: np.ndarray, counts: np.ndarray, *, n_resamples: int
     s = np.asarray(successes, dtype=np.float64)
     n = np.asarray(counts, dtype=np.int64)
     p = np.divide(s, n, out=np.zeros_like(s), where=n > 0)
-    draws = _rng(seed).binomial(np.maximum(n, 1)[None, :], p[None, :], size=(n_resamples, n.size))
+    draws = seeded_rng(seed).binomial(np.maximum(n, 1)[None, :], p[None, :], size=(n_resamples, n.size))
     stats = draws / np.maximum(n, 1)[None, :]
     lo, hi = percentile_interval(stats, axis=0)
     lo = np.where(n > 0, lo, np.nan)

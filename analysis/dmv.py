@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from vismem.analysis.bootstrap import N_RESAMPLES, _rng, cluster_ci_many, naive_ci_many, resample_counts
+from vismem.analysis.bootstrap import N_RESAMPLES, seeded_rng, cluster_ci_many, naive_ci_many, resample_counts
 from vismem.analysis.permutation import chain_sum_test
 
 CELL = ["backend", "J", "architecture"]
@@ -68,7 +68,7 @@ def rate_cells(probes: pl.DataFrame, cell: Sequence[str] = CELL, *, n_resamples:
     ss = per_cell["s"].to_list()
     n_tot = np.array([sum(n) for n in ns], dtype=np.int64)
     s_tot = np.array([sum(s) for s in ss], dtype=np.int64)
-    naive_lo, naive_hi = naive_ci_many(s_tot, n_tot, n_resamples=n_resamples, seed=_rng(seed, 1))
+    naive_lo, naive_hi = naive_ci_many(s_tot, n_tot, n_resamples=n_resamples, seed=seeded_rng(seed, 1))
     cl_lo = np.full(len(keys), np.nan)
     cl_hi = np.full(len(keys), np.nan)
     groups: dict[tuple, list[int]] = {}
@@ -80,7 +80,7 @@ def rate_cells(probes: pl.DataFrame, cell: Sequence[str] = CELL, *, n_resamples:
         if k < 2:
             continue
         if k not in weights:
-            weights[k] = resample_counts(k, n_resamples, _rng(seed, 2, k))
+            weights[k] = resample_counts(k, n_resamples, seeded_rng(seed, 2, k))
         S = np.array([ss[i] for i in idx], dtype=np.float64).T
         N = np.array([ns[i] for i in idx], dtype=np.float64).T
         lo, hi = cluster_ci_many(S, N, weights=weights[k])

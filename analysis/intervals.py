@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from vismem.analysis.bootstrap import N_RESAMPLES, PERCENTILES, _rng
+from vismem.analysis.bootstrap import N_RESAMPLES, PERCENTILES, seeded_rng
 
 #: Resample-matrix cells per chunk (bounds memory: 2M float64 = 16 MB).
 _CHUNK_CELLS = 2_000_000
@@ -43,7 +43,7 @@ def ci_bounds(cells: pl.DataFrame) -> pl.DataFrame:
 def _bootstrap_means(values: np.ndarray, n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Percentile CIs of the column means of ``values`` ``(n, C)`` under iid row resampling."""
     n = values.shape[0]
-    rng = _rng(seed, 7, n)
+    rng = seeded_rng(seed, 7, n)
     chunk = max(1, _CHUNK_CELLS // max(n, 1))
     stats = []
     done = 0

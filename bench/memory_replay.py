@@ -28,7 +28,7 @@ QUERIES_PER_CHAIN = 10
 NAME = "memory-replay"
 
 
-def _visual_encoder() -> str:
+def visual_encoder() -> str:
     """``pocket-clip`` when serve registers it (the trained local stand-in), else ``tiny-siglip2``."""
     from vismem.serve.embed import EMBEDDERS, build_embedder
 
@@ -101,7 +101,7 @@ def memory_replay() -> list[dict]:
         def read_blob(key: str) -> bytes:
             return (root / key).read_bytes()
 
-        visual = _visual_encoder()
+        visual = visual_encoder()
         local = {"captioner": "catalogue", "visual_encoder": visual, "text_encoder": "minilm"}
         specs = [with_components(v, local) for v in list_variants()]
         feats = InProcessFeatures(read_blob)

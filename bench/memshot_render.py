@@ -48,7 +48,7 @@ def _work(rows: list[dict[str, Any]]) -> tuple[int, float]:
     return sum(r["n_units"] for r in out), time.process_time() - c0
 
 
-def _locomo_path() -> Path:
+def locomo_path() -> Path:
     from vismem.pipelines.config import RunConfig
     from vismem.pipelines.context import resolve_data_dir
 
@@ -104,7 +104,7 @@ def memshot_render_locomo() -> list[dict[str, Any]]:
     from vismem.core.s3server import LocalS3Server
     from vismem.core.store import Store
 
-    rows = session_rows(load_locomo(_locomo_path()))
+    rows = session_rows(load_locomo(locomo_path()))
     assert len(rows) == 272
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="vismem-bench-") as tmp:
@@ -160,7 +160,7 @@ def memshot_shot_format() -> list[dict[str, Any]]:
     from vismem.env.dialogue import load_locomo
     from vismem.memory.dialogue import conversation_units, load_variant
 
-    conv = load_locomo(_locomo_path())[0]
+    conv = load_locomo(locomo_path())[0]
     variant = load_variant("memshot")
     out: list[dict[str, Any]] = []
     name = "memshot-shot-format"

@@ -58,9 +58,9 @@ def _render(tmp: Path, sizes: list[int]) -> list[tuple[float, float]]:
     from vismem.env.dialogue import load_locomo
     from vismem.memory.dialogue.variants import load_variant
     from vismem.pipelines.memshot.render import render_rows, session_rows
-    from vismem.bench.memshot_render import _locomo_path
+    from vismem.bench.memshot_render import locomo_path
 
-    rows, variant = session_rows(load_locomo(_locomo_path())), load_variant("memshot")
+    rows, variant = session_rows(load_locomo(locomo_path())), load_variant("memshot")
     # Untimed pass over the largest size first: fonts, glyph and word caches warm for every size.
     render_rows(rows[:max(sizes)], store=Store.open(f"file://{tmp}/warm"), variant=variant, prefix="w")
     return [_timed(lambda: render_rows(rows[:n], store=Store.open(f"file://{tmp}/render{n}"), variant=variant,
@@ -117,11 +117,11 @@ def _sessions(shop_url: str, root: Path, chains: int, J: int, first_seed: int = 
 
 def _memory(tmp: Path, shop_url: str, sizes: list[int], J: int) -> dict[str, list[tuple[float, float]]]:
     """encode, features and replay walls at ``sizes`` chains of ``J`` sessions."""
-    from vismem.bench.memory_replay import _visual_encoder
+    from vismem.bench.memory_replay import visual_encoder
     from vismem.memory.agent import (InProcessFeatures, TableFeatures, build_architecture, chain_streams, list_variants,
                               replay_chain, with_components)
 
-    local = {"captioner": "catalogue", "visual_encoder": _visual_encoder(), "text_encoder": "minilm"}
+    local = {"captioner": "catalogue", "visual_encoder": visual_encoder(), "text_encoder": "minilm"}
     specs = [with_components(v, local) for v in list_variants()]
     out: dict[str, list[tuple[float, float]]] = {"encode": [], "features": [], "replay": []}
     warm = chain_streams(_sessions(shop_url, tmp / "warm", 1, 2, first_seed=99))  # a chain no size browses
@@ -152,7 +152,7 @@ def _probes_J(tmp: Path, shop_url: str, Js: list[int]) -> tuple[list[tuple[float
     """Replay one chain's first J sessions into ``dualmem`` and run every exhaustive probe's
     retrieval at its session (the probe stage's memory work, no page env or VLM)."""
     from vismem.agents.probes import chain_probes, probes_at
-    from vismem.bench.memory_replay import _visual_encoder
+    from vismem.bench.memory_replay import visual_encoder
     from vismem.core.paths import resolve_data_dir
     from vismem.env.storefront.catalog import load_catalog
     from vismem.memory.agent import InProcessFeatures, Query, build_architecture, chain_streams, replay_chain, with_components
@@ -166,7 +166,7 @@ def _probes_J(tmp: Path, shop_url: str, Js: list[int]) -> tuple[list[tuple[float
     for o in obs:
         if o.url_hash:
             visits.setdefault(o.j, []).append(o.url_hash)
-    spec = with_components("dualmem", {"captioner": "catalogue", "visual_encoder": _visual_encoder(),
+    spec = with_components("dualmem", {"captioner": "catalogue", "visual_encoder": visual_encoder(),
                                        "text_encoder": "minilm"})
     feats = InProcessFeatures(lambda k: (root / k).read_bytes())
     arch = build_architecture(spec, features=feats)

@@ -36,7 +36,7 @@ from typing import Any, Iterator
 _ME = Path(__file__).resolve()
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -98,10 +98,10 @@ def end_pids(pids: list[int], grace_s: float) -> None:
         except OSError:
             pass
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
         time.sleep(0.1)
     for pid in pids:
-        if _alive(pid):
+        if alive(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -217,7 +217,7 @@ class Lifeline:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=5)
-            if self.child_pid and _alive(self.child_pid):
+            if self.child_pid and alive(self.child_pid):
                 end_pids([self.child_pid], 0)
         if self.proc.stdout is not None:
             self.proc.stdout.close()

@@ -240,14 +240,14 @@ def _replaces(below: dict[str, Any], over: dict[str, Any]) -> bool:
             and (over.get("name"), over.get("model")) != (below.get("name"), below.get("model")))
 
 
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """``over`` laid over ``base``, mapping by mapping. A component spec naming another component
     than the one below it replaces it whole: the old component's args are not the new one's."""
     out = dict(base)
     for k, v in over.items():
         below = out.get(k)
         merge = isinstance(v, dict) and isinstance(below, dict) and not _replaces(below, v)
-        out[k] = _deep_merge(below, v) if merge else v
+        out[k] = deep_merge(below, v) if merge else v
     return out
 
 
@@ -287,9 +287,9 @@ def load_config(
             preset = preset or str(file_data.pop("preset"))
         source = str(p)
     data = load_preset(preset or "local")
-    data = _deep_merge(data, file_data)
+    data = deep_merge(data, file_data)
     if overrides:
-        data = _deep_merge(data, overrides)
+        data = deep_merge(data, overrides)
     return parse_config(data, source=source)
 
 

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vismem.core.lifeline import Lifeline, _alive, end_pids, pids_with_env
+from vismem.core.lifeline import Lifeline, alive, end_pids, pids_with_env
 from vismem.core.ports import free_ports
 
 #: Environment variable carrying a cluster's token into every one of its processes.
@@ -176,7 +176,7 @@ class LocalRayCluster:
     def pids(self) -> list[int]:
         """Live processes of this cluster (by token); every pid ever seen is remembered for stop()."""
         lifeline = {self._lifeline.pid} if self._lifeline is not None else set()
-        found = [p for p in pids_with_env(TOKEN_VAR, self.token, exclude={os.getpid(), *lifeline}) if _alive(p)]
+        found = [p for p in pids_with_env(TOKEN_VAR, self.token, exclude={os.getpid(), *lifeline}) if alive(p)]
         self._seen.update(found)
         return found
 
@@ -197,7 +197,7 @@ class LocalRayCluster:
 
     def leftovers(self) -> list[int]:
         """Processes of this cluster still alive (tracked by token, and every pid ever seen)."""
-        return sorted({*self.pids(), *(p for p in self._seen if _alive(p))})
+        return sorted({*self.pids(), *(p for p in self._seen if alive(p))})
 
     def stop(self, timeout_s: float = 30) -> list[int]:
         """End every process of the cluster and remove its temp dirs; returns what survived (none)."""

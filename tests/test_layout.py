@@ -252,3 +252,17 @@ def test_no_stage_imports_another_stage():
                 if mod in stage_mods or mod.rsplit(".", 1)[0] in stage_mods:
                     bad.append(f"{path.relative_to(ROOT)}:{line} imports {mod}")
     assert not bad, "stage modules imported directly:\n" + "\n".join(bad)
+
+
+def test_no_private_name_is_imported_from_another_module():
+    # A name with a leading underscore is its module's own: another module needing it means the
+    # name is public (rename it) or the code belongs beside it.
+    bad = []
+    for pkg in FLOORS:
+        for path in _modules(pkg):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(NS + ".") and node.level == 0:
+                    bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}.{a.name}"
+                            for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not bad, "private names imported across modules:\n" + "\n".join(bad)

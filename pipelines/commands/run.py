@@ -24,20 +24,20 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    from vismem.pipelines.config import _deep_merge, dotted_overrides, load_config
+    from vismem.pipelines.config import deep_merge, dotted_overrides, load_config
 
     over: dict[str, Any] = dotted_overrides(args.overrides)
     if getattr(args, "store", None):
-        over = _deep_merge(over, {"store": {"uri": args.store}})
+        over = deep_merge(over, {"store": {"uri": args.store}})
     if getattr(args, "address", None):
-        over = _deep_merge(over, {"ray": {"address": args.address, "mode": "cluster"}})
+        over = deep_merge(over, {"ray": {"address": args.address, "mode": "cluster"}})
     if getattr(args, "seed", None) is not None:
         over["seed"] = args.seed
     stages = list(getattr(args, "stages", None) or [])
     if stages:
         over["stages"] = stages
     for stage in all_stages():
-        over = _deep_merge(over, stage.cli_overrides(args) or {})
+        over = deep_merge(over, stage.cli_overrides(args) or {})
     return load_config(args.config, preset=args.preset, overrides=over)
 
 

@@ -156,7 +156,7 @@ def _local_cluster(state: dict[str, Any]) -> Any:
                            dashboard_port=lr["dashboard_port"], workers=0, lifeline=False) if lr else None
 
 
-def _alive(state: dict[str, Any] | None) -> bool:
+def alive(state: dict[str, Any] | None) -> bool:
     if not state:
         return False
     try:
@@ -172,7 +172,7 @@ def _up(args: argparse.Namespace) -> int:
     models = _models(args)
     new_over = _overrides(args, models)
     state = read_state()
-    if state and not _alive(state) and not args.dashboard:
+    if state and not alive(state) and not args.dashboard:
         _teardown(state)  # a crashed local Ray: clean up its leftovers, start afresh
         state = None
     if state and args.dashboard and args.dashboard.rstrip("/") != state["dashboard"]:
@@ -280,9 +280,9 @@ def _teardown(state: dict[str, Any]) -> None:
 
 
 def _running(pid: int) -> bool:
-    from vismem.core.lifeline import _alive
+    from vismem.core.lifeline import alive
 
-    return _alive(pid)
+    return alive(pid)
 
 
 def _kill(pids: list[int], wait_s: float = 10.0) -> None:

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from vismem.analysis import dmv, synthetic
-from vismem.analysis.bootstrap import cluster_ci, resample_counts, _rng
+from vismem.analysis.bootstrap import cluster_ci, resample_counts, seeded_rng
 from vismem.analysis.schemas import validate
 
 
@@ -41,7 +41,7 @@ def test_tsr_cells_common_probes_and_cluster_ci():
     b = cells.filter(pl.col("architecture") == "B").row(0, named=True)
     assert (a["n_probes"], a["n_correct"], a["n_chains"]) == (8, 6, 3)  # the A-only probe is dropped
     assert a["tsr"] == 0.75 and b["tsr"] == 0.25
-    w = resample_counts(3, 2000, _rng(4, 2, 3))
+    w = resample_counts(3, 2000, seeded_rng(4, 2, 3))
     ref = cluster_ci([3, 1, 2], [4, 2, 2], weights=w)
     assert (a["cluster_low"], a["cluster_high"]) == pytest.approx((ref.low, ref.high))
     assert a["naive_low"] <= 0.75 <= a["naive_high"]

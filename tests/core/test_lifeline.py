@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from vismem.core.errors import StoreError
-from vismem.core.lifeline import Lifeline, _alive, pids_with_env
+from vismem.core.lifeline import Lifeline, alive, pids_with_env
 from vismem.core.s3server import LocalS3Server, stale_servers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,9 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _wait_gone(pids, timeout_s=20.0):
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
         time.sleep(0.1)
-    return [p for p in pids if _alive(p)]
+    return [p for p in pids if alive(p)]
 
 
 def _owner(tmp_path, body: str) -> subprocess.Popen:
@@ -49,7 +49,7 @@ def test_child_and_marked_processes_die_when_the_owner_is_sigkilled(tmp_path):
     deadline = time.monotonic() + 10
     while pids_with_env("T_MARK", "x1") != [marked] and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _alive(child) and _alive(marked) and pids_with_env("T_MARK", "x1") == [marked]
+    assert alive(child) and alive(marked) and pids_with_env("T_MARK", "x1") == [marked]
     owner.send_signal(signal.SIGKILL)
     owner.wait(timeout=10)
     assert _wait_gone([child, marked]) == []
@@ -60,10 +60,10 @@ def test_close_ends_the_child_and_the_owner_survives_its_own_sweep():
     try:
         with Lifeline([sys.executable, "-c", "import time; time.sleep(600)"], sweep_env=("T_MARK2", "y2")) as line:
             child = line.child_pid
-            assert _alive(child) and line.poll() is None
+            assert alive(child) and line.poll() is None
     finally:
         os.environ.pop("T_MARK2")
-    assert _wait_gone([child]) == [] and _alive(os.getpid())
+    assert _wait_gone([child]) == [] and alive(os.getpid())
 
 
 def test_sweep_ends_processes_that_spawn_successors_while_being_ended(tmp_path):

@@ -108,9 +108,9 @@ def test_submit_to_two_raylet_cluster(s3_server):
         pids, listeners = cluster.pids(), cluster.listeners()
         _assert_clean(cluster, pids, listeners)
     assert cluster.stop() == []
-    from vismem.core.lifeline import _alive
+    from vismem.core.lifeline import alive
 
-    assert not [p for p in pids if _alive(p)]
+    assert not [p for p in pids if alive(p)]
     assert not cluster.root.exists()
 
 

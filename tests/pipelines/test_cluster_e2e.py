@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from vismem.core.lifeline import _alive
+from vismem.core.lifeline import alive
 from vismem.core.store import Store
 from vismem.pipelines.localcluster import LocalRayCluster, is_loopback
 from tests.pipelines.test_cluster import _cluster_env, _store, _submit_and_check, _vismem
@@ -61,7 +61,7 @@ def _stop_clean(cluster: LocalRayCluster) -> None:
     pids, listeners = cluster.pids(), cluster.listeners()
     assert not [x for x in listeners if not is_loopback(x[1])]
     assert cluster.stop() == []
-    assert not [p for p in pids if _alive(p)]
+    assert not [p for p in pids if alive(p)]
 
 
 def test_whole_local_preset_on_cluster_equals_local_run(s3_server, tmp_path):
@@ -125,7 +125,7 @@ def test_driver_then_worker_killed_mid_encoding_leave_identical_trajectories(s3_
             done_before = _sessions(store)
             killed = _kill_first(cluster, needle, lambda: _sessions(store) > done_before)
             status = _wait(client, jobs[-1])
-            assert not _alive(killed)
+            assert not alive(killed)
             if needle == DRIVER:
                 assert status == "FAILED"
                 assert 0 < _sessions(store) < total  # killed mid-encoding; what was committed stays
@@ -206,7 +206,7 @@ def test_workers_killed_mid_catalogue_and_mid_probes_leave_identical_results(s3_
         killed = [_kill_first(cluster, b"_generate_batch", lambda: _count(store, "catalog", ".png") > 40),
                   _kill_first(cluster, b"ProbeWorker", lambda: _count(store, "probes", ".done.json") > 0)]
         assert _wait(client, job) == "SUCCEEDED", client.get_job_logs(job)[-3000:]
-        assert not any(_alive(k) for k in killed)
+        assert not any(alive(k) for k in killed)
         _assert_equal_tables(result_tables(store, local_prefix), result_tables(local_store, local_prefix))
         images = sorted(k for k in local_store.list("catalog") if k.endswith(".png"))
         assert len(images) == 2000 and sorted(k for k in store.list("catalog") if k.endswith(".png")) == images

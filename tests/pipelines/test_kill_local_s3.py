@@ -13,7 +13,7 @@ import time
 
 import yaml
 
-from vismem.core.lifeline import _alive, pids_with_env
+from vismem.core.lifeline import alive, pids_with_env
 from vismem.core.store import Store
 from vismem.pipelines.config import load_config
 from vismem.pipelines.runner import open_store, run
@@ -32,7 +32,7 @@ def _wait_no_marked(mark: str, timeout_s: float = 75.0) -> list[int]:
     # machine the whole took past 30 s once.
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        left = [p for p in _marked(mark) if _alive(p)]
+        left = [p for p in _marked(mark) if alive(p)]
         if not left:
             return []
         time.sleep(0.2)
