@@ -34,7 +34,7 @@ import numpy as np
 from vismem.core.secrets import is_secret_name
 
 if TYPE_CHECKING:
-    from vismem.memory.agent.base import Observation
+    from vismem.memory.agent.types import Observation
 
 FeatureKind = Literal["caption", "image_embedding", "text_embedding"]
 FEATURE_KINDS: tuple[str, ...] = ("caption", "image_embedding", "text_embedding")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from vismem.agents.memory import MemoryContext
-from vismem.memory.agent.base import MemoryArchitecture, MemoryItem, Query
+from vismem.memory.agent.types import MemoryArchitecture, MemoryItem, Query
 
 #: Fetched from the architecture, then kept after de-duplication (official constants).
 FETCH_K, KEEP_K = 10, 5

@@ -17,7 +17,7 @@ from dataclasses import asdict, is_dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
-from vismem.memory.agent.base import MemoryArchitecture, Observation
+from vismem.memory.agent.types import MemoryArchitecture, Observation
 
 
 @lru_cache(maxsize=1)

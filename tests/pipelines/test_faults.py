@@ -124,7 +124,7 @@ def test_threshold_is_a_share_of_the_session_calls(tmp_path, ray_local, shared_d
 
 
 def _http_env(shop_url, **kw):
-    from vismem.env.pageenv import make_env
+    from vismem.env.envs import make_env
 
     return make_env("http", shop_url, **kw)
 
