@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from vismem.agents import prompts
 from vismem.agents.chains import SessionSpec
-from vismem.agents.memory import MemoryContext, MemoryHook  # noqa: F401  (re-exported)
-from vismem.agents.records import REPLY_CAP, SessionResult, StepRecord, product_hash, style_of_hash
-from vismem.core.failures import cap_text
+from vismem.agents.memory import MemoryHook
+from vismem.agents.records import SessionResult, StepRecord, product_hash, style_of_hash
+from vismem.core.failures import REPLY_CAP, cap_text
 from vismem.serve.vlm import Message
 
 if TYPE_CHECKING:

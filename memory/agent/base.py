@@ -203,7 +203,7 @@ ARCHITECTURES: Registry[ArchitectureBase] = Registry(
     aliases=_variant_alias, variant_names=_variant_names)
 
 
-def _raw(spec: Any) -> Any:
+def _raw(spec: ComponentSpec | Mapping[str, Any] | str) -> Mapping[str, Any] | str:
     return spec.raw() if isinstance(spec, ComponentSpec) else spec
 
 

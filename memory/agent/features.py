@@ -34,6 +34,7 @@ import numpy as np
 from vismem.core.secrets import is_secret_name
 
 if TYPE_CHECKING:
+    from vismem.core.registry import ComponentSpec
     from vismem.memory.agent.types import Observation
 
 FeatureKind = Literal["caption", "image_embedding", "text_embedding"]
@@ -98,7 +99,7 @@ class FeatureSpec:
         return isinstance(other, FeatureSpec) and (self.kind, self.key) == (other.kind, other.key)
 
 
-def _label(spec: Any) -> str:
+def _label(spec: ComponentSpec | Mapping[str, Any] | str) -> str:
     from vismem.core.registry import ComponentSpec
 
     if isinstance(spec, str):
@@ -109,7 +110,7 @@ def _label(spec: Any) -> str:
         return str(spec)
 
 
-def embedder_feature(kind: str, spec: Any) -> FeatureSpec:
+def embedder_feature(kind: str, spec: ComponentSpec | Mapping[str, Any] | str) -> FeatureSpec:
     """A FeatureSpec for an embedder (``image_embedding`` or ``text_embedding``)."""
     from vismem.core.registry import ComponentSpec
     from vismem.serve.embed import EMBEDDERS

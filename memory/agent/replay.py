@@ -23,8 +23,7 @@ from vismem.memory.agent.types import MemoryArchitecture, Observation
 @lru_cache(maxsize=1)
 def category_of_hash() -> dict[str, str]:
     """Product hash → category slug, from the frozen v2 hash formula (the cue registry's rows)."""
-    from vismem.agents.chains import CATEGORIES, STYLES
-    from vismem.env.storefront.catalog import url_hash
+    from vismem.env.storefront.catalog import CATEGORIES, STYLES, url_hash
 
     return {url_hash(c, s, i): c for c in CATEGORIES for s in STYLES for i in range(10)}
 
