@@ -161,26 +161,13 @@ class Catalog:
         """One row per variant (the ``catalog.parquet`` table)."""
         import polars as pl
 
-        cols = {
-            "url_hash": [v.url_hash for v in self.variants],
-            "cat": [v.cat for v in self.variants],
-            "style": [v.style for v in self.variants],
-            "idx": [v.idx for v in self.variants],
-            "name": [v.name for v in self.variants],
-            "price": [v.price for v in self.variants],
-            "collection": [v.collection for v in self.variants],
-            "collection_slug": [v.collection_slug for v in self.variants],
-            "cue_object": [v.cue_object for v in self.variants],
-            "cue_color": [v.cue_color for v in self.variants],
-            "image_idx": [v.image_idx for v in self.variants],
-            "image_path": [v.image_path for v in self.variants],
-        }
         schema = {
             "url_hash": pl.Utf8, "cat": pl.Utf8, "style": pl.Utf8, "idx": pl.Int32,
             "name": pl.Utf8, "price": pl.Float64, "collection": pl.Utf8,
             "collection_slug": pl.Utf8, "cue_object": pl.Utf8, "cue_color": pl.Utf8,
             "image_idx": pl.Int32, "image_path": pl.Utf8,
         }
+        cols = {name: [getattr(v, name) for v in self.variants] for name in schema}  # Variant attributes
         return pl.DataFrame(cols, schema=schema)
 
     def to_arrow(self):
@@ -217,8 +204,7 @@ def _get(rec: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
 
 
 def _list(doc: Any, key: str, where: str) -> list:
-    val = _get(doc, key, list, where)
-    return val
+    return _get(doc, key, list, where)
 
 
 def load_catalog(

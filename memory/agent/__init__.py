@@ -6,7 +6,8 @@
     for j in replay_chain(arch, observations_from_steps(step_rows)):
         hook = ArchitectureHook(arch, cue="red wool scarf")    # probes of at_session j
 
-See ``types`` (the contract and its data), ``base`` (the shared bank, the registry), ``features`` (content-addressed features), ``replay``, ``hook``,
+See ``types`` (the contract and its data), ``base`` (the shared bank, the registry),
+``features`` (content-addressed features), ``replay``, ``hook``,
 ``inject`` (official strings) and one module per family.
 """
 

@@ -55,7 +55,8 @@ class ArchitectureHook:
         self.last_query: Query | None = None
         self.last_items: list[MemoryItem] = []
 
-    def context(self, *, spec: SessionSpec | None = None, step: int = 0, url: str = "/", subtask: str = "") -> MemoryContext:
+    def context(self, *, spec: SessionSpec | None = None, step: int = 0, url: str = "/",
+                subtask: str = "") -> MemoryContext:
         """The memory block for the step that starts on ``url``."""
         self.last_query = Query.probe(self.cue, _path(url))
         self.last_items = recall(self.arch, self.last_query, fetch_k=self.fetch_k, keep_k=self.keep_k)
