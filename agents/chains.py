@@ -16,13 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-#: Category slugs in the official generator's order (the order matters: ``sample`` permutes it).
-CATEGORIES: tuple[str, ...] = ("chair", "sofa", "lamp", "cushion", "vase",
-                               "rug", "table", "bookshelf", "plant_pot", "wall_art")
-
-#: The ten collection styles, as the site's URL slugs.
-STYLES: tuple[str, ...] = ("modern", "minimalist", "vintage", "industrial", "scandinavian",
-                           "bohemian", "mid_century", "rustic", "japandi", "art_deco")
+from vismem.env.storefront.catalog import CATEGORIES
 
 #: Steps per session are drawn uniformly from this inclusive range.
 STEP_RANGE: tuple[int, int] = (22, 28)

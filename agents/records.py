@@ -13,8 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
-from vismem.agents.chains import CATEGORIES, STYLES
-from vismem.core.failures import REPLY_CAP  # noqa: F401  (re-exported: the cap on a stored reply)
+from vismem.env.storefront.catalog import CATEGORIES, STYLES, url_hash
 
 #: Bump when a column changes meaning or type; readers check it.
 TRAJECTORY_SCHEMA_VERSION = 1
@@ -29,8 +28,6 @@ STATUSES = ("ok", "invalid", "failed")
 @lru_cache(maxsize=1)
 def style_of_hash() -> dict[str, str]:
     """Product hash → collection style, from the frozen v2 hash formula (no data files needed)."""
-    from vismem.env.storefront.catalog import url_hash
-
     return {url_hash(c, s, i): s for c in CATEGORIES for s in STYLES for i in range(10)}
 
 

@@ -23,8 +23,8 @@ import re
 import time
 from dataclasses import dataclass
 
-from vismem.agents.chains import CATEGORIES, STYLES
 from vismem.agents.prompts import category_noun
+from vismem.env.storefront.catalog import CATEGORIES, STYLES
 from vismem.serve.layouts import check_layout, model_view
 from vismem.serve.vlm import VLMS, ChatResult, Message
 

@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from vismem.agents import prompts
 from vismem.agents.chains import SessionSpec
-from vismem.agents.memory import MemoryContext, MemoryHook  # noqa: F401  (re-exported)
-from vismem.agents.records import REPLY_CAP, SessionResult, StepRecord, product_hash, style_of_hash
-from vismem.core.failures import cap_text
+from vismem.agents.memory import MemoryHook
+from vismem.agents.records import SessionResult, StepRecord, product_hash, style_of_hash
+from vismem.core.failures import REPLY_CAP, cap_text
+from vismem.env.actions import Action, navigate, parse_action
 from vismem.serve.vlm import Message
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _obs_fields(obs: Any) -> tuple[str, str, str, bytes | None]:
             str(getattr(obs, "description", "") or ""), getattr(obs, "image", None) or None)
 
 
-def _action_arg(action: Any) -> str | None:
+def _action_arg(action: Action) -> str | None:
     if action.type == "click_index":
         return None if action.index is None else str(action.index)
     if action.type in ("navigate", "click_product"):
@@ -80,7 +81,55 @@ def _action_arg(action: Any) -> str | None:
     return action.url_hash
 
 
-def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
+class _Page:
+    """The page as the last env call left it (``current`` None: ask the env); a failed env call
+    becomes an error message for the step record, never an exception."""
+
+    def __init__(self, env: PageEnv, start_url: str) -> None:
+        self.env, self.current = env, None
+        self.pending: str | None = None  # an error the next step records
+        try:
+            self.current = env.reset(start_url)
+        except Exception as e:  # noqa: BLE001 - the first step records it and the loop goes on
+            self.pending = f"reset failed: {type(e).__name__}: {e}"[:2000]
+
+    def observe(self) -> tuple[tuple[str, str, str, bytes | None], str | None]:
+        """``(url, title, description, image)`` of the page, and the error this step records."""
+        error, self.pending = self.pending, None
+        if self.current is None:
+            try:
+                self.current = self.env.observe()
+            except Exception as e:  # noqa: BLE001
+                error = error or f"observe failed: {type(e).__name__}: {e}"[:2000]
+        return (_obs_fields(self.current) if self.current is not None else ("", "", "", None)), error
+
+    def execute(self, action: Action) -> str | None:
+        """Run ``action``; the error message when it failed or was refused."""
+        try:
+            res = self.env.step(action)
+        except Exception as e:  # noqa: BLE001 - a dead page is recorded, the session goes on
+            self.current = None
+            return f"{type(e).__name__}: {e}"[:2000]
+        self.current = getattr(res, "observation", None)
+        return None if getattr(res, "ok", True) else (getattr(res, "error", None) or "action failed")
+
+
+def _read_reply(rec: StepRecord, res: Any) -> Action:
+    """Fill ``rec`` from a model reply (latency, tokens, reply, thought, action) and return the action."""
+    rec.latency_s = res.latency_s
+    rec.prompt_tokens, rec.completion_tokens = res.prompt_tokens, res.completion_tokens
+    # The action is parsed from the whole reply; what is stored is cut (a runaway reply of
+    # megabytes would otherwise be kept in full in every trajectory), and the row says so.
+    rec.reply, cut = cap_text(res.text)
+    rec.thought = cap_text(extract_thought(res.text), 2000)[0]
+    action = parse_action(res.text)
+    rec.action_type, rec.action_arg, rec.action_text = action.type, _action_arg(action), action.raw[:2000]
+    if cut:
+        rec.error = f"reply cut to {REPLY_CAP} of {len(res.text)} characters where stored"
+    return action
+
+
+def run_session(spec: SessionSpec, *, vlm: Any, env: PageEnv, backend: str,
                 options: SessionOptions = SessionOptions(), memory: MemoryHook | None = None,
                 blob_sink: BlobSink | None = None) -> SessionResult:
     """Run one encoding session and return its records.
@@ -91,8 +140,6 @@ def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
     stores an observation image and returns its store key (None: images are not stored).
     Replies are parsed by the shop's parser, :func:`vismem.env.actions.parse_action`.
     """
-    from vismem.env.actions import navigate, parse_action
-
     styles = style_of_hash()
     cat = spec.category
     display = getattr(vlm, "display_name", None) or getattr(vlm, "name", backend)
@@ -104,31 +151,17 @@ def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
     seen: dict[str, None] = {}
     seen_styles: dict[str, None] = {}
     t_start = time.perf_counter()
-    current: Any = None            # the page as the last env call left it (None: ask the env)
-    pending_error: str | None = None
-    try:
-        current = env.reset(spec.start_url)
-    except Exception as e:  # noqa: BLE001 - the first step records it and the loop goes on
-        pending_error = f"reset failed: {type(e).__name__}: {e}"[:2000]
+    page = _Page(env, spec.start_url)
 
-    def execute(action: Any) -> str | None:
-        nonlocal current
-        try:
-            res = env.step(action)
-        except Exception as e:  # noqa: BLE001 - a dead page is recorded, the session goes on
-            current = None
-            return f"{type(e).__name__}: {e}"[:2000]
-        current = getattr(res, "observation", None)
-        return None if getattr(res, "ok", True) else (getattr(res, "error", None) or "action failed")
+    def back_to_category(rec: StepRecord, agent_line: str) -> None:
+        # A terminal action or a failed call: not executed; nudge, and back to the listing.
+        rec.forced_nav = True
+        history.append(prompts.Turn("agent", agent_line))
+        history.append(prompts.Turn("user", prompts.nudge(cat)))
+        rec.exec_error = rec.exec_error or page.execute(navigate(spec.start_url))
 
     for step in range(1, spec.n_steps + 1):
-        obs_error, pending_error = pending_error, None
-        if current is None:
-            try:
-                current = env.observe()
-            except Exception as e:  # noqa: BLE001
-                obs_error = obs_error or f"observe failed: {type(e).__name__}: {e}"[:2000]
-        url, title, description, image = _obs_fields(current) if current is not None else ("", "", "", None)
+        (url, title, description, image), obs_error = page.observe()
         h = product_hash(url)
         if h:
             seen.setdefault(h, None)
@@ -155,22 +188,10 @@ def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
         except Exception as e:  # noqa: BLE001 - VLMError after retries, or a backend bug
             rec.status, rec.latency_s = "failed", time.perf_counter() - t0
             rec.error = f"{getattr(e, 'reason', type(e).__name__)}: {e}"[:2000]
-            rec.forced_nav = True
-            history.append(prompts.Turn("agent", "done"))
-            history.append(prompts.Turn("user", prompts.nudge(cat)))
-            rec.exec_error = rec.exec_error or execute(navigate(spec.start_url))
+            back_to_category(rec, "done")
             result.steps.append(rec)
             continue
-        rec.latency_s = res.latency_s
-        rec.prompt_tokens, rec.completion_tokens = res.prompt_tokens, res.completion_tokens
-        # The action is parsed from the whole reply; what is stored is cut (a runaway reply of
-        # megabytes would otherwise be kept in full in every trajectory), and the row says so.
-        rec.reply, cut = cap_text(res.text)
-        rec.thought = cap_text(extract_thought(res.text), 2000)[0]
-        action = parse_action(res.text)
-        rec.action_type, rec.action_arg, rec.action_text = action.type, _action_arg(action), action.raw[:2000]
-        if cut:
-            rec.error = f"reply cut to {REPLY_CAP} of {len(res.text)} characters where stored"
+        action = _read_reply(rec, res)
         if action.type == "invalid":
             rec.status = "invalid"
             rec.error = "; ".join(e for e in (f"no valid action in the reply (parsed from {action.raw[:80]!r})",
@@ -180,13 +201,10 @@ def run_session(spec: SessionSpec, *, vlm: Any, env: "PageEnv", backend: str,
             if proto.invalid_notice:
                 history.append(prompts.Turn("user", prompts.invalid_notice("wrong format = no-op")))
         elif action.terminal:
-            rec.forced_nav = True
-            history.append(prompts.Turn("agent", prompts.compact_action(action.type, action.url)))
-            history.append(prompts.Turn("user", prompts.nudge(cat)))
-            rec.exec_error = rec.exec_error or execute(navigate(spec.start_url))
+            back_to_category(rec, prompts.compact_action(action.type, action.url))
         else:
             history.append(prompts.Turn("agent", prompts.compact_action(action.type, action.url)))
-            err = execute(action)
+            err = page.execute(action)
             rec.exec_error = rec.exec_error or err
         result.steps.append(rec)
     result.wall_s = time.perf_counter() - t_start

@@ -123,7 +123,7 @@ def _throughput(make: Callable[[str], Any], n_workers: int, n_sessions: int) -> 
 def encode_session() -> list[dict]:
     from vismem.agents.chains import session_spec
     from vismem.core.store import Store
-    from vismem.env.pageenv import make_env
+    from vismem.env.envs import make_env
     from vismem.env.storefront.server import ShopServer
     from vismem.pipelines.config import RunConfig
     from vismem.pipelines.dmv.encode_job import EncodeWorker

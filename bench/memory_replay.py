@@ -50,7 +50,7 @@ def _trajectories(root: Path) -> tuple[list[Any], Path]:
     from vismem.agents.records import steps_from_table, steps_table
     from vismem.agents.session import run_session
     from vismem.core.paths import resolve_data_dir
-    from vismem.env.pageenv import make_env
+    from vismem.env.envs import make_env
     from vismem.env.storefront.server import ShopServer
     from vismem.pipelines.config import RunConfig
     from vismem.pipelines.dmv.protocol import source_spec

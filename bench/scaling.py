@@ -93,7 +93,7 @@ def _sessions(shop_url: str, root: Path, chains: int, J: int, first_seed: int = 
     """Step rows of ``chains`` scripted chains of ``J`` sessions over HTTP (blobs under ``root``)."""
     from vismem.agents.chains import session_spec
     from vismem.agents.session import run_session
-    from vismem.env.pageenv import make_env
+    from vismem.env.envs import make_env
     from vismem.serve.vlm import build_vlm
 
     blobs = root / "blobs" / "sha256"

@@ -153,6 +153,17 @@ class Registry(Generic[T]):
         self.load_plugins()
         return name in self._factories
 
+    def factory(self, name: str) -> Callable[..., T]:
+        """The factory registered as ``name`` (plugins loaded): what :meth:`build` calls, for
+        reading what it declares (a family's ``Config``, a key function) without building.
+
+        Raises :class:`ConfigError` listing the registered names when ``name`` is not one.
+        """
+        self.load_plugins()
+        if name not in self._factories:
+            raise self._unknown(name, None)
+        return self._factories[name]
+
     def _unknown(self, name: Any, field: str | None) -> ConfigError:
         where = f"{field}: " if field else ""
         known = ", ".join(self.names()) or "none"

@@ -23,14 +23,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from vismem.env.pageenv import (  # noqa: F401  (Observation/StepResult re-exported for callers)
-    MAX_INDEX,
-    PRODUCT_PATH,
-    BasePageEnv,
-    Observation,
-    ObservationMode,
-    StepResult,
-)
+from vismem.env.pageenv import PRODUCT_PATH, BasePageEnv, Observation, ObservationMode
 
 CHROMIUM_PATH = "/usr/bin/chromium"
 #: Flags for Chromium on a closed network as root (same as tests/conftest.py).

@@ -174,9 +174,3 @@ def _cacheable(path: str) -> bool:
     p = urlsplit(path).path
     return not any(p == s or p.startswith(s + "/") for s in _SESSION_PAGES)
 
-
-def http_env(shop_url: str, *, observation: str = "product_image", step_timeout_s: float = 30.0) -> HttpEnv:
-    """An :class:`HttpEnv` on ``shop_url`` (``observation`` must be ``product_image``)."""
-    from vismem.env.pageenv import make_env
-
-    return make_env("http", shop_url, observation=observation, step_timeout_s=step_timeout_s)

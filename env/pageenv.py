@@ -11,7 +11,7 @@ and what counts as an error), so the two cannot drift apart:
   ``click_index`` targets (a fast path: the paper's product-image mode needs no pixels of the
   page itself).
 
-:func:`make_env` builds either by name (``encode.env: browser | http``).
+:func:`vismem.env.envs.make_env` builds either by name (``encode.env: browser | http``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from vismem.env.actions import Action, parse_action
 
@@ -164,24 +164,3 @@ class BasePageEnv:
                           terminal=terminal, step=self.steps, terminated_by=by, wishlisted=wished,
                           elapsed_ms=(time.perf_counter() - t0) * 1000, info=info)
 
-
-EnvFactory = Callable[..., Any]
-
-
-def make_env(kind: str, shop_url: str, *, observation: str = "product_image", step_timeout_s: float = 30.0) -> Any:
-    """A started page env: ``browser`` (Chromium via Playwright) or ``http`` (plain HTTP)."""
-    if kind == "browser":
-        from vismem.env.browser import BrowserEnv
-
-        return BrowserEnv(shop_url, observation=observation, timeout_ms=int(step_timeout_s * 1000)).start()
-    if kind == "http":
-        from vismem.env.http_env import HttpEnv
-
-        if observation != "product_image":
-            raise ValueError("the HTTP env only supports product_image observations")
-        return HttpEnv(shop_url, timeout_s=step_timeout_s)
-    raise ValueError(f"unknown env {kind!r}; allowed: browser, http")
-
-
-#: Env kinds :func:`make_env` builds.
-ENV_KINDS = ("browser", "http")

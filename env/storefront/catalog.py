@@ -38,6 +38,13 @@ from vismem.core.errors import ConfigError, DataError
 COLOURS: tuple[str, ...] = (
     "red", "blue", "green", "yellow", "white", "black", "brown", "beige", "orange", "purple",
 )
+#: Category slugs in the official generator's order (the order matters: the chains' category
+#: rotation ``sample``s it).
+CATEGORIES: tuple[str, ...] = ("chair", "sofa", "lamp", "cushion", "vase",
+                               "rug", "table", "bookshelf", "plant_pot", "wall_art")
+#: The ten collection styles, as the site's URL slugs.
+STYLES: tuple[str, ...] = ("modern", "minimalist", "vintage", "industrial", "scandinavian",
+                           "bohemian", "mid_century", "rustic", "japandi", "art_deco")
 ColourOrder = Literal["seeded", "official"]
 SEED_FILE = "seed_v2.json"
 CUE_FILE = "cue_registry.json"
@@ -154,26 +161,13 @@ class Catalog:
         """One row per variant (the ``catalog.parquet`` table)."""
         import polars as pl
 
-        cols = {
-            "url_hash": [v.url_hash for v in self.variants],
-            "cat": [v.cat for v in self.variants],
-            "style": [v.style for v in self.variants],
-            "idx": [v.idx for v in self.variants],
-            "name": [v.name for v in self.variants],
-            "price": [v.price for v in self.variants],
-            "collection": [v.collection for v in self.variants],
-            "collection_slug": [v.collection_slug for v in self.variants],
-            "cue_object": [v.cue_object for v in self.variants],
-            "cue_color": [v.cue_color for v in self.variants],
-            "image_idx": [v.image_idx for v in self.variants],
-            "image_path": [v.image_path for v in self.variants],
-        }
         schema = {
             "url_hash": pl.Utf8, "cat": pl.Utf8, "style": pl.Utf8, "idx": pl.Int32,
             "name": pl.Utf8, "price": pl.Float64, "collection": pl.Utf8,
             "collection_slug": pl.Utf8, "cue_object": pl.Utf8, "cue_color": pl.Utf8,
             "image_idx": pl.Int32, "image_path": pl.Utf8,
         }
+        cols = {name: [getattr(v, name) for v in self.variants] for name in schema}  # Variant attributes
         return pl.DataFrame(cols, schema=schema)
 
     def to_arrow(self):
@@ -210,8 +204,7 @@ def _get(rec: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
 
 
 def _list(doc: Any, key: str, where: str) -> list:
-    val = _get(doc, key, list, where)
-    return val
+    return _get(doc, key, list, where)
 
 
 def load_catalog(
@@ -234,6 +227,25 @@ def load_catalog(
     cd = cue_doc if cue_doc is not None else _read_json(cue_path)
     sp, cp = str(seed_path), str(cue_path)
 
+    categories, cat_ids = _categories(sd, sp)
+    products = _products(sd, sp, cat_ids)
+    raw_variants = _list(sd, "variants", sp)
+    reg = _registry_rows(cd, cp)
+    coll_recs = _collection_records(sd, sp, cat_ids)
+    official = _official_variants(raw_variants, coll_recs, reg, sp, cp)
+    _check_bijection(official, sp)
+    collections, variants = _collections_and_variants(categories, cat_ids, coll_recs, products, official,
+                                                      seed=seed, colour_order=colour_order, sp=sp)
+    if {c.slug for c in categories} != {c.cat for c in collections}:
+        raise DataError(f"{sp}: categories and collections disagree")
+    return Catalog(
+        version=str(sd.get("version", "")), registry_version=str(cd.get("version", "")),
+        colour_order=colour_order, seed=seed, categories=tuple(categories),
+        collections=tuple(collections), variants=tuple(variants))
+
+
+def _categories(sd: Any, sp: str) -> tuple[list[Category], dict[str, str]]:
+    """The categories in sort order, and category id -> slug."""
     categories = []
     cat_ids: dict[str, str] = {}
     for i, rec in enumerate(_list(sd, "categories", sp)):
@@ -243,7 +255,11 @@ def load_catalog(
         categories.append(Category(slug, _get(rec, "display", str, w),
                                    _get(rec, "description", str, w), _get(rec, "sortOrder", int, w)))
     categories.sort(key=lambda c: c.sort_order)
+    return categories, cat_ids
 
+
+def _products(sd: Any, sp: str, cat_ids: dict[str, str]) -> dict[tuple[str, str], dict]:
+    """``(category, style) -> {name, desc, long, material}`` of the seed's products."""
     products: dict[tuple[str, str], dict] = {}
     for i, rec in enumerate(_list(sd, "products", sp)):
         w = f"{sp}: products[{i}]"
@@ -255,18 +271,24 @@ def load_catalog(
             "name": _get(rec, "baseName", str, w), "desc": _get(rec, "baseDesc", str, w),
             "long": _get(rec, "longDesc", str, w), "material": _get(rec, "material", str, w),
         }
+    return products
 
-    raw_variants = _list(sd, "variants", sp)
-    reg_rows = _list(cd, "rows", cp)
+
+def _registry_rows(cd: Any, cp: str) -> dict[str, dict]:
+    """The cue registry: url_hash -> {cat, style, prod_idx, cue_object, cue_color} (hashes unique)."""
     reg: dict[str, dict] = {}
-    for i, r in enumerate(reg_rows):
+    for i, r in enumerate(_list(cd, "rows", cp)):
         w = f"{cp}: rows[{i}]"
         h = _get(r, "url_hash", str, w)
         if h in reg:
             raise DataError(f"{w}: duplicate url_hash {h}")
         reg[h] = {k: _get(r, k, t, w) for k, t in
                   (("cat", str), ("style", str), ("prod_idx", int), ("cue_object", str), ("cue_color", str))}
+    return reg
 
+
+def _collection_records(sd: Any, sp: str, cat_ids: dict[str, str]) -> dict[str, dict]:
+    """Collection id -> its fields (and ``where``, for messages)."""
     coll_recs: dict[str, dict] = {}
     for i, rec in enumerate(_list(sd, "collections", sp)):
         w = f"{sp}: collections[{i}]"
@@ -278,8 +300,12 @@ def load_catalog(
             "order": _get(rec, "displayOrder", int, w),
             "where": w,
         }
+    return coll_recs
 
-    # -- variants: hash formula, cue agreement with the registry ------------------------------
+
+def _official_variants(raw_variants: list, coll_recs: dict[str, dict], reg: dict[str, dict],
+                       sp: str, cp: str) -> list[dict]:
+    """The seed's variants, each checked against the hash formula and the cue registry."""
     official: list[dict] = []
     seen_hashes: set[str] = set()
     for i, rec in enumerate(raw_variants):
@@ -319,8 +345,11 @@ def load_catalog(
     if len(reg) != len(official):
         extra = sorted(set(reg) - seen_hashes)[:3]
         raise DataError(f"{cp}: {len(reg)} rows but {len(official)} variants in {sp} (e.g. extra {extra})")
+    return official
 
-    # -- bijection: one object per collection, each colour once per collection ----------------
+
+def _check_bijection(official: list[dict], sp: str) -> None:
+    """One object per collection, each colour once per collection: every cue names one variant."""
     cues = {(v["obj"], v["colour"]) for v in official}
     objects = {v["obj"] for v in official}
     if len(cues) != len(official):
@@ -328,6 +357,12 @@ def load_catalog(
     if len(cues) != len(objects) * len(COLOURS):
         raise DataError(f"{sp}: {len(objects)} objects x {len(COLOURS)} colours != {len(cues)} cues")
 
+
+def _collections_and_variants(categories: list[Category], cat_ids: dict[str, str], coll_recs: dict[str, dict],
+                              products: dict[tuple[str, str], dict], official: list[dict], *, seed: int,
+                              colour_order: ColourOrder, sp: str) -> tuple[list[Collection], list[Variant]]:
+    """The collections in category then display order, and their variants with their cue colours
+    (the official assignment, or permuted per collection by ``seed``)."""
     by_coll: dict[str, list[dict]] = {}
     for v in official:
         by_coll.setdefault(v["col"]["slug"], []).append(v)
@@ -365,11 +400,4 @@ def load_catalog(
                 url_hash=v["hash"], cat=v["cat"], style=v["style"], idx=v["idx"], name=v["name"],
                 price=v["price"], collection=col["name"], collection_slug=col["slug"],
                 cue_object=obj, cue_color=colour, image_idx=image_of[colour]))
-
-    if {c.slug for c in categories} != {c.cat for c in collections}:
-        raise DataError(f"{sp}: categories and collections disagree")
-    return Catalog(
-        version=str(sd.get("version", "")), registry_version=str(cd.get("version", "")),
-        colour_order=colour_order, seed=seed, categories=tuple(categories),
-        collections=tuple(collections), variants=tuple(variants))
-
+    return collections, variants

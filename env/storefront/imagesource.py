@@ -47,7 +47,7 @@ def build_image_source(spec: dict[str, Any] | str, catalog: Catalog) -> ImageSou
     """Build a registered source from ``{"name", "args"}``, handing it the catalogue."""
     resolved = IMAGE_SOURCES.resolve(spec, field="image source")
     name, args = resolved["name"], dict(resolved["args"])
-    factory = IMAGE_SOURCES._factories[name]  # noqa: SLF001 - check the signature first
+    factory = IMAGE_SOURCES.factory(name)  # its signature says whether it takes the catalogue
     try:
         params = inspect.signature(factory).parameters
         if "catalog" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
@@ -89,7 +89,8 @@ class CachedImageSource:
 
 
 
-def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+def solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A ``width`` x ``height`` PNG of one colour (the placeholder's images)."""
     from PIL import Image
 
     buf = io.BytesIO()
@@ -116,7 +117,7 @@ class PlaceholderImageSource:
         key = (url_hash, with_cue)
         if key not in self._cache:
             g = 150 + hashlib.sha1(url_hash.encode()).digest()[0] % 80
-            self._cache[key] = _png(self.size, self.size, (g, g, g))
+            self._cache[key] = solid_png(self.size, self.size, (g, g, g))
         return self._cache[key]
 
 

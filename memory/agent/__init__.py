@@ -6,15 +6,16 @@
     for j in replay_chain(arch, observations_from_steps(step_rows)):
         hook = ArchitectureHook(arch, cue="red wool scarf")    # probes of at_session j
 
-See ``base`` (contract), ``features`` (content-addressed features), ``replay``, ``hook``,
+See ``types`` (the contract and its data), ``base`` (the shared bank, the registry),
+``features`` (content-addressed features), ``replay``, ``hook``,
 ``inject`` (official strings) and one module per family.
 """
 
-from vismem.memory.agent.base import (ARCHITECTURES, MemoryArchitecture, MemoryItem, Observation, Query,
-                               build_architecture, with_components)
+from vismem.memory.agent.base import ARCHITECTURES, build_architecture, with_components
 from vismem.memory.agent.captioner import CAPTIONERS, Captioner, build_captioner
 from vismem.memory.agent.features import FeatureSource, FeatureSpec, FeatureTables, InProcessFeatures, MissingFeature
 from vismem.memory.agent.tables import TableFeatures, tables_from_frames, tables_to_frames
+from vismem.memory.agent.types import MemoryArchitecture, MemoryItem, Observation, Query
 from vismem.memory.agent.hook import ArchitectureHook, recall
 from vismem.memory.agent.replay import (bank_size_at, chain_streams, observations_from_steps, replay_chain,
                                         replay_session)

@@ -1,4 +1,4 @@
-"""The memory-architecture contract, the shared bank, and the one registry.
+"""The shared bank every architecture family builds on, and the one registry.
 
 An architecture ingests *observations* (product-page visits replayed from cached trajectories),
 keeps a bank of unique products in encode order, retrieves for a query, and injects recalled
@@ -9,13 +9,15 @@ components (text/visual encoder, captioner) are specs resolved through serve's r
 :data:`vismem.memory.agent.captioner.CAPTIONERS`, never constructed inline.
 
 Families (registered names): ``no-memory``, ``verbal`` (TextOnly, Caption), ``dual`` (DualMem
-and its ablations), ``worldmm``, ``mma``, ``m2a``.
+and its ablations), ``worldmm``, ``mma``, ``m2a``. The contract they fulfil and its data
+(:class:`~vismem.memory.agent.types.MemoryArchitecture`, ``Observation``, ``Query``,
+``MemoryItem``) live in :mod:`vismem.memory.agent.types`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Protocol, runtime_checkable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 import numpy as np
 from pydantic import ValidationError
@@ -24,97 +26,12 @@ from vismem.agents.memory import MemoryContext
 from vismem.core.config import Frozen
 from vismem.core.errors import ConfigError
 from vismem.core.registry import ComponentSpec, Registry
-from vismem.memory.agent.inject import INJECTORS, Rendered, entry_url, format_block
+from vismem.memory.agent.inject import INJECTORS, Rendered, format_block
 from vismem.memory.agent.scoring import rank
+from vismem.memory.agent.types import MemoryItem, Observation, Query
 
 if TYPE_CHECKING:
     from vismem.memory.agent.features import FeatureSource, FeatureSpec
-
-#: The official probe query (``f2_session_runner.py:342-343``).
-PROBE_QUERY = "product with {cue} CURRENT: {url}"
-
-
-@dataclass(frozen=True)
-class Observation:
-    """One product-page visit: the page a step *started* on, with the image the agent saw.
-
-    ``category`` is the product's own category slug (``item`` when the hash is not in the
-    catalogue, as the official registry lookup falls back); ``position`` is the visit's index in
-    its chain's stream of visits (all sessions, repeats included).
-    """
-
-    url: str
-    url_hash: str
-    category: str
-    style: str | None
-    j: int
-    step: int
-    image_key: str | None
-    position: int
-    backend: str | None = None
-    seed: int | None = None
-
-    @property
-    def encode_text(self) -> str:
-        """What every bank stores as the verbal text: ``"a " + cat.replace("_", " ")``."""
-        return f"a {self.category.replace('_', ' ')}"
-
-
-@dataclass(frozen=True)
-class Query:
-    """A retrieval query (the official ``RetrievalQuery.recall_text``; ``anchor_slug`` is
-    always None in F2)."""
-
-    text: str
-
-    @classmethod
-    def probe(cls, cue: str, url: str) -> "Query":
-        """The probe step's query: ``product with {cue} CURRENT: {url}``."""
-        return cls(PROBE_QUERY.format(cue=cue, url=url))
-
-
-@dataclass(frozen=True)
-class MemoryItem:
-    """One bank entry (``MemoryEntry``): ``position`` is its 0-based encode order, ``session``
-    the replay clock when it was encoded, ``score`` what retrieval gave it."""
-
-    slug: str
-    image_key: str | None
-    encode_text: str
-    caption: str | None
-    session: int
-    position: int
-    score: float = 0.0
-
-    @property
-    def url(self) -> str:
-        return entry_url(self.slug)
-
-
-@runtime_checkable
-class MemoryArchitecture(Protocol):
-    """What replay, the probe hook and the pipelines see of an architecture."""
-
-    name: str
-
-    def reset(self) -> None: ...
-    def set_session(self, j: int) -> None: ...
-    def encode(self, obs: Observation) -> None: ...
-    def retrieve(self, query: Query, k: int) -> list[MemoryItem]: ...
-    def inject(self, items: list[MemoryItem]) -> MemoryContext: ...
-    def _other_components(self) -> dict[str, tuple[str, bool]]:
-        """Role → (label, stand_in) of components that are not features (a routing VLM)."""
-        return {}
-
-    def _roles(self) -> dict[str, tuple[str, bool]]:
-        out = {role: (fs.label, fs.stand_in) for role, fs in self._specs.items()}
-        out.update(self._other_components())
-        return out
-
-    def required_features(self) -> list["FeatureSpec"]: ...
-    def describe(self) -> dict[str, Any]: ...
-    def __contains__(self, slug: object) -> bool: ...
-    def __len__(self) -> int: ...
 
 
 class ArchitectureBase:
@@ -140,8 +57,13 @@ class ArchitectureBase:
         self.variant: str | None = None
         self.features: "FeatureSource | None" = None
         self._specs: dict[str, FeatureSpec] = self._components()
-        self._inject = INJECTORS[getattr(self.config, "inject", "text")]
+        self._inject = INJECTORS.build(self._injector_name())
         self.reset()
+
+    def _injector_name(self) -> str:
+        """The :data:`INJECTORS` name items render with: the family's ``inject`` argument (a
+        family without one overrides this)."""
+        return self.config.inject  # type: ignore[attr-defined]
 
     # -- components and naming ---------------------------------------------------------------
     def _components(self) -> dict[str, "FeatureSpec"]:
@@ -281,7 +203,7 @@ ARCHITECTURES: Registry[ArchitectureBase] = Registry(
     aliases=_variant_alias, variant_names=_variant_names)
 
 
-def _raw(spec: Any) -> Any:
+def _raw(spec: ComponentSpec | Mapping[str, Any] | str) -> Mapping[str, Any] | str:
     return spec.raw() if isinstance(spec, ComponentSpec) else spec
 
 
@@ -306,18 +228,10 @@ def with_components(spec: ComponentSpec | Mapping[str, Any] | str, components: M
     variant (``{model, args}``) so it keeps its name."""
     raw = ComponentSpec.model_validate(_raw(spec))
     resolved = ARCHITECTURES.resolve(raw)
-    fields = ARCHITECTURES._factories[resolved["name"]].Config.model_fields  # type: ignore[attr-defined]
+    fields = ARCHITECTURES.factory(resolved["name"]).Config.model_fields  # type: ignore[attr-defined]
     extra = {k: v for k, v in components.items()
              if k in fields and resolved["args"].get(k, fields[k].default) is not None}
     out = raw.raw()
     out["args"] = {**out["args"], **extra}
     return out
 
-
-def replay_all(arch: ArchitectureBase, observations: Iterable[Observation]) -> ArchitectureBase:
-    """Convenience: replay a chain's observations (see :mod:`vismem.memory.agent.replay`)."""
-    from vismem.memory.agent.replay import replay_chain
-
-    for _ in replay_chain(arch, observations):
-        pass
-    return arch

@@ -135,11 +135,11 @@ class VLMCaptioner:
         return (res.text or "").strip()
 
 
-def _plain(spec: Any) -> Any:
+def _plain(spec: ComponentSpec | Mapping[str, Any] | str) -> Mapping[str, Any] | str:
     return spec.raw() if isinstance(spec, ComponentSpec) else spec
 
 
-def _vlm_is_stand_in(spec: Any) -> bool:
+def _vlm_is_stand_in(spec: ComponentSpec | Mapping[str, Any] | str | None) -> bool:
     from vismem.serve.vlm import VLMS
 
     if spec is None:

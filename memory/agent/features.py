@@ -32,7 +32,8 @@ import numpy as np
 from vismem.core.identity import content_digest, content_key
 
 if TYPE_CHECKING:
-    from vismem.memory.agent.base import Observation
+    from vismem.core.registry import ComponentSpec
+    from vismem.memory.agent.types import Observation
 
 FeatureKind = Literal["caption", "image_embedding", "text_embedding"]
 FEATURE_KINDS: tuple[str, ...] = ("caption", "image_embedding", "text_embedding")
@@ -71,7 +72,7 @@ class FeatureSpec:
         return isinstance(other, FeatureSpec) and (self.kind, self.key) == (other.kind, other.key)
 
 
-def _label(spec: Any) -> str:
+def _label(spec: ComponentSpec | Mapping[str, Any] | str) -> str:
     from vismem.core.registry import ComponentSpec
 
     if isinstance(spec, str):
@@ -82,7 +83,7 @@ def _label(spec: Any) -> str:
         return str(spec)
 
 
-def embedder_feature(kind: str, spec: Any) -> FeatureSpec:
+def embedder_feature(kind: str, spec: ComponentSpec | Mapping[str, Any] | str) -> FeatureSpec:
     """A FeatureSpec for an embedder (``image_embedding`` or ``text_embedding``)."""
     from vismem.core.registry import ComponentSpec
     from vismem.serve.embed import EMBEDDERS

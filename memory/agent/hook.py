@@ -8,10 +8,14 @@ architecture's injector writes the memory block; its images follow the current p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vismem.agents.memory import MemoryContext
-from vismem.memory.agent.base import MemoryArchitecture, MemoryItem, Query
+from vismem.memory.agent.types import MemoryArchitecture, MemoryItem, Query
+
+if TYPE_CHECKING:
+    from vismem.agents.chains import SessionSpec
+
 
 #: Fetched from the architecture, then kept after de-duplication (official constants).
 FETCH_K, KEEP_K = 10, 5
@@ -51,7 +55,8 @@ class ArchitectureHook:
         self.last_query: Query | None = None
         self.last_items: list[MemoryItem] = []
 
-    def context(self, *, spec: Any = None, step: int = 0, url: str = "/", subtask: str = "") -> MemoryContext:
+    def context(self, *, spec: SessionSpec | None = None, step: int = 0, url: str = "/",
+                subtask: str = "") -> MemoryContext:
         """The memory block for the step that starts on ``url``."""
         self.last_query = Query.probe(self.cue, _path(url))
         self.last_items = recall(self.arch, self.last_query, fetch_k=self.fetch_k, keep_k=self.keep_k)

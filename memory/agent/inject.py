@@ -8,14 +8,12 @@ The four injectors and the block format are the official strings, byte for byte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal, Sequence
+from typing import Protocol, Sequence
 
 from vismem.agents.prompts import NO_MEMORY_TEXT
+from vismem.core.registry import Registry
+from vismem.memory.agent.types import MemoryItem, entry_url
 
-if TYPE_CHECKING:
-    from vismem.memory.agent.base import MemoryItem
-
-InjectorName = Literal["text", "caption", "image", "image_text"]
 
 #: The block's first line when something was recalled.
 BLOCK_HEADER = ("{n} item(s) recalled from earlier sessions, most relevant first. Any attached memory "
@@ -30,57 +28,62 @@ class Rendered:
     image_keys: tuple[str, ...] = ()
 
 
-def entry_url(slug: str) -> str:
-    """``injection/base.entry_url``: the page a memory entry stands for."""
-    if slug.startswith("col_"):
-        return f"/collection/{slug[4:]}"
-    if slug.startswith("cat_"):
-        return f"/category/{slug[4:]}"
-    if slug in ("", "blank") or slug.startswith("page_"):
-        return ""
-    return f"/product/{slug}"
+class Injector(Protocol):
+    """Renders one recalled item for the prompt."""
+
+    def __call__(self, item: MemoryItem) -> Rendered: ...
 
 
-def _images(item: "MemoryItem") -> tuple[str, ...]:
+#: Injectors by name (the ``inject`` argument of every architecture; ``vismem list injectors``).
+INJECTORS: Registry[Injector] = Registry("injector")
+
+
+def _images(item: MemoryItem) -> tuple[str, ...]:
     # The official injectors attach ``entry.image_path`` and the block skips an empty one.
     return (item.image_key,) if item.image_key else ()
 
 
-def text_only(item: "MemoryItem") -> Rendered:
+@INJECTORS.register("text")
+class TextOnly:
     """``TextOnlyInject``: the encode text first (``a chair``), no image."""
-    text = item.encode_text or item.caption or ""
-    url = entry_url(item.slug)
-    loc = f" (product page {url})" if url else ""
-    return Rendered(f'Memory (verbal channel only){loc}: "{text}"')
+
+    def __call__(self, item: MemoryItem) -> Rendered:
+        text = item.encode_text or item.caption or ""
+        url = entry_url(item.slug)
+        loc = f" (product page {url})" if url else ""
+        return Rendered(f'Memory (verbal channel only){loc}: "{text}"')
 
 
-def caption_only(item: "MemoryItem") -> Rendered:
+@INJECTORS.register("caption")
+class CaptionOnly:
     """``CaptionOnlyInject``: the caption first, then the encode text, no image."""
-    text = item.caption or item.encode_text or "<no caption>"
-    url = entry_url(item.slug)
-    loc = f" (product page {url})" if url else ""
-    return Rendered(f'Memory caption (visual channel summarised as text){loc}:\n"{text}"')
+
+    def __call__(self, item: MemoryItem) -> Rendered:
+        text = item.caption or item.encode_text or "<no caption>"
+        url = entry_url(item.slug)
+        loc = f" (product page {url})" if url else ""
+        return Rendered(f'Memory caption (visual channel summarised as text){loc}:\n"{text}"')
 
 
-def image_only(item: "MemoryItem") -> Rendered:
+@INJECTORS.register("image")
+class ImageOnly:
     """``ImageOnlyInject``: the raw image and the product URL."""
-    url = entry_url(item.slug)
-    loc = f" — this memory is the product at {url}" if url else ""
-    return Rendered(f"Memory image (visual channel, raw){loc}:", _images(item))
+
+    def __call__(self, item: MemoryItem) -> Rendered:
+        url = entry_url(item.slug)
+        loc = f" — this memory is the product at {url}" if url else ""
+        return Rendered(f"Memory image (visual channel, raw){loc}:", _images(item))
 
 
-def image_text(item: "MemoryItem") -> Rendered:
+@INJECTORS.register("image_text")
+class ImageText:
     """``ImageTextInject``: the image plus ``Caption: "..."`` (caption, else the encode text)."""
-    cap = item.caption or item.encode_text or ""
-    url = entry_url(item.slug)
-    loc = f" — product page {url}" if url else ""
-    return Rendered(f'Memory (dual-channel, image + caption){loc}:\nCaption: "{cap}"', _images(item))
 
-
-#: Injector name → renderer (the ``inject`` argument of every architecture).
-INJECTORS: dict[str, Callable[["MemoryItem"], Rendered]] = {
-    "text": text_only, "caption": caption_only, "image": image_only, "image_text": image_text,
-}
+    def __call__(self, item: MemoryItem) -> Rendered:
+        cap = item.caption or item.encode_text or ""
+        url = entry_url(item.slug)
+        loc = f" — product page {url}" if url else ""
+        return Rendered(f'Memory (dual-channel, image + caption){loc}:\nCaption: "{cap}"', _images(item))
 
 
 def format_block(rendered: Sequence[Rendered]) -> tuple[str, list[str]]:

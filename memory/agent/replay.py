@@ -17,14 +17,13 @@ from dataclasses import asdict, is_dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
-from vismem.memory.agent.base import MemoryArchitecture, Observation
+from vismem.memory.agent.types import MemoryArchitecture, Observation
 
 
 @lru_cache(maxsize=1)
 def category_of_hash() -> dict[str, str]:
     """Product hash → category slug, from the frozen v2 hash formula (the cue registry's rows)."""
-    from vismem.agents.chains import CATEGORIES, STYLES
-    from vismem.env.storefront.catalog import url_hash
+    from vismem.env.storefront.catalog import CATEGORIES, STYLES, url_hash
 
     return {url_hash(c, s, i): c for c in CATEGORIES for s in STYLES for i in range(10)}
 

@@ -37,9 +37,9 @@ from typing import Any, Literal
 
 from PIL import Image, ImageColor, ImageDraw
 
-from vismem.memory.dialogue import png
 from vismem.memory.dialogue.layout import (Font, Line, MessageLayout, PairLayout, SessionLayout, body_fonts, get_font,
                                     line_width)
+from vismem.memory.dialogue.png import SHOT_LEVEL, assemble, fill_block, rows_block
 from vismem.memory.dialogue.style import Style
 
 _N_RAMPS = 6
@@ -258,7 +258,7 @@ class SessionPainter:
     """
 
     def __init__(self, layout: SessionLayout, style: Style, fmt: ImageFormat = "png",
-                 compress_level: int = png.SHOT_LEVEL) -> None:
+                 compress_level: int = SHOT_LEVEL) -> None:
         self.layout, self.style, self.fmt, self.level = layout, style, fmt, compress_level
         self._strips: dict[int, Image.Image] = {}
         self._emoji: dict[int, list[Placement]] = {}
@@ -316,20 +316,20 @@ class SessionPainter:
                 t1 = time.perf_counter()
                 img = self._head()
                 t2 = time.perf_counter()
-                self._header_block = png.rows_block(img, self.level)
+                self._header_block = rows_block(img, self.level)
                 draw_s += t2 - t1
                 enc_s += time.perf_counter() - t2
             blocks.append(self._header_block)
         canvas = _ramp_start(CANVAS)
         if style.chat_pad_top:
-            blocks.append(png.fill_block(style.width, style.chat_pad_top, canvas, self.level))
+            blocks.append(fill_block(style.width, style.chat_pad_top, canvas, self.level))
         for p in range(start, end):
             b = self._blocks.get(p)
             if b is None:
                 t1 = time.perf_counter()
                 img = self._strip(p)
                 t2 = time.perf_counter()
-                b = self._blocks[p] = png.rows_block(img, self.level)
+                b = self._blocks[p] = rows_block(img, self.level)
                 draw_s += t2 - t1
                 enc_s += time.perf_counter() - t2
             blocks.append(b)
@@ -337,8 +337,8 @@ class SessionPainter:
         if rest < 0:  # the last strip's trailing pair gap is taller than the bottom padding
             raise ValueError("style.chat_pad_bottom must be >= style.pair_gap")
         if rest:
-            blocks.append(png.fill_block(style.width, rest, canvas, self.level))
+            blocks.append(fill_block(style.width, rest, canvas, self.level))
         t3 = time.perf_counter()
-        data = png.assemble(style.width, palette(style), blocks)
+        data = assemble(style.width, palette(style), blocks)
         enc_s += time.perf_counter() - t3
         return data, pre_ms + draw_s * 1e3, enc_s * 1e3

@@ -50,9 +50,9 @@ class Font:
         """``word``'s text/emoji runs when it holds an emoji this font draws in colour, else None."""
         if self.emoji_font is None or word.isascii():
             return None
-        from vismem.memory.dialogue import emoji
+        from vismem.memory.dialogue.emoji import has_emoji, runs
 
-        return emoji.runs(word, self.path, self.emoji_font) if emoji.has_emoji(word, self.path, self.emoji_font) else None
+        return runs(word, self.path, self.emoji_font) if has_emoji(word, self.path, self.emoji_font) else None
 
     def width(self, word: str) -> float:
         w = self._widths.get(word)
@@ -61,9 +61,9 @@ class Font:
             if parts is None:
                 w = self.glyphs.length(word)
             else:
-                from vismem.memory.dialogue import emoji
+                from vismem.memory.dialogue.emoji import advance, glyphs
 
-                w = sum(len(emoji.glyphs(r)) * emoji.advance(self.emoji_size) if e else self.glyphs.length(r)
+                w = sum(len(glyphs(r)) * advance(self.emoji_size) if e else self.glyphs.length(r)
                         for r, e in parts)
             self._widths[word] = w
         return w

@@ -17,7 +17,10 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from vismem.core.store import Store
 
 #: Store prefix of the OCR text cache (at the store root: shared across runs).
 CACHE_ROOT = "ocr"
@@ -88,7 +91,7 @@ def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], byt
             for i in range(len(images))]
 
 
-def store_cache(store: Any) -> tuple[Callable[[str], bytes | None], Callable[[str, bytes], None]]:
+def store_cache(store: Store) -> tuple[Callable[[str], bytes | None], Callable[[str, bytes], None]]:
     """``(get, put)`` over an object store for :func:`read_batch` (a missing key reads None)."""
 
     def get(key: str) -> bytes | None:

@@ -54,8 +54,7 @@ def _registry(module: str, attr: str) -> Callable[[], Rows]:
 
 def _doc(reg: Any, name: str) -> str:
     """First line of the factory's docstring (what the registered thing is)."""
-    factory = getattr(reg, "_factories", {}).get(name)
-    return _para(getattr(factory, "__doc__", None))
+    return _para(reg.factory(name).__doc__)
 
 
 def _para(doc: str | None) -> str:
@@ -81,6 +80,11 @@ KINDS: dict[str, tuple[str, Callable[[], Rows]]] = {
     "captioners": ("captioners (memory.components.captioner)", _registry("vismem.memory.agent.captioner", "CAPTIONERS")),
     "vlms": ("VLM back-end families ({name, args} specs)", _registry("vismem.serve.vlm", "VLMS")),
     "embedders": ("embedder families ({name, args} specs)", _registry("vismem.serve.embed", "EMBEDDERS")),
+    "ocr-engines": ("OCR engines of the ocr-minilm pixel reader (its `ocr` argument)",
+                    _registry("vismem.serve.embedders.ocr", "OCR_ENGINES")),
+    "envs": ("page environments of the encode stage (encode.env)", _registry("vismem.env.envs", "ENVS")),
+    "injectors": ("how recalled items read in the prompt (a memory architecture's `inject` argument)",
+                  _registry("vismem.memory.agent.inject", "INJECTORS")),
     "stages": ("stages of a run, in order", _stages),
 }
 

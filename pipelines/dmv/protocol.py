@@ -79,7 +79,7 @@ def cache_slug(spec: dict[str, Any], protocol: dict[str, Any]) -> str:
 
 def default_env_factory(shop_url: str, *, observation: str, step_timeout_s: float) -> Any:
     """The Playwright browser environment (``vismem.env.browser``)."""
-    from vismem.env.pageenv import make_env
+    from vismem.env.envs import make_env
 
     return make_env("browser", shop_url, observation=observation, step_timeout_s=step_timeout_s)
 
@@ -88,10 +88,10 @@ def env_factory(name: str) -> Any:
     """The env factory for ``encode.env``: ``browser`` (Chromium) or ``http`` (fast path)."""
     from functools import partial
 
-    from vismem.env.pageenv import ENV_KINDS, make_env
+    from vismem.env.envs import ENVS, make_env
 
-    if name not in ENV_KINDS:
-        raise ValueError(f"unknown env {name!r}; allowed: {', '.join(ENV_KINDS)}")
+    if name not in ENVS:
+        raise ValueError(f"unknown env {name!r}; allowed: {', '.join(ENVS.names())}")
     return default_env_factory if name == "browser" else partial(make_env, "http")
 
 

@@ -30,10 +30,11 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from vismem.core.registry import Registry
 from vismem.serve.embed import EMBEDDERS, l2_normalise
 from vismem.serve.embedders import ocr_pixels as px
 
@@ -61,19 +62,9 @@ class OcrEngine(Protocol):
         ...
 
 
-#: OCR engines by name (a plain dict: engines are an argument of ``ocr-minilm``, not a
-#: component a run configures on its own).
-OCR_ENGINES: dict[str, Callable[..., OcrEngine]] = {}
-
-
-def register_ocr(name: str) -> Callable[[type], type]:
-    """Class decorator: ``@register_ocr("name")`` adds an engine to :data:`OCR_ENGINES`."""
-
-    def deco(cls: type) -> type:
-        OCR_ENGINES[name] = cls
-        return cls
-
-    return deco
+#: OCR engines by name (``vismem list ocr-engines``): an argument of ``ocr-minilm``, not a
+#: component a run configures on its own. Both built-ins are registered in this module.
+OCR_ENGINES: Registry[OcrEngine] = Registry("ocr_engine")
 
 
 def rapidocr_models_dir() -> Path:
@@ -103,7 +94,7 @@ def _threads(threads: int | None) -> int:
     return max(1, int(threads) if threads else min(2, os.cpu_count() or 1))
 
 
-@register_ocr("rapidocr")
+@OCR_ENGINES.register("rapidocr")
 class RapidOcr:
     """The stock RapidOCR pipeline (PP-OCRv4 det + cls + rec) on the image as RGB.
 
@@ -139,7 +130,7 @@ class RapidOcr:
         return self.read_array(px.decode_rgb(image))
 
 
-@register_ocr("rapidocr-lines")
+@OCR_ENGINES.register("rapidocr-lines")
 class RapidLineOcr:
     """PP-OCRv4 recognition over pixel-segmented, polarity-normalised lines (module docstring).
 
@@ -278,8 +269,8 @@ def build_ocr_engine(spec: dict | str | OcrEngine) -> OcrEngine:
         return spec
     name, args = (spec, {}) if isinstance(spec, str) else (spec.get("name"), dict(spec.get("args") or {}))
     if name not in OCR_ENGINES:
-        raise ValueError(f"unknown OCR engine {name!r}; known: {', '.join(sorted(OCR_ENGINES))}")
-    return OCR_ENGINES[name](**args)
+        raise ValueError(f"unknown OCR engine {name!r}; known: {', '.join(OCR_ENGINES.names())}")
+    return OCR_ENGINES.factory(name)(**args)
 
 
 def reader_ocr_key(spec: dict[str, Any]) -> str | None:
@@ -289,7 +280,7 @@ def reader_ocr_key(spec: dict[str, Any]) -> str | None:
         return None
     eng = (spec.get("args") or {}).get("ocr", "rapidocr-lines")
     name, args = (eng, {}) if isinstance(eng, str) else (eng.get("name"), dict(eng.get("args") or {}))
-    cls = OCR_ENGINES.get(name)
+    cls = OCR_ENGINES.factory(name) if name in OCR_ENGINES else None
     key_for = getattr(cls, "key_for", None)
     return key_for(**args) if key_for is not None else None
 

@@ -15,7 +15,7 @@ def shop(shared_dir):
 
 @pytest.fixture(scope="module")
 def browser(shop, chromium_path):
-    from vismem.env.pageenv import make_env
+    from vismem.env.envs import make_env
 
     env = make_env("browser", shop.url)
     yield env

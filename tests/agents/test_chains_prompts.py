@@ -7,7 +7,8 @@ import random
 import pytest
 
 from vismem.agents import prompts
-from vismem.agents.chains import CATEGORIES, STYLES, category_order, chain_specs, session_spec
+from vismem.agents.chains import category_order, chain_specs, session_spec
+from vismem.env.storefront.catalog import CATEGORIES, STYLES
 
 # The official generator's list, typed out here independently of the module under test.
 OFFICIAL_CATEGORIES = ["chair", "sofa", "lamp", "cushion", "vase",

@@ -169,7 +169,7 @@ def test_session_survives_a_storefront_restart(shop, browser) -> None:
 
 
 def test_memory_hook_images_follow_the_observation(shop) -> None:
-    from vismem.agents.session import MemoryContext
+    from vismem.agents.memory import MemoryContext
 
     class Mem:
         def __init__(self):

@@ -42,3 +42,11 @@ def test_unknown_name_lists_what_the_walk_found(plugin_pkg):
 
 def test_no_package_walks_nothing():
     assert builtin_modules(None) == []
+
+
+def test_factory_returns_what_build_calls_and_names_an_unknown(plugin_pkg):
+    import toyreg
+
+    assert toyreg.REG.factory("alpha")() == "alpha" == toyreg.REG.build("alpha")
+    with pytest.raises(ConfigError, match="unknown toy 'delta'; registered: alpha, beta"):
+        toyreg.REG.factory("delta")

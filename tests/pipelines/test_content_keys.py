@@ -91,7 +91,7 @@ def test_an_edited_locomo_file_is_not_served_from_stale_caches(tmp_path, data_co
 
 def _official_root(tmp_path, cfg, n):
     """A stand-in for the published image set: placeholder PNGs for the first ``n`` products."""
-    from vismem.env.storefront.imagesource import _png
+    from vismem.env.storefront.imagesource import solid_png as _png
     from vismem.pipelines.context import catalog_from_config
 
     root = tmp_path / "official"

@@ -124,7 +124,7 @@ def test_threshold_is_a_share_of_the_session_calls(tmp_path, ray_local, shared_d
 
 
 def _http_env(shop_url, **kw):
-    from vismem.env.pageenv import make_env
+    from vismem.env.envs import make_env
 
     return make_env("http", shop_url, **kw)
 
@@ -176,7 +176,7 @@ def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_loca
 
 def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
     from vismem.agents.chains import session_spec
-    from vismem.agents.records import REPLY_CAP
+    from vismem.core.failures import REPLY_CAP
     from vismem.agents.session import run_session
     from vismem.env.http_env import HttpEnv
     from vismem.env.storefront.server import ShopServer
@@ -197,7 +197,7 @@ def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
 
 
 def test_probe_step_logs_are_capped():
-    from vismem.agents.records import REPLY_CAP
+    from vismem.core.failures import REPLY_CAP
     from vismem.pipelines.dmv.probes_job import _capped_step
 
     step = {"status": "ok", "reply": "x" * (REPLY_CAP + 10)}

@@ -27,6 +27,14 @@ def test_list_names_every_kind_and_the_shipped_variants(capsys):
     assert all(r["description"] for r in data["architectures"])
 
 
+def test_list_shows_the_env_injector_and_ocr_engine_registries(capsys):
+    assert [r["name"] for r in _listed(capsys, "envs")["envs"]] == ["browser", "http"]
+    injectors = _listed(capsys, "injectors")["injectors"]
+    assert [r["name"] for r in injectors] == ["caption", "image", "image_text", "text"]
+    assert {r["name"]: r["description"] for r in injectors}["text"].startswith("``TextOnlyInject``")
+    assert {"rapidocr", "rapidocr-lines"} <= {r["name"] for r in _listed(capsys, "ocr-engines")["ocr-engines"]}
+
+
 def test_every_listed_architecture_is_accepted_by_a_config(capsys):
     from vismem.pipelines.config import parse_config
 

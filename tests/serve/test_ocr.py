@@ -101,7 +101,7 @@ def test_malformed_image_is_a_clear_error(embedder, shot):
         embedder.read_images(["/path/as/str.png"])
     with pytest.raises(ValueError, match="unknown OCR engine 'nope'"):
         build_ocr_engine("nope")
-    assert {"rapidocr", "rapidocr-lines"} <= set(OCR_ENGINES)
+    assert {"rapidocr", "rapidocr-lines"} <= set(OCR_ENGINES.names())
 
 
 def test_large_text_falls_back_to_the_detector():

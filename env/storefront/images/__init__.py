@@ -1,15 +1,8 @@
 """Product images for the storefront: procedural renderer, cue glyphs, image sources.
 
-Importing this package registers the ``procedural`` and ``official`` sources in
-:data:`vismem.env.storefront.imagesource.IMAGE_SOURCES` (``store`` and ``placeholder`` live there).
+Its modules are the ``image_source`` registry's built-in package: the registry
+(:data:`vismem.env.storefront.imagesource.IMAGE_SOURCES`) imports every one on first lookup, so
+``procedural`` and ``official`` (``sources``) register without an import here (``store`` and
+``placeholder`` live beside the registry). Import what you need from its modules:
+``scene`` (the procedural renderer), ``glyphs``, ``colors``, ``sources``, ``trainset``.
 """
-
-from vismem.env.storefront.images.colors import CUE_COLORS, CUE_RAMPS
-from vismem.env.storefront.images.glyphs import cue_sprite, depicted_object, glyph_table
-from vismem.env.storefront.images.scene import RENDERER_VERSION, ProceduralRenderer, Rendered, VariantSpec, encode
-from vismem.env.storefront.images.sources import OfficialImageSource, ProceduralImageSource
-
-__all__ = [
-    "CUE_COLORS", "CUE_RAMPS", "RENDERER_VERSION", "OfficialImageSource", "ProceduralImageSource",
-    "ProceduralRenderer", "Rendered", "VariantSpec", "cue_sprite", "depicted_object", "encode", "glyph_table",
-]

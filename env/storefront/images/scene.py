@@ -20,7 +20,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
 from vismem.core.png import rgb_png
-from vismem.env.storefront.images import decor, furniture
+from vismem.env.storefront.images.decor import cushion, plant_pot, rug, vase, wall_art
+from vismem.env.storefront.images.furniture import bookshelf, chair, lamp, sofa, table
 from vismem.env.storefront.images.glyphs import cue_sprite, depicted_object
 from vismem.env.storefront.images.paint import Painter
 from vismem.env.storefront.images.styles import STYLES
@@ -29,9 +30,8 @@ from vismem.env.storefront.images.styles import STYLES
 RENDERER_VERSION = "proc-4"
 
 PAINTERS: dict[str, Callable[[Painter], None]] = {
-    "chair": furniture.chair, "sofa": furniture.sofa, "lamp": furniture.lamp, "table": furniture.table,
-    "bookshelf": furniture.bookshelf, "cushion": decor.cushion, "vase": decor.vase, "rug": decor.rug,
-    "plant_pot": decor.plant_pot, "wall_art": decor.wall_art,
+    "chair": chair, "sofa": sofa, "lamp": lamp, "table": table, "bookshelf": bookshelf,
+    "cushion": cushion, "vase": vase, "rug": rug, "plant_pot": plant_pot, "wall_art": wall_art,
 }
 #: category → (width, height) as shares of the frame
 SIZES: dict[str, tuple[float, float]] = {

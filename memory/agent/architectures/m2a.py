@@ -23,10 +23,11 @@ from pydantic import Field
 
 from vismem.core.config import Frozen
 from vismem.core.registry import ComponentSpec
-from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
+from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase
 from vismem.memory.agent.captioner import PAPER_CAPTIONER
 from vismem.memory.agent.features import FeatureSpec, caption_feature, content_id, embedder_feature
 from vismem.memory.agent.scoring import BM25Index, VectorChannel, maxabs, tokens
+from vismem.memory.agent.types import MemoryItem, Observation, Query
 
 TEXT_W, BM25_W, VISUAL_W = 0.35, 0.25, 0.40
 

@@ -28,10 +28,11 @@ from pydantic import Field
 
 from vismem.core.config import Frozen
 from vismem.core.registry import ComponentSpec
-from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
+from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase
 from vismem.memory.agent.captioner import PAPER_CAPTIONER
 from vismem.memory.agent.features import FeatureSource, FeatureSpec, caption_feature, embedder_feature
 from vismem.memory.agent.scoring import VectorChannel, exp_decay, token_overlap, tokens
+from vismem.memory.agent.types import MemoryItem, Observation, Query
 
 
 class MMAConfig(Frozen):

@@ -16,10 +16,11 @@ from pydantic import Field, model_validator
 from vismem.agents.memory import MemoryContext
 from vismem.core.config import Frozen
 from vismem.core.registry import ComponentSpec
-from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
+from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase
 from vismem.memory.agent.features import FeatureSource, FeatureSpec, caption_feature, embedder_feature
 from vismem.memory.agent.inject import format_block
 from vismem.memory.agent.scoring import VectorChannel, token_overlap, tokens
+from vismem.memory.agent.types import MemoryItem, Observation, Query
 
 
 class NoMemoryConfig(Frozen):
@@ -36,6 +37,9 @@ class NoMemory(ArchitectureBase):
 
     family = "no-memory"
     Config = NoMemoryConfig
+
+    def _injector_name(self) -> str:
+        return "text"  # it takes no arguments and recalls nothing; any injector would do
 
     def encode(self, obs: Observation) -> None:
         return None

@@ -28,10 +28,11 @@ from pydantic import Field, model_validator
 
 from vismem.core.config import Frozen
 from vismem.core.registry import ComponentSpec
-from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase, MemoryItem, Observation, Query
+from vismem.memory.agent.base import ARCHITECTURES, ArchitectureBase
 from vismem.memory.agent.captioner import PAPER_CAPTIONER
 from vismem.memory.agent.features import FeatureSpec, caption_feature
 from vismem.memory.agent.scoring import tokens
+from vismem.memory.agent.types import MemoryItem, Observation, Query
 
 MODULES = ("episodic", "semantic", "visual")
 GRAIN_WEIGHTS = {"product": 0.55, "session": 0.30, "chain": 0.15}

@@ -20,9 +20,9 @@ external adapters ``lightmem`` / ``memos`` / ``memoryos`` / ``evermemos``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Mapping, Protocol, runtime_checkable
 
-from vismem.core.registry import Registry
+from vismem.core.registry import ComponentSpec, Registry
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ MEMORIES: Registry[DialogueMemory] = Registry(
     "dialogue-memory", package="vismem.memory.dialogue.memories")
 
 
-def build_memory(spec: Any, **injected: Any) -> DialogueMemory:
+def build_memory(spec: ComponentSpec | Mapping[str, Any] | str, **injected: Any) -> DialogueMemory:
     """Build a memory from its spec; ``injected`` args (the run's embedder specs) fill what the
     spec leaves unset."""
     resolved = MEMORIES.resolve(spec, field="memshot.memories")

@@ -104,7 +104,7 @@ def make_step(j: int, step: int, url_hash: str | None, *, image: bool = True, ba
 
 def product_hashes():
     """Real catalogue hashes by category (from the frozen hash formula)."""
-    from vismem.agents.chains import STYLES
+    from vismem.env.storefront.catalog import STYLES
     from vismem.env.storefront.catalog import url_hash
 
     return {c: [url_hash(c, s, i) for s in STYLES[:2] for i in range(3)] for c in ("chair", "lamp", "wall_art")}

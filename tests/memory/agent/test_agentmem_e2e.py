@@ -16,7 +16,7 @@ from vismem.memory.agent import (ArchitectureHook, InProcessFeatures, TableFeatu
 def trajectory(shared_dir):
     from vismem.agents.chains import session_spec
     from vismem.agents.session import run_session
-    from vismem.env.pageenv import make_env
+    from vismem.env.envs import make_env
     from vismem.env.storefront.server import ShopServer
     from vismem.serve.vlm import build_vlm
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from agentmem_fakes import LOCAL, FakeFeatures
 
 from vismem.memory.agent import ArchitectureHook, MemoryItem, Query, build_architecture, recall, with_components
-from vismem.memory.agent.inject import caption_only, entry_url, format_block, image_only, image_text, text_only
+from vismem.memory.agent.inject import INJECTORS, format_block
+from vismem.memory.agent.types import entry_url
 
 CAP = "A vintage-style wooden chair.\nA red baseball cap rests on the seat."
 I1 = MemoryItem("a7c1e9b2", "blobs/sha256/" + "1" * 64 + ".png", "a chair", CAP, 0, 0)
@@ -34,7 +35,7 @@ OFFICIAL = {
     "  (1) Memory (verbal channel only) (product page /product/a7c1e9b2): \"a chair\"\n"
     "  (2) Memory (verbal channel only) (product page /product/3f88c401): \"a chair\"",
 }
-RENDER = {"image_text": image_text, "image": image_only, "caption": caption_only, "text": text_only}
+RENDER = {name: INJECTORS.build(name) for name in OFFICIAL}
 
 
 def test_blocks_are_byte_identical_to_the_official_renderings():
@@ -44,11 +45,15 @@ def test_blocks_are_byte_identical_to_the_official_renderings():
         assert images == ([I1.image_key, I2.image_key] if "image" in name else [])
 
 
+def test_injectors_are_a_named_registry():
+    assert INJECTORS.names() == ["caption", "image", "image_text", "text"]
+
+
 def test_empty_block_and_fallback_texts():
     assert format_block([]) == ("(no memory retrieved this step)", [])
     bare = MemoryItem("abcd1234", None, "", None, 0, 0)
-    assert caption_only(bare).text.endswith(':\n"<no caption>"')
-    assert image_only(bare).image_keys == ()                 # no image, nothing attached
+    assert RENDER["caption"](bare).text.endswith(':\n"<no caption>"')
+    assert RENDER["image"](bare).image_keys == ()                 # no image, nothing attached
     assert entry_url("col_chair-modern") == "/collection/chair-modern" and entry_url("page_x") == ""
 
 
