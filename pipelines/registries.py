@@ -14,6 +14,9 @@ REGISTRIES: dict[str, str] = {
     "dialogue-memory": "vismem.memory.dialogue.memories:MEMORIES",
     "architecture": "vismem.memory.agent.base:ARCHITECTURES",
     "captioner": "vismem.memory.agent.captioner:CAPTIONERS",
+    "env": "vismem.env.envs:ENVS",
+    "injector": "vismem.memory.agent.inject:INJECTORS",
+    "ocr_engine": "vismem.serve.embedders.ocr:OCR_ENGINES",
 }
 
 

@@ -35,3 +35,19 @@ def test_python_m_vismem_is_the_cli():
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert '"memshot"' in out.stdout and '"report"' in out.stdout
+
+
+def test_vismem_list_shows_every_registry():
+    # Each registry of the public face is a kind `vismem list` prints (no registry goes unlisted).
+    import json
+
+    from vismem.pipelines.registries import REGISTRIES
+
+    out = subprocess.run([sys.executable, "-m", "vismem", "list", "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    listed = json.loads(out.stdout)
+    regs = vismem.registries()
+    for kind in REGISTRIES:
+        names = set(regs[kind].names())
+        assert any(names <= {r["name"] for r in rows} for rows in listed.values()), kind

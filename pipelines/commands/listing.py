@@ -41,11 +41,12 @@ def _memshot_variants() -> Rows:
     return [(n, load_variant(n).kind, load_variant(n).description) for n in list_variants()]
 
 
-def _registry(module: str, attr: str) -> Callable[[], Rows]:
+def _registry(kind: str) -> Callable[[], Rows]:
+    """The rows of registry ``kind`` of :data:`vismem.pipelines.registries.REGISTRIES`."""
     def rows() -> Rows:
-        import importlib
+        from vismem.pipelines.registries import registries
 
-        reg = getattr(importlib.import_module(module), attr)
+        reg = registries()[kind]
         names = reg.names()
         return [(n, "registered", _doc(reg, n)) for n in names] + \
                [(n, "variant", "") for n in reg.variants() if n not in names]
@@ -70,21 +71,23 @@ def _stages() -> Rows:
 
 KINDS: dict[str, tuple[str, Callable[[], Rows]]] = {
     "architectures": ("DMV-Bench memory architecture variants (memory.architectures)", _architectures),
+    "architecture-families": ("DMV-Bench memory architecture families ({name, args} specs)",
+                              _registry("architecture")),
     "models": ("model variants: VLMs, judges, embedders (serve/models/*.yaml)", _models),
     "memshot-variants": ("MemShot unit variants (memshot.variants)", _memshot_variants),
     "memories": ("dialogue memories beside the variants (memshot.memories)",
-                 _registry("vismem.memory.dialogue.memories", "MEMORIES")),
-    "datasets": ("dialogue datasets (memshot.dataset)", _registry("vismem.memory.dialogue.datasets", "DATASETS")),
+                 _registry("dialogue-memory")),
+    "datasets": ("dialogue datasets (memshot.dataset)", _registry("dataset")),
     "image-sources": ("catalogue image sources (catalog.image_source)",
-                      _registry("vismem.env.storefront.imagesource", "IMAGE_SOURCES")),
-    "captioners": ("captioners (memory.components.captioner)", _registry("vismem.memory.agent.captioner", "CAPTIONERS")),
-    "vlms": ("VLM back-end families ({name, args} specs)", _registry("vismem.serve.vlm", "VLMS")),
-    "embedders": ("embedder families ({name, args} specs)", _registry("vismem.serve.embed", "EMBEDDERS")),
+                      _registry("image_source")),
+    "captioners": ("captioners (memory.components.captioner)", _registry("captioner")),
+    "vlms": ("VLM back-end families ({name, args} specs)", _registry("vlm")),
+    "embedders": ("embedder families ({name, args} specs)", _registry("embedder")),
     "ocr-engines": ("OCR engines of the ocr-minilm pixel reader (its `ocr` argument)",
-                    _registry("vismem.serve.embedders.ocr", "OCR_ENGINES")),
-    "envs": ("page environments of the encode stage (encode.env)", _registry("vismem.env.envs", "ENVS")),
+                    _registry("ocr_engine")),
+    "envs": ("page environments of the encode stage (encode.env)", _registry("env")),
     "injectors": ("how recalled items read in the prompt (a memory architecture's `inject` argument)",
-                  _registry("vismem.memory.agent.inject", "INJECTORS")),
+                  _registry("injector")),
     "stages": ("stages of a run, in order", _stages),
 }
 
