@@ -103,16 +103,20 @@ class Registry(Generic[T]):
         self._variant_names = variant_names
         self._factories: dict[str, Callable[..., T]] = {}
         self._stand_in: dict[str, Any] = {}
+        self._accelerator: dict[str, Any] = {}
         self._loaded = False
         self._lock = threading.RLock()
 
     # -- registration -----------------------------------------------------------------------
-    def register(self, name: str, *, stand_in: Any = False) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    def register(self, name: str, *, stand_in: Any = False,
+                 accelerator: Any = False) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """Decorator: ``@REG.register("name")`` on a class or factory function.
 
         ``stand_in`` says whether what the factory builds stands in for a model that cannot run
         here (a scripted policy, a tiny random network): ``True``, or a function of the spec's
         args (``lambda args: args["path"].startswith("tiny:")``). Results name stand-ins as such.
+        ``accelerator`` (the same forms) says whether it runs a model in-process that wants a GPU
+        on a cluster; a client of an endpoint, a CPU model or a scripted policy does not.
         """
 
         def deco(factory: Callable[..., T]) -> Callable[..., T]:
@@ -120,6 +124,7 @@ class Registry(Generic[T]):
                 raise ValueError(f"{self.kind} {name!r} is already registered")
             self._factories[name] = factory
             self._stand_in[name] = stand_in
+            self._accelerator[name] = accelerator
             return factory
 
         return deco
@@ -222,6 +227,12 @@ class Registry(Generic[T]):
         """Whether a resolved spec builds a stand-in (declared by its factory at registration)."""
         self.load_plugins()
         flag = self._stand_in.get(str(spec.get("name")), False)
+        return bool(flag(dict(spec.get("args") or {})) if callable(flag) else flag)
+
+    def wants_accelerator(self, spec: Mapping[str, Any]) -> bool:
+        """Whether a resolved spec runs a model in-process that wants a GPU (its registration says)."""
+        self.load_plugins()
+        flag = self._accelerator.get(str(spec.get("name")), False)
         return bool(flag(dict(spec.get("args") or {})) if callable(flag) else flag)
 
     def build(self, spec: "ComponentSpec | Mapping[str, Any] | str", *, field: str | None = None) -> T:

@@ -94,7 +94,8 @@ def _check_task(task: str) -> CaptionTask:
     return TASKS[task]
 
 
-@CAPTIONERS.register("vlm", stand_in=lambda args: _vlm_is_stand_in(args.get("vlm")))
+@CAPTIONERS.register("vlm", stand_in=lambda args: _vlm_is_stand_in(args.get("vlm")),
+                    accelerator=lambda args: _vlm_wants_accelerator(args.get("vlm")))
 class VLMCaptioner:
     """Any VLM (OpenAI-compatible client to vLLM / Ray Serve / hosted APIs, a local model) with the
     official prompt, temperature 0, the task's token budget.
@@ -145,6 +146,12 @@ def _vlm_is_stand_in(spec: ComponentSpec | Mapping[str, Any] | str | None) -> bo
     if spec is None:
         return False
     return VLMS.is_stand_in(VLMS.resolve(_plain(spec)))
+
+
+def _vlm_wants_accelerator(spec: ComponentSpec | Mapping[str, Any] | str | None) -> bool:
+    from vismem.serve.vlm import VLMS
+
+    return spec is not None and VLMS.wants_accelerator(VLMS.resolve(_plain(spec)))
 
 
 @CAPTIONERS.register("catalogue", stand_in=True)

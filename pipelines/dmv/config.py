@@ -186,7 +186,9 @@ class MemoryConfig(Frozen):
     )
     feature_batch_size: int = Field(32, ge=1, description="Items per feature-extraction batch (one model call).")
     feature_actors: int = Field(1, ge=1, description="Ray Data actors per feature model (one model copy each).")
-    feature_gpus: float = Field(0.0, ge=0, description="GPUs per feature actor (a cluster's captioner / encoder replicas).")
+    feature_gpus: float = Field(0.0, ge=0, description="GPUs per feature actor of a model that runs "
+                                "in-process (SigLIP-2, CLIP, a transformers captioner); endpoint clients and CPU models "
+                                "never reserve one.")
     features_on_ray: bool | None = Field(
         None, description="Compute features as Ray Data jobs (True) or in the driver (False); None: Ray above 2,000 items.")
 

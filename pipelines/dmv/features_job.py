@@ -32,20 +32,50 @@ def build_model(fs: Any) -> Any:
     return build_embedder(fs.spec)
 
 
+def wants_accelerator(fs: Any) -> bool:
+    """Whether feature spec ``fs`` runs a model in-process that wants a GPU (as its registration
+    declares): only those reserve ``memory.feature_gpus``; endpoint clients, CPU models and
+    stand-ins never hold a GPU idle."""
+    if fs.kind == "caption":
+        from vismem.memory.agent.captioner import CAPTIONERS
+
+        return CAPTIONERS.wants_accelerator(fs.spec)
+    from vismem.serve.embed import EMBEDDERS
+
+    return EMBEDDERS.wants_accelerator(fs.spec)
+
+
+def in_flight(model: Any) -> int:
+    """Captions asked at once of ``model``: an endpoint client's own limit (``max_concurrency``
+    of the VLM a captioner calls), else one at a time."""
+    vlm = getattr(model, "vlm", None)
+    return max(1, int(getattr(vlm, "max_concurrency", 1) or 1))
+
+
+def _caption(model: Any, it: dict[str, Any], read_blob: Callable[[str], bytes]) -> dict[str, Any]:
+    try:
+        image = read_blob(it["image_key"]) if it.get("image_key") else None
+        return {"content_id": it["content_id"], "caption": model.caption(image, url_hash=it.get("url_hash")),
+                "vector": None, "error": None}
+    except Exception as e:  # noqa: BLE001 - this item's failure, retried by the next run
+        return {"content_id": it["content_id"], "caption": None, "vector": None, "error": f"{type(e).__name__}: {e}"[:300]}
+
+
 def feature_batch(kind: str, model: Any, items: list[dict[str, Any]], read_blob: Callable[[str], bytes]
                   ) -> list[dict[str, Any]]:
-    """One output row per item: ``caption`` / ``vector`` filled, or ``error`` (the item's failure)."""
-    out: list[dict[str, Any]] = []
+    """One output row per item, in item order: ``caption`` / ``vector`` filled, or ``error``.
+
+    Captions are asked up to :func:`in_flight` at once (an endpoint captioner spends its time
+    waiting for replies); embeddings go to the model as one batch.
+    """
     if kind == "caption":
-        for it in items:
-            try:
-                image = read_blob(it["image_key"]) if it.get("image_key") else None
-                out.append({"content_id": it["content_id"], "caption": model.caption(image, url_hash=it.get("url_hash")),
-                            "vector": None, "error": None})
-            except Exception as e:  # noqa: BLE001 - this item's failure, retried by the next run
-                out.append({"content_id": it["content_id"], "caption": None, "vector": None,
-                            "error": f"{type(e).__name__}: {e}"[:300]})
-        return out
+        n = min(in_flight(model), len(items))
+        if n <= 1:
+            return [_caption(model, it, read_blob) for it in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(n, thread_name_prefix="caption") as pool:
+            return list(pool.map(lambda it: _caption(model, it, read_blob), items))
     try:
         if kind == "image_embedding":
             vecs = model.embed_images([read_blob(it["image_key"]) for it in items])
@@ -87,6 +117,16 @@ def _collect(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str,
     return values, failures
 
 
+def pool_kwargs(fs: Any, ray_cfg: Any, *, actors: int, num_gpus: float) -> dict[str, Any]:
+    """``map_batches`` kwargs of a feature job: an actor pool, GPUs only for an in-process model."""
+    from vismem.pipelines.rayctx import actor_pool
+
+    kwargs = actor_pool(ray_cfg, size=actors) if ray_cfg is not None else {}
+    if num_gpus and wants_accelerator(fs):
+        kwargs["num_gpus"] = num_gpus
+    return kwargs
+
+
 def compute_features(fs: Any, items: list[dict[str, Any]], *, store: "Store", on_ray: bool, batch_size: int = 32,
                      ray_cfg: Any = None, actors: int = 1, num_gpus: float = 0.0,
                      models: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -106,12 +146,8 @@ def compute_features(fs: Any, items: list[dict[str, Any]], *, store: "Store", on
         return _collect(rows)
     import ray.data
 
-    from vismem.pipelines.rayctx import actor_pool
-
     ds = ray.data.from_items([{c: it.get(c) for c in INPUT_COLUMNS} for it in items])
-    kwargs = actor_pool(ray_cfg, size=actors) if ray_cfg is not None else {}
-    if num_gpus:
-        kwargs["num_gpus"] = num_gpus
+    kwargs = pool_kwargs(fs, ray_cfg, actors=actors, num_gpus=num_gpus)
     out = ds.map_batches(_FeatureActor, fn_constructor_kwargs={"fs": fs, "store": store}, batch_size=batch_size,
                          **kwargs)
     rows = out.take_all()

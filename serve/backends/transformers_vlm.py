@@ -22,7 +22,8 @@ def template_content(turn: Turn) -> list[dict]:
             for kind, value in turn.parts if kind == "image" or value]
 
 
-@VLMS.register("transformers", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
+@VLMS.register("transformers", accelerator=True,
+               stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
 class TransformersVLM:
     """Args:
         path: local checkpoint directory (config, weights, tokenizer, preprocessor config), or

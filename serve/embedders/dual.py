@@ -96,7 +96,8 @@ class HFDualEncoder:
         return vecs
 
 
-@EMBEDDERS.register("siglip2", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
+@EMBEDDERS.register("siglip2", accelerator=True,
+                    stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
 class Siglip2Embedder(HFDualEncoder):
     """SigLIP-2 (``Siglip2Model``); texts are padded to max length, as the model was trained."""
 
@@ -108,7 +109,8 @@ class Siglip2Embedder(HFDualEncoder):
         return int(self.model.config.vision_config.hidden_size)
 
 
-@EMBEDDERS.register("clip", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
+@EMBEDDERS.register("clip", accelerator=True,
+                    stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
 class ClipEmbedder(HFDualEncoder):
     """CLIP (``CLIPModel``) with its projection head."""
 

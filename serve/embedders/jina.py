@@ -45,7 +45,8 @@ def pool_mean(hidden: np.ndarray, ids: np.ndarray, mask: np.ndarray, start_id: i
     return out
 
 
-@EMBEDDERS.register("jina-embeddings-v4", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
+@EMBEDDERS.register("jina-embeddings-v4", accelerator=True,
+                    stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
 class JinaV4Embedder:
     """Args:
         path: local checkpoint (a snapshot of ``jinaai/jina-embeddings-v4-vllm-retrieval``), or

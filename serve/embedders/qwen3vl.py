@@ -49,7 +49,8 @@ def embedding_conversation(text: str | None, n_images: int, instruction: str) ->
             {"role": "user", "content": content}]
 
 
-@EMBEDDERS.register("qwen3-vl-embedding", stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
+@EMBEDDERS.register("qwen3-vl-embedding", accelerator=True,
+                    stand_in=lambda args: str(args.get("path", "")).startswith("tiny:"))
 class Qwen3VLEmbedder:
     """Args:
         path: local checkpoint directory (e.g. a snapshot of ``Qwen/Qwen3-VL-Embedding-8B``), or
