@@ -266,3 +266,9 @@ def test_no_private_name_is_imported_from_another_module():
                     bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}.{a.name}"
                             for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
     assert not bad, "private names imported across modules:\n" + "\n".join(bad)
+
+
+def test_no_merge_conflict_markers_in_tracked_files():
+    out = subprocess.run(["git", "grep", "-nE", "^(<{7} |>{7} |={7}$)", "--", ".", ":!*.png"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert out.returncode == 1 and not out.stdout, f"conflict markers:\n{out.stdout}"
