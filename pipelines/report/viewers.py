@@ -80,7 +80,9 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
     steps = _steps(store, enc, names)
     if steps is None:
         return None
-    products = {h: k for h, k in steps.select("url_hash", "image_key").drop_nulls().unique("url_hash").iter_rows()}
+    # First image per product in step order: the same viewer bytes every time.
+    first = steps.select("url_hash", "image_key").drop_nulls().unique("url_hash", keep="first", maintain_order=True)
+    products = dict(first.iter_rows())
     probes = tables.get("probes")
     note = ""
     if probes is not None and {"chain_slug", "arch_key"} <= set(probes.columns):
