@@ -44,7 +44,7 @@ class UnitCache:
         self.store, self.prefix = store, prefix
 
     def key(self, unit: str, suffix: str) -> str:
-        return f"{self.prefix}/{unit}{suffix}"
+        return f"{self.prefix}/{unit}{suffix}" if self.prefix else f"{unit}{suffix}"
 
     def done_key(self, unit: str) -> str:
         return self.key(unit, ".done.json")
@@ -115,3 +115,29 @@ def heal(units: Iterable[tuple[UnitCache, str]], log: "logging.Logger") -> list[
             cache.discard(unit)
             healed.append(problems[0])
     return healed
+
+
+#: Where the done-marker caches live in a store (trajectories, probe units).
+CACHE_ROOTS = ("trajectories", "probes")
+
+
+def verify_store(store: "Store", prefixes: Iterable[str] = CACHE_ROOTS, *,
+                 discard: bool = False) -> tuple[int, list[str]]:
+    """Check every finished unit under ``prefixes``: ``(units checked, one line per damaged one)``.
+
+    With ``discard``, each damaged unit's marker goes, so the next run redoes it.
+    """
+    units = UnitCache(store, "")
+    checked, problems = 0, []
+    for prefix in prefixes:
+        for key in store.iter_keys(prefix):
+            if not key.endswith(".done.json"):
+                continue
+            unit = key[: -len(".done.json")]
+            checked += 1
+            bad = units.verify(unit)
+            if bad:
+                problems.append(bad[0])
+                if discard:
+                    units.discard(unit)
+    return checked, problems

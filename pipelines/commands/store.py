@@ -1,4 +1,4 @@
-"""``vismem store ls|get|cat``: look into the object store a run wrote.
+"""``vismem store ls|get|cat|verify``: look into the object store a run wrote, check its caches.
 
 ``ls PREFIX`` lists keys with their sizes (and a total); ``get KEY [DEST]`` copies an object,
 or every object under a prefix, to a local path; ``cat KEY`` prints an object: Parquet as a
@@ -45,6 +45,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cat.add_argument("--raw", action="store_true", help="bytes as stored, whatever the type")
     add_config_args(cat)
     cat.set_defaults(func=_cat, stages=[])
+    ver = ssub.add_parser("verify", help="check every cached unit against its done marker",
+                          description="Check every finished trajectory and probe unit: each object's size and "
+                                      "SHA-256 against what its done marker recorded. Prints one line per damaged "
+                                      "unit; exits 1 when any is damaged. --discard drops their markers so the "
+                                      "next run redoes them (a run also heals what it reads).")
+    ver.add_argument("prefix", nargs="*", help="cache roots to check (default: trajectories probes)")
+    ver.add_argument("--discard", action="store_true", help="drop the done markers of damaged units")
+    add_config_args(ver)
+    ver.set_defaults(func=_verify, stages=[])
 
 
 def human(n: int) -> str:
@@ -96,6 +105,19 @@ def _ls(args: argparse.Namespace) -> int:
         print(f"{len(items):,} object{'' if len(items) == 1 else 's'}, {human(sum(s for _, s in items))} "
               f"under {where}{more}")
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from vismem.pipelines.cache import CACHE_ROOTS, verify_store
+    from vismem.pipelines.runner import open_store
+
+    cfg = config_from_args(args)
+    with open_store(cfg) as (store, _env):
+        checked, problems = verify_store(store, args.prefix or CACHE_ROOTS, discard=args.discard)
+    for line in problems:
+        print(line + ("  (discarded)" if args.discard else ""))
+    print(f"{checked:,} cached unit{'' if checked == 1 else 's'} checked, {len(problems)} damaged")
+    return 1 if problems else 0
 
 
 def _get(args: argparse.Namespace) -> int:

@@ -59,3 +59,24 @@ def test_markers_without_records_are_trusted(file_store):
     file_store.put_bytes("cache/x/old.bin", b"legacy")
     file_store.put_json("cache/x/old.done.json", {"n": 1})
     assert units.read_object("old", ".bin") == b"legacy" and units.verify("old") == []
+
+
+def test_store_verify_names_damaged_units_and_discards_them(tmp_path):
+    import subprocess
+    import sys
+
+    from vismem.core.store import Store
+
+    store = Store.open(f"file://{tmp_path}/st")
+    UnitCache(store, "trajectories/b--1").commit("0/0", {".parquet": b"steps"}, {"n": 1})
+    UnitCache(store, "trajectories/b--1").commit("0/1", {".parquet": b"steps"}, {"n": 1})
+    UnitCache(store, "probes/b--1/0/arch--k").commit("ex/s1", {".parquet": b"rows"}, {"n": 1})
+    store.put_bytes("probes/b--1/0/arch--k/ex/s1.parquet", b"rows but more")
+    cmd = [sys.executable, "-m", "vismem", "store", "verify", "--store", f"file://{tmp_path}/st"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert "probes/b--1/0/arch--k/ex/s1.parquet" in out.stdout and "3 cached units checked, 1 damaged" in out.stdout
+    fixed = subprocess.run(cmd + ["--discard"], capture_output=True, text=True, timeout=120)
+    assert fixed.returncode == 1 and "(discarded)" in fixed.stdout
+    clean = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0 and "2 cached units checked, 0 damaged" in clean.stdout
