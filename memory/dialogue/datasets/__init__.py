@@ -9,7 +9,8 @@ this package (``@DATASETS.register("name")``) and add the module to :data:`DATAS
 Optional members, read with ``getattr`` so a dataset without them keeps working:
 ``judge_max_tokens`` (the judge's max_tokens by default; 256 otherwise), ``parse_judge_strict``
 (the stricter reply parser behind ``memshot.judge_parse: strict``) and
-``postprocess_answer(question, prediction)`` (e.g. LoCoMo's multiple-choice letters → option).
+``postprocess_answer(question, prediction)`` (e.g. LoCoMo's multiple-choice letters → option) and
+``stream(path, limit=...)`` (conversations one at a time, for files too large to hold whole).
 """
 
 from __future__ import annotations
