@@ -174,3 +174,44 @@ def _turns(path: Path, where: str, k: int, sid: str, turns_raw: Any) -> tuple[Tu
         turns.append(Turn(dia_id=f"{sid}:{j + 1}", speaker=ROLE_NAMES[t["role"]], text=t["content"],
                           role=t["role"], has_answer=bool(t.get("has_answer", False))))
     return tuple(turns)
+
+
+def retrieval_corpus(conv: Conversation, granularity: str) -> list[dict[str, Any]]:
+    """LongMemEval's retrieval corpus of one question (its ``run_retrieval`` flat index), as rows
+    for :mod:`vismem.analysis.lme_retrieval`.
+
+    ``granularity="turn"``: one item per *user* turn (``corpus_id`` its dia_id), relevant when its
+    session is an answer session (``answer`` in the id) and the turn is labelled ``has_answer``;
+    ``lme_session`` is the session key upstream's turn→session metrics see (``noans`` in place of
+    ``answer`` for an unlabelled turn of an answer session).
+    ``"session"``: one item per session (``corpus_id`` the session id; text its user turns joined
+    by spaces; ``dia_ids`` every turn, so a memory unit showing any of the session retrieves it),
+    relevant when an answer session has a labelled user turn. An identical repeated session is in
+    the corpus once (the loader keeps it once), where upstream would index it twice.
+    """
+    if granularity not in ("turn", "session"):
+        raise ValueError(f"granularity must be 'turn' or 'session', got {granularity!r}")
+    qid = conv.questions[0].question_id if conv.questions else conv.conversation_id
+    rows: list[dict[str, Any]] = []
+    for s in conv.sessions:
+        answer = "answer" in s.session_id
+        users = [t for t in s.turns if t.role == "user"]
+        if granularity == "session":
+            rows.append({"question_id": qid, "corpus_id": s.session_id, "session_id": s.session_id,
+                         "dia_ids": [t.dia_id for t in s.turns], "text": " ".join(t.text for t in users),
+                         "relevant": answer and any(t.has_answer for t in users), "position": len(rows)})
+            continue
+        for t in users:
+            rel = answer and t.has_answer
+            # upstream renames an unlabelled turn of an answer session to noans_…: its own session
+            key = s.session_id if rel or not answer else s.session_id.replace("answer", "noans")
+            rows.append({"question_id": qid, "corpus_id": t.dia_id, "session_id": s.session_id,
+                         "lme_session": key, "dia_ids": [t.dia_id], "text": t.text, "relevant": rel,
+                         "position": len(rows)})
+    return rows
+
+
+def has_retrieval_target(conv: Conversation) -> bool:
+    """Whether a user turn of the haystack is labelled ``has_answer`` (upstream leaves questions
+    without one out of its retrieval averages, e.g. single-session-assistant ones)."""
+    return any(t.has_answer and t.role == "user" for s in conv.sessions for t in s.turns)
