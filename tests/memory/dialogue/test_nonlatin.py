@@ -117,3 +117,18 @@ def test_cjk_shots_are_drawn_and_read_rate_covers_them():
     assert "北" in toks and "東" in toks and "한강에서" in toks
     rgb = Image.open(io.BytesIO(drawn[0])).convert("RGB")
     assert rgb.width == STYLE.width
+
+
+def test_ocr_read_rate_sees_chinese_only_with_the_fallback_font():
+    """The read-rate check on a Chinese shot: the OCR stand-in (PP-OCR, a Chinese + English
+    recogniser) reads the characters the fallback draws, and little where they are boxes."""
+    from vismem.serve.embedders.ocr import OCR_ENGINES
+
+    conv = _conv([NON_LATIN[0], "我们明天在北京见面吧。"])
+    v = load_variant("memshot")
+    boxes = v.model_copy(update={"style": Style(font_cjk="/nonexistent/cjk.ttc")})
+    src = session_drawn_texts(conv, conv.sessions[0], v)[0]
+    ocr = OCR_ENGINES["rapidocr-lines"]()
+    drawn = reading(src, ocr.read(session_units(conv, conv.sessions[0], v)[0].image))
+    tofu = reading(src, ocr.read(session_units(conv, conv.sessions[0], boxes)[0].image))
+    assert drawn.n_words > 30 and drawn.rate >= 0.9 and tofu.rate < 0.5
