@@ -4,7 +4,13 @@ Each record is one question with its own haystack of sessions, so each record be
 ``Conversation`` (id = ``question_id``) holding one question. Turns get the deterministic
 dia_id ``{session_id}:{turn_number}`` (1-based, like LoCoMo's ``D3:7``) so that evidence — the
 ``has_answer`` turns and ``answer_session_ids`` — is scored exactly like LoCoMo evidence.
-The files live on a model hub, never in this repository: the loader takes a path.
+The files live on a model hub, never in this repository: the loader takes a path. All three
+(``longmemeval_s_cleaned.json``, ``longmemeval_m_cleaned.json``, ``longmemeval_oracle.json``)
+share one schema and are read the same way: record by record (:class:`LongMemEvalReader`), so
+the ~2.7 GB ``_m`` file never sits in memory as JSON. A session id repeated inside a record with
+identical turns (upstream issue #54) is kept once and counted; with other turns it is a
+:class:`DuplicateSessionError`. :func:`retrieval_corpus` gives LongMemEval's own retrieval
+corpus and labels (``vismem.analysis.lme_retrieval`` scores rankings over it).
 """
 
 from __future__ import annotations
