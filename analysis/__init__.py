@@ -5,6 +5,7 @@
 * :mod:`vismem.analysis.permutation` — exact paired cluster sign-permutation test.
 * :mod:`vismem.analysis.lpm` — linear probability model, chain-clustered SEs, marginal means.
 * :mod:`vismem.analysis.dmv`, :mod:`vismem.analysis.memshot` — the papers' tables as pure Polars functions.
+* :mod:`vismem.analysis.lme_retrieval` — LongMemEval's own retrieval metrics (recall_any/all@k, NDCG@k).
 * :mod:`vismem.analysis.figures`, :mod:`vismem.analysis.render`, :mod:`vismem.analysis.report` — figures and the report.
 
 Submodules import their heavy dependencies themselves; importing ``analysis`` is cheap.

@@ -27,11 +27,20 @@ def _order(categories: Sequence[str]) -> list[str]:
     return known + sorted(c for c in categories if c not in CATEGORY_ORDER)
 
 
-def _metrics() -> list[pl.Expr]:
+def _outcome(columns: Sequence[str]) -> pl.Expr:
+    """``judge_label`` as Acc counts it: an unanswered question (``prediction`` null) is wrong; an
+    answered one without a verdict (a judge failure: an empty or unparseable reply, a failed call)
+    stays null and is left out -- the judge said nothing about the answer. Without a
+    ``prediction`` column every null verdict counts as unanswered."""
+    unanswered = pl.col("prediction").is_null() if "prediction" in columns else pl.lit(True)
+    return pl.when(pl.col("judge_label").is_null() & unanswered).then(False).otherwise(pl.col("judge_label"))
+
+
+def _metrics(columns: Sequence[str]) -> list[pl.Expr]:
     judged = pl.col("judge_label").is_not_null().sum()
     return [pl.len().alias("n"),
-            # every question in the denominator; null only when nothing in the group was judged
-            pl.when(judged > 0).then(pl.col("judge_label").fill_null(False).cast(pl.Float64).mean()).alias("acc"),
+            # unanswered questions in the denominator, judge failures not; null when nothing was judged
+            pl.when(judged > 0).then(_outcome(columns).cast(pl.Float64).mean()).alias("acc"),
             pl.col("f1").mean().alias("f1"),
             pl.col("judge_label").is_null().sum().alias("unjudged"),
             judged.alias("judged"),
@@ -39,14 +48,14 @@ def _metrics() -> list[pl.Expr]:
 
 
 def with_outcome(answers: pl.DataFrame, by: Sequence[str] = GROUP) -> pl.DataFrame:
-    """``answers`` with ``judge_label`` as Acc counts it: null verdicts are False (wrong) in
-    every ``by`` group that has a verdict at all; groups without any keep nulls (no judge).
-    For intervals computed over ``judge_label`` (which drop nulls) to match :func:`scores`."""
+    """``answers`` with ``judge_label`` as Acc counts it (:func:`_outcome`) in every ``by`` group
+    that has a verdict at all; groups without any keep nulls (no judge). For intervals computed
+    over ``judge_label`` (which drop nulls) to match :func:`scores`."""
     keys = [c for c in by if c in answers.columns]
     if not keys or "judge_label" not in answers.columns:
         return answers
     any_judged = pl.col("judge_label").is_not_null().any().over(keys)
-    return answers.with_columns(pl.when(any_judged).then(pl.col("judge_label").fill_null(False))
+    return answers.with_columns(pl.when(any_judged).then(_outcome(answers.columns))
                                 .otherwise(pl.col("judge_label")).alias("judge_label"))
 
 
@@ -59,8 +68,8 @@ def scores(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
     df = answers.filter(~pl.col("category").is_in(list(exclude_categories)))
     if df.height == 0:
         return pl.DataFrame(schema=schema)
-    per_cat = df.group_by([*by, "category"]).agg(_metrics())
-    overall = df.group_by(by).agg(_metrics()).with_columns(pl.lit("Overall").alias("category"))
+    per_cat = df.group_by([*by, "category"]).agg(_metrics(df.columns))
+    overall = df.group_by(by).agg(_metrics(df.columns)).with_columns(pl.lit("Overall").alias("category"))
     out = pl.concat([per_cat, overall.select(per_cat.columns)])
     return out.select(list(schema)).cast(schema).sort(by, nulls_last=True)
 

@@ -35,6 +35,7 @@ BENCH_MODULES = (
     "vismem.bench.pocket_clip",
     "vismem.bench.scaling",
     "vismem.bench.cluster",
+    "vismem.bench.longmemeval_load",
 )
 
 

@@ -30,11 +30,13 @@ def is_malformed_answer(text: str | None) -> bool:
 
 
 def build_answer_message(dataset: str, question: dict[str, Any], units: Sequence[dict[str, Any]],
-                         read_image: Callable[[str], bytes] | None = None) -> Any:
+                         read_image: Callable[[str], bytes] | None = None, *, header: bool = True) -> Any:
     """The one user :class:`vismem.serve.vlm.Message` asking ``question`` over retrieved ``units``.
 
     ``units`` are unit rows in the order they are shown (``modality``, ``text``, ``image_key``).
     A unit list mixing modalities is allowed: images go first, text units into ``{context}``.
+    ``header=False`` (shots drawn without the header band, the w/o Header ablation) asks with the
+    dataset's ``shots_noheader`` prompt, which does not point at a header the images lack.
     """
     from vismem.serve.vlm import Message
 
@@ -42,9 +44,25 @@ def build_answer_message(dataset: str, question: dict[str, Any], units: Sequence
     if any(u.get("modality") == "image" for u in units) and read_image is None:
         raise ValueError("image units need a read_image function")
     texts = [str(u.get("text") or "") for u in units if u.get("modality") != "image"]
-    mode = "shots" if images and not texts else "text"
+    mode = ("shots" if header else "shots_noheader") if images and not texts else "text"
     text = get_dataset(dataset).answer_prompt(question, texts, mode=mode)
     return Message(role="user", text=text, images=images)
+
+
+def headerless_variants(names: Sequence[str]) -> list[str]:
+    """Those of ``names`` that are shipped (or YAML-path) variants drawing shots without a header."""
+    from vismem.core.errors import ConfigError
+    from vismem.memory.dialogue.variants import load_variant
+
+    out = []
+    for name in names:
+        try:
+            v = load_variant(str(name))
+        except ConfigError:  # a name the variants folder does not know: keep the header prompt
+            continue
+        if v.is_image and not v.header:
+            out.append(str(name))
+    return out
 
 
 def _answer_one(vlm: Any, msg: Any, max_tokens: int, temperature: float) -> dict[str, Any]:
@@ -64,15 +82,18 @@ def _answer_one(vlm: Any, msg: Any, max_tokens: int, temperature: float) -> dict
 def generate_answers(tasks: pl.DataFrame, units: pl.DataFrame, questions: pl.DataFrame, vlm: Any, *,
                      dataset: str, read_image: Callable[[str], bytes] | None = None,
                      max_tokens: int = 128, temperature: float = 0.0, concurrency: int = 8,
-                     order: str = "rank") -> pl.DataFrame:
+                     order: str = "rank", headerless: Sequence[str] | None = None) -> pl.DataFrame:
     """Answer every (variant, k, conversation_id, question_id, unit_ids) task row with ``vlm``.
 
     ``order="rank"`` shows units best first (the official LoCoMo RAG order);
     ``"chronological"`` sorts them by ``session_index``/``unit_index`` when present.
+    ``headerless``: the variants whose shots have no header (default: the shipped variants
+    that draw images without one, :func:`headerless_variants`).
     """
     unit_rows = {(r["variant"], str(r["unit_id"])): r for r in units.iter_rows(named=True)}
     q_rows = {(r["conversation_id"], r["question_id"]): r for r in questions.iter_rows(named=True)}
     post = getattr(get_dataset(dataset), "postprocess_answer", None)
+    bare = set(headerless_variants(tasks["variant"].unique().to_list()) if headerless is None else headerless)
 
     def work(task: dict[str, Any]) -> dict[str, Any]:
         shown = [unit_rows[(task["variant"], str(u))] for u in task["unit_ids"]]
@@ -80,7 +101,7 @@ def generate_answers(tasks: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
             shown.sort(key=lambda u: (u.get("session_index") or 0, u.get("unit_index") or 0))
         q = q_rows[(task["conversation_id"], task["question_id"])]
         try:
-            msg = build_answer_message(dataset, q, shown, read_image)
+            msg = build_answer_message(dataset, q, shown, read_image, header=task["variant"] not in bare)
         except Exception as err:  # an unreadable shot is that question's failure, not the run's
             return {**_key(task), "prediction": None, "answer_status": f"error:input:{type(err).__name__}",
                     "answer_latency_s": None, "prompt_tokens": None, "completion_tokens": None,
@@ -95,7 +116,8 @@ def generate_answers(tasks: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
 
 
 def judge_answers(answers: pl.DataFrame, questions: pl.DataFrame, judge: Any, *, dataset: str,
-                  max_tokens: int | None = None, concurrency: int = 8, parse: str = "official") -> pl.DataFrame:
+                  max_tokens: int | None = None, concurrency: int = 8, parse: str = "official",
+                  retries: int = 2) -> pl.DataFrame:
     """Add ``judge_label``/``judge_status``/``judge_reason``/``judge_latency_s`` to ``answers``.
 
     Unanswered questions (``prediction`` null) are not sent: ``judge_status="skipped"``, label
@@ -103,6 +125,8 @@ def judge_answers(answers: pl.DataFrame, questions: pl.DataFrame, judge: Any, *,
     ``malformed``/``ambiguous``/``empty`` (see :mod:`vismem.memory.dialogue.scoring`).
     ``max_tokens=None`` is the dataset's own (LongMemEval's official 10); ``parse="strict"``
     uses the dataset's stricter reply parser where it has one (``parse_judge_strict``).
+    A reply without a verdict (empty, unparseable, ambiguous: a judge failure, never a wrong
+    answer) is asked again up to ``retries`` times; the last reply's status stays if none has one.
     """
     from vismem.serve.vlm import Message, VLMError
 
@@ -118,12 +142,17 @@ def judge_answers(answers: pl.DataFrame, questions: pl.DataFrame, judge: Any, *,
             return {"judge_label": None, "judge_status": "skipped", "judge_reason": None, "judge_latency_s": None}
         q = q_rows[(row["conversation_id"], row["question_id"])]
         prompt = ds.judge_prompt({**q, "question_id": row["question_id"]}, row["prediction"])
-        try:
-            res = judge.chat([Message(role="user", text=prompt)], max_tokens=max_tokens, temperature=0.0)
-        except VLMError as err:
-            return {"judge_label": None, "judge_status": f"error:{err.reason}", "judge_reason": str(err)[:300],
-                    "judge_latency_s": None}
-        label, status, reason = parse_reply(res.text)
+        from vismem.memory.dialogue.scoring import JUDGE_FAILURES
+
+        for _attempt in range(max(0, retries) + 1):
+            try:
+                res = judge.chat([Message(role="user", text=prompt)], max_tokens=max_tokens, temperature=0.0)
+            except VLMError as err:
+                return {"judge_label": None, "judge_status": f"error:{err.reason}", "judge_reason": str(err)[:300],
+                        "judge_latency_s": None}
+            label, status, reason = parse_reply(res.text)
+            if not (label is None and status in JUDGE_FAILURES):
+                break
         return {"judge_label": label, "judge_status": status, "judge_reason": reason, "judge_latency_s": res.latency_s}
 
     judged = _pool_map(work, list(answers.iter_rows(named=True)), concurrency, "memshot judge")

@@ -141,7 +141,7 @@ def bubble(draw: ImageDraw.ImageDraw, box: tuple[int, int, int, int], radius: in
 def _draw_message(draw: ImageDraw.ImageDraw, m: MessageLayout, y: int, style: Style,
                   emoji: list[Placement] | None = None) -> None:
     core = draw.draw
-    name_f = get_font(style.font_bold, style.name_size)
+    name_f = get_font(style.font_bold, style.name_size, fallback=style.font_cjk)
     body, ital = body_fonts(style)
     W = style.width
     if m.side == 0:
@@ -202,8 +202,8 @@ def draw_header(layout: SessionLayout, style: Style) -> Image.Image:
     """The header band: session label (bold) on the left, the timestamp on the right."""
     img = Image.new("L", (style.width, style.header_height), _ramp_start(HEADER))
     core = ImageDraw.Draw(img).draw
-    bold = get_font(style.font_bold, style.header_size)
-    reg = get_font(style.font_regular, style.header_size)
+    bold = get_font(style.font_bold, style.header_size, fallback=style.font_cjk)
+    reg = get_font(style.font_regular, style.header_size, fallback=style.font_cjk)
     y = (style.header_height - style.header_size) // 2 - 2
     _stamp_line(core, tuple(layout.session.label.split()), bold, style.margin_x, y, _ramp_end(HEADER))
     date = tuple(layout.session.date_text.split())

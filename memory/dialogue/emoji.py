@@ -31,7 +31,7 @@ def codepoints(font_path: str) -> frozenset[int]:
         return frozenset()
     from fontTools.ttLib import TTFont  # a matplotlib dependency; read once per font per process
 
-    with TTFont(font_path, lazy=True) as font:
+    with TTFont(font_path, lazy=True, fontNumber=0) as font:  # fontNumber: the first face of a .ttc
         return frozenset(font.getBestCmap() or {})
 
 

@@ -19,11 +19,18 @@ overlaps blend exactly as Pillow blends them. Result: the same ink at the same p
 ``getmask2`` (the mask's blank margins may differ; they draw nothing), 3x faster cold; checked
 over LoCoMo's vocabulary and random strings in every font and size a shot uses
 (``tests/memory/dialogue/test_glyphs.py``).
+
+A fallback font (the CJK font of the style) draws the characters the font lacks and the fallback
+has: their glyphs come from the fallback at the same pixel size, moved down by the difference of
+the two ascents so both share a baseline, with no kerning across the two fonts. Words holding
+such characters are composed from glyphs even where ink overlaps (lighter-of blending), since
+Pillow would draw them in the first font alone, as boxes. A word without one takes exactly the
+path above, so text the font covers draws the same pixels with or without a fallback.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from PIL import Image, ImageFont
 
@@ -40,25 +47,44 @@ def pixel(x: int) -> int:
 class Glyphs:
     """One font's glyph and kerning-pair caches; :meth:`length` and :meth:`mask` read them."""
 
-    def __init__(self, font: ImageFont.FreeTypeFont) -> None:
+    def __init__(self, font: ImageFont.FreeTypeFont, fallback: ImageFont.FreeTypeFont | None = None,
+                 use_fallback: Callable[[str], bool] | None = None) -> None:
         self.font = font
+        self.fallback = fallback if use_fallback is not None else None
+        self._use_fallback = use_fallback
+        # the fallback's glyphs sit on the font's baseline: shift them by the ascents' difference
+        self._shift = font.getmetrics()[0] - fallback.getmetrics()[0] if self.fallback is not None else 0
         self._glyphs: dict[str, Glyph] = {}
         self._kern: dict[str, int] = {}
+        #: characters drawn from the fallback font (filled as their glyphs are made)
+        self.from_fallback: set[str] = set()
 
     def glyph(self, ch: str) -> Glyph:
         """``ch``'s :data:`Glyph`, rasterised once (by Pillow, alone) and kept."""
         g = self._glyphs.get(ch)
         if g is None:
-            mask, (dx, dy) = self.font.getmask2(ch, mode="L")
-            advance = round(self.font.getlength(ch) * 64)  # exact: getlength is an int / 64
+            font, shift = self.font, 0
+            if self.fallback is not None and not ch.isascii() and self._use_fallback(ch):  # type: ignore[misc]
+                font, shift = self.fallback, self._shift
+                self.from_fallback.add(ch)
+            mask, (dx, dy) = font.getmask2(ch, mode="L")
+            advance = round(font.getlength(ch) * 64)  # exact: getlength is an int / 64
             box = mask.getbbox()
             if box is None:  # a space: advance only
                 g = (None, 0, 0, 0, 0, advance)
             else:
                 left, top, right, bottom = box
-                g = (mask.crop(box), dx + left, dy + top, right - left, bottom - top, advance)
+                g = (mask.crop(box), dx + left, dy + top + shift, right - left, bottom - top, advance)
             self._glyphs[ch] = g
         return g
+
+    def mixed(self, word: str) -> bool:
+        """Whether ``word`` holds a character drawn from the fallback font."""
+        if self.fallback is None or word.isascii():
+            return False
+        for ch in word:
+            self.glyph(ch)
+        return any(ch in self.from_fallback for ch in word)
 
     def kern(self, pair: str) -> int:
         """The pair's kerning as Pillow adds it to the pen (1/64 px units; 0 for most pairs)."""
@@ -66,8 +92,13 @@ class Glyphs:
         if k is None:
             if len(self._kern) > 200_000:  # bound memory on huge alphabets (CJK corpora)
                 self._kern.clear()
-            k = self._kern[pair] = (round(self.font.getlength(pair) * 64)
-                                    - self.glyph(pair[0])[5] - self.glyph(pair[1])[5])
+            a, b = self.glyph(pair[0])[5], self.glyph(pair[1])[5]
+            fa, fb = pair[0] in self.from_fallback, pair[1] in self.from_fallback
+            if fa != fb:  # no kerning across two fonts
+                k = self._kern[pair] = 0
+            else:
+                font = self.fallback if fa else self.font
+                k = self._kern[pair] = round(font.getlength(pair) * 64) - a - b  # type: ignore[union-attr]
         return k
 
     def _walk(self, word: str) -> tuple[list[tuple[Glyph, int]], int]:
@@ -98,8 +129,9 @@ class Glyphs:
             if g[0] is not None:
                 x = pixel(pen) + g[1]
                 placed.append((g[0], x, g[2], x + g[3], g[2] + g[4]))
+        mixed = self.mixed(word)
         if not placed:
-            return self._pillow(word)
+            return (Image.core.fill("L", (1, 1), 0), 0, 0) if mixed else self._pillow(word)
         x0 = min(p[1] for p in placed)
         y0 = min(p[2] for p in placed)
         canvas = Image.core.fill("L", (max(p[3] for p in placed) - x0, max(p[4] for p in placed) - y0), 0)
@@ -110,7 +142,7 @@ class Glyphs:
                 canvas.paste(ink, box)
             else:
                 below = canvas.crop(box)
-                if below.chop_darker(ink).getbbox() is not None:  # ink on ink: Pillow blends it
+                if not mixed and below.chop_darker(ink).getbbox() is not None:  # ink on ink: Pillow blends it
                     return self._pillow(word)
                 canvas.paste(below.chop_lighter(ink), box)
             right = max(right, r)

@@ -32,16 +32,20 @@ class Font:
 
     With ``emoji_font``, characters this font lacks but the emoji font has are measured as
     ``emoji_size`` squares (:mod:`vismem.memory.dialogue.emoji`); ``draw`` stamps them in colour.
+    With ``fallback`` (a font file, e.g. the style's CJK font), other characters this font lacks
+    but the fallback has are drawn from the fallback (:class:`Glyphs`); a missing file leaves
+    them as this font's box.
     """
 
-    def __init__(self, path: str, size: int, emoji_font: str | None = None, emoji_size: int = 0) -> None:
+    def __init__(self, path: str, size: int, emoji_font: str | None = None, emoji_size: int = 0,
+                 fallback: str | None = None) -> None:
         # BASIC layout: no dependence on the optional libraqm, same bytes on every machine.
         self.font = ImageFont.truetype(path, size, layout_engine=ImageFont.Layout.BASIC)
         self.path, self.size = path, size
         self.emoji_font, self.emoji_size = emoji_font, emoji_size
         self.space = self.font.getlength(" ")
         #: glyph and kerning caches: word advances and masks without rasterising each word
-        self.glyphs = Glyphs(self.font)
+        self.glyphs = Glyphs(self.font, *_fallback(path, size, fallback))
         self._widths: dict[str, float] = {}
         #: word -> its :data:`Stamp`; read directly by the drawing loop (one lookup per word).
         self.stamps: dict[str, Stamp] = {}
@@ -57,6 +61,9 @@ class Font:
     def width(self, word: str) -> float:
         w = self._widths.get(word)
         if w is None:
+            if word.isspace():  # an indent token (wrap_measured): with the space after it, len(word) spaces
+                w = self._widths[word] = self.space * (len(word) - 1)
+                return w
             parts = self.emoji_runs(word)
             if parts is None:
                 w = self.glyphs.length(word)
@@ -79,15 +86,30 @@ class Font:
         return s
 
 
+def _fallback(path: str, size: int, fallback: str | None) -> tuple[Any, Any]:
+    """The fallback font at ``size`` and the rule choosing it for a character (None, None without one)."""
+    from pathlib import Path
+
+    if not fallback or not Path(fallback).is_file():
+        return None, None
+    from vismem.memory.dialogue.emoji import codepoints
+
+    own, other = codepoints(path), codepoints(fallback)
+    fb = ImageFont.truetype(fallback, size, layout_engine=ImageFont.Layout.BASIC)
+    return fb, lambda ch: ord(ch) not in own and ord(ch) in other
+
+
 @lru_cache(maxsize=64)
-def get_font(path: str, size: int, emoji_font: str | None = None, emoji_size: int = 0) -> Font:
-    return Font(path, size, emoji_font, emoji_size)
+def get_font(path: str, size: int, emoji_font: str | None = None, emoji_size: int = 0,
+             fallback: str | None = None) -> Font:
+    return Font(path, size, emoji_font, emoji_size, fallback)
 
 
 def body_fonts(style: Style) -> tuple[Font, Font]:
-    """The message fonts (regular body, italic captions), both drawing emoji in colour."""
-    return (get_font(style.font_regular, style.body_size, style.font_emoji, style.emoji_size),
-            get_font(style.font_italic, style.body_size, style.font_emoji, style.emoji_size))
+    """The message fonts (regular body, italic captions), both drawing emoji in colour and
+    falling back to the style's CJK font."""
+    return (get_font(style.font_regular, style.body_size, style.font_emoji, style.emoji_size, style.font_cjk),
+            get_font(style.font_italic, style.body_size, style.font_emoji, style.emoji_size, style.font_cjk))
 
 
 Line = tuple[str, ...]  # the words of one wrapped line
@@ -97,7 +119,10 @@ def wrap_measured(text: str, font: Font, max_width: float) -> tuple[list[Line], 
     """Greedy word wrap, and the widest line's :func:`line_width` measured in the same pass.
 
     Paragraphs (newlines) are kept, runs of blank lines collapse to one, and a word wider than
-    a line is broken between characters."""
+    a line is broken between characters. A paragraph indented like code -- a leading tab or at
+    least two leading spaces (a tab counts four) -- keeps its indentation: its lines start with
+    an indent token of that many spaces (:meth:`Font.width`), wrapped lines too. A single
+    leading space (a typo in prose: LoCoMo has 81) is dropped as before."""
     lines: list[Line] = []
     widest = 0.0
     blank = False
@@ -117,26 +142,29 @@ def wrap_measured(text: str, font: Font, max_width: float) -> tuple[list[Line], 
                 blank = True
             continue
         blank = False
-        cur: list[str] = []
-        ws: list[float] = []
-        cur_w = 0.0
+        indent = _indent(para, font, max_width)
+        head = [indent] if indent else []  # what every line of this paragraph starts with
+        head_w = [font.width(indent)] if indent else []
+        lead = head_w[0] + space if indent else 0.0
+        cur, ws = list(head), list(head_w)
+        cur_w = sum(head_w, 0.0)
         for w in words:
             ww = known.get(w)
             if ww is None:
                 ww = font.width(w)
-            if ww > max_width:  # break an over-long token (URLs, code) into chunks
-                for chunk in _break_word(w, font, max_width):
+            if ww > max_width - lead:  # break an over-long token (URLs, code) into chunks
+                for chunk in _break_word(w, font, max_width - lead):
                     cw = font.width(chunk)
-                    if cur and cur_w + space + cw > max_width:
+                    if len(cur) > len(head) and cur_w + space + cw > max_width:
                         end(cur, ws)
-                        cur, ws, cur_w = [], [], 0.0
+                        cur, ws, cur_w = list(head), list(head_w), sum(head_w, 0.0)
                     cur_w = cur_w + space + cw if cur else cw
                     cur.append(chunk)
                     ws.append(cw)
                 continue
-            if cur and cur_w + space + ww > max_width:
+            if len(cur) > len(head) and cur_w + space + ww > max_width:
                 end(cur, ws)
-                cur, ws, cur_w = [w], [ww], ww
+                cur, ws, cur_w = [*head, w], [*head_w, ww], (lead + ww if indent else ww)
             else:
                 cur_w = cur_w + space + ww if cur else ww
                 cur.append(w)
@@ -146,6 +174,15 @@ def wrap_measured(text: str, font: Font, max_width: float) -> tuple[list[Line], 
     while lines and not lines[-1]:
         lines.pop()
     return lines or [()], widest
+
+
+def _indent(para: str, font: Font, max_width: float) -> str:
+    """The indent token of a code-like paragraph (tabs already expanded), or ``""``."""
+    n = len(para) - len(para.lstrip(" "))
+    if n < 2:
+        return ""
+    # never more than half a line, so the words after it still fit
+    return " " * max(1, min(n, int(max_width / 2 / font.space)))
 
 
 def _break_word(word: str, font: Font, max_width: float) -> list[str]:

@@ -6,7 +6,10 @@ session label and timestamp, each message's speaker name, its wrapped body text 
 LoCoMo-format unit text, which the shot never shows). Both texts are tokenised by
 :func:`words`: whitespace-split, Unicode-folded to ASCII, lowercased, every character that is
 not a letter or digit removed (``"What's"`` → ``whats``, ``1:56`` → ``156``), empty tokens
-dropped. The read rate is the share of source-word *occurrences* found in the OCR token
+dropped. Letters and digits of non-Latin scripts are kept (Korean and Cyrillic words stay
+words); Chinese characters and Japanese kana, written without spaces, are one token each, so
+a Chinese or Japanese shot is read character by character. Latin text tokenises exactly as the
+ASCII fold alone would (a Latin letter without an ASCII base, like ``ß``, is still dropped). The read rate is the share of source-word *occurrences* found in the OCR token
 multiset, each OCR token matching at most one source occurrence::
 
     read_rate = sum_w min(src[w], ocr[w]) / sum_w src[w]
@@ -37,17 +40,32 @@ from vismem.memory.dialogue.variants import Variant
 if TYPE_CHECKING:
     import polars as pl
 
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_NON_ALNUM = re.compile(r"[\x00-\x2f\x3a-\x60\x7b-\x7f]+")  # ASCII other than [a-z0-9]; kept script letters stay
 GOAL = 0.95  # the issue's target share of words read (analysis.memshot_sections.GOAL, the same)
+
+
+_SPACELESS = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH", "HIRAGANA", "KATAKANA")
+
+
+def _fold(ch: str) -> str:
+    """One character as the tokeniser sees it: its ASCII fold, or itself when it is a letter or
+    digit of a non-Latin script (padded with spaces when the script writes no spaces)."""
+    # NFKD splits accented letters into base + combining mark; dropping non-ASCII then keeps
+    # the base letter, so "café" and an OCR's "cafe" meet.
+    ascii_ = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()
+    if ascii_ or unicodedata.category(ch)[0] not in "LN":
+        return ascii_
+    name = unicodedata.name(ch, "")
+    if not name or name.startswith("LATIN"):
+        return ""
+    return f" {ch} " if name.startswith(_SPACELESS) else ch
 
 
 def words(text: str) -> list[str]:
     """Normalised tokens of ``text`` (see the module docstring), in order."""
-    # NFKD splits accented letters into base + combining mark; dropping non-ASCII then keeps
-    # the base letter, so "café" and an OCR's "cafe" meet.
-    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    folded = text if text.isascii() else "".join(c if c.isascii() else _fold(c) for c in text)
     out = []
-    for tok in folded.split():
+    for tok in folded.lower().split():
         tok = _NON_ALNUM.sub("", tok)
         if tok:
             out.append(tok)

@@ -9,10 +9,19 @@ frames out) so the scores of a run can be recomputed from its Parquet tables alo
   and averages, over gold parts, the best F1 against any predicted part; category 3 keeps the
   gold only up to its first ``;``; category 5 (adversarial) scores 1 when the prediction says the
   information is not available.
-* :func:`mem0_f1` is the set-overlap F1 of mem0's LoCoMo evaluation (``metrics/utils.py``), the
-  second F1 column that many memory papers report.
+* :func:`set_token_f1` is the MemShot paper's F1: the paper follows LightMem and A-MEM, whose F1
+  is A-MEM's set-based token F1 (``utils.calculate_metrics``: lowercase, ``.,!?`` to spaces,
+  whitespace tokens as a *set*, no stemming, no article removal), reused unchanged by mem0's
+  LoCoMo evaluation (``metrics/utils.py``) -- hence the answers' column name ``f1_mem0`` and the
+  alias :func:`mem0_f1`. The tables the official LoCoMo code prints use :func:`locomo_f1`
+  (multiset overlap of Porter stems, per-category rules); both are named
+  (:data:`F1_NAMES`), and they differ on repeated words, articles and inflections.
 * Judge replies are parsed defensively: a malformed reply yields ``label=None`` and a
-  ``judge_status`` that says why; it is counted as a judge failure, never raised.
+  ``judge_status`` that says why; it is a judge failure (retried by
+  :func:`vismem.memory.dialogue.answering.judge_answers`), never raised and never counted as a
+  wrong answer (:func:`accuracy_table` leaves it out; an unanswered question is wrong). A
+  thinking model's reasoning (``<think>...</think>``, or a reply cut off inside it) is no verdict
+  and is removed before parsing (:func:`strip_thinking`).
 """
 
 from __future__ import annotations
@@ -90,18 +99,34 @@ def locomo_f1(prediction: Any, gold: Any, category: int | str | None) -> float:
     return float(token_f1(pred, gold_s))
 
 
-def _mem0_tokens(text: Any) -> set[str]:
+#: The two F1 scores of an answer: the answers' column and what it is.
+F1_NAMES = {"f1": "official LoCoMo F1 (snap-research/locomo task_eval: stemmed multiset overlap, per category)",
+            "f1_mem0": "paper F1 (LightMem / A-MEM set-based token F1, as mem0 reuses it)"}
+
+
+def _set_tokens(text: Any) -> set[str]:
     t = str(text).lower()
     for ch in ".,!?":
         t = t.replace(ch, " ")
     return set(t.split())
 
 
+def set_token_f1(prediction: Any, gold: Any) -> float:
+    """The MemShot paper's F1 (LightMem / A-MEM): set overlap of lowercased whitespace tokens with
+    ``.,!?`` turned into spaces; an empty prediction or gold scores 0."""
+    return mem0_f1(prediction, gold)
+
+
+def official_locomo_f1(prediction: Any, gold: Any, category: int | str | None) -> float:
+    """The official LoCoMo F1 the benchmark's tables show (:func:`locomo_f1`)."""
+    return locomo_f1(prediction, gold, category)
+
+
 def mem0_f1(prediction: Any, gold: Any) -> float:
-    """mem0's LoCoMo F1: set overlap of lowercased whitespace tokens with ``.,!?`` removed."""
+    """mem0's LoCoMo F1, A-MEM's set-based token F1 (:func:`set_token_f1`, the paper's)."""
     if prediction is None or gold is None or not str(prediction).strip() or not str(gold).strip():
         return 0.0
-    pred, ref = _mem0_tokens(str(prediction).strip()), _mem0_tokens(str(gold).strip())
+    pred, ref = _set_tokens(str(prediction).strip()), _set_tokens(str(gold).strip())
     if not pred or not ref:
         return 0.0
     common = pred & ref
@@ -145,6 +170,27 @@ def judge_prompt(dataset: str, *, question: str, gold: Any, prediction: str,
 # -- judge replies ----------------------------------------------------------------------------
 
 JudgeStatus = Literal["ok", "malformed", "ambiguous", "empty"]
+#: Statuses of a reply that holds no verdict: a judge failure, asked again.
+JUDGE_FAILURES: tuple[str, ...] = ("malformed", "ambiguous", "empty")
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+def strip_thinking(reply: str | None) -> str:
+    """``reply`` without a thinking model's reasoning: closed ``<think>`` blocks go, text before a
+    lone ``</think>`` (the template opened the block) goes, and so does everything after an
+    unclosed ``<think>`` (the reply ran out of tokens while thinking)."""
+    text = reply or ""
+    if "think>" not in text.lower():
+        return text
+    text = _THINK.sub("", text)
+    low = text.lower()
+    if "</think>" in low:
+        text = text[low.rindex("</think>") + len("</think>"):]
+        low = text.lower()
+    if "<think>" in low:
+        text = text[:low.index("<think>")]
+    return text
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _OBJ = re.compile(r"\{[^{}]*\}", re.DOTALL)
@@ -159,7 +205,7 @@ def parse_locomo_judge(reply: str | None) -> tuple[bool | None, JudgeStatus, str
     naming exactly one of the two labels as a word is accepted (judges often answer
     ``"... so the answer is CORRECT"``); both or neither → ``ambiguous``/``malformed``.
     """
-    text = (reply or "").strip()
+    text = strip_thinking(reply).strip()
     if not text:
         return None, "empty", ""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [m.group(0) for m in _OBJ.finditer(text)]
@@ -196,7 +242,7 @@ def parse_yes_no_judge(reply: str | None) -> tuple[bool | None, JudgeStatus, str
     The official script takes ``'yes' in reply.lower()``; we require the word ``yes`` or ``no``
     and call a reply holding both (or neither) a judge failure rather than guess.
     """
-    text = (reply or "").strip()
+    text = strip_thinking(reply).strip()
     if not text:
         return None, "empty", ""
     has_y, has_n = bool(_YES.search(text)), bool(_NO.search(text))
@@ -215,13 +261,19 @@ def parse_yes_no_judge(reply: str | None) -> tuple[bool | None, JudgeStatus, str
 def parse_yes_official(reply: str | None) -> tuple[bool | None, JudgeStatus, str]:
     """LongMemEval's official reading of a judge reply: ``'yes' in reply.lower()``.
 
-    Substring, as the official script: "Yes.", "yes, because ..." and also "eyes" are a yes;
-    everything else is a no. Only an empty reply is a judge failure (``empty``).
+    Substring, as the official script: "Yes.", "yes, because ..." and also "eyes" are a yes. A
+    reply without "yes" is a no when it says the word no; one saying neither ("I think so", a
+    reply cut off mid-sentence) or nothing (``empty``, e.g. all thinking) has no verdict: a
+    judge failure (``malformed``), where the official script would have scored it wrong.
     """
-    text = (reply or "").strip()
+    text = strip_thinking(reply).strip()
     if not text:
         return None, "empty", ""
-    return "yes" in text.lower(), "ok", text[:200]
+    if "yes" in text.lower():
+        return True, "ok", text[:200]
+    if _NO.search(text):
+        return False, "ok", text[:200]
+    return None, "malformed", text[:200]
 
 
 def parse_judge(dataset: str, reply: str | None) -> tuple[bool | None, JudgeStatus, str]:
@@ -252,13 +304,19 @@ def score_answers(answers: pl.DataFrame, dataset: str) -> pl.DataFrame:
 def accuracy_table(scored: pl.DataFrame, by: tuple[str, ...] = ("variant", "k")) -> pl.DataFrame:
     """Accuracy and F1 per ``by`` + category, plus an ``overall`` row per ``by`` group.
 
-    ``accuracy`` counts every question: unanswered and unjudged ones (``correct`` null) are
-    wrong, so failures cannot inflate it; ``coverage`` is the share that got a verdict and
-    ``judge_failures`` the count that did not. ``accuracy`` is null only when nothing in the
-    group was judged (no judge). ``accuracy_judged`` is the mean over verdicts alone, for
-    diagnosis. Needs ``category`` (cast to string), ``correct`` (bool or null), ``f1``, ``f1_mem0``.
+    ``accuracy`` counts an unanswered question (``prediction`` null) as wrong, so answer
+    failures cannot inflate it, and leaves a judge failure (an answer without a verdict:
+    ``correct`` null) out -- an empty or unparseable verdict says nothing about the answer.
+    ``coverage`` is the share that got a verdict and ``judge_failures`` the count that did not
+    (unanswered ones included). ``accuracy`` is null only when nothing in the group was judged
+    (no judge). ``accuracy_judged`` is the mean over verdicts alone. Needs ``category`` (cast
+    to string), ``correct`` (bool or null), ``f1``, ``f1_mem0``; without a ``prediction``
+    column every null verdict counts as unanswered.
     """
-    df = scored.with_columns(pl.col("category").cast(pl.Utf8))
+    unanswered = pl.col("prediction").is_null() if "prediction" in scored.columns else pl.lit(True)
+    df = scored.with_columns(pl.col("category").cast(pl.Utf8),
+                             pl.when(pl.col("correct").is_null() & unanswered).then(False)
+                             .otherwise(pl.col("correct")).alias("_outcome"))
 
     def agg(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         return frame.group_by(keys, maintain_order=True).agg(
@@ -266,7 +324,7 @@ def accuracy_table(scored: pl.DataFrame, by: tuple[str, ...] = ("variant", "k"))
             pl.col("correct").is_null().sum().alias("judge_failures"),
             # null (not NaN, not 0) when nothing in the group was judged
             pl.when(pl.col("correct").is_not_null().sum() > 0)
-            .then(pl.col("correct").fill_null(False).cast(pl.Float64).mean()).alias("accuracy"),
+            .then(pl.col("_outcome").cast(pl.Float64).mean()).alias("accuracy"),
             (pl.col("correct").is_not_null().sum() / pl.len()).alias("coverage"),
             pl.when(pl.col("correct").is_not_null().sum() > 0)
             .then(pl.col("correct").fill_null(False).cast(pl.Float64).sum()

@@ -20,6 +20,8 @@ from pydantic import Field, model_validator
 from vismem.core.config import Frozen
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu"
+#: Chinese, Japanese and Korean in one small font (Debian fonts-wqy-microhei, 1.6 MB; Noto CJK is 56 MB).
+WQY_MICROHEI = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
 
 
 class Style(Frozen):
@@ -32,6 +34,9 @@ class Style(Frozen):
     font_emoji: str = Field("/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf",
                             description="Colour emoji font for characters the body font lacks (Debian fonts-noto-color-emoji); "
                             "a missing file leaves them as the body font's box.")
+    font_cjk: str = Field(WQY_MICROHEI, description="Fallback font for characters the text fonts lack "
+                          "(Chinese, Japanese, Korean; Debian fonts-wqy-microhei); a missing file leaves them as "
+                          "the text font's box.")
     emoji_size: int = Field(17, ge=6, description="Side of an emoji's square in px (body lines are body_line tall).")
     body_size: int = Field(15, ge=8, description="Body text size in px.")
     body_line: int = Field(20, ge=8, description="Body line height in px.")
@@ -71,14 +76,14 @@ class Style(Frozen):
     def digest(self) -> str:
         """Short hash of every field plus the font files' bytes (recorded with each shot)."""
         h = hashlib.sha256(json.dumps(self.model_dump(), sort_keys=True).encode())
-        for p in (self.font_regular, self.font_bold, self.font_italic, self.font_emoji):
+        for p in (self.font_regular, self.font_bold, self.font_italic, self.font_emoji, self.font_cjk):
             try:
                 with open(p, "rb") as fh:
                     h.update(hashlib.sha256(fh.read()).digest())
-            except FileNotFoundError:  # only the optional emoji font may be absent
-                if p != self.font_emoji:
+            except FileNotFoundError:  # only the optional emoji and CJK fonts may be absent
+                if p not in (self.font_emoji, self.font_cjk):
                     raise
-                h.update(b"no-emoji-font")
+                h.update(b"no-emoji-font" if p == self.font_emoji else b"no-cjk-font")
         return h.hexdigest()[:16]
 
     @property

@@ -12,7 +12,8 @@ Optional members, read with ``getattr`` so a dataset without them keeps working:
 (the stricter reply parser behind ``memshot.judge_parse: strict``) and
 ``postprocess_answer(question, prediction)`` (e.g. LoCoMo's multiple-choice letters → option) and
 ``prepare_questions(questions, options) -> (questions, excluded categories)`` (how the run's
-MemShot options ask its questions: LoCoMo's multiple-choice category 5).
+MemShot options ask its questions: LoCoMo's multiple-choice category 5);
+``stream(path, limit=...)`` (conversations one at a time, for files too large to hold whole).
 """
 
 from __future__ import annotations

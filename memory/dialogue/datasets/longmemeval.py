@@ -40,9 +40,17 @@ class LongMemEval:
         return LONGMEMEVAL_COLUMNS
 
     def load(self, path: str | Path, *, limit: int | None = None) -> list[Any]:
+        """All conversations (a list with ``duplicate_sessions``: identical repeated sessions kept once)."""
         from vismem.env.dialogue.longmemeval import load_longmemeval
 
         return load_longmemeval(path, limit=limit)
+
+    def stream(self, path: str | Path, *, limit: int | None = None) -> Any:
+        """The conversations of ``path`` one at a time (a ``LongMemEvalReader``: iterate it, then
+        read its ``duplicates``); for LongMemEval_M (~2.7 GB), whose records never all fit in memory."""
+        from vismem.env.dialogue.longmemeval import LongMemEvalReader
+
+        return LongMemEvalReader(path, limit=limit)
 
     def answer_prompt(self, question: dict[str, Any], context: Sequence[str], *, mode: str) -> str:
         from vismem.memory.dialogue.scoring import fill, load_prompt

@@ -101,3 +101,107 @@ def test_malformed(tmp_path, mutate, field):
 def test_missing_file_names_it(tmp_path):
     with pytest.raises(DataError, match="longmemeval_m.json: LongMemEval file not found"):
         load_longmemeval(tmp_path / "longmemeval_m.json")
+
+
+# -- the real files' quirks (synthetic files in the upstream schema) ---------------------------------
+
+def test_identical_repeated_session_is_kept_once(tmp_path):
+    from vismem.env.dialogue.longmemeval import LongMemEvalConversations
+
+    recs = lme_records()
+    r = recs[0]  # upstream #54: the same session again under a later date
+    r["haystack_session_ids"].append("answer_280352e9")
+    r["haystack_dates"].append("2023/05/28 (Sun) 11:00")
+    r["haystack_sessions"].append(json.loads(json.dumps(r["haystack_sessions"][1])))
+    p = tmp_path / "longmemeval_s_cleaned.json"
+    p.write_text(json.dumps(recs))
+    convs = load_longmemeval(p)
+    assert isinstance(convs, LongMemEvalConversations)
+    assert convs.duplicate_sessions == 1 and convs.duplicates == (("e47becba", "answer_280352e9"),)
+    c = convs[0]
+    assert [s.session_id for s in c.sessions] == ["sharegpt_yywfAQ8_0", "answer_280352e9"]
+    assert [s.index for s in c.sessions] == [1, 2] and c.sessions[1].date.day == 25  # the first one kept
+    assert c.questions[0].evidence == ("answer_280352e9:1",)  # not counted twice
+
+
+def test_conflicting_repeated_session_is_a_named_error(tmp_path):
+    from vismem.env.dialogue.longmemeval import DuplicateSessionError
+
+    recs = lme_records()
+    r = recs[0]
+    r["haystack_session_ids"].append("sharegpt_yywfAQ8_0")
+    r["haystack_dates"].append("2023/05/28 (Sun) 11:00")
+    r["haystack_sessions"].append([{"role": "user", "content": "Something else entirely."}])
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(recs))
+    with pytest.raises(DuplicateSessionError, match=r"record #0 \(e47becba\).*'sharegpt_yywfAQ8_0' \(at position 2\) "
+                       "with different turns") as err:
+        load_longmemeval(p)
+    assert isinstance(err.value, DataError)
+
+
+@pytest.mark.parametrize("name, per_question", [
+    ("longmemeval_s_cleaned.json", 8), ("longmemeval_m_cleaned.json", 14), ("longmemeval_oracle.json", 0)])
+def test_the_three_upstream_files_load(tmp_path, name, per_question):
+    from vismem.env.dialogue.lme_synth import CODE, NON_LATIN, write_synthetic_longmemeval
+    from vismem.memory.dialogue.datasets import get_dataset
+
+    stats = write_synthetic_longmemeval(tmp_path / name, seed=3, n_questions=12,
+                                        sessions_per_question=per_question, pool_size=30)
+    convs = get_dataset("longmemeval").load(tmp_path / name)
+    assert len(convs) == stats.records == 12
+    assert convs.duplicate_sessions == stats.duplicate_sessions == (3 if per_question else 0)
+    assert sum(c.questions[0].abstention for c in convs) == stats.abstention == 2
+    assert {c.questions[0].category for c in convs} == set(LONGMEMEVAL_COLUMNS)
+    for c in convs:
+        q = c.questions[0]
+        assert len({s.session_id for s in c.sessions}) == len(c.sessions)
+        assert q.evidence and q.evidence_sessions and not q.evidence_unparsed
+        assert {d.rsplit(":", 1)[0] for d in q.evidence} == set(q.evidence_sessions)
+        if q.category in ("multi-session", "knowledge-update", "temporal-reasoning"):
+            assert len(q.evidence_sessions) >= 2
+        roles = {c.dia_index()[d]: t.role for s in c.sessions for t in s.turns for d in [t.dia_id] if t.has_answer}
+        assert set(roles.values()) == ({"assistant"} if q.category == "single-session-assistant" else {"user"})
+    texts = [t.text for c in convs for s in c.sessions for t in s.turns]
+    if per_question:
+        assert set(NON_LATIN) <= set(texts) and CODE in texts  # escapes decoded, indentation intact
+
+
+def test_stream_one_record_at_a_time(tmp_path):
+    from vismem.env.dialogue.longmemeval import LongMemEvalReader
+
+    p = tmp_path / "lme.json"
+    p.write_text(json.dumps(lme_records())[:-1] + ", {broken")  # malformed after record 2
+    reader = LongMemEvalReader(p, limit=2)
+    assert [c.conversation_id for c in reader] == ["e47becba", "gpt4_93159ced_abs"]  # never reads on
+    with pytest.raises(DataError, match="not valid JSON in array element #2"):
+        list(LongMemEvalReader(p))
+
+
+def test_a_pool_session_is_shared_across_loaded_records(tmp_path):
+    from vismem.env.dialogue.lme_synth import write_synthetic_longmemeval
+
+    write_synthetic_longmemeval(tmp_path / "m.json", seed=1, n_questions=6, sessions_per_question=10, pool_size=10)
+    convs = load_longmemeval(tmp_path / "m.json")
+    by_id: dict[str, list] = {}
+    for c in convs:
+        for s in c.sessions:
+            by_id.setdefault(s.session_id, []).append(s.turns)
+    reused = [ts for ts in by_id.values() if len(ts) > 1]
+    assert reused and all(t is ts[0] for ts in reused for t in ts)  # one copy of the turns in memory
+
+
+def test_empty_file_is_refused(tmp_path):
+    p = tmp_path / "empty.json"
+    p.write_text("[]")
+    with pytest.raises(DataError, match="holds no question records"):
+        load_longmemeval(p)
+
+
+def test_dataset_streams(tmp_path):
+    from vismem.env.dialogue.lme_synth import write_synthetic_longmemeval
+    from vismem.memory.dialogue.datasets import get_dataset
+
+    stats = write_synthetic_longmemeval(tmp_path / "m.json", seed=2, n_questions=5)
+    reader = get_dataset("longmemeval").stream(tmp_path / "m.json")
+    assert sum(1 for _ in reader) == 5 and len(reader.duplicates) == stats.duplicate_sessions == 2

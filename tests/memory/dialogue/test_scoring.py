@@ -40,6 +40,27 @@ def test_locomo_f1_categories():
     assert S.locomo_f1(None, "x", 4) == 0.0
 
 
+def test_paper_and_official_f1_are_named_and_differ_by_hand():
+    assert set(S.F1_NAMES) == {"f1", "f1_mem0"} and "paper" in S.F1_NAMES["f1_mem0"]
+    # sets {the, cat, sat, on, mat} vs {cat, on, mat}: p=3/5 r=1 -> 0.75; official drops "the": p=3/4 -> 6/7
+    assert S.set_token_f1("the cat sat on the mat", "cat on mat") == pytest.approx(0.75)
+    assert S.official_locomo_f1("the cat sat on the mat", "cat on mat", 4) == pytest.approx(6 / 7)
+    # repeated words: sets ignore them (1.0); the official multiset counts them (p=1/2 -> 2/3)
+    assert S.set_token_f1("yes yes", "yes") == 1.0
+    assert S.official_locomo_f1("yes yes", "yes", 4) == pytest.approx(2 / 3)
+    # inflections: the official F1 stems ("running" ~ "run"), the paper's does not
+    assert S.official_locomo_f1("running", "run", 4) == 1.0 and S.set_token_f1("running", "run") == 0.0
+    assert S.set_token_f1("Paris!", "paris") == 1.0 and S.set_token_f1("", "x") == 0.0
+
+
+def test_strip_thinking():
+    assert S.strip_thinking("<think>a\nb</think>\n{\"label\": \"CORRECT\"}").strip() == '{"label": "CORRECT"}'
+    assert S.strip_thinking("<think>never closed CORRECT") == ""
+    assert S.strip_thinking("reasoning WRONG</think> CORRECT").strip() == "CORRECT"
+    assert S.strip_thinking("plain") == "plain" and S.strip_thinking(None) == ""
+    assert S.parse_locomo_judge("<think>CORRECT or WRONG?</think> WRONG")[:2] == (False, "ok")
+
+
 def test_mem0_f1_set_overlap_without_stemming():
     # sets {painting, sunrise} vs {sunrise} -> p=1/2 r=1 -> 2/3; no stemming, no article removal
     assert S.mem0_f1("Painting sunrise.", "sunrise") == pytest.approx(2 / 3)
@@ -108,11 +129,15 @@ def test_score_answers_and_accuracy_table():
     table = S.accuracy_table(scored)
     overall = table.filter(pl.col("category") == "overall").row(0, named=True)
     assert overall["n"] == 4 and overall["judge_failures"] == 1
-    # every question is in the denominator: the unjudged one counts as wrong (2 of 4, not 2 of 3)
-    assert overall["accuracy"] == pytest.approx(0.5) and overall["coverage"] == pytest.approx(0.75)
+    # the answered but unjudged one is a judge failure: left out, not wrong (2 of 3)
+    assert overall["accuracy"] == pytest.approx(2 / 3) and overall["coverage"] == pytest.approx(0.75)
     assert overall["accuracy_judged"] == pytest.approx(2 / 3)
     cat2 = table.filter(pl.col("category") == "2").row(0, named=True)
-    assert cat2["n"] == 2 and cat2["accuracy"] == pytest.approx(0.5) and cat2["f1"] == pytest.approx(0.5)
+    assert cat2["n"] == 2 and cat2["accuracy"] == pytest.approx(1.0) and cat2["f1"] == pytest.approx(0.5)
+    # an unanswered question (no prediction) is wrong: in the denominator
+    unanswered = S.accuracy_table(scored.with_columns(pl.when(pl.col("correct").is_null()).then(None)
+                                                      .otherwise(pl.col("prediction")).alias("prediction")))
+    assert unanswered.filter(pl.col("category") == "overall")["accuracy"][0] == pytest.approx(0.5)
 
 
 def test_accuracy_is_null_when_nothing_was_judged():
@@ -124,11 +149,13 @@ def test_accuracy_is_null_when_nothing_was_judged():
 
 
 @pytest.mark.parametrize("reply,label,status", [
-    ("yes", True, "ok"), ("No.", False, "ok"), ("maybe yes maybe no", True, "ok"), ("I think so", False, "ok"),
-    ("eyes", True, "ok"), ("", None, "empty"),
+    ("yes", True, "ok"), ("No.", False, "ok"), ("maybe yes maybe no", True, "ok"), ("I think so", None, "malformed"),
+    ("eyes", True, "ok"), ("", None, "empty"), ("<think>the answer is yes", None, "empty"),
+    ("<think>is it yes?</think>\nNo", False, "ok"), ("checking...</think> Yes", True, "ok"),
 ])
 def test_parse_yes_official_is_the_substring_rule(reply, label, status):
-    """LongMemEval's evaluate_qa.py: label = 'yes' in reply.lower() (the default parse)."""
+    """LongMemEval's evaluate_qa.py: label = 'yes' in reply.lower() (the default parse); a reply
+    with neither yes nor no, or only thinking, is a judge failure rather than a no."""
     assert S.parse_yes_official(reply)[:2] == (label, status)
     from vismem.memory.dialogue.datasets import get_dataset
 
