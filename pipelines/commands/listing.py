@@ -79,8 +79,8 @@ KINDS: dict[str, tuple[str, Callable[[], Rows]]] = {
     "image-sources": ("catalogue image sources (catalog.image_source)",
                       _registry("vismem.env.storefront.imagesource", "IMAGE_SOURCES")),
     "captioners": ("captioners (memory.components.captioner)", _registry("vismem.memory.agent.captioner", "CAPTIONERS")),
-    "vlms": ("VLM back-end families ({name, args} specs)", _registry("vismem.serve.vlm", "VLMS")),
-    "embedders": ("embedder families ({name, args} specs)", _registry("vismem.serve.embed", "EMBEDDERS")),
+    "vlms": ("VLM back-end families ({name, args} specs)", _registry("vismem.serve.registry", "VLMS")),
+    "embedders": ("embedder families ({name, args} specs)", _registry("vismem.serve.registry", "EMBEDDERS")),
     "stages": ("stages of a run, in order", _stages),
 }
 

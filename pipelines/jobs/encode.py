@@ -30,7 +30,7 @@ TRANSPORT_ARGS = frozenset({"base_url", "api_key_env", "timeout_s", "connect_tim
 def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") -> dict[str, Any]:
     """A buildable ``{name, args}`` spec (a model variant such as ``qwen2.5-vl-7b`` expanded,
     env-expanded here on the driver). The scripted shopper's seed defaults to the run seed."""
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     spec = VLMS.check(spec, field=field)  # args checked against the backend, nothing built
     if spec["name"] == "scripted-shopper":
@@ -40,7 +40,7 @@ def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") ->
 
 def is_stand_in(spec: dict[str, Any]) -> bool:
     """Whether a resolved backend spec builds a stand-in (as its factory declared)."""
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     return VLMS.is_stand_in(spec)
 
@@ -133,7 +133,7 @@ class EncodeWorker:
 
     def vlm(self, i: int) -> Any:
         if i not in self._vlms:
-            from vismem.serve.vlm import build_vlm
+            from vismem.serve.build import build_vlm
 
             vlm = build_vlm(self.backends[i])
             if getattr(vlm, "stand_in", False) and not getattr(vlm, "display_name", None):

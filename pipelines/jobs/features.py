@@ -24,7 +24,7 @@ def build_model(fs: Any) -> Any:
         from vismem.memory.agent.captioner import build_captioner
 
         return build_captioner(fs.spec)
-    from vismem.serve.embed import build_embedder
+    from vismem.serve.build import build_embedder
 
     return build_embedder(fs.spec)
 

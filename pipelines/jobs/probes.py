@@ -127,7 +127,7 @@ class ProbeWorker:
 
     def vlm(self, backend: int) -> Any:
         if backend not in self._vlms:
-            from vismem.serve.vlm import build_vlm
+            from vismem.serve.build import build_vlm
 
             self._vlms[backend] = build_vlm(self.recallers[backend])
         return self._vlms[backend]

@@ -78,8 +78,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def check(config: Any) -> None:
     """Every component spec resolves and the dataset file exists (ConfigError naming the field)."""
-    from vismem.serve.embed import EMBEDDERS
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import EMBEDDERS, VLMS
 
     cfg = config.memshot
     if not cfg.enabled:
@@ -210,7 +209,7 @@ def _embedder_groups(units: Any, cfg: Any):
     """``(role, spec, units)`` per embedder: text units → text_embedder, image units → image_embedder."""
     import polars as pl
 
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     # A pixel reader's shots arrive as "ocr" rows (their text read from pixels): still image units.
     for role, modality, spec in (("text_embedder", ("text",), cfg.text_embedder),
@@ -249,7 +248,7 @@ def _retrieve(ctx: Any, role: str, spec: dict[str, Any], units: Any, questions: 
                                          batch_size=cfg.embed_batch_size, actors=cfg.embed_actors,
                                          num_gpus=cfg.embed_gpus)
         else:
-            from vismem.serve.embed import build_embedder
+            from vismem.serve.build import build_embedder
 
             vecs, secs = embed_items(todo, build_embedder(spec), read_image=ctx.store.get_bytes,
                                      batch_size=cfg.embed_batch_size)
@@ -286,7 +285,7 @@ def embedder_label(spec: dict[str, Any]) -> str:
     Stand-ins (tiny randomly initialised models, OCR or pocket encoders; declared by their
     factories) are marked, so no one mistakes their recall for a real model's.
     """
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     args = spec.get("args") or {}
     name = spec["name"] + (f":{args['label']}" if args.get("label") else "")
@@ -319,7 +318,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
 
     from vismem.memory.dialogue.answering import answer_tasks, generate_answers, judge_answers
     from vismem.memory.dialogue.scoring import accuracy_table, score_answers
-    from vismem.serve.vlm import build_vlm
+    from vismem.serve.build import build_vlm
 
     cfg = ctx.config.memshot
     dataset = _dataset(cfg)
@@ -328,7 +327,7 @@ def _answer_and_score(ctx: Any, ranked: Any, units: Any, questions: Any, recall:
         keep = (questions.group_by("conversation_id", maintain_order=True)
                 .head(cfg.max_questions).select("conversation_id", "question_id"))
         tasks = tasks.join(keep, on=["conversation_id", "question_id"], how="semi")
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     vlm_spec = VLMS.resolve(cfg.vlm, field="memshot.vlm")
     vlm = build_vlm(vlm_spec)

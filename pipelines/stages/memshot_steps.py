@@ -49,8 +49,8 @@ def pixel_text(ctx: Any, units: Any, conversations: list[Any]) -> tuple[Any, dic
 
     from vismem.memory.dialogue.readrate import unit_readings
     from vismem.pipelines.jobs.ocr import read_shots
-    from vismem.serve.embed import EMBEDDERS
     from vismem.serve.embedders.ocr import is_pixel_reader
+    from vismem.serve.registry import EMBEDDERS
 
     cfg = ctx.config.memshot
     images = units.filter(pl.col("modality") == "image")
@@ -88,7 +88,7 @@ def extra_recall(ctx: Any, units: Any, questions: Any) -> Any:
     import polars as pl
 
     from vismem.memory.dialogue.retrieval import evidence_recall
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     cfg = ctx.config.memshot
     parts = []
@@ -136,7 +136,7 @@ def memories(ctx: Any, conversations: list[Any], questions: Any) -> dict[str, An
     when the unit ran."""
     import polars as pl
 
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     cfg = ctx.config.memshot
     specs = list(cfg.memories)

@@ -34,8 +34,9 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from vismem.serve.embed import EMBEDDERS, l2_normalise
-from vismem.serve.embedders import ocr_pixels as px
+import vismem.serve.embedders.ocr_pixels as px
+from vismem.serve.embed import l2_normalise
+from vismem.serve.registry import EMBEDDERS
 
 STANDS_IN_FOR = "qwen3-vl-embedding"
 #: Registered embedders that read shots as text first (``read_images`` + ``embed_ocr_texts`` +

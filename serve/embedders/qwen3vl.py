@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import l2_normalise
+from vismem.serve.registry import EMBEDDERS
 
 QUERY_INSTRUCTION = "Retrieve images or text relevant to the user's query."
 DOCUMENT_INSTRUCTION = "Represent the user's input."

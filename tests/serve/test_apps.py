@@ -6,19 +6,22 @@ import pytest
 
 from vismem.core.ports import free_ports
 from vismem.serve.apps import OpenAIModelServer, model_app
-from vismem.serve.deploy import deployable, llm_config
-from vismem.serve.vlm import Message, VLMError, build_vlm
+from vismem.serve.build import build_vlm
+from vismem.serve.deploy import llm_config
+from vismem.serve.hosting import deployable
+from vismem.serve.registry import registered
+from vismem.serve.vlm import Message, VLMError
 
 
 def test_llm_config_from_model_spec():
-    cfg = llm_config(deployable("qwen2.5-vl-7b", env={}))
+    cfg = llm_config(deployable("qwen2.5-vl-7b", registered(), env={}))
     assert cfg["model_loading_config"] == {"model_id": "Qwen/Qwen2.5-VL-7B-Instruct",
                                            "model_source": "Qwen/Qwen2.5-VL-7B-Instruct"}
     assert cfg["engine_kwargs"]["limit_mm_per_prompt"] == {"image": 8}
     assert cfg["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 4,
                                                               "target_ongoing_requests": 32.0}
     assert cfg["accelerator_type"] == "H100"
-    assert deployable("minilm").settings.engine == "vismem"
+    assert deployable("minilm", registered()).settings.engine == "vismem"
 
 
 def test_llm_config_is_a_valid_ray_llm_config():
@@ -26,7 +29,7 @@ def test_llm_config_is_a_valid_ray_llm_config():
     from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 
     for model in ("qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3-vl-32b"):
-        conf = LLMConfig(**llm_config(deployable(model, env={})))
+        conf = LLMConfig(**llm_config(deployable(model, registered(), env={})))
         assert conf.accelerator_type == "H100" and conf.deployment_config["autoscaling_config"]["max_replicas"] >= 1
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from vismem.serve.embed import Embedder, build_embedder
+from vismem.serve.build import build_embedder
+from vismem.serve.embed import Embedder
 from vismem.serve.embedders.qwen3vl import (DOCUMENT_INSTRUCTION, QUERY_INSTRUCTION, embedding_conversation,
                                      last_token_pool)
 from tests.serve.conftest import png
