@@ -23,6 +23,7 @@ from vismem.serve.deploy import DEPLOYMENT_NAME, llm_config, serve_config
 from vismem.serve.hosting import deployable
 from vismem.serve.openai_server import chat_completions, embeddings, models_list
 from vismem.serve.registry import registered
+from vismem.serve.versions import stack_versions
 
 
 class OpenAIModelServer:
@@ -30,8 +31,8 @@ class OpenAIModelServer:
 
     Dispatches on the request path, so it serves under any route prefix. Model calls run in a
     worker thread so one replica overlaps requests (the backends are thread-safe).
-    ``/v1/models`` also says what is hosted (``vismem: {kind, stand_in, dim}``), so a run that
-    names the deployment learns whether it reaches a stand-in.
+    ``/v1/models`` also says what is hosted (``vismem: {kind, stand_in, dim, versions}``), so a
+    run that names the deployment learns whether it reaches a stand-in, and on what stack.
     """
 
     def __init__(self, vlm_spec: dict[str, Any] | None = None, embedder_spec: dict[str, Any] | None = None,
@@ -50,6 +51,7 @@ class OpenAIModelServer:
                 self.meta["dim"] = int(self.embedder.dim)
             except Exception:  # noqa: BLE001 - a lazily probed dim is optional metadata
                 pass
+        self.meta["versions"] = stack_versions()  # this replica's vLLM / torch / CUDA, for manifests
 
     def models(self) -> dict[str, Any]:
         """The ``/v1/models`` body: the one served id, with what it is."""

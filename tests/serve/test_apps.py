@@ -10,6 +10,7 @@ from vismem.serve.build import build_vlm
 from vismem.serve.deploy import llm_config
 from vismem.serve.hosting import deployable
 from vismem.serve.registry import registered
+from vismem.serve.versions import serving_versions, stack_versions
 from vismem.serve.vlm import Message, VLMError
 
 
@@ -41,9 +42,13 @@ def test_model_app_builder_rejects_unknown_args():
 def test_models_route_says_what_is_hosted():
     server = OpenAIModelServer(embedder_spec={"name": "minilm", "args": {}}, model_id="minilm")
     entry = server.models()["data"][0]
+    versions = entry["vismem"].pop("versions")
     assert entry["id"] == "minilm" and entry["vismem"] == {"kind": "embedder", "stand_in": False, "dim": 384}
+    assert versions == stack_versions() and versions["torch"] and "vllm" in versions and "cuda" in versions
+    assert serving_versions(server.models()) == {"minilm": versions}
     shopper = OpenAIModelServer({"name": "scripted-shopper", "args": {}}, model_id="s")
-    assert shopper.models()["data"][0]["vismem"] == {"kind": "vlm", "stand_in": True}
+    assert {k: v for k, v in shopper.models()["data"][0]["vismem"].items() if k != "versions"} == {
+        "kind": "vlm", "stand_in": True}
 
 
 def test_build_llm_app_needs_vllm_locally():
@@ -115,3 +120,12 @@ def test_ray_serve_hosts_scripted_vlm_for_openai_client(ray_local):
         assert ei.value.reason == "http_404"
     finally:
         serve.shutdown()
+
+
+def test_stack_and_serving_versions_are_pure_over_their_lookups():
+    fake = {"vllm": "0.29.0", "torch": "2.13.0"}
+    got = stack_versions(version_of=fake.get, cuda=lambda: "12.9")
+    assert got == {"vllm": "0.29.0", "torch": "2.13.0", "transformers": None, "ray": None, "cuda": "12.9"}
+    body = {"data": [{"id": "a", "vismem": {"versions": got}}, {"id": "Qwen/Qwen3-VL-8B-Instruct"}, "junk"]}
+    assert serving_versions(body) == {"a": got, "Qwen/Qwen3-VL-8B-Instruct": None}
+    assert serving_versions(None) == {} and serving_versions({"data": 3}) == {}
