@@ -25,7 +25,7 @@ from typing import Any
 
 #: What the extract covers: qualified name -> (module of its definition, class, kind).
 #: ``init`` reads ``__init__``'s parameters (with the methods of the class and its vLLM bases);
-#: ``fields`` reads a dataclass / msgspec struct's annotated fields (its constructor keywords).
+#: ``fields`` reads a dataclass / msgspec struct / TypedDict's annotated fields (its keywords or keys).
 TARGETS: dict[str, tuple[str, str, str]] = {
     "vllm.LLM": ("vllm.entrypoints.llm", "LLM", "init"),
     "vllm.SamplingParams": ("vllm.sampling_params", "SamplingParams", "fields"),
@@ -33,9 +33,10 @@ TARGETS: dict[str, tuple[str, str, str]] = {
     "vllm.config.PoolerConfig": ("vllm.config.pooler", "PoolerConfig", "fields"),
     "vllm.EngineArgs": ("vllm.engine.arg_utils", "EngineArgs", "fields"),
     "vllm.AsyncEngineArgs": ("vllm.engine.arg_utils", "AsyncEngineArgs", "fields"),
+    "vllm.inputs.TextPrompt": ("vllm.inputs.llm", "TextPrompt", "fields"),
 }
 #: Packages whose exported names are recorded (``from vllm import LLM`` must keep working).
-EXPORTS = ("vllm", "vllm.config")
+EXPORTS = ("vllm", "vllm.config", "vllm.inputs")
 
 
 class Wheel:

@@ -69,6 +69,36 @@ def _check_call(call: ast.Call, qual: str, scope: ast.AST, where: str) -> list[s
     return bad
 
 
+def _prompt_keys(scope: ast.AST) -> list[tuple[int, set[str]]]:
+    """Keys of the prompt dicts a scope builds: dict literals with a ``"prompt"`` key, the dict
+    literals spread into them (``**({...} if x else {})``), and ``name[k] =`` on a name bound to
+    one (``prompt = {"prompt": ...}; prompt["multi_modal_data"] = ...``)."""
+    def literal_keys(d: ast.AST) -> set[str]:
+        if isinstance(d, ast.IfExp):  # ``**({...} if x else {})``: either branch
+            return literal_keys(d.body) | literal_keys(d.orelse)
+        if not isinstance(d, ast.Dict):
+            return set()
+        keys = {k.value for k in d.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        return keys | {kk for k, v in zip(d.keys, d.values) if k is None for kk in literal_keys(v)}
+
+    found: list[tuple[int, set[str]]] = []
+    names: set[str] = set()
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Dict) and "prompt" in literal_keys(node):
+            found.append((node.lineno, literal_keys(node)))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict) \
+                and "prompt" in literal_keys(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names
+                        and isinstance(t.slice, ast.Constant)):
+                    found.append((node.lineno, {t.slice.value}))
+    return found
+
+
 def vllm_violations(source: str, where: str) -> tuple[list[str], int]:
     """``(problems, call sites checked)`` of one module's vLLM use."""
     tree = ast.parse(source)
@@ -93,6 +123,12 @@ def vllm_violations(source: str, where: str) -> tuple[list[str], int]:
             if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                     and isinstance(node.value.func, ast.Name) and local.get(node.value.func.id) == "vllm.LLM"):
                 engines |= {ast.unparse(t) for t in node.targets}
+    if engines:  # the prompts a module driving an engine builds are vLLM TextPrompts
+        allowed = set(CALLABLES["vllm.inputs.TextPrompt"]["params"])
+        for line, keys in _prompt_keys(tree):
+            problems += [f"{where}:{line}: prompt key {k!r} is not a vLLM {API['vllm']} TextPrompt key"
+                         for k in sorted(keys - allowed)]
+            checked += 1
     for node in ast.walk(tree):  # methods called on an engine anywhere in the module
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and ast.unparse(node.func.value) in engines):
@@ -112,7 +148,7 @@ def test_every_vllm_call_site_matches_the_pinned_signatures():
         problems += found
         checked += n
     assert not problems, "\n".join(problems)
-    assert checked >= 6  # two engines, two poolers, an embed and an encode call at least
+    assert checked >= 9  # two engines, two poolers, an embed and an encode call, three prompt dicts
 
 
 def test_the_walker_catches_the_pre_029_jina_code():
@@ -123,6 +159,7 @@ def test_the_walker_catches_the_pre_029_jina_code():
         "    kw = {'override_pooler_config': PoolerConfig(pooling_type='ALL', normalize=False), **extra}\n"
         "    self.llm = LLM(model=path, runner='pooling', **kw)\n"
         "def forward(self, reqs):\n"
+        "    reqs = [{'prompt': p, **({'multi_modal_inputs': i} if i else {})} for p, i in reqs]\n"
         "    return self.llm.encode(reqs, use_tqdm=False)\n"
         "def other(self):\n"
         "    from vllm import LLM, NoSuchThing\n"
@@ -133,6 +170,7 @@ def test_the_walker_catches_the_pre_029_jina_code():
     assert "override_pooler_config" in text and "normalize" in text
     assert "vllm.LLM.encode needs pooling_task=" in text and "NoSuchThing" in text
     assert "vllm.LLM.generate_async is not in vLLM" in text
+    assert "prompt key 'multi_modal_inputs' is not a vLLM" in text
 
 
 def test_the_extract_is_of_the_pinned_vllm():
