@@ -35,7 +35,6 @@ from typing import Any, Callable, Protocol, runtime_checkable
 import numpy as np
 
 import vismem.serve.embedders.ocr_pixels as px
-from vismem.serve.embed import l2_normalise
 from vismem.serve.registry import EMBEDDERS
 
 STANDS_IN_FOR = "qwen3-vl-embedding"
