@@ -1,6 +1,6 @@
 """A scripted comparison-shopper: a deterministic stand-in for the encoding VLM.
 
-It is registered in :data:`vismem.serve.vlm.VLMS` as ``scripted-shopper`` and named
+It is registered in :data:`vismem.serve.registry.VLMS` as ``scripted-shopper`` and named
 ``scripted-shopper (stand-in)`` in every result, so nothing it produces can pass for a model's.
 
 The policy reads only what a real VLM reads: the last user message (the step message with
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from vismem.agents.prompts import category_noun
 from vismem.env.storefront.catalog import CATEGORIES, STYLES
 from vismem.serve.layouts import check_layout, model_view
-from vismem.serve.vlm import VLMS, ChatResult, Message
+from vismem.serve.registry import VLMS
+from vismem.serve.vlm import ChatResult, Message
 
 STAND_IN_NAME = "scripted-shopper (stand-in)"
 

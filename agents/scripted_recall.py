@@ -1,6 +1,6 @@
 """A scripted recall policy: a deterministic stand-in for the probing VLM.
 
-Registered in :data:`vismem.serve.vlm.VLMS` as ``scripted-recall`` (a ``vismem.vlm`` entry point) and
+Registered in :data:`vismem.serve.registry.VLMS` as ``scripted-recall`` (a ``vismem.vlm`` entry point) and
 named ``scripted-recall (stand-in)`` in every result. It reads only what a real VLM reads: the
 last user message's ``[Memory context retrieved this step]`` block and ``[Current page]`` URL.
 It trusts memory completely: it opens the first recalled product, and once on it, adds it to
@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 import time
 
-from vismem.serve.vlm import VLMS, ChatResult, Message
+from vismem.serve.registry import VLMS
+from vismem.serve.vlm import ChatResult, Message
 
 STAND_IN_NAME = "scripted-recall (stand-in)"
 

@@ -30,7 +30,8 @@ NAME = "memory-replay"
 
 def visual_encoder() -> str:
     """``pocket-clip`` when serve registers it (the trained local stand-in), else ``tiny-siglip2``."""
-    from vismem.serve.embed import EMBEDDERS, build_embedder
+    from vismem.serve.build import build_embedder
+    from vismem.serve.registry import EMBEDDERS
 
     if "pocket-clip" in EMBEDDERS.variants() or "pocket-clip" in EMBEDDERS:
         try:
@@ -54,7 +55,7 @@ def _trajectories(root: Path) -> tuple[list[Any], Path]:
     from vismem.env.storefront.server import ShopServer
     from vismem.pipelines.config import RunConfig
     from vismem.pipelines.dmv.protocol import source_spec
-    from vismem.serve.vlm import build_vlm
+    from vismem.serve.build import build_vlm
 
     root = root / f"c{N_CHAINS}-j{J}-{prompts.fingerprint()}"
     blobs = root / "blobs" / "sha256"

@@ -82,7 +82,7 @@ def pocket_clip() -> list[dict[str, Any]]:
     """Embed the catalogue with the shipped weights and score cue-phrase retrieval (module docstring)."""
     from vismem.env.storefront.catalog import load_catalog
     from vismem.env.storefront.images.sources import ProceduralImageSource
-    from vismem.serve.embed import build_embedder
+    from vismem.serve.build import build_embedder
 
     load0 = os.getloadavg()[0]
     catalog = load_catalog(_data_dir(), seed=0)

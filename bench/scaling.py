@@ -94,7 +94,7 @@ def _sessions(shop_url: str, root: Path, chains: int, J: int, first_seed: int = 
     from vismem.agents.chains import session_spec
     from vismem.agents.session import run_session
     from vismem.env.envs import make_env
-    from vismem.serve.vlm import build_vlm
+    from vismem.serve.build import build_vlm
 
     blobs = root / "blobs" / "sha256"
     blobs.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 #: kind -> "module:attribute" of its registry (modules load on first use).
 REGISTRIES: dict[str, str] = {
-    "vlm": "vismem.serve.vlm:VLMS",
-    "embedder": "vismem.serve.embed:EMBEDDERS",
+    "vlm": "vismem.serve.registry:VLMS",
+    "embedder": "vismem.serve.registry:EMBEDDERS",
     "image_source": "vismem.env.storefront.imagesource:IMAGE_SOURCES",
     "dataset": "vismem.memory.dialogue.datasets:DATASETS",
     "dialogue-memory": "vismem.memory.dialogue.memories:MEMORIES",

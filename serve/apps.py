@@ -1,7 +1,7 @@
 """Ray Serve applications that host vismem's models behind the OpenAI-compatible HTTP API.
 
-- :func:`model_app` (``import_path: serve.apps:model_app`` in a Serve config file): one
-  deployment, :data:`DEPLOYMENT_NAME`, hosting any registered VLM (``/v1/chat/completions``)
+- :func:`model_app` (``import_path: vismem.serve.apps:model_app`` in a Serve config file): one
+  deployment, :data:`vismem.serve.deploy.DEPLOYMENT_NAME`, hosting any registered VLM (``/v1/chat/completions``)
   and/or embedder (``/v1/embeddings``), built on each replica from its ``{"name", "args"}`` spec
   — a scripted stand-in, MiniLM, a local transformers model, an embedder on a GPU. Clients are
   the ``openai`` VLM and ``openai-embed`` embedder backends, exactly as against vLLM.
@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from vismem.serve.build import build_embedder, build_vlm
+from vismem.serve.deploy import DEPLOYMENT_NAME, llm_config, serve_config
+from vismem.serve.hosting import deployable
 from vismem.serve.openai_server import chat_completions, embeddings, models_list
-
-#: The deployment's name inside every vismem app (a Serve config's ``deployments[].name``).
-DEPLOYMENT_NAME = "OpenAIModelServer"
+from vismem.serve.registry import registered
+from vismem.serve.versions import stack_versions
 
 
 class OpenAIModelServer:
@@ -29,15 +31,12 @@ class OpenAIModelServer:
 
     Dispatches on the request path, so it serves under any route prefix. Model calls run in a
     worker thread so one replica overlaps requests (the backends are thread-safe).
-    ``/v1/models`` also says what is hosted (``vismem: {kind, stand_in, dim}``), so a run that
-    names the deployment learns whether it reaches a stand-in.
+    ``/v1/models`` also says what is hosted (``vismem: {kind, stand_in, dim, versions}``), so a
+    run that names the deployment learns whether it reaches a stand-in, and on what stack.
     """
 
     def __init__(self, vlm_spec: dict[str, Any] | None = None, embedder_spec: dict[str, Any] | None = None,
                  model_id: str | None = None) -> None:
-        from vismem.serve.embed import build_embedder
-        from vismem.serve.vlm import build_vlm
-
         self.vlm = build_vlm(vlm_spec) if vlm_spec else None
         self.embedder = build_embedder(embedder_spec) if embedder_spec else None
         if self.vlm is None and self.embedder is None:
@@ -52,6 +51,7 @@ class OpenAIModelServer:
                 self.meta["dim"] = int(self.embedder.dim)
             except Exception:  # noqa: BLE001 - a lazily probed dim is optional metadata
                 pass
+        self.meta["versions"] = stack_versions()  # this replica's vLLM / torch / CUDA, for manifests
 
     def models(self) -> dict[str, Any]:
         """The ``/v1/models`` body: the one served id, with what it is."""
@@ -116,9 +116,8 @@ def build_llm_app(models: list[str]):
     whose ``deploy.engine`` is ``vllm``. Cluster only: ``ray.serve.llm`` needs vLLM (``ray[llm]``)."""
     import importlib.util
 
-    from vismem.serve.deploy import deployable, llm_config
-
-    configs = [llm_config(deployable(m)) for m in models]
+    names = registered()
+    configs = [llm_config(deployable(m, names)) for m in models]
     try:
         if importlib.util.find_spec("vllm") is None:  # fail fast: ray.serve.llm's import is slow
             raise ImportError("No module named 'vllm'")
@@ -150,7 +149,6 @@ def main(argv: list[str] | None = None) -> int:
     import yaml
 
     from vismem.core.errors import ConfigError
-    from vismem.serve.deploy import serve_config
 
     p = argparse.ArgumentParser(prog="python -m vismem.serve.apps", description=main.__doc__.splitlines()[0])
     p.add_argument("models", nargs="+", help="model variants (serve/models/*.yaml) or registered names")

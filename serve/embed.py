@@ -1,6 +1,8 @@
-"""The Embedder protocol: texts and/or images → L2-normalised float32 vectors.
+"""The Embedder protocol: texts and/or images → L2-normalised float32 vectors (imports nothing
+else of serve).
 
-Backends register in :data:`EMBEDDERS` (``minilm``, ``qwen3-vl-embedding``, ``siglip2``, ...).
+Backends register in :data:`vismem.serve.registry.EMBEDDERS` (``minilm``, ``qwen3-vl-embedding``,
+``siglip2``, ...).
 """
 
 from __future__ import annotations
@@ -8,8 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
 
 import numpy as np
-
-from vismem.core.registry import Registry
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -36,34 +36,11 @@ class Embedder(Protocol):
         ...
 
 
-def _variant(name: str) -> dict | None:
-    from vismem.serve.models import variant_spec
-
-    return variant_spec(name, "embedder")
-
-
-def _variant_names() -> list[str]:
-    from vismem.serve.models import list_models
-
-    return list_models("embedder")
-
-
-#: Registry of embedders; ``EMBEDDERS.build({"name": "minilm", "args": {}})``; model variants
-#: (``serve/models/*.yaml`` of kind embedder) resolve as names too.
-EMBEDDERS: Registry[Embedder] = Registry("embedder", package="vismem.serve.embedders", aliases=_variant,
-                                         variant_names=_variant_names)
-
-
 def l2_normalise(x: np.ndarray) -> np.ndarray:
     """Row-wise L2 normalisation to float32 (zero rows stay zero rather than NaN)."""
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
     return (x / np.maximum(norms, 1e-12)).astype(np.float32)
-
-
-def build_embedder(spec: dict | str) -> Embedder:
-    """Build an embedder from a spec, a registered name or a model variant name."""
-    return EMBEDDERS.build(spec)
 
 
 def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:

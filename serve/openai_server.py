@@ -6,7 +6,7 @@ joined by ``"\n\n"``, so the hosted backend reads what the layout's model view p
 ``/v1/embeddings`` an optional :class:`vismem.serve.embed.Embedder`, plus ``/v1/models`` and
 ``/health``. In process::
 
-    with LocalOpenAIServer(vlm=build_vlm("scripted")) as srv:
+    with LocalOpenAIServer(vlm=build_vlm("scripted")) as srv:   # vismem.serve.build
         client = build_vlm({"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url}})
 
 or as a process::
@@ -30,7 +30,8 @@ from typing import Any
 from fastapi import Request  # module level: FastAPI resolves the handlers' string annotations here
 
 from vismem.core.errors import VismemError
-from vismem.serve.asgi_thread import ThreadedASGIServer, bind_socket  # noqa: F401 (re-exported)
+from vismem.serve.asgi_thread import ThreadedASGIServer
+from vismem.serve.embed import embed_queries
 from vismem.serve.openai_format import completion_response, from_data_url, messages_from_openai
 
 log = logging.getLogger(__name__)
@@ -84,8 +85,6 @@ def embeddings(embedder: Any, body: Any, model_id: str) -> tuple[int, dict[str, 
             vecs = embedder.embed_images(imgs, texts if texts else None)
         elif isinstance(texts, list) and all(isinstance(t, str) for t in texts):
             if body.get("input_type") == "query":
-                from vismem.serve.embed import embed_queries
-
                 vecs = embed_queries(embedder, texts)
             else:
                 vecs = embedder.embed_texts(texts)
@@ -177,8 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     a = p.parse_args(argv)
 
-    from vismem.serve.embed import build_embedder
-    from vismem.serve.vlm import build_vlm
+    from vismem.serve.build import build_embedder, build_vlm
 
     vlm = embedder = None
     try:

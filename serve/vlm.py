@@ -1,16 +1,15 @@
-"""The VLM protocol: chat with text and images in, text out.
+"""The VLM protocol: chat with text and images in, text out (imports nothing else of serve).
 
 Every backend (an OpenAI-compatible HTTP client for vLLM / Ray Serve LLM / hosted APIs, a local
 ``transformers`` model, a scripted stand-in for tests) implements :class:`VLM` and registers
-itself in :data:`VLMS` so a run manifest's ``{"name", "args"}`` spec rebuilds it anywhere.
+itself in :data:`vismem.serve.registry.VLMS` so a run manifest's ``{"name", "args"}`` spec
+rebuilds it anywhere.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
-
-from vismem.core.registry import Registry
 
 Role = Literal["system", "user", "assistant"]
 
@@ -56,27 +55,3 @@ class VLM(Protocol):
     def chat(self, messages: list[Message], *, max_tokens: int = 512,
              temperature: float = 0.0) -> ChatResult: ...
 
-
-def _variant(name: str) -> dict | None:
-    from vismem.serve.models import variant_spec
-
-    return variant_spec(name, "vlm")
-
-
-def _variant_names() -> list[str]:
-    from vismem.serve.models import list_models
-
-    return list_models("vlm")
-
-
-#: Registry of VLM backends; ``VLMS.build({"name": "openai", "args": {...}})``. Built-ins live
-#: in ``vismem.serve.backends``; other packages register through the ``vismem.vlm`` entry points
-#: (e.g. the scripted shopper in ``agents``); model variants (``serve/models/*.yaml``) resolve
-#: as names too.
-VLMS: Registry[VLM] = Registry("vlm", package="vismem.serve.backends", aliases=_variant,
-                               variant_names=_variant_names)
-
-
-def build_vlm(spec: dict | str) -> VLM:
-    """Build a VLM from a spec, a registered name or a model variant name."""
-    return VLMS.build(spec)

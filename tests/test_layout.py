@@ -178,10 +178,9 @@ def test_checker_sees_imports_in_functions_and_skips_type_checking(tmp_path):
 
 FRESH = """
 import json
-from vismem.serve.vlm import VLMS
-from vismem.serve.embed import EMBEDDERS
 from vismem.env.storefront.imagesource import IMAGE_SOURCES
 from vismem.memory.dialogue.datasets import DATASETS
+from vismem.serve.registry import EMBEDDERS, VLMS
 print(json.dumps({"vlm": VLMS.names(), "embedder": EMBEDDERS.names(), "image_source": IMAGE_SOURCES.names(),
                   "dataset": DATASETS.names()}))
 """
@@ -201,8 +200,7 @@ def test_registries_know_every_name_in_a_fresh_interpreter():
 
 BUILD = """
 import json, sys
-from vismem.serve.vlm import build_vlm
-from vismem.serve.embed import build_embedder
+from vismem.serve.build import build_embedder, build_vlm
 from vismem.serve.models import list_models, load_model_spec
 built = {}
 for name in list_models():

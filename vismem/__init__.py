@@ -24,8 +24,8 @@ _PUBLIC = {
     "run": "vismem.pipelines.runner:run",
     "load_config": "vismem.pipelines.config:load_config",
     "RunConfig": "vismem.pipelines.config:RunConfig",
-    "build_vlm": "vismem.serve.vlm:build_vlm",
-    "build_embedder": "vismem.serve.embed:build_embedder",
+    "build_vlm": "vismem.serve.build:build_vlm",
+    "build_embedder": "vismem.serve.build:build_embedder",
     "registries": "vismem.pipelines.registries:registries",
 }
 

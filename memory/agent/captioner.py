@@ -102,7 +102,7 @@ class VLMCaptioner:
 
     Args:
         vlm: the VLM spec (``gemini-2.5-flash``, ``{model: qwen3-vl-8b}``, ``{name, args}``),
-            resolved through ``vismem.serve.vlm.VLMS``.
+            resolved through ``vismem.serve.registry.VLMS``.
         task: which official prompt (:data:`TASKS`).
         on_error: ``raise`` (default: a failed call is an error, so a feature job retries it) or
             ``record``: return the official ``<caption error: TYPE>`` text instead.
@@ -112,7 +112,7 @@ class VLMCaptioner:
     """
 
     def __init__(self, vlm: Any, task: str = "caption", on_error: str = "raise") -> None:
-        from vismem.serve.vlm import build_vlm
+        from vismem.serve.build import build_vlm
 
         self.task = _check_task(task)
         self.task_name = task
@@ -141,7 +141,7 @@ def _plain(spec: ComponentSpec | Mapping[str, Any] | str) -> Mapping[str, Any] |
 
 
 def _vlm_is_stand_in(spec: ComponentSpec | Mapping[str, Any] | str | None) -> bool:
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     if spec is None:
         return False
@@ -149,7 +149,7 @@ def _vlm_is_stand_in(spec: ComponentSpec | Mapping[str, Any] | str | None) -> bo
 
 
 def _vlm_wants_accelerator(spec: ComponentSpec | Mapping[str, Any] | str | None) -> bool:
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     return spec is not None and VLMS.wants_accelerator(VLMS.resolve(_plain(spec)))
 
@@ -215,7 +215,7 @@ def captioner_spec(backend: ComponentSpec | Mapping[str, Any] | str, task: str) 
     args = dict(resolved["args"])
     args["task"] = task
     if resolved["name"] == "vlm" and "vlm" in args:
-        from vismem.serve.vlm import VLMS
+        from vismem.serve.registry import VLMS
 
         args["vlm"] = VLMS.resolve(_plain(args["vlm"]), field="captioner.vlm")
     return {"name": resolved["name"], "args": args}

@@ -86,7 +86,7 @@ def _label(spec: ComponentSpec | Mapping[str, Any] | str) -> str:
 def embedder_feature(kind: str, spec: ComponentSpec | Mapping[str, Any] | str) -> FeatureSpec:
     """A FeatureSpec for an embedder (``image_embedding`` or ``text_embedding``)."""
     from vismem.core.registry import ComponentSpec
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     raw = spec.raw() if isinstance(spec, ComponentSpec) else spec
     resolved = EMBEDDERS.resolve(raw, field=kind)
@@ -188,7 +188,7 @@ class InProcessFeatures:
     def __init__(self, read_blob: Callable[[str], bytes], *, build_embedder: Callable[[dict], Any] | None = None,
                  build_captioner: Callable[[dict], Any] | None = None, caption_workers: int = 1) -> None:
         from vismem.memory.agent.captioner import build_captioner as _bc
-        from vismem.serve.embed import build_embedder as _be
+        from vismem.serve.build import build_embedder as _be
 
         self.read_blob = read_blob
         self._build_embedder = build_embedder or _be

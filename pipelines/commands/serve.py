@@ -5,7 +5,7 @@
 dashboard's Serve REST API, exactly as ``serve deploy`` does. Without ``--dashboard`` it first
 starts a Ray head on loopback (:class:`vismem.pipelines.localcluster.LocalRayCluster`: own temp dir,
 free ports) that outlives the command, so later runs reach the models. What is deployed is
-recorded in the state file (:func:`vismem.serve.deploy.state_path`); runs name a model there as
+recorded in the state file (:func:`vismem.serve.deployed.state_path`); runs name a model there as
 ``deployed:<name>``. ``down`` removes models (all of them: shuts Serve down and stops the local
 Ray it started); ``status`` prints each app's state and exits 1 when nothing is deployed.
 """
@@ -87,8 +87,7 @@ def _models(args: argparse.Namespace) -> list[str]:
     names = PRESETS[args.preset or "local"]
     if args.preset == "paper":
         return list(names)
-    from vismem.serve.embed import EMBEDDERS
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import EMBEDDERS, VLMS
 
     return [n for n in names if n in VLMS or n in EMBEDDERS]
 
@@ -167,7 +166,8 @@ def alive(state: dict[str, Any] | None) -> bool:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from vismem.serve.deploy import read_state, serve_config, write_state
+    from vismem.serve.deploy import serve_config
+    from vismem.serve.deployed import read_state, write_state
 
     models = _models(args)
     new_over = _overrides(args, models)
@@ -225,10 +225,12 @@ def _dashboard_host(dashboard: str) -> str:
 
 
 def _print_apps(state: dict[str, Any], apps: dict[str, Any]) -> None:
-    from vismem.serve.deploy import deployable
+    from vismem.serve.hosting import deployable
+    from vismem.serve.registry import registered
 
+    names = registered()
     for name in state["models"]:
-        d = deployable(name, overrides=state.get("overrides", {}).get(name))
+        d = deployable(name, names, overrides=state.get("overrides", {}).get(name))
         app = apps.get(d.app, {})
         deps = app.get("deployments") or {}
         running = sum(1 for dep in deps.values() for r in dep.get("replicas") or [] if r.get("state") == "RUNNING")
@@ -237,7 +239,7 @@ def _print_apps(state: dict[str, Any], apps: dict[str, Any]) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from vismem.serve.deploy import read_state
+    from vismem.serve.deployed import read_state
 
     state = read_state()
     dashboard = (args.dashboard or (state or {}).get("dashboard") or "").rstrip("/")
@@ -262,7 +264,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _teardown(state: dict[str, Any]) -> None:
     """Shut Serve down and stop the local Ray that `up` started (if any); forget the state."""
-    from vismem.serve.deploy import clear_state
+    from vismem.serve.deployed import clear_state
 
     if state.get("dashboard"):
         try:
@@ -300,7 +302,8 @@ def _kill(pids: list[int], wait_s: float = 10.0) -> None:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from vismem.serve.deploy import read_state, serve_config, write_state
+    from vismem.serve.deploy import serve_config
+    from vismem.serve.deployed import read_state, write_state
 
     state = read_state()
     if state is None:

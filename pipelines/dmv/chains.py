@@ -104,13 +104,12 @@ def pin_deployed(spec: Any) -> Any:
     cannot see the driver's deployment state (``vismem serve up``'s state file, or a
     ``VISMEM_SERVE_URL`` set after the workers started): the driver, which can, pins the endpoint.
     """
-    from vismem.serve.deploy import DEPLOYED_PREFIX, deployable
+    from vismem.serve.hosting import DEPLOYED_PREFIX, deployable
 
     def registry(name: str) -> Any:
-        from vismem.serve.embed import EMBEDDERS
-        from vismem.serve.vlm import VLMS
+        from vismem.serve.registry import EMBEDDERS, VLMS, registered
 
-        return VLMS if deployable(name).kind == "vlm" else EMBEDDERS
+        return VLMS if deployable(name, registered()).kind == "vlm" else EMBEDDERS
 
     if isinstance(spec, str) and spec.startswith(DEPLOYED_PREFIX):
         return registry(spec[len(DEPLOYED_PREFIX):]).resolve(spec)

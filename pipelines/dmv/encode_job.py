@@ -17,7 +17,7 @@ from vismem.core.failures import check_failed_calls
 from vismem.pipelines.dmv.protocol import default_env_factory
 from vismem.pipelines.dmv.shopworker import ShopWorker
 from vismem.pipelines.dmv.trajectories import TrajectoryCache
-from vismem.serve.vlm import build_vlm
+from vismem.serve.build import build_vlm
 
 if TYPE_CHECKING:
     from vismem.core.store import Store

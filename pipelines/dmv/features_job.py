@@ -27,7 +27,7 @@ def build_model(fs: Any) -> Any:
         from vismem.memory.agent.captioner import build_captioner
 
         return build_captioner(fs.spec)
-    from vismem.serve.embed import build_embedder
+    from vismem.serve.build import build_embedder
 
     return build_embedder(fs.spec)
 
@@ -40,7 +40,7 @@ def wants_accelerator(fs: Any) -> bool:
         from vismem.memory.agent.captioner import CAPTIONERS
 
         return CAPTIONERS.wants_accelerator(fs.spec)
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     return EMBEDDERS.wants_accelerator(fs.spec)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from vismem.core.failures import cap_text, check_failed_calls
 from vismem.pipelines.dmv.probecache import ProbeCache, probe_rows_table
 from vismem.pipelines.dmv.shopworker import ShopWorker
-from vismem.serve.vlm import build_vlm
+from vismem.serve.build import build_vlm
 
 if TYPE_CHECKING:
     from vismem.core.store import Store

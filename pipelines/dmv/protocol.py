@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") -> dict[str, Any]:
     """A buildable ``{name, args}`` spec (a model variant such as ``qwen2.5-vl-7b`` expanded,
     env-expanded here on the driver). The scripted shopper's seed defaults to the run seed."""
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     spec = VLMS.check(spec, field=field)  # args checked against the backend, nothing built
     if spec["name"] == "scripted-shopper":
@@ -36,7 +36,7 @@ def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") ->
 
 def is_stand_in(spec: dict[str, Any]) -> bool:
     """Whether a resolved backend spec builds a stand-in (as its factory declared)."""
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     return VLMS.is_stand_in(spec)
 

@@ -28,7 +28,7 @@ class _EmbedActor:
     """Ray Data actor: builds the embedder once, embeds batches of items (text or image rows)."""
 
     def __init__(self, spec: dict[str, Any], store: "Store" = None) -> None:
-        from vismem.serve.embed import build_embedder
+        from vismem.serve.build import build_embedder
 
         self.embedder = build_embedder(spec)
         self.store = store

@@ -45,7 +45,7 @@ class _OcrActor:
     """Ray Data actor: one pixel reader; reads one session (one row) per call."""
 
     def __init__(self, spec: dict[str, Any], store: "Store") -> None:
-        from vismem.serve.embed import build_embedder
+        from vismem.serve.build import build_embedder
 
         self.reader = build_embedder(spec)
         self.store = store

@@ -21,7 +21,7 @@ def embedder_groups(units: Any, cfg: Any) -> Iterator[tuple[str, dict[str, Any],
     """``(role, spec, units)`` per embedder: text units → text_embedder, image units → image_embedder."""
     import polars as pl
 
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     # A pixel reader's shots arrive as "ocr" rows (their text read from pixels): still image units.
     for role, modality, spec in (("text_embedder", ("text",), cfg.text_embedder),
@@ -60,7 +60,7 @@ def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: An
                                          batch_size=cfg.embed_batch_size, actors=cfg.embed_actors,
                                          num_gpus=cfg.embed_gpus)
         else:
-            from vismem.serve.embed import build_embedder
+            from vismem.serve.build import build_embedder
 
             vecs, secs = embed_items(todo, build_embedder(spec), read_image=ctx.store.get_bytes,
                                      batch_size=cfg.embed_batch_size)
@@ -97,7 +97,7 @@ def embedder_label(spec: dict[str, Any]) -> str:
     Stand-ins (tiny randomly initialised models, OCR or pocket encoders; declared by their
     factories) are marked, so no one mistakes their recall for a real model's.
     """
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     args = spec.get("args") or {}
     name = spec["name"] + (f":{args['label']}" if args.get("label") else "")

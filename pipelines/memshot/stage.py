@@ -82,8 +82,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def check(config: "RunConfig") -> None:
     """Every component spec resolves and the dataset file exists (ConfigError naming the field)."""
-    from vismem.serve.embed import EMBEDDERS
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import EMBEDDERS, VLMS
 
     cfg = config.memshot
     if not cfg.enabled:
@@ -231,7 +230,7 @@ def _answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any
 
     from vismem.memory.dialogue.answering import answer_tasks, generate_answers, judge_answers
     from vismem.memory.dialogue.scoring import accuracy_table, score_answers
-    from vismem.serve.vlm import build_vlm
+    from vismem.serve.build import build_vlm
 
     cfg = ctx.config.memshot
     dataset = dataset_name(cfg)
@@ -240,7 +239,7 @@ def _answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any
         keep = (questions.group_by("conversation_id", maintain_order=True)
                 .head(cfg.max_questions).select("conversation_id", "question_id"))
         tasks = tasks.join(keep, on=["conversation_id", "question_id"], how="semi")
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     vlm_spec = VLMS.resolve(cfg.vlm, field="memshot.vlm")
     vlm = build_vlm(vlm_spec)

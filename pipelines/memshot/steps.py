@@ -34,8 +34,9 @@ def pixel_text(ctx: "RunContext", units: Any, conversations: list[Any]) -> tuple
 
     from vismem.memory.dialogue.readrate import unit_readings
     from vismem.pipelines.memshot.ocr import read_shots
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
     from vismem.serve.embedders.ocr import is_pixel_reader
+    from vismem.serve.registry import EMBEDDERS
 
     cfg = ctx.config.memshot
     images = units.filter(pl.col("modality") == "image")
@@ -73,7 +74,7 @@ def extra_recall(ctx: "RunContext", units: Any, questions: Any) -> Any:
     import polars as pl
 
     from vismem.memory.dialogue.retrieval import evidence_recall
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     cfg = ctx.config.memshot
     parts = []
@@ -121,7 +122,7 @@ def memories(ctx: "RunContext", conversations: list[Any], questions: Any) -> dic
     when the unit ran."""
     import polars as pl
 
-    from vismem.serve.embed import EMBEDDERS
+    from vismem.serve.registry import EMBEDDERS
 
     cfg = ctx.config.memshot
     specs = list(cfg.memories)

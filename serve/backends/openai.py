@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from vismem.serve.http_client import RETRY_STATUSES, RetryingJSONClient  # noqa: F401  (re-export)
+from vismem.serve.http_client import RetryingJSONClient
 from vismem.serve.layouts import check_layout
 from vismem.serve.openai_format import messages_to_openai, parse_completion
-from vismem.serve.vlm import VLMS, ChatResult, Message, VLMError
+from vismem.serve.registry import VLMS
+from vismem.serve.vlm import ChatResult, Message, VLMError
 
 
 @VLMS.register("openai", stand_in=lambda args: bool(args.get("stand_in")))

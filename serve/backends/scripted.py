@@ -16,7 +16,8 @@ import time
 from typing import Callable
 
 from vismem.serve.layouts import check_layout, model_view
-from vismem.serve.vlm import VLMS, ChatResult, Message
+from vismem.serve.registry import VLMS
+from vismem.serve.vlm import ChatResult, Message
 
 MALFORMED_TEXT = "\x00<<garbled>> }{ not-a-valid-reply"
 

@@ -11,7 +11,8 @@ import threading
 import time
 from vismem.serve.layouts import Turn, apply_layout, check_layout
 from vismem.serve.qwen_inputs import QwenVLInputs, model_class_for, torch_device, torch_dtype
-from vismem.serve.vlm import VLMS, ChatResult, Message
+from vismem.serve.registry import VLMS
+from vismem.serve.vlm import ChatResult, Message
 
 
 def template_content(turn: Turn) -> list[dict]:

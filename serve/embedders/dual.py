@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import l2_normalise
+from vismem.serve.registry import EMBEDDERS
 
 
 def _features(out: Any):

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import l2_normalise
 from vismem.serve.http_client import RetryingJSONClient
 from vismem.serve.openai_format import to_data_url
+from vismem.serve.registry import EMBEDDERS
 from vismem.serve.vlm import VLMError
 
 

@@ -14,7 +14,8 @@ a plain Qwen2.5-VL checkpoint; this class follows that model card:
 
 Two runners: ``transformers`` (``Qwen2_5_VLModel`` from a local path; CPU tests run this exact
 code on the tiny random Qwen2.5-VL, ``tiny:qwen2.5-vl``) and ``vllm`` (``vllm.LLM`` with the
-pooling runner returning every token's hidden state, pooled here as above). The real weights
+pooling runner's ``token_embed`` task returning every token's hidden state, pooled here as
+above). Both resize images within the same ``[min_pixels, max_pixels]``. The real weights
 are cluster-only: nothing is downloaded here.
 """
 
@@ -25,10 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import l2_normalise
+from vismem.serve.registry import EMBEDDERS
 
 QUERY_PREFIX = "Query: "
 PASSAGE_PREFIX = "Passage: "
+#: The model card's image budget (768 units of 28 px).
+MAX_PIXELS = 602_112
 IMAGE_PROMPT = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Describe the image.<|im_end|>\n"
 
 
@@ -55,13 +59,15 @@ class JinaV4Embedder:
         label: name suffix, ``jina-embeddings-v4:<label>``.
         dim: Matryoshka truncation (first ``dim`` of 2048 dims); None = full.
         batch_size: inputs per forward pass.
-        max_pixels: image resize bound (the model card's default budget is 602,112 px).
+        min_pixels / max_pixels: image resize bounds, the same on both runners (the model card's
+            budget is 602,112 px); None keeps the checkpoint's (both runners read its processor config).
         device / dtype: ``auto`` → CUDA + bfloat16 when available, else CPU + float32.
-        vllm_kwargs: extra ``vllm.LLM`` arguments.
+        vllm_kwargs: extra ``vllm.LLM`` arguments (the pooler and ``mm_processor_kwargs`` are set here).
     """
 
     def __init__(self, path: str, *, runner: str = "transformers", label: str | None = None,
-                 dim: int | None = None, batch_size: int = 8, max_pixels: int = 602_112,
+                 dim: int | None = None, batch_size: int = 8, min_pixels: int | None = None,
+                 max_pixels: int | None = MAX_PIXELS,
                  device: str = "auto", dtype: str = "auto", vllm_kwargs: dict[str, Any] | None = None) -> None:
         from vismem.serve.testing import default_label, resolve_model_path
 
@@ -70,7 +76,9 @@ class JinaV4Embedder:
         self.name = f"jina-embeddings-v4:{label or default_label(str(path))}"
         self.path = resolve_model_path(str(path))
         self.runner, self.batch_size = runner, int(batch_size)
-        self.inputs = _PromptInputs(self.path, max_pixels=max_pixels)
+        self.pixel_bounds = {k: int(v) for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels))
+                             if v is not None}
+        self.inputs = _PromptInputs(self.path, **self.pixel_bounds)
         tok = self.inputs.tokenizer
         self.vision_start = tok.convert_tokens_to_ids("<|vision_start|>")
         self.vision_end = tok.convert_tokens_to_ids("<|vision_end|>")
@@ -84,20 +92,26 @@ class JinaV4Embedder:
             self.model.to(self.device).eval()
             full = int(getattr(self.model.config, "text_config", self.model.config).hidden_size)
         else:
-            import json
-            from pathlib import Path
-
-            from vllm import LLM  # cluster only
-            from vllm.config import PoolerConfig
-
-            cfg = json.loads((Path(self.path) / "config.json").read_text())
-            full = int((cfg.get("text_config") or cfg)["hidden_size"])
-            kw = {"override_pooler_config": PoolerConfig(pooling_type="ALL", normalize=False),
-                  **dict(vllm_kwargs or {})}
-            self.llm = LLM(model=self.path, runner="pooling", dtype=dtype, **kw)
+            full = self._load_vllm(dtype, dict(vllm_kwargs or {}))
         self.dim = int(dim) if dim else full
         if self.dim > full:
             raise ValueError(f"dim {self.dim} exceeds the model's hidden size {full}")
+
+    def _load_vllm(self, dtype: str, kwargs: dict[str, Any]) -> int:
+        """The offline engine (cluster only); returns the hidden size. vLLM 0.29: the pooling
+        runner's ``token_embed`` task with ``ALL`` pooling returns every token's hidden state,
+        un-normalised (``use_activation=False``), for the vision-span mean here."""
+        import json
+        from pathlib import Path
+
+        from vllm import LLM
+        from vllm.config import PoolerConfig
+
+        cfg = json.loads((Path(self.path) / "config.json").read_text())
+        kwargs["pooler_config"] = PoolerConfig(task="token_embed", pooling_type="ALL", use_activation=False)
+        kwargs["mm_processor_kwargs"] = self.pixel_bounds  # the transformers path's bounds
+        self.llm = LLM(model=self.path, runner="pooling", dtype=dtype, **kwargs)
+        return int((cfg.get("text_config") or cfg)["hidden_size"])
 
     def _forward(self, prompts: list[str], images: list[list[Any]]) -> np.ndarray:
         if self.runner == "vllm":
@@ -116,11 +130,12 @@ class JinaV4Embedder:
 
         reqs = [{"prompt": p, **({"multi_modal_data": {"image": to_pil(i[0])}} if i else {})}
                 for p, i in zip(prompts, images)]
-        outs = self.llm.encode(reqs, use_tqdm=False)
+        with self._lock:  # Serve's request threads must not enter the offline engine together
+            outs = self.llm.encode(reqs, pooling_task="token_embed", use_tqdm=False)
         vecs = []
         for o in outs:
             ids = np.asarray(o.prompt_token_ids)
-            hidden = np.asarray(o.outputs.data, dtype=np.float32)
+            hidden = _as_float32(o.outputs.data)
             vecs.append(pool_mean(hidden[None], ids[None], np.ones((1, len(ids))), self.vision_start,
                                   self.vision_end)[0])
         return np.stack(vecs)
@@ -145,10 +160,17 @@ class JinaV4Embedder:
         return self._embed([IMAGE_PROMPT] * len(images), [[img] for img in images])
 
 
+def _as_float32(data: Any) -> np.ndarray:
+    """A pooler output (a torch tensor, possibly bfloat16, or a list) as float32 numpy."""
+    if hasattr(data, "float") and hasattr(data, "cpu"):
+        data = data.float().cpu().numpy()
+    return np.asarray(data, dtype=np.float32)
+
+
 class _PromptInputs:
     """``QwenVLInputs`` over ready prompt strings (Jina's prompts are not chat conversations)."""
 
-    def __new__(cls, path: str, *, max_pixels: int):
+    def __new__(cls, path: str, *, min_pixels: int | None = None, max_pixels: int | None = None):
         from vismem.serve.qwen_inputs import QwenVLInputs
 
         class Inputs(QwenVLInputs):
@@ -157,4 +179,4 @@ class _PromptInputs:
                     return conversation
                 return super().render(conversation, add_generation_prompt=add_generation_prompt)
 
-        return Inputs(path, max_pixels=max_pixels)
+        return Inputs(path, min_pixels=min_pixels, max_pixels=max_pixels)

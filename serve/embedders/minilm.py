@@ -11,7 +11,8 @@ import threading
 
 import numpy as np
 
-from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import l2_normalise
+from vismem.serve.registry import EMBEDDERS
 
 
 def packaged_model_path() -> str:

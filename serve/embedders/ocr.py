@@ -35,7 +35,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from vismem.core.registry import Registry
-from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import l2_normalise
+from vismem.serve.registry import EMBEDDERS
 from vismem.serve.embedders import ocr_pixels as px
 
 STANDS_IN_FOR = "qwen3-vl-embedding"

@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import l2_normalise
 from vismem.serve.qwen_inputs import to_pil
+from vismem.serve.registry import EMBEDDERS
 
 WEIGHTS = Path(__file__).with_name("weights") / "pocket-clip.safetensors"
 LABEL = "pocket-clip"

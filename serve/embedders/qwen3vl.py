@@ -10,8 +10,9 @@ Images are resized within ``[min_pixels, max_pixels]`` on a 32-pixel grid (patch
 Two runners behind the same class:
 - ``transformers``: ``Qwen3VLModel`` from a local path (CPU tests use a tiny random checkpoint
   from :func:`vismem.serve.testing.build_tiny_qwen3vl`, which runs this exact code).
-- ``vllm``: ``vllm.LLM(model=path, runner="pooling").embed(...)`` on the GPU cluster; imported
-  lazily, never needed locally.
+- ``vllm``: ``vllm.LLM(model=path, runner="pooling").embed(...)`` on the GPU cluster (vLLM 0.29:
+  last-token pooler, the same ``min_pixels`` / ``max_pixels`` as ``mm_processor_kwargs``);
+  imported lazily, never needed locally.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from vismem.serve.embed import EMBEDDERS, l2_normalise
+from vismem.serve.embed import l2_normalise
+from vismem.serve.registry import EMBEDDERS
 
 QUERY_INSTRUCTION = "Retrieve images or text relevant to the user's query."
 DOCUMENT_INSTRUCTION = "Represent the user's input."
@@ -62,7 +64,8 @@ class Qwen3VLEmbedder:
         min_pixels / max_pixels: image resize bounds.
         query_instruction / document_instruction: the two instructions (see module docstring).
         device / dtype: ``auto`` → CUDA + bfloat16 when available, else CPU + float32.
-        vllm_kwargs: extra ``vllm.LLM`` arguments (``max_model_len``, ``gpu_memory_utilization``...).
+        vllm_kwargs: extra ``vllm.LLM`` arguments (``max_model_len``, ``gpu_memory_utilization``...);
+            the pooler and ``mm_processor_kwargs`` (the pixel bounds above) are set here.
     """
 
     def __init__(self, path: str, *, runner: str = "transformers", label: str | None = None,
@@ -82,7 +85,10 @@ class Qwen3VLEmbedder:
         self.batch_size = int(batch_size)
         self.query_instruction = query_instruction
         self.document_instruction = document_instruction
-        self.inputs = QwenVLInputs(path, min_pixels=min_pixels, max_pixels=max_pixels)
+        self.pixel_bounds = {"min_pixels": int(min_pixels), "max_pixels": int(max_pixels)}
+        self.inputs = QwenVLInputs(path, **self.pixel_bounds)
+        # One model call at a time: Serve drives a replica from several threads, and neither the
+        # transformers modules nor the offline vllm.LLM may be entered concurrently.
         self._lock = threading.Lock()
         if runner == "transformers":
             self._load_transformers(device, dtype)
@@ -107,10 +113,15 @@ class Qwen3VLEmbedder:
         import json
 
         from vllm import LLM  # cluster only: vllm is not installed locally
+        from vllm.config import PoolerConfig
 
         cfg = json.loads((Path(self.path) / "config.json").read_text())
         self._hidden_size = (cfg.get("text_config") or cfg)["hidden_size"]
         kwargs.setdefault("limit_mm_per_prompt", {"image": 4})
+        # The transformers path's pooling (last token) and image bounds, so both paths give the
+        # same vectors; the pooler normalises, and _embed re-normalises after Matryoshka truncation.
+        kwargs["pooler_config"] = PoolerConfig(task="embed", pooling_type="LAST")
+        kwargs["mm_processor_kwargs"] = self.pixel_bounds
         self.llm = LLM(model=self.path, runner="pooling", dtype=dtype, **kwargs)
 
     def _forward_transformers(self, convs: list[list[dict]], images: list[list[Any]]) -> np.ndarray:
@@ -132,7 +143,8 @@ class Qwen3VLEmbedder:
             if imgs:  # vLLM expands each single <|image_pad|> itself
                 prompt["multi_modal_data"] = {"image": [to_pil(i) for i in imgs]}
             prompts.append(prompt)
-        outs = self.llm.embed(prompts, use_tqdm=False)
+        with self._lock:
+            outs = self.llm.embed(prompts, use_tqdm=False)
         return np.asarray([o.outputs.embedding for o in outs], dtype=np.float32)
 
     # -- the protocol ---------------------------------------------------------------------------

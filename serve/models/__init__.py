@@ -13,6 +13,9 @@ Each ``serve/models/<name>.yaml`` holds the component spec (``name`` = registere
 ``${VAR:-default}`` in string values is expanded from the environment at load time, so the
 same file points at a local server or the cluster's endpoint; the expanded spec is what a run
 manifest records. ``deploy`` (optional) is how the cluster hosts the model (``vismem.serve.apps``).
+
+The catalogue only loads and validates specs (it imports nothing else of serve): building one is
+:func:`vismem.serve.build.build_model`, deploying one :mod:`vismem.serve.deploy`.
 """
 
 from __future__ import annotations
@@ -47,16 +50,6 @@ class ModelSpec(BaseModel):
         """The ``{"name", "args"}`` spec for ``VLMS.build`` / ``EMBEDDERS.build`` and manifests."""
         return {"name": self.name, "args": dict(self.args)}
 
-    def build(self):
-        """Build the component through its registry."""
-        if self.kind == "vlm":
-            from vismem.serve.vlm import build_vlm
-
-            return build_vlm(self.spec)
-        from vismem.serve.embed import build_embedder
-
-        return build_embedder(self.spec)
-
 
 def expand_env(value: Any, env: dict[str, str] | None = None) -> Any:
     """Expand ``${VAR}`` / ``${VAR:-default}`` in every string inside ``value``."""
@@ -88,14 +81,10 @@ def list_models(kind: str | None = None) -> list[str]:
 def variant_spec(name: str, kind: str) -> dict[str, Any] | None:
     """The ``{name, args}`` of model variant ``name`` when it is of ``kind``, else None.
 
-    The alias table of the VLM and embedder registries: a config naming ``qwen2.5-vl-7b``
-    (or ``{model: qwen2.5-vl-7b}``) resolves through here, env-expanded at that moment.
-    ``deployed:<model>`` is the model running on Ray Serve (:func:`vismem.serve.deploy.deployed_spec`).
+    The catalogue half of the VLM and embedder registries' aliases
+    (:mod:`vismem.serve.registry`): a config naming ``qwen2.5-vl-7b`` (or
+    ``{model: qwen2.5-vl-7b}``) resolves through here, env-expanded at that moment.
     """
-    if name.startswith("deployed:"):
-        from vismem.serve.deploy import deployed_spec
-
-        return deployed_spec(name[len("deployed:"):], kind)
     if not (MODELS_DIR / f"{name}.yaml").is_file() or _raw(name).get("kind") != kind:
         return None
     return load_model_spec(name).spec

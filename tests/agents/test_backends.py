@@ -8,12 +8,13 @@ import time
 from dataclasses import replace
 
 from vismem.agents.chains import session_spec
-from vismem.env.http_env import HttpEnv
 from vismem.agents.scripted import ScriptedShopper
 from vismem.agents.session import SessionOptions, run_session
+from vismem.env.http_env import HttpEnv
 from vismem.serve.backends.scripted import MALFORMED_TEXT, ScriptedFault, ScriptedVLM
+from vismem.serve.build import build_vlm
 from vismem.serve.openai_server import LocalOpenAIServer
-from vismem.serve.vlm import Message, build_vlm
+from vismem.serve.vlm import Message
 
 _SHOPPER = ScriptedShopper(seed=0)
 

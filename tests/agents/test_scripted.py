@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from vismem.agents import prompts
 from vismem.agents.scripted import STAND_IN_NAME, ScriptedShopper, make_plan, read_state
-from vismem.serve.vlm import VLMS, Message
+from vismem.serve.registry import VLMS
+from vismem.serve.vlm import Message
 
 
 def _msg(cat: str, step: int, cap: int, url: str, agent_lines: list[str]) -> str:

@@ -100,9 +100,9 @@ def test_http_and_browser_trajectories_agree(browser, shop) -> None:
 def test_scripted_shopper_browses_identically_under_every_layout(shop) -> None:
     """The shopper parses the step message; with merged-user/parts the system prompt is merged in
     front of it, in process and behind the OpenAI-compatible server. Its trajectory is the same."""
+    from vismem.serve.build import build_vlm
     from vismem.serve.layouts import LAYOUTS
     from vismem.serve.openai_server import LocalOpenAIServer
-    from vismem.serve.vlm import build_vlm
 
     spec = replace(session_spec(1, 2), n_steps=10)
     cols = ("url", "url_hash", "action_type", "action_arg", "reply", "status")

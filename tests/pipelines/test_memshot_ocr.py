@@ -43,7 +43,7 @@ def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv)
     assert first["item_id"].to_list() == ("u:memshot:" + units["unit_id"]).to_list()  # units order kept
     assert all("Caroline" in t and "Melanie" in t for t in first["ocr_text"].to_list())
     png = file_store.get_bytes(units["image_key"][0])
-    from vismem.serve.embed import build_embedder
+    from vismem.serve.build import build_embedder
 
     key = cache_key(build_embedder(SPEC).ocr_key, png)
     assert file_store.get_bytes(key).decode() == first["ocr_text"][0]

@@ -23,7 +23,9 @@ def test_pool_mean_text_rows_and_vision_span():
 
 @pytest.mark.filterwarnings("ignore")
 def test_tiny_jina_v4_through_the_registry():
-    from vismem.serve.embed import EMBEDDERS, build_embedder, embed_queries
+    from vismem.serve.build import build_embedder
+    from vismem.serve.embed import embed_queries
+    from vismem.serve.registry import EMBEDDERS
 
     spec = EMBEDDERS.resolve({"model": "tiny-jina-embeddings-v4"})
     assert spec["name"] == "jina-embeddings-v4" and EMBEDDERS.is_stand_in(spec)

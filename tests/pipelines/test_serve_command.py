@@ -55,15 +55,16 @@ def test_config_has_autoscaling_accelerators_and_one_vllm_gateway(capsys, tmp_pa
 
 
 def test_yaml_deploy_blocks_are_valid_and_env_expanded():
-    from vismem.serve.deploy import deployable
+    from vismem.serve.hosting import deployable
     from vismem.serve.models import list_models, load_model_spec
+    from vismem.serve.registry import registered
 
     for name in list_models():
         if load_model_spec(name).deploy:
-            deployable(name)  # every deploy: block passes DeploySettings
-    d = deployable("qwen2.5-vl-7b", env={"VISMEM_ACCELERATOR": "L40S"})
+            deployable(name, registered())  # every deploy: block passes DeploySettings
+    d = deployable("qwen2.5-vl-7b", registered(), env={"VISMEM_ACCELERATOR": "L40S"})
     assert d.settings.accelerator_type == "L40S" and d.settings.max_replicas > d.settings.min_replicas
-    assert deployable("qwen2.5-vl-7b", env={}).settings.accelerator_type == "H100"
+    assert deployable("qwen2.5-vl-7b", registered(), env={}).settings.accelerator_type == "H100"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -79,7 +80,7 @@ def test_bad_deployments_exit_2_before_anything_starts(state, capsys, argv, mess
 
 
 def test_deployed_names_need_a_deployment(state, tmp_path, capsys):
-    from vismem.serve.vlm import VLMS
+    from vismem.serve.registry import VLMS
 
     with pytest.raises(ConfigError, match="no model deployment is up.*vismem serve up scripted-shopper"):
         VLMS.resolve("deployed:scripted-shopper")
@@ -111,10 +112,12 @@ def _fake_serve(monkeypatch):
 
 
 def test_deployed_spec_is_an_openai_client_that_knows_it_reaches_a_stand_in(monkeypatch):
-    import vismem.serve.deploy as deploy
-    from vismem.serve.vlm import VLMS, Message, build_vlm
+    import vismem.serve.deployed as deployed
+    from vismem.serve.build import build_vlm
+    from vismem.serve.registry import VLMS
+    from vismem.serve.vlm import Message
 
-    monkeypatch.setattr(deploy, "_PROBED", {})
+    monkeypatch.setattr(deployed, "_PROBED", {})
     srv = _fake_serve(monkeypatch)
     try:
         spec = VLMS.resolve({"model": "deployed:scripted-shopper", "args": {"timeout_s": 5}})
@@ -129,7 +132,7 @@ def test_deployed_spec_is_an_openai_client_that_knows_it_reaches_a_stand_in(monk
             VLMS.resolve("deployed:minilm")
     finally:
         srv.stop()
-    monkeypatch.setattr(deploy, "_PROBED", {})
+    monkeypatch.setattr(deployed, "_PROBED", {})
     with pytest.raises(ConfigError, match="deployed:scripted-shopper: not up at"):
         VLMS.resolve("deployed:scripted-shopper")
 

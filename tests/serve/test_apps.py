@@ -6,19 +6,23 @@ import pytest
 
 from vismem.core.ports import free_ports
 from vismem.serve.apps import OpenAIModelServer, model_app
-from vismem.serve.deploy import deployable, llm_config
-from vismem.serve.vlm import Message, VLMError, build_vlm
+from vismem.serve.build import build_vlm
+from vismem.serve.deploy import llm_config
+from vismem.serve.hosting import deployable
+from vismem.serve.registry import registered
+from vismem.serve.versions import serving_versions, stack_versions
+from vismem.serve.vlm import Message, VLMError
 
 
 def test_llm_config_from_model_spec():
-    cfg = llm_config(deployable("qwen2.5-vl-7b", env={}))
+    cfg = llm_config(deployable("qwen2.5-vl-7b", registered(), env={}))
     assert cfg["model_loading_config"] == {"model_id": "Qwen/Qwen2.5-VL-7B-Instruct",
                                            "model_source": "Qwen/Qwen2.5-VL-7B-Instruct"}
     assert cfg["engine_kwargs"]["limit_mm_per_prompt"] == {"image": 8}
     assert cfg["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 4,
                                                               "target_ongoing_requests": 32.0}
     assert cfg["accelerator_type"] == "H100"
-    assert deployable("minilm").settings.engine == "vismem"
+    assert deployable("minilm", registered()).settings.engine == "vismem"
 
 
 def test_llm_config_is_a_valid_ray_llm_config():
@@ -26,7 +30,7 @@ def test_llm_config_is_a_valid_ray_llm_config():
     from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 
     for model in ("qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3-vl-32b"):
-        conf = LLMConfig(**llm_config(deployable(model, env={})))
+        conf = LLMConfig(**llm_config(deployable(model, registered(), env={})))
         assert conf.accelerator_type == "H100" and conf.deployment_config["autoscaling_config"]["max_replicas"] >= 1
 
 
@@ -38,9 +42,13 @@ def test_model_app_builder_rejects_unknown_args():
 def test_models_route_says_what_is_hosted():
     server = OpenAIModelServer(embedder_spec={"name": "minilm", "args": {}}, model_id="minilm")
     entry = server.models()["data"][0]
+    versions = entry["vismem"].pop("versions")
     assert entry["id"] == "minilm" and entry["vismem"] == {"kind": "embedder", "stand_in": False, "dim": 384}
+    assert versions == stack_versions() and versions["torch"] and "vllm" in versions and "cuda" in versions
+    assert serving_versions(server.models()) == {"minilm": versions}
     shopper = OpenAIModelServer({"name": "scripted-shopper", "args": {}}, model_id="s")
-    assert shopper.models()["data"][0]["vismem"] == {"kind": "vlm", "stand_in": True}
+    assert {k: v for k, v in shopper.models()["data"][0]["vismem"].items() if k != "versions"} == {
+        "kind": "vlm", "stand_in": True}
 
 
 def test_build_llm_app_needs_vllm_locally():
@@ -112,3 +120,12 @@ def test_ray_serve_hosts_scripted_vlm_for_openai_client(ray_local):
         assert ei.value.reason == "http_404"
     finally:
         serve.shutdown()
+
+
+def test_stack_and_serving_versions_are_pure_over_their_lookups():
+    fake = {"vllm": "0.29.0", "torch": "2.13.0"}
+    got = stack_versions(version_of=fake.get, cuda=lambda: "12.9")
+    assert got == {"vllm": "0.29.0", "torch": "2.13.0", "transformers": None, "ray": None, "cuda": "12.9"}
+    body = {"data": [{"id": "a", "vismem": {"versions": got}}, {"id": "Qwen/Qwen3-VL-8B-Instruct"}, "junk"]}
+    assert serving_versions(body) == {"a": got, "Qwen/Qwen3-VL-8B-Instruct": None}
+    assert serving_versions(None) == {} and serving_versions({"data": 3}) == {}

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from vismem.serve.embed import Embedder, build_embedder
+from vismem.serve.build import build_embedder
+from vismem.serve.embed import Embedder
 from vismem.serve.embedders.qwen3vl import (DOCUMENT_INSTRUCTION, QUERY_INSTRUCTION, embedding_conversation,
                                      last_token_pool)
 from tests.serve.conftest import png
@@ -123,41 +124,3 @@ def test_embeddings_over_http_match_in_process(qwen_embedder):
             build_embedder({"name": "openai-embed", "args": {"model": "m", "base_url": srv.base_url + "/nope",
                                                              "max_retries": 0}}).embed_texts(["x"])
         assert ei.value.reason == "http_404"
-
-
-def test_qwen3vl_vllm_runner_prompts_with_a_stand_in_engine(tmp_path, monkeypatch):
-    """The cluster path's prompt building, against a recording stand-in for ``vllm.LLM`` (vLLM is
-    not installed locally): chat-template prompts with one ``<|image_pad|>`` per image (vLLM
-    expands them), PIL images in ``multi_modal_data``, the pooling runner, re-normalised output."""
-    import sys
-    import types
-
-    from PIL import Image
-
-    from vismem.serve.testing import build_tiny_qwen3vl
-
-    calls: dict = {}
-
-    class FakeLLM:  # stand-in, records what the embedder asks of vLLM
-        def __init__(self, model, runner, dtype, **kw):
-            calls["init"] = {"model": model, "runner": runner, **kw}
-
-        def embed(self, prompts, use_tqdm=False):
-            calls.setdefault("prompts", []).extend(prompts)
-            out = types.SimpleNamespace
-            return [out(outputs=out(embedding=[3.0, 4.0] + [0.0] * 62)) for _ in prompts]
-
-    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=FakeLLM))
-    path = build_tiny_qwen3vl(tmp_path / "v", embedding=True)
-    e = build_embedder({"name": "qwen3-vl-embedding", "args": {"path": str(path), "runner": "vllm",
-                                                               "vllm_kwargs": {"max_model_len": 4096}}})
-    assert calls["init"]["runner"] == "pooling" and calls["init"]["max_model_len"] == 4096
-    assert e.dim == 64
-    v = e.embed_images([png("red")], ["caption"])
-    np.testing.assert_allclose(v[0, :2], [0.6, 0.8], atol=1e-6)
-    (p,) = calls["prompts"]
-    assert p["prompt"].count("<|image_pad|>") == 1 and DOCUMENT_INSTRUCTION in p["prompt"]
-    assert "<|vision_end|>caption<|im_end|>" in p["prompt"]
-    assert isinstance(p["multi_modal_data"]["image"][0], Image.Image)
-    e.embed_queries(["where?"])
-    assert QUERY_INSTRUCTION in calls["prompts"][-1]["prompt"] and "multi_modal_data" not in calls["prompts"][-1]

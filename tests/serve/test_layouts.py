@@ -9,10 +9,11 @@ import json
 
 import pytest
 
+from vismem.serve.build import build_vlm
 from vismem.serve.layouts import LAYOUTS, apply_layout, check_layout, model_view
 from vismem.serve.openai_format import message_to_openai, messages_from_openai, messages_to_openai
 from vismem.serve.openai_server import LocalOpenAIServer
-from vismem.serve.vlm import Message, build_vlm
+from vismem.serve.vlm import Message
 from tests.serve.conftest import png
 
 SYS, USER = "You are a shopping-assistant agent.\nDecide ONE action.", "Step 3/25.\n[Current page]\n  URL: /"

@@ -12,9 +12,10 @@ import httpx
 import numpy as np
 import pytest
 
-from vismem.serve.embed import EMBEDDERS
+from vismem.serve.build import build_model
 from vismem.serve.models import expand_env, list_models, load_model_spec
-from vismem.serve.vlm import VLMS, Message
+from vismem.serve.registry import EMBEDDERS, VLMS
+from vismem.serve.vlm import Message
 
 PAPER_MODELS = {"qwen3-vl-2b", "qwen3-vl-8b", "qwen3-vl-32b", "qwen2.5-vl-7b", "gemini-2.5-flash", "glm-5",
                 "qwen3-vl-embedding-8b", "minilm", "siglip2-base", "clip-vit-b32"}
@@ -39,20 +40,20 @@ def test_env_expansion_points_a_spec_at_another_endpoint():
     assert load_model_spec("qwen2.5-vl-7b", env={}).args["base_url"] == "http://127.0.0.1:8000/v1"
     with pytest.raises(KeyError, match="NOPE"):
         expand_env("${NOPE}", {})
-    client = spec.build()  # an HTTP client: builds without a server
+    client = build_model(spec)  # an HTTP client: builds without a server
     assert client.name == "openai:qwen2.5-vl-7b" and client.model == "Qwen/Qwen2.5-VL-7B-Instruct"
 
 
 def test_local_specs_build_and_run(tmp_path, monkeypatch):
     monkeypatch.setenv("VISMEM_TINY_DIR", str(tmp_path / "tiny"))
-    vlm = load_model_spec("tiny-qwen2.5-vl").build()
+    vlm = build_model("tiny-qwen2.5-vl")
     assert vlm.name == "transformers:tiny-qwen2.5-vl"
     assert isinstance(vlm.chat([Message("user", "hi")], max_tokens=2).text, str)
-    emb = load_model_spec("tiny-qwen3-vl-embedding").build()
+    emb = build_model("tiny-qwen3-vl-embedding")
     assert emb.dim == 64 and emb.embed_texts(["a"]).shape == (1, 64)
-    again = load_model_spec("tiny-qwen3-vl-embedding").build()  # cached checkpoint, same weights
+    again = build_model("tiny-qwen3-vl-embedding")  # cached checkpoint, same weights
     np.testing.assert_allclose(again.embed_texts(["a"]), emb.embed_texts(["a"]), atol=1e-6)
-    assert load_model_spec("scripted-echo").build().chat([Message("user", "ping")]).text == "ping"
+    assert build_model("scripted-echo").chat([Message("user", "ping")]).text == "ping"
 
 
 def test_openai_server_module_serves_a_model_spec():

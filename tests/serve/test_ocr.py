@@ -17,7 +17,8 @@ from PIL import Image, ImageDraw, ImageFont
 from vismem.env.dialogue import Conversation, Session, Turn
 from vismem.memory.dialogue import load_variant, session_units
 from vismem.memory.dialogue.readrate import read_rate, session_drawn_texts, words
-from vismem.serve.embed import Embedder, build_embedder, embed_queries
+from vismem.serve.build import build_embedder
+from vismem.serve.embed import Embedder, embed_queries
 from vismem.serve.embedders import ocr_pixels as px
 from vismem.serve.embedders.ocr import OCR_ENGINES, OcrEngine, RapidLineOcr, build_ocr_engine
 

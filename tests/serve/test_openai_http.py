@@ -13,8 +13,9 @@ import pytest
 from PIL import Image
 
 from vismem.serve.backends.scripted import MALFORMED_TEXT
+from vismem.serve.build import build_vlm
 from vismem.serve.openai_server import LocalOpenAIServer
-from vismem.serve.vlm import VLM, Message, VLMError, build_vlm
+from vismem.serve.vlm import VLM, Message, VLMError
 
 
 def _png(color: tuple[int, int, int], size: int = 8) -> bytes:

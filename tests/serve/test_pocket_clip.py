@@ -14,7 +14,7 @@ N_PRODUCTS = 50
 
 @pytest.fixture(scope="module")
 def emb():
-    from vismem.serve.embed import build_embedder
+    from vismem.serve.build import build_embedder
 
     return build_embedder({"name": "pocket-clip", "args": {}})
 
@@ -39,8 +39,9 @@ def _ranks(q: np.ndarray, items: np.ndarray) -> np.ndarray:
 
 
 def test_registered_stand_in_with_small_committed_weights(emb):
-    from vismem.serve.embed import EMBEDDERS, Embedder
+    from vismem.serve.embed import Embedder
     from vismem.serve.embedders import pocket
+    from vismem.serve.registry import EMBEDDERS
 
     assert "pocket-clip" in EMBEDDERS.names() and isinstance(emb, Embedder)
     assert emb.stand_in is True and emb.stands_in_for == "siglip2-base-patch16-384"

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from vismem.serve.embed import build_embedder
+from vismem.serve.build import build_embedder
 from vismem.serve.qwen_inputs import QwenVLInputs
 
 # The two preprocessor_config.json layouts shipped with Qwen2.5-VL-7B-Instruct and Qwen3-VL.

@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from vismem.serve.vlm import VLM, Message, build_vlm
+from vismem.serve.build import build_vlm
+from vismem.serve.vlm import VLM, Message
 from tests.serve.conftest import png
 
 

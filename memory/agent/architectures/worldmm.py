@@ -104,7 +104,7 @@ class WorldMMLite(ArchitectureBase):
     def _other_components(self) -> dict[str, tuple[str, bool]]:
         if self.config.routing != "fixed":
             return {}
-        from vismem.serve.vlm import VLMS
+        from vismem.serve.registry import VLMS
 
         resolved = VLMS.resolve(self.config.router.raw(), field="router")
         return {"router": (self.config.router.key, VLMS.is_stand_in(resolved))}
@@ -143,7 +143,8 @@ class WorldMMLite(ArchitectureBase):
                          for t, s in zip(self._tok[module], self._sess)], dtype=np.float64)
 
     def _next_module(self, query: str, queried: list[str], ctx: list[str]) -> str:
-        from vismem.serve.vlm import Message, build_vlm
+        from vismem.serve.build import build_vlm
+        from vismem.serve.vlm import Message
 
         if self._router_vlm is None:
             self._router_vlm = build_vlm(self.config.router.raw())

@@ -30,7 +30,7 @@ class RetrievingMemory:
 
             raise ConfigError(f"memory {self.name!r} needs an {self.modality}_embedder "
                               "(the memshot stage passes memshot.text_embedder / memshot.image_embedder)")
-        from vismem.serve.embed import build_embedder
+        from vismem.serve.build import build_embedder
 
         self.embedder = build_embedder(spec) if isinstance(spec, (dict, str)) else spec
         if label:

@@ -93,7 +93,7 @@ class MemOCRMemory(RetrievingMemory):
         if summarizer is not None and hasattr(summarizer, "chat"):  # an already built VLM
             self.summarizer = summarizer
         elif summarizer:
-            from vismem.serve.vlm import build_vlm
+            from vismem.serve.build import build_vlm
 
             self.summarizer = build_vlm(summarizer)
         self.stand_in = self.summarizer is None

@@ -18,7 +18,7 @@ def trajectory(shared_dir):
     from vismem.agents.session import run_session
     from vismem.env.envs import make_env
     from vismem.env.storefront.server import ShopServer
-    from vismem.serve.vlm import build_vlm
+    from vismem.serve.build import build_vlm
 
     blobs: dict[str, bytes] = {}
 

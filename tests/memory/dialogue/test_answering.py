@@ -8,8 +8,8 @@ import pytest
 from vismem.memory.dialogue import answering as A
 from vismem.memory.dialogue.scoring import accuracy_table, score_answers
 from vismem.serve.backends.scripted import MALFORMED_TEXT, ScriptedVLM
+from vismem.serve.build import build_vlm
 from vismem.serve.openai_server import LocalOpenAIServer
-from vismem.serve.vlm import build_vlm
 
 UNITS = pl.DataFrame({
     "variant": ["memshot", "memshot", "text-rag"], "conversation_id": ["c1"] * 3,

@@ -23,7 +23,7 @@ from vismem.memory.dialogue.scoring import accuracy_table, score_answers
 from vismem.memory.dialogue.variants import load_variant
 from vismem.serve.backends.scripted import ScriptedVLM
 from vismem.serve.openai_server import LocalOpenAIServer
-from vismem.serve.vlm import build_vlm
+from vismem.serve.build import build_vlm
 
 
 class BagOfWords:
