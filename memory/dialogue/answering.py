@@ -103,13 +103,13 @@ def generate_answers(tasks: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
         try:
             msg = build_answer_message(dataset, q, shown, read_image, header=task["variant"] not in bare)
         except Exception as err:  # an unreadable shot is that question's failure, not the run's
-            return {**_key(task), "prediction": None, "answer_status": f"error:input:{type(err).__name__}",
+            return {**answer_key(task), "prediction": None, "answer_status": f"error:input:{type(err).__name__}",
                     "answer_latency_s": None, "prompt_tokens": None, "completion_tokens": None,
                     "raw_answer": str(err)[:300], "n_images": 0}
         out = _answer_one(vlm, msg, max_tokens, temperature)
         if out["prediction"] is not None and post is not None:
             out["prediction"] = post(q, out["prediction"])  # e.g. LoCoMo's multiple-choice letters
-        return {**_key(task), **out, "n_images": len(msg.images)}
+        return {**answer_key(task), **out, "n_images": len(msg.images)}
 
     rows = _pool_map(work, list(tasks.iter_rows(named=True)), concurrency, "memshot answers")
     return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
@@ -177,7 +177,8 @@ ANSWER_SCHEMA = {"variant": pl.Utf8, "k": pl.Int64, "conversation_id": pl.Utf8, 
                  "raw_answer": pl.Utf8, "n_images": pl.Int64}
 
 
-def _key(task: dict[str, Any]) -> dict[str, Any]:
+def answer_key(task: dict[str, Any]) -> dict[str, Any]:
+    """The key columns of an answer task row (variant, k, conversation, question)."""
     return {"variant": task["variant"], "k": task["k"], "conversation_id": task["conversation_id"],
             "question_id": task["question_id"], "unit_ids": [str(u) for u in task["unit_ids"]]}
 

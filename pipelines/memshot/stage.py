@@ -100,6 +100,9 @@ def check(config: "RunConfig") -> None:
     for name in ("vlm", "judge"):
         if getattr(cfg, name) is not None:
             VLMS.check(getattr(cfg, name), field=f"memshot.{name}")
+    if cfg.batch_inference == "ray-data" and cfg.vlm is not None and VLMS.resolve(cfg.vlm)["name"] != "openai":
+        raise ConfigError(f"memshot.batch_inference: ray-data asks an OpenAI-compatible endpoint; memshot.vlm is "
+                          f"{VLMS.resolve(cfg.vlm)['name']!r} (use an openai spec or a served variant, or threads)")
     check_dataset_file(config)
 
 
@@ -250,9 +253,17 @@ def _answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any
     a_key = f"{ctx.run_prefix}/memshot/answers_raw.parquet"
     done = cached(ctx, a_key, pl.col("answer_status").is_in(["ok", "malformed"]))
     todo = tasks.join(done.select(keys), on=keys, how="anti") if done is not None else tasks
-    new = capped(generate_answers(todo, units, questions, vlm, dataset=dataset, read_image=ctx.store.get_bytes,
-                                   max_tokens=cfg.answer_max_tokens, concurrency=cfg.request_concurrency,
-                                   order=cfg.context_order))
+    if cfg.batch_inference == "ray-data":
+        from vismem.pipelines.memshot.batch_llm import answers_on_ray_data
+
+        new = capped(answers_on_ray_data(todo, units, questions, vlm_spec, dataset=dataset, store=ctx.store,
+                                         max_tokens=cfg.answer_max_tokens, order=cfg.context_order,
+                                         concurrency=ctx.config.ray.concurrency,
+                                         batch_size=int(vlm_spec["args"].get("max_concurrency", 8))))
+    else:
+        new = capped(generate_answers(todo, units, questions, vlm, dataset=dataset, read_image=ctx.store.get_bytes,
+                                      max_tokens=cfg.answer_max_tokens, concurrency=cfg.request_concurrency,
+                                      order=cfg.context_order))
     done = _with_truncated(done)
     answers = (pl.concat([done.select(new.columns), new]) if done is not None else new).sort(keys)
     answers = answers.join(tasks.select(keys), on=keys, how="semi")

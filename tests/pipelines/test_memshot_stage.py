@@ -241,3 +241,40 @@ def test_fig4b_unit_size_of_each_variant():
         "h1024": "1024", "full-session": "session", "full-session-no-render": "session", "text-rag": None}
     assert got.filter(pl.col("variant").str.contains("no-render"))["unit_modality"].unique().to_list() == ["text"]
     assert got.filter(pl.col("variant") == "h512")["unit_modality"][0] == "image"
+
+
+def test_answers_on_ray_data_llm_equal_the_thread_path(file_store, ray_local, tmp_path):
+    """The ray.data.llm HTTP processor asks the same requests (shots as images, text units as text)
+    and records the same answers as the driver threads; a dead endpoint gives failed calls, not a
+    failed job."""
+    from vismem.core.ports import free_ports
+    from vismem.pipelines.memshot import stage as memshot
+
+    echo = ScriptedVLM(fn="describe", label="describe")  # a reply that is a function of the request
+    with LocalOpenAIServer(echo, model_id="scripted-describe") as srv:
+        spec = {"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url, "api_key_env": None,
+                                           "max_retries": 0, "timeout_s": 30, "max_concurrency": 3}}
+        base = {"dataset": "locomo", "conversations": 1, "variants": ["memshot", "text-rag"], "k": [5],
+                "embed_on_ray": False, "max_questions": 4, "vlm": spec}
+        got = {}
+        for mode in ("threads", "ray-data"):
+            ctx = _ctx(file_store, tmp_path / mode, {**base, "batch_inference": mode})
+            memshot.run(ctx)
+            raw = file_store.read_table(f"{ctx.run_prefix}/memshot/answers_raw.parquet")
+            got[mode] = raw.sort(["variant", "k", "conversation_id", "question_id"])
+            file_store.delete(f"{ctx.run_prefix}/memshot/answers_raw.parquet")  # the next mode asks again
+    a, b = got["threads"], got["ray-data"]
+    assert a.height == b.height == 8 and set(a["answer_status"]) == {"ok"}
+    assert a["prediction"].to_list() == b["prediction"].to_list()
+    assert a["n_images"].to_list() == b["n_images"].to_list() and max(a["n_images"]) > 0
+    assert b["answer_latency_s"].null_count() == 0
+
+    (dead_port,) = free_ports(1)
+    dead = {"name": "openai", "args": {"model": "m", "base_url": f"http://127.0.0.1:{dead_port}/v1",
+                                       "api_key_env": None, "max_retries": 0, "timeout_s": 5}}
+    ctx = _ctx(file_store, tmp_path / "dead", {**base, "variants": ["text-rag"], "vlm": dead,
+                                                "batch_inference": "ray-data"})
+    summary = memshot.run(ctx)
+    raw = file_store.read_table(f"{ctx.run_prefix}/memshot/answers_raw.parquet")
+    assert raw.height == 4 and set(raw["answer_status"]) == {"error:connect"}
+    assert summary["status"] == "partial" and raw["prediction"].null_count() == 4

@@ -1,0 +1,222 @@
+"""MemShot answers as batch inference on Ray Data's LLM layer (``ray.data.llm``).
+
+``memshot.batch_inference: ray-data`` sends the answer calls through a ``ray.data.llm``
+processor instead of driver threads, so they spread over the cluster: an OpenAI-compatible
+endpoint (vLLM, Ray Serve LLM's gateway, a hosted API, the local server) through
+``HttpRequestProcessorConfig``. Each row's request is built on the worker by the same client
+code the thread path uses (:meth:`OpenAIVLM.request_body` over
+:func:`vismem.memory.dialogue.answering.build_answer_message`), so the bodies, hence the answers
+of a deterministic endpoint, are the same; the replies are read back into the same answer
+records (``ok`` / ``malformed`` / ``error:<reason>``), so caches and failure rules are
+unchanged.
+
+Ray 2.60's HTTP stage sends a batch's requests one after another and raises after its last
+retry, which would lose the whole job to one bad question. :class:`ResilientSessions` is the
+stage's ``session_factory``: every request of a batch starts at once (up to the client's
+``max_concurrency``), retries the way the project's client does, and a call that still fails
+comes back as a reply carrying ``vismem_error`` -- recorded as that question's failed call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from typing import Any
+
+#: Statuses retried (as ``vismem.serve.http_client`` does): rate limits and server errors.
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class _Reply:
+    """What the HTTP stage reads of a response: ``status``, ``reason``, ``json()``."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.status, self.reason, self._body = 200, "OK", body
+
+    async def json(self) -> dict[str, Any]:
+        return self._body
+
+    async def __aenter__(self) -> "_Reply":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+
+class _Session:
+    def __init__(self, owner: "ResilientSessions") -> None:
+        self.owner = owner
+        self._sem = asyncio.Semaphore(max(1, owner.max_concurrency))
+        self._http: Any = None
+
+    async def __aenter__(self) -> "_Session":
+        import aiohttp
+
+        self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.owner.timeout_s))
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._http.close()
+
+    def post(self, url: str, *, headers: dict[str, str], data: Any) -> "asyncio.Task[_Reply]":
+        # Started now, not when the stage awaits it: a batch's requests are in flight together.
+        return asyncio.ensure_future(self._post(url, headers, data))
+
+    async def _post(self, url: str, headers: dict[str, str], data: Any) -> _Reply:
+        import aiohttp
+
+        body = json.loads(data) if isinstance(data, (str, bytes)) else data
+        if isinstance(body, dict) and "vismem_input_error" in body:  # the row could not be built
+            bad = body["vismem_input_error"]
+            return _Reply({"vismem_error": {"reason": f"input:{bad['type']}", "detail": bad["detail"]}})
+        o = self.owner
+        reason, detail = "error", ""
+        for attempt in range(o.max_retries + 1):
+            t0 = time.perf_counter()
+            try:
+                async with self._sem, self._http.post(url, headers=headers, data=data) as resp:
+                    text = await resp.text()
+                    if resp.status == 200:
+                        try:
+                            out = json.loads(text)
+                        except ValueError:
+                            return _Reply({"vismem_error": {"reason": "malformed_response", "detail": text[:300]}})
+                        if isinstance(out, dict):
+                            out["vismem_latency_s"] = time.perf_counter() - t0
+                            return _Reply(out)
+                        return _Reply({"vismem_error": {"reason": "malformed_response", "detail": text[:300]}})
+                    reason, detail = f"http_{resp.status}", text[:500]
+                    if resp.status not in RETRY_STATUSES and resp.status < 500:
+                        break
+            except asyncio.TimeoutError as e:
+                reason, detail = "timeout", f"{type(e).__name__}: {e}"
+            except aiohttp.ClientError as e:
+                reason, detail = "connect", f"{type(e).__name__}: {e}"
+            if attempt < o.max_retries:
+                delay = min(o.backoff_s * 2 ** attempt, o.backoff_max_s)
+                await asyncio.sleep(delay * (1.0 + 0.25 * random.random()))  # jitter: timing only
+        return _Reply({"vismem_error": {"reason": reason, "detail": detail}})
+
+
+class ResilientSessions:
+    """``session_factory`` of the HTTP stage (picklable): see the module docstring."""
+
+    def __init__(self, *, max_retries: int = 4, backoff_s: float = 1.0, backoff_max_s: float = 30.0,
+                 timeout_s: float = 120.0, max_concurrency: int = 8) -> None:
+        self.max_retries, self.backoff_s, self.backoff_max_s = int(max_retries), float(backoff_s), float(backoff_max_s)
+        self.timeout_s, self.max_concurrency = float(timeout_s), int(max_concurrency)
+
+    def __call__(self) -> _Session:
+        return _Session(self)
+
+
+def http_processor_config(spec: dict[str, Any], *, concurrency: int, batch_size: int) -> Any:
+    """The ``HttpRequestProcessorConfig`` of an ``openai`` VLM spec (its endpoint, key and retry
+    rule); the stage itself retries nothing (the sessions do)."""
+    from ray.data.llm import HttpRequestProcessorConfig
+
+    args = spec.get("args") or {}
+    base = str(args.get("base_url", "http://127.0.0.1:8000/v1")).rstrip("/")
+    key_env = args.get("api_key_env", "OPENAI_API_KEY")
+    key = os.environ.get(key_env, "") if key_env else ""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    sessions = ResilientSessions(max_retries=args.get("max_retries", 4), backoff_s=args.get("backoff_s", 1.0),
+                                 backoff_max_s=args.get("backoff_max_s", 30.0),
+                                 timeout_s=args.get("timeout_s", 120.0),
+                                 max_concurrency=args.get("max_concurrency", 8))
+    return HttpRequestProcessorConfig(url=f"{base}/chat/completions", headers=headers, concurrency=concurrency,
+                                      batch_size=batch_size, max_retries=0, session_factory=sessions)
+
+
+def reply_record(reply: dict[str, Any]) -> dict[str, Any]:
+    """An answer record (status, prediction, tokens, latency) from one reply of the HTTP stage."""
+    from vismem.memory.dialogue.answering import is_malformed_answer
+    from vismem.serve.openai_format import parse_completion
+
+    err = reply.get("vismem_error")
+    if err:
+        status = f"error:{err['reason']}"
+        return {"prediction": None, "answer_status": status, "answer_latency_s": None, "prompt_tokens": None,
+                "completion_tokens": None, "raw_answer": str(err.get("detail", ""))[:300]}
+    try:
+        text, pt, ct = parse_completion(reply)
+    except ValueError as e:
+        return {"prediction": None, "answer_status": "error:malformed_response", "answer_latency_s": None,
+                "prompt_tokens": None, "completion_tokens": None, "raw_answer": f"{e}: {str(reply)[:200]}"}
+    bad = is_malformed_answer(text)
+    return {"prediction": None if bad else text.strip(), "answer_status": "malformed" if bad else "ok",
+            "answer_latency_s": reply.get("vismem_latency_s"), "prompt_tokens": pt, "completion_tokens": ct,
+            "raw_answer": (text or "")[:300]}
+
+
+def _request_fn(vlm_spec: dict[str, Any], dataset: str, store: Any, max_tokens: int, temperature: float) -> Any:
+    """The processor's preprocess: a row (question, shown units) -> the chat request body, built on
+    the worker by the same code as the thread path (images read from the store there)."""
+
+    def request(row: dict[str, Any]) -> dict[str, Any]:
+        from vismem.memory.dialogue.answering import build_answer_message
+        from vismem.serve.build import build_vlm
+
+        try:
+            msg = build_answer_message(dataset, json.loads(row["question"]), json.loads(row["units"]),
+                                       store.get_bytes, header=bool(row["header"]))
+            body = build_vlm(vlm_spec).request_body([msg], max_tokens=max_tokens, temperature=temperature)
+            n_images = len(msg.images)
+        except Exception as err:  # noqa: BLE001 - an unreadable shot is that question's failure
+            body, n_images = {"vismem_input_error": {"type": type(err).__name__, "detail": str(err)[:300]}}, 0
+        return {"i": row["i"], "n_images": n_images, "payload": body}
+
+    return request
+
+
+def _reply_fn(row: dict[str, Any]) -> dict[str, Any]:
+    """The processor's postprocess: one answer record (and its task index) per reply."""
+    return {"i": row["i"], "n_images": row["n_images"], **reply_record(row["http_response"])}
+
+
+def answers_on_ray_data(tasks: Any, units: Any, questions: Any, vlm_spec: dict[str, Any], *, dataset: str,
+                        store: Any, max_tokens: int, temperature: float = 0.0, order: str = "rank",
+                        headerless: Any = None, concurrency: int = 1, batch_size: int = 16) -> Any:
+    """:func:`vismem.memory.dialogue.answering.generate_answers` as a ``ray.data.llm`` job over an
+    ``openai`` spec: the same answer rows, in task order."""
+    import polars as pl
+    import ray.data
+    from ray.data.llm import build_processor
+
+    from vismem.memory.dialogue.answering import ANSWER_SCHEMA, answer_key, headerless_variants
+    from vismem.memory.dialogue.datasets import get_dataset
+
+    if vlm_spec.get("name") != "openai":
+        raise ValueError(f"batch inference over ray.data.llm needs an openai endpoint spec, not {vlm_spec.get('name')!r}")
+    task_rows = list(tasks.iter_rows(named=True))
+    if not task_rows:
+        return pl.DataFrame(schema=ANSWER_SCHEMA)
+    unit_rows = {(r["variant"], str(r["unit_id"])): r for r in units.iter_rows(named=True)}
+    q_rows = {(r["conversation_id"], r["question_id"]): r for r in questions.iter_rows(named=True)}
+    bare = set(headerless_variants(tasks["variant"].unique().to_list()) if headerless is None else headerless)
+    rows = []
+    for i, task in enumerate(task_rows):
+        shown = [unit_rows[(task["variant"], str(u))] for u in task["unit_ids"]]
+        if order == "chronological":
+            shown.sort(key=lambda u: (u.get("session_index") or 0, u.get("unit_index") or 0))
+        q = q_rows[(task["conversation_id"], task["question_id"])]
+        rows.append({"i": i, "question": json.dumps(q, default=str), "header": task["variant"] not in bare,
+                     "units": json.dumps([{k: u.get(k) for k in ("modality", "text", "image_key")} for u in shown])})
+    processor = build_processor(http_processor_config(vlm_spec, concurrency=concurrency, batch_size=batch_size),
+                                preprocess=_request_fn(vlm_spec, dataset, store, max_tokens, temperature),
+                                postprocess=_reply_fn)
+    replies = {int(r["i"]): r for r in processor(ray.data.from_items(rows)).take_all()}
+    if len(replies) != len(rows):
+        raise RuntimeError(f"answer job returned {len(replies)} replies for {len(rows)} questions")
+    post = getattr(get_dataset(dataset), "postprocess_answer", None)
+    out = []
+    for i, task in enumerate(task_rows):
+        rec = {k: replies[i][k] for k in ("prediction", "answer_status", "answer_latency_s", "prompt_tokens",
+                                          "completion_tokens", "raw_answer")}
+        if rec["prediction"] is not None and post is not None:
+            rec["prediction"] = post(q_rows[(task["conversation_id"], task["question_id"])], rec["prediction"])
+        out.append({**answer_key(task), **rec, "n_images": int(replies[i]["n_images"])})
+    return pl.DataFrame(out, schema=ANSWER_SCHEMA)
