@@ -8,6 +8,7 @@ import sys
 
 from vismem.pipelines.commands import COMMAND_MODULES
 from vismem.core.errors import VismemError
+from vismem.core.secrets import strip_userinfo
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except VismemError as err:
-        print(f"vismem: error: {err}", file=sys.stderr)
+        # The last guard for URLs' user-info (a store endpoint's password) in any message.
+        print(f"vismem: error: {strip_userinfo(str(err))}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("vismem: interrupted", file=sys.stderr)
