@@ -61,9 +61,9 @@ def lean_put(spec: Any) -> Any:
     return _shared(_key(spec, "lean", on), make)
 
 
-def check_bucket(spec: Any, bucket: str) -> None:
-    """Reach the endpoint and the bucket (creating it when missing), or raise one clear
-    :class:`StoreError` saying what is wrong."""
+def check_bucket(spec: Any, bucket: str, *, create: bool = True) -> None:
+    """Reach the endpoint and the bucket (creating it when missing, with ``create``), or raise
+    one clear :class:`StoreError` saying what is wrong."""
     from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
     # The endpoint's user-info (http://user:pass@host) is a secret: never shown.
@@ -79,6 +79,8 @@ def check_bucket(spec: Any, bucket: str) -> None:
     except ClientError as err:
         code = err.response.get("Error", {}).get("Code", "")
         if code in ("404", "NoSuchBucket", "NotFound"):
+            if not create:
+                raise StoreError(f"bucket {bucket!r} does not exist at {where} (store {spec.uri})") from None
             try:
                 probe.create_bucket(Bucket=bucket)
                 return

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from vismem.core import s3client
 from vismem.core.blobref import parse_ref
@@ -92,8 +92,14 @@ class Store:
         access_key: str | None = None,
         secret_key: str | None = None,
         check: bool = True,
+        create: bool = True,
     ) -> "Store":
-        """Open a store, validating the URI and (with ``check``) reachability and credentials."""
+        """Open a store, validating the URI and (with ``check``) reachability and credentials.
+
+        ``file://`` paths are percent-decoded (``file:///a%20b`` is the folder ``/a b``, the form
+        browsers and report links use). ``create=False`` (read-only commands) never makes the
+        folder or the bucket: a store that is not there reads as empty (S3: one error line).
+        """
         parsed = urlparse(uri)
         shown = strip_userinfo(uri)
         if parsed.scheme == "file":
@@ -101,9 +107,9 @@ class Store:
                 raise StoreError(f"invalid store URI {shown!r}: file URIs need an absolute path (file:///abs/path)")
             if not parsed.path.startswith("/"):
                 raise StoreError(f"invalid store URI {shown!r}: file URIs need an absolute path")
-            store = cls(StoreSpec(uri="file://" + parsed.path.rstrip("/")))
-            if check:
-                root = Path(parsed.path)
+            path = unquote(parsed.path)
+            store, root = cls(StoreSpec(uri="file://" + path.rstrip("/"))), Path(path)
+            if check and create:
                 try:
                     root.mkdir(parents=True, exist_ok=True)
                 except OSError as err:
@@ -127,7 +133,7 @@ class Store:
             root = f"s3://{bucket}" + (f"/{prefix}" if prefix else "")
             store = cls(StoreSpec(root, endpoint_url, region, access_key, secret_key))
             if check:
-                store._check_s3()
+                s3client.check_bucket(store.spec, store._bucket_prefix()[0], create=create)
             return store
         raise StoreError(f"invalid store URI {shown!r}: scheme must be file:// or s3:// (or local-s3:// in a run config)")
 
@@ -187,9 +193,6 @@ class Store:
         if self._lean is None:
             self._lean = s3client.lean_put(self.spec)
         return self._lean
-
-    def _check_s3(self) -> None:
-        s3client.check_bucket(self.spec, self._bucket_prefix()[0])
 
     def _s3_key(self, key: str) -> tuple[str, str]:
         bucket, prefix = self._bucket_prefix()

@@ -62,7 +62,7 @@ def _report(args: argparse.Namespace) -> int:
     from vismem.pipelines.viewers import local_report
 
     cfg = config_from_args(_with_stage_defaults(args))
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         prefix = f"runs/{args.run_id}"
         if not store.list(prefix + "/"):
             raise VismemError(f"run {args.run_id!r} not found in store {store.uri} (nothing under {prefix}/); "

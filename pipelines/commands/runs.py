@@ -66,7 +66,7 @@ def _runs(args: argparse.Namespace) -> int:
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         runs = list_runs(store)
         uri = store.uri
     if args.json:
