@@ -348,3 +348,29 @@ def test_percent_encoded_file_uris_name_the_folder_and_read_only_commands_create
 
     first = browse.split("browse", 1)[1].split("|")[0]
     assert shlex.split(first) == ["vismem", "runs", "--store", store.uri], browse
+
+
+@pytest.mark.parametrize("damage", [b'{"run_id": "bad-0123456789", "stages": {"memshot": {"sta',  # truncated
+                                    b"\x89PNG\r\n\x1a\n\xff\xfe garbage",  # not text at all
+                                    b'["a", "list"]', b'{"stages": [1, 2]}'])  # JSON, but not a manifest
+def test_a_corrupt_manifest_is_flagged_and_never_hides_the_other_runs(file_store, tmp_path, capsys, monkeypatch,
+                                                                      damage):
+    from vismem.pipelines.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    file_store.put_json("runs/good-0123456789/manifest.json", _manifest(
+        "good-0123456789", "2026-01-02T03:04:05Z", {"memshot": "done"}))
+    file_store.put_bytes("runs/bad-0123456789/manifest.json", damage)
+    write_results(file_store, "runs/bad-0123456789", "encoding", synthetic.encoding(chains=2, J=3))
+    st = ["--store", file_store.uri]
+    assert main(["runs", *st, "--json"]) == 0
+    listed = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert listed["good-0123456789"]["status"] == "done" and listed["good-0123456789"]["problem"] is None
+    assert listed["bad-0123456789"]["status"] == "unreadable manifest"
+    assert listed["bad-0123456789"]["problem"].startswith("manifest unreadable")
+    assert main(["runs", *st]) == 0
+    out = capsys.readouterr().out
+    assert "good-0123456789" in out and "bad-0123456789: manifest unreadable" in out
+    assert main(["report", "bad-0123456789", *st, "--no-viewers"]) == 0
+    out = capsys.readouterr().out
+    assert "encoding" in out.splitlines()[0] and "manifest           manifest unreadable" in out
