@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -32,6 +34,9 @@ def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = 
     # Inside a submitted Ray job the driver must attach to the cluster that runs it.
     if address is None and os.environ.get("RAY_ADDRESS"):
         address = os.environ["RAY_ADDRESS"]
+    # ray.init installs SIGTERM handlers (Python: exit 15; the core worker's C++ one: a stack dump)
+    # over the CLI's, which unwinds the run like Ctrl-C: a Python handler set before is put back.
+    sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
         if address:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, ignore_reinit_error=True)
@@ -50,6 +55,9 @@ def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = 
                 )
     except ConnectionError as err:
         raise VismemError(f"cannot reach Ray at {address!r}: {err}") from None
+    finally:
+        if callable(sigterm):
+            signal.signal(signal.SIGTERM, sigterm)
     _quiet_data_context()
     return ray.cluster_resources()
 
