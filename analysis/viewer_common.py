@@ -57,9 +57,15 @@ def image_table(images: Mapping[str, bytes], keys: Iterable[str], *, max_px: int
     return out
 
 
+#: Characters that mean something to the HTML parser inside a script element (``</script``, and
+#: ``<!--`` which turns ``<script`` into a nested-script state that swallows the page), written as
+#: JSON escapes: the block holds no ``<``, ``>`` or ``&`` at all, and ``JSON.parse`` reads it unchanged.
+_HTML_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
 def json_block(element_id: str, obj: Any) -> str:
-    """A ``<script type="application/json">`` block; ``</`` is escaped so no text can close it."""
-    text = json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False).replace("</", "<\\/")
+    """A ``<script type="application/json">`` block no text inside ``obj`` can break out of."""
+    text = json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False).translate(_HTML_SAFE)
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 

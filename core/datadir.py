@@ -48,17 +48,20 @@ def materialise(uri: str) -> Path:
 
 
 def _copy(uri: str) -> Path:
+    from vismem.core.secrets import strip_userinfo
     from vismem.core.store import Store, StoreError
 
+    shown = strip_userinfo(uri)
     try:
-        store = Store.open(uri)
+        store = Store.open(uri, create=False)  # read only: a missing folder or bucket is not made
         objects = list(_objects(store))
     except (StoreError, OSError) as err:
-        raise ConfigError(f"data_dir {uri!r} cannot be read: {' '.join(str(err).split())[:300]}") from None
+        raise ConfigError(f"data_dir {shown!r} cannot be read: {' '.join(str(err).split())[:300]}") from None
     except Exception as err:  # botocore's errors (no such bucket, denied) are not StoreErrors
-        raise ConfigError(f"data_dir {uri!r} cannot be read: {type(err).__name__}: {err}") from None
+        raise ConfigError(f"data_dir {shown!r} cannot be read: "
+                          f"{type(err).__name__}: {strip_userinfo(str(err))}") from None
     if not objects:
-        raise ConfigError(f"data_dir {uri!r} holds no objects (upload the data folder there first)")
+        raise ConfigError(f"data_dir {shown!r} holds no objects (upload the data folder there first)")
     root = cache_dir(uri)
     for key, etag in objects:
         dest = root / key

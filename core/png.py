@@ -1,16 +1,16 @@
 """PNG writing shared by the MemShot shot renderer and the catalogue: chunks, deflate, an RGB writer.
 
 Deflate is the cost of a PNG here (the pixels are drawn fast; see ``vismem.memory.dialogue.draw``), so the
-level picks the engine: levels 0-3 are ISA-L's (``isal``: Intel's deflate, ~4x zlib's speed at
-level 1 on shots and product photos, and smaller output than zlib level 1 on both), 4-9 are
-zlib's (smaller, several times slower). ``pyproject.toml`` pins both libraries, and the same
-pixels must give the same bytes (content-keyed caches, result tables). One measured exception:
-ISA-L's *stateful* compressor (``deflate_segment``) at levels 1-3 now and then gave a different
-(valid) stream for the same input later in the same process; at level 0, and in the one-shot
-``zlib_stream`` at level 1, no repeat differed (see ``vismem.memory.dialogue.png.SHOT_LEVEL``).
-Measured on this machine over 807 shot strips (123 MB of rows): zlib level 1 224 ms / 6.29 MB,
-ISA-L level 1 52 ms / 5.78 MB; per 512-px product photo (Up-filtered rows) zlib RLE 2.5 ms,
-ISA-L 0.55 ms.
+level picks the engine: level 0 is ISA-L's (``isal``: Intel's deflate, static Huffman with a short-window
+matcher, about as fast as its level 1 and ~25 % larger), 1-9 are zlib's (smaller, several times
+slower). ``pyproject.toml`` pins both libraries, and the same pixels must give the same bytes
+(content-keyed caches, result tables), which is why ISA-L serves level 0 only: its levels 1-3
+(two-pass, with a separately allocated level buffer) now and then gave a different (valid) stream
+for the same input -- the stateful compressor later in the same process (shots, see
+``vismem.memory.dialogue.png.SHOT_LEVEL``) and the one-shot ``compress`` in 2 of 6 catalogue
+generations. Level 0 needs no level buffer and showed no difference in any repeat; zlib's output
+is a function of its input and settings. Measured per 512-px product photo (Up-filtered rows):
+zlib RLE level 1 2.5 ms, ISA-L 0.55 ms.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 from isal import isal_zlib
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
-#: The highest level ISA-L serves; levels above go to zlib.
-ISAL_MAX_LEVEL = 3
+#: The highest level ISA-L serves (the one whose output repeats exactly); levels above go to zlib.
+ISAL_MAX_LEVEL = 0
 
 
 def adler32(data: bytes, value: int = 1) -> int:

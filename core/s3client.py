@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 from vismem.core.errors import StoreError
+from vismem.core.secrets import strip_userinfo
 
 _SHARED: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
@@ -60,13 +61,17 @@ def lean_put(spec: Any) -> Any:
     return _shared(_key(spec, "lean", on), make)
 
 
-def check_bucket(spec: Any, bucket: str) -> None:
-    """Reach the endpoint and the bucket (creating it when missing), or raise one clear
-    :class:`StoreError` saying what is wrong."""
+def check_bucket(spec: Any, bucket: str, *, create: bool = True) -> None:
+    """Reach the endpoint and the bucket (creating it when missing, with ``create``), or raise
+    one clear :class:`StoreError` saying what is wrong."""
     from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
-    probe = _boto3(spec, retries={"max_attempts": 1}, connect_timeout=2, read_timeout=5)
-    where = spec.endpoint_url or "AWS"
+    # The endpoint's user-info (http://user:pass@host) is a secret: never shown.
+    where = strip_userinfo(spec.endpoint_url) if spec.endpoint_url else "AWS"
+    try:
+        probe = _boto3(spec, retries={"max_attempts": 1}, connect_timeout=2, read_timeout=5)
+    except ValueError as err:  # botocore refuses a malformed endpoint URL here
+        raise StoreError(f"S3 endpoint {where} is not a valid URL: {strip_userinfo(str(err))}") from None
     try:
         probe.head_bucket(Bucket=bucket)
     except EndpointConnectionError:
@@ -74,20 +79,23 @@ def check_bucket(spec: Any, bucket: str) -> None:
     except ClientError as err:
         code = err.response.get("Error", {}).get("Code", "")
         if code in ("404", "NoSuchBucket", "NotFound"):
+            if not create:
+                raise StoreError(f"bucket {bucket!r} does not exist at {where} (store {spec.uri})") from None
             try:
                 probe.create_bucket(Bucket=bucket)
                 return
             except ClientError as err2:
-                raise StoreError(f"bucket {bucket!r} does not exist at {where} and cannot be created: {err2}") from None
+                raise StoreError(f"bucket {bucket!r} does not exist at {where} and cannot be created: "
+                                 f"{strip_userinfo(str(err2))}") from None
         if code in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied"):
             raise StoreError(f"S3 credentials rejected by {where} for bucket {bucket!r} ({code})") from None
-        raise StoreError(f"S3 error at {where} for bucket {bucket!r}: {err}") from None
+        raise StoreError(f"S3 error at {where} for bucket {bucket!r}: {strip_userinfo(str(err))}") from None
     except NoCredentialsError:
         raise StoreError(f"missing credentials for store {spec.uri}: set AWS_ACCESS_KEY_ID and "
                          "AWS_SECRET_ACCESS_KEY, or run where boto3's default chain finds them "
                          "(instance profile, IRSA)") from None
     except BotoCoreError as err:
-        raise StoreError(f"S3 endpoint {where} is unusable: {err}") from None
+        raise StoreError(f"S3 endpoint {where} is unusable: {strip_userinfo(str(err))}") from None
 
 
 __all__ = ["check_bucket", "client", "lean_put"]

@@ -111,7 +111,12 @@ class Scrubber:
                              key=len, reverse=True)
 
     def text(self, s: str) -> str:
-        s = strip_userinfo(s)
+        """``s`` with URL user-info and every known secret value replaced by ``***``."""
+        return self.known(strip_userinfo(s))
+
+    def known(self, s: str) -> str:
+        """``s`` with only the known secret values replaced (other text, URLs included, kept as is:
+        for a model's reply, which is a result)."""
         for v in self.values:
             if v in s:
                 s = s.replace(v, REDACTED)

@@ -19,11 +19,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from vismem.core import s3client
 from vismem.core.blobref import parse_ref
 from vismem.core.errors import StoreError
+from vismem.core.secrets import strip_userinfo
 
 _S3_BUCKET_OK = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
 #: Store URI schemes a run config accepts (``local-s3://`` is opened by the runner's weed server).
@@ -45,18 +46,19 @@ def validate_uri(uri: str) -> str:
     """Check a store URI's syntax at once (no I/O); returns it, raises :class:`StoreError` naming
     what is wrong. A bad bucket would otherwise surface only when a server or endpoint refuses it."""
     parsed = urlparse(uri)
+    shown = strip_userinfo(uri)  # user-info is a secret: never printed
     if parsed.scheme not in SCHEMES or "://" not in uri:
-        raise StoreError(f"invalid store URI {uri!r}: scheme must be file://, s3:// or local-s3://")
+        raise StoreError(f"invalid store URI {shown!r}: scheme must be file://, s3:// or local-s3://")
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost") or not parsed.path.startswith("/"):
-            raise StoreError(f"invalid store URI {uri!r}: file URIs need an absolute path (file:///abs/path)")
+            raise StoreError(f"invalid store URI {shown!r}: file URIs need an absolute path (file:///abs/path)")
         return uri
     if parsed.username or parsed.password:
         raise StoreError(f"invalid store URI {parsed.scheme}://***@{parsed.hostname}: credentials do not belong "
                          "in the URI (use AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)")
     problem = bucket_problem(parsed.netloc)
     if problem:
-        raise StoreError(f"invalid store URI {uri!r}: {problem}")
+        raise StoreError(f"invalid store URI {shown!r}: {problem}")
     return uri
 
 
@@ -90,23 +92,30 @@ class Store:
         access_key: str | None = None,
         secret_key: str | None = None,
         check: bool = True,
+        create: bool = True,
     ) -> "Store":
-        """Open a store, validating the URI and (with ``check``) reachability and credentials."""
+        """Open a store, validating the URI and (with ``check``) reachability and credentials.
+
+        ``file://`` paths are percent-decoded (``file:///a%20b`` is the folder ``/a b``, the form
+        browsers and report links use). ``create=False`` (read-only commands) never makes the
+        folder or the bucket: a store that is not there reads as empty (S3: one error line).
+        """
         parsed = urlparse(uri)
+        shown = strip_userinfo(uri)
         if parsed.scheme == "file":
             if parsed.netloc not in ("", "localhost"):
-                raise StoreError(f"invalid store URI {uri!r}: file URIs need an absolute path (file:///abs/path)")
+                raise StoreError(f"invalid store URI {shown!r}: file URIs need an absolute path (file:///abs/path)")
             if not parsed.path.startswith("/"):
-                raise StoreError(f"invalid store URI {uri!r}: file URIs need an absolute path")
-            store = cls(StoreSpec(uri="file://" + parsed.path.rstrip("/")))
-            if check:
-                root = Path(parsed.path)
+                raise StoreError(f"invalid store URI {shown!r}: file URIs need an absolute path")
+            path = unquote(parsed.path)
+            store, root = cls(StoreSpec(uri="file://" + path.rstrip("/"))), Path(path)
+            if check and create:
                 try:
                     root.mkdir(parents=True, exist_ok=True)
                 except OSError as err:
-                    raise StoreError(f"store {uri!r} is not writable: {err}") from None
+                    raise StoreError(f"store {shown!r} is not writable: {err}") from None
                 if not os.access(root, os.W_OK):
-                    raise StoreError(f"store {uri!r} is not writable")
+                    raise StoreError(f"store {shown!r} is not writable")
             return store
         if parsed.scheme == "s3":
             validate_uri(uri)
@@ -115,7 +124,7 @@ class Store:
             access_key = access_key or os.environ.get("AWS_ACCESS_KEY_ID")
             secret_key = secret_key or os.environ.get("AWS_SECRET_ACCESS_KEY")
             if bool(access_key) != bool(secret_key):
-                raise StoreError(f"incomplete credentials for store {uri!r}: set both AWS_ACCESS_KEY_ID and "
+                raise StoreError(f"incomplete credentials for store {shown!r}: set both AWS_ACCESS_KEY_ID and "
                                  "AWS_SECRET_ACCESS_KEY, or neither (boto3's default chain)")
             # No static keys: boto3's default chain (instance profile, IRSA, ~/.aws) finds them.
             access_key, secret_key = access_key or None, secret_key or None
@@ -124,9 +133,9 @@ class Store:
             root = f"s3://{bucket}" + (f"/{prefix}" if prefix else "")
             store = cls(StoreSpec(root, endpoint_url, region, access_key, secret_key))
             if check:
-                store._check_s3()
+                s3client.check_bucket(store.spec, store._bucket_prefix()[0], create=create)
             return store
-        raise StoreError(f"invalid store URI {uri!r}: scheme must be file:// or s3:// (or local-s3:// in a run config)")
+        raise StoreError(f"invalid store URI {shown!r}: scheme must be file:// or s3:// (or local-s3:// in a run config)")
 
     @classmethod
     def from_spec(cls, spec: StoreSpec) -> "Store":
@@ -184,9 +193,6 @@ class Store:
         if self._lean is None:
             self._lean = s3client.lean_put(self.spec)
         return self._lean
-
-    def _check_s3(self) -> None:
-        s3client.check_bucket(self.spec, self._bucket_prefix()[0])
 
     def _s3_key(self, key: str) -> tuple[str, str]:
         bucket, prefix = self._bucket_prefix()

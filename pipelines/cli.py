@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from vismem.pipelines.commands import COMMAND_MODULES
 from vismem.core.errors import VismemError
+from vismem.core.secrets import strip_userinfo
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,17 +31,36 @@ def _plugin_commands() -> list[str]:
     return [ep.value for ep in sorted(entry_points(group="vismem.commands"), key=lambda e: e.name)]
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread: unwinds (stages, Ray, the store's server) like Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # Once: a second SIGTERM must not cut the cleanup the first one started.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Ray's own SIGTERM handlers exit 15 without unwinding (its C++ one prints a stack dump first);
+    # init_ray keeps this one in force when it starts Ray.
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.func(args) or 0)
     except VismemError as err:
-        print(f"vismem: error: {err}", file=sys.stderr)
+        # The last guard for URLs' user-info (a store endpoint's password) in any message.
+        print(f"vismem: error: {strip_userinfo(str(err))}", file=sys.stderr)
         return err.exit_code
+    except Terminated:
+        print("vismem: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("vismem: interrupted", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,22 @@ def git_revision(cwd: str | Path | None = None) -> str:
     return (rev or "unknown") + ("+dirty" if dirty else "")
 
 
+def read_manifest(store: Store, run_id: str) -> tuple[dict[str, Any], str | None]:
+    """``(manifest, None)``; ``({}, None)`` when the run has none; ``({}, why)`` when it cannot be
+    read (truncated, not JSON, not an object): one damaged run never stops listing or reporting
+    the others, and is shown as what it is."""
+    key = f"runs/{run_id}/manifest.json"
+    if not store.exists(key):
+        return {}, None
+    try:
+        data = store.get_json(key)
+    except ValueError as err:  # bad JSON or bad UTF-8
+        return {}, f"manifest unreadable: {type(err).__name__}: {str(err)[:200]}"
+    if not isinstance(data, dict) or not isinstance(data.get("stages", {}), dict):
+        return {}, "manifest unreadable: not a JSON object with a 'stages' mapping"
+    return data, None
+
+
 class Manifest:
     """``runs/<run_id>/manifest.json`` in the store; updated as stages start and finish.
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from vismem.pipelines.settings import RayConfig
 from vismem.core.errors import VismemError
@@ -31,24 +34,57 @@ def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = 
     # Inside a submitted Ray job the driver must attach to the cluster that runs it.
     if address is None and os.environ.get("RAY_ADDRESS"):
         address = os.environ["RAY_ADDRESS"]
+    # ray.init installs SIGTERM handlers (Python: exit 15; the core worker's C++ one: a stack dump)
+    # over the CLI's, which unwinds the run like Ctrl-C: a Python handler set before is put back.
+    sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
         if address:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, ignore_reinit_error=True)
         else:
-            ray.init(
-                num_cpus=cfg.num_cpus or os.cpu_count() or 2,
-                object_store_memory=cfg.object_store_mb * 1024 * 1024,
-                include_dashboard=False,
-                runtime_env=runtime_env,
-                log_to_driver=False,
-                ignore_reinit_error=True,
-                configure_logging=True,
-                logging_level="warning",
-            )
+            with _loopback_only():
+                ray.init(
+                    num_cpus=cfg.num_cpus or os.cpu_count() or 2,
+                    object_store_memory=cfg.object_store_mb * 1024 * 1024,
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    runtime_env=runtime_env,
+                    log_to_driver=False,
+                    ignore_reinit_error=True,
+                    configure_logging=True,
+                    logging_level="warning",
+                )
     except ConnectionError as err:
         raise VismemError(f"cannot reach Ray at {address!r}: {err}") from None
+    finally:
+        if callable(sigterm):
+            signal.signal(signal.SIGTERM, sigterm)
     _quiet_data_context()
     return ray.cluster_resources()
+
+
+@contextmanager
+def _loopback_only() -> Iterator[None]:
+    """While a local Ray starts: every listener on 127.0.0.1 (vismem disables Ray's auth).
+
+    Ray binds its GCS, raylet, agents and workers to the node IP, but turns "127.0.0.1" into the
+    machine's outward address (``resolve_ip_for_localhost``) unless ``ENABLE_RAY_CLUSTER`` is off --
+    read from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` once, at import, in the driver and in every
+    process it spawns. Both are restored afterwards, so a later attach to a real cluster from
+    this process still announces the outward address.
+    """
+    import ray._private.ray_constants as ray_constants
+
+    var = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    saved_env, saved_flag = os.environ.get(var), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[var], ray_constants.ENABLE_RAY_CLUSTER = "0", False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = saved_env
 
 
 def _quiet_data_context() -> None:

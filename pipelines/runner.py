@@ -28,8 +28,9 @@ log = logging.getLogger("vismem")
 
 
 @contextlib.contextmanager
-def open_store(config: RunConfig) -> Iterator[tuple[Store, dict[str, str]]]:
+def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Store, dict[str, str]]]:
     """Yield ``(store, env)``; for ``local-s3://`` a private weed server lives for the block.
+    ``create=False`` (read-only commands): a missing folder or bucket is not made.
 
     ``env`` holds the variables workers need to reach the store (credentials, endpoint).
     """
@@ -46,7 +47,7 @@ def open_store(config: RunConfig) -> Iterator[tuple[Store, dict[str, str]]]:
                                secret_key=server.secret_key)
             yield store, env
         return
-    store = Store.open(uri, endpoint_url=config.store.endpoint_url, region=config.store.region)
+    store = Store.open(uri, endpoint_url=config.store.endpoint_url, region=config.store.region, create=create)
     env: dict[str, str] = {}
     if store.is_s3:
         env = {"AWS_ACCESS_KEY_ID": store.spec.access_key or "", "AWS_SECRET_ACCESS_KEY": store.spec.secret_key or "",

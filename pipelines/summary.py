@@ -9,6 +9,7 @@ as rich tables. ``vismem run --json`` prints the machine-readable form instead.
 from __future__ import annotations
 
 import math
+import shlex
 from typing import Any
 
 from vismem.pipelines.stage import count
@@ -145,7 +146,8 @@ def render(summary: dict[str, Any], console: Any = None) -> None:
                        ("run_log", "run log")):
         if w.get(key):
             rows.append((label, w[key]))
-    flag = "" if w["store"].startswith("local-s3://") else f" --store {w['store']}"
+    # Quoted for the shell: a store folder may hold spaces or quotes.
+    flag = "" if w["store"].startswith("local-s3://") else f" --store {shlex.quote(w['store'])}"
     rows.append(("browse", f"vismem runs{flag}  |  vismem store ls runs/{summary['run_id']}/results/{flag}"))
     for label, value in rows:
         con.print(f"  {label:<18} {value}", soft_wrap=True, highlight=False)

@@ -5,22 +5,40 @@ timeouts, 408/409/425/429 and 5xx; other 4xx fail at once. A semaphore shared by
 using one client caps in-flight requests. Failures raise :class:`vismem.serve.vlm.VLMError` with a
 ``reason`` (``timeout``, ``connect``, ``http_<status>``, ``malformed_response``). Pickles (for Ray
 workers) by dropping and lazily rebuilding the connection pool and locks.
+
+Whatever the client sent can come back: some proxies repeat the request's key in an error
+(``Invalid API key provided: Bearer sk-...``). Every error message and reply text leaves the client
+through :meth:`RetryingJSONClient.scrub` -- the rule of :mod:`vismem.core.secrets` over what this
+client sends (its key, the URL's user-info, secret-named entries of :meth:`sent_config`) -- so
+no stored answer, judge reason or failure line carries a credential.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
 import threading
 import time
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
+from vismem.core.secrets import Scrubber, secret_values
 from vismem.serve.vlm import VLMError
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+def _basic_auth(url: str) -> set[str]:
+    """The ``Authorization: Basic`` value httpx sends for a URL's user-info (it can be echoed too)."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return set()
+    pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    return {base64.b64encode(pair.encode()).decode()}
 
 
 class RetryingJSONClient:
@@ -44,9 +62,26 @@ class RetryingJSONClient:
         self._sem = threading.BoundedSemaphore(max(1, self.max_concurrency))
         self._client_lock = threading.Lock()
         self._client: httpx.Client | None = None
+        self._scrubber: Scrubber | None = None
+
+    def sent_config(self) -> dict[str, Any]:
+        """What of this client's configuration reaches the endpoint (subclasses add body fields)."""
+        return {"base_url": self.base_url}
+
+    def _api_key(self) -> str | None:
+        return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
+
+    def scrub(self, text: str, *, reply: bool = False) -> str:
+        """``text`` without this client's credentials (``***`` in their place); a ``reply`` keeps
+        URLs it holds and loses only the credential values themselves."""
+        if self._scrubber is None:
+            # Built on first use in the process that sends (the key is read from its environment).
+            self._scrubber = Scrubber(secret_values(self.sent_config()) | {self._api_key() or ""}
+                                      | _basic_auth(self.base_url))
+        return self._scrubber.known(text) if reply else self._scrubber.text(text)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_sem", "_client_lock", "_client")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_sem", "_client_lock", "_client", "_scrubber")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -56,7 +91,7 @@ class RetryingJSONClient:
         with self._client_lock:
             if self._client is None:
                 headers = {"Content-Type": "application/json"}
-                key = os.environ.get(self.api_key_env) if self.api_key_env else None
+                key = self._api_key()
                 if key:
                     headers["Authorization"] = f"Bearer {key}"
                 n = max(1, self.max_concurrency)
@@ -93,21 +128,22 @@ class RetryingJSONClient:
                 try:
                     resp = self._http().post(path, content=payload)
                 except httpx.TimeoutException as e:
-                    reason, detail = "timeout", f"{type(e).__name__}: {e}"
+                    reason, detail = "timeout", self.scrub(f"{type(e).__name__}: {e}")
                 except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
-                    reason, detail = "connect", f"{type(e).__name__}: {e}"
+                    reason, detail = "connect", self.scrub(f"{type(e).__name__}: {e}")
                 else:
                     if resp.status_code == 200:
                         try:
                             data = resp.json()
                         except ValueError as e:
-                            raise VLMError(f"{who}: malformed response (not JSON): {resp.text[:300]!r}",
+                            raise VLMError(f"{who}: malformed response (not JSON): {self.scrub(resp.text)[:300]!r}",
                                            reason="malformed_response", attempts=attempt + 1) from e
                         if not isinstance(data, dict):
-                            raise VLMError(f"{who}: malformed response (not an object): {resp.text[:300]!r}",
+                            raise VLMError(f"{who}: malformed response (not an object): {self.scrub(resp.text)[:300]!r}",
                                            reason="malformed_response", attempts=attempt + 1)
                         return data
-                    reason, detail = f"http_{resp.status_code}", resp.text[:500]
+                    # Scrubbed before the cut, so no part of a credential is left at the edge.
+                    reason, detail = f"http_{resp.status_code}", self.scrub(resp.text)[:500]
                     if resp.status_code not in RETRY_STATUSES and resp.status_code < 500:
                         raise VLMError(f"{who}: HTTP {resp.status_code}: {detail}", reason=reason,
                                        attempts=attempt + 1)

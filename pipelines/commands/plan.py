@@ -89,7 +89,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.measured:
         from vismem.pipelines.runner import open_store
 
-        with open_store(cfg) as (store, _env):
+        with open_store(cfg, create=False) as (store, _env):
             measured = measure(store, args.measured)
     plan = estimate(cfg, rates_from(args.rate, measured), gpus=args.gpus)
     print(json.dumps(plan, indent=2) if args.json else render(plan))

@@ -57,22 +57,25 @@ def _report(args: argparse.Namespace) -> int:
 
     from vismem.core.errors import VismemError
     from vismem.pipelines.commands.run import config_from_args
+    from vismem.pipelines.manifest import read_manifest
     from vismem.pipelines.runner import open_store
     from vismem.pipelines.report.build import build, options_from
     from vismem.pipelines.report.viewers import local_report
 
     cfg = config_from_args(_with_stage_defaults(args))
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         prefix = f"runs/{args.run_id}"
         if not store.list(prefix + "/"):
             raise VismemError(f"run {args.run_id!r} not found in store {store.uri} (nothing under {prefix}/); "
                               "`vismem runs` lists the runs it holds")
         options = options_from(cfg)
-        manifest_key = f"{prefix}/manifest.json"
-        manifest = store.get_json(manifest_key) if store.exists(manifest_key) else None
-        if args.seed is None and manifest:
+        # A damaged manifest is flagged, and the report built from the result tables alone ({}:
+        # nothing downstream reads it again).
+        manifest, problem = read_manifest(store, args.run_id)
+        manifest = manifest or ({} if problem else None)
+        if args.seed is None and manifest and isinstance(manifest.get("config"), dict):
             # Reporting an existing run: its own seed drives the bootstrap, as in the run's stage.
-            run_seed = (manifest.get("config") or {}).get("seed")
+            run_seed = manifest["config"].get("seed")
             if isinstance(run_seed, int):
                 options = dataclasses.replace(options, seed=run_seed)
         summary = build(store, args.run_id, options=options, manifest=manifest, viewers=not args.no_viewers)
@@ -80,12 +83,15 @@ def _report(args: argparse.Namespace) -> int:
         copied = args.out is not None or not store.uri.startswith("file://")
         summary["out"] = str(index.parent) if copied and index else None
         summary["local_html"] = index.as_uri() if index else summary["html"]
+        summary["manifest_problem"] = problem
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     else:
         print(f"report of {args.run_id}: {len(summary['found'])} result tables ({', '.join(summary['found']) or 'none'}), "
               f"{summary['tables']} tables, {summary['figures']} figures")
         print(f"  report             {summary['local_html']}")
+        if problem:
+            print(f"  manifest           {problem} (report built from the result tables alone)")
         labels = {"trajectories": "trajectory viewer", "samples": "sample viewer"}
         for name in summary.get("viewers") or {}:
             print(f"  {labels.get(name, name):<18} {index.parent.as_uri()}/{summary['viewers'][name].rsplit('/', 1)[-1]}")

@@ -47,15 +47,25 @@ def run_ids(store: "Store") -> list[str]:
     return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory and not i.base_name.startswith("."))
 
 
+def _seconds(v: Any) -> float:
+    try:
+        return float(v or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def list_runs(store: "Store") -> list[dict[str, Any]]:
     """One record per run: ``run_id``, ``status``, ``started``, ``stages`` (name: status), ``report``."""
+    from vismem.pipelines.manifest import read_manifest
+
     out = []
     for rid in run_ids(store):
-        key = f"runs/{rid}/manifest.json"
-        m = store.get_json(key) if store.exists(key) else {}
+        m, problem = read_manifest(store, rid)
         stages = {k: v.get("status") for k, v in (m.get("stages") or {}).items() if isinstance(v, dict)}
-        wall = sum(float(v.get("wall_s") or 0) for v in (m.get("stages") or {}).values() if isinstance(v, dict))
-        out.append({"run_id": rid, "status": run_status(m) if m else "no manifest", "started": m.get("started_at"),
+        wall = sum(_seconds(v.get("wall_s")) for v in (m.get("stages") or {}).values() if isinstance(v, dict))
+        started = m.get("started_at") if isinstance(m.get("started_at"), str) else None
+        status = "unreadable manifest" if problem else run_status(m) if m else "no manifest"
+        out.append({"run_id": rid, "status": status, "problem": problem, "started": started,
                     "stages": stages, "wall_s": round(wall, 1),
                     "report": store.url(f"runs/{rid}/report/index.html")
                     if store.exists(f"runs/{rid}/report/index.html") else None})
@@ -69,7 +79,7 @@ def _runs(args: argparse.Namespace) -> int:
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         runs = list_runs(store)
         uri = store.uri
     if args.json:
@@ -86,7 +96,7 @@ def _runs(args: argparse.Namespace) -> int:
     t.add_column("stage time", justify="right", no_wrap=True)
     t.add_column("stages")
     t.add_column("report", no_wrap=True)
-    colour = {"done": "green", "partial": "yellow", "failed": "red"}
+    colour = {"done": "green", "partial": "yellow", "failed": "red", "unreadable manifest": "red"}
     for r in runs:
         c = colour.get(r["status"], "white")
         order = [k for k in STAGE_ORDER if k in r["stages"]] + [k for k in r["stages"] if k not in STAGE_ORDER]
@@ -96,6 +106,9 @@ def _runs(args: argparse.Namespace) -> int:
         t.add_row(r["run_id"], f"[{c}]{r['status']}[/{c}]", (r["started"] or "").replace("T", " ").rstrip("Z"),
                   f"{r['wall_s']:.0f} s", stages, "yes" if r["report"] else "")
     Console().print(t)
+    for r in runs:
+        if r["problem"]:
+            print(f"{r['run_id']}: {r['problem']}")
     print("`vismem report RUN_ID --open` builds and opens a run's report; "
           "`vismem store ls runs/RUN_ID/` lists what it wrote.")
     return 0

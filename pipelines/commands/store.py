@@ -89,7 +89,7 @@ def _ls(args: argparse.Namespace) -> int:
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         if args.keys:
             keys = store.list(args.prefix)
             for k in keys if args.limit == 0 else keys[: args.limit]:
@@ -125,7 +125,7 @@ def _get(args: argparse.Namespace) -> int:
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         key = args.key.strip("/")
         if store.exists(key) and not args.key.endswith("/"):
             data = store.get_bytes(key)
@@ -164,7 +164,7 @@ def _cat(args: argparse.Namespace) -> int:
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         if not store.exists(args.key):
             raise VismemError(f"no object {store.url(args.key)}; see `vismem store ls`")
         data = store.get_bytes(args.key)

@@ -41,9 +41,9 @@ class MemShotConfig(Frozen):
         "png",
         description="Lossless shot encoding: png (palette PNG, fastest and smallest here; see memory/dialogue/draw.py) or webp.",
     )
-    png_compress_level: int = Field(0, ge=0, le=9, description="Deflate level of PNG shots (core.png): 0-3 ISA-L (0, the default: "
+    png_compress_level: int = Field(0, ge=0, le=9, description="Deflate level of PNG shots (core.png): 0 ISA-L (the default: "
                                     "its fastest level, and the one whose output repeats exactly -- see "
-                                    "vismem.memory.dialogue.png.SHOT_LEVEL), 4-9 zlib (6+: smaller, several times slower).")
+                                    "vismem.memory.dialogue.png.SHOT_LEVEL), 1-9 zlib (smaller, several times slower).")
     render_batch_size: int | None = Field(None, ge=1, description="Sessions per Ray Data render task; None: 4 batches "
                                           "per concurrent task (ray.concurrency), at least 4 sessions each.")
 

@@ -37,6 +37,7 @@ from vismem.memory.dialogue.png import SHOT_LEVEL
 from vismem.memory.dialogue.variants import Variant
 from vismem.core.blobref import make_ref
 from vismem.core.errors import ConfigError, DataError, VismemError
+from vismem.core.keys import key_part
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -53,11 +54,7 @@ UNIT_COLUMNS = (
     "n_turns", "pair_start", "pair_end", "overlap_pairs", "width", "height", "overflow", "key", "format",
     "bytes", "text", "layout_ms", "draw_ms", "encode_ms", "write_ms", "style", "font",
 )
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def _safe(part: str) -> str:
-    return _SAFE.sub("_", part)
+_safe = key_part  # injective: "conv 26" and "conv_26" are two keys
 
 
 def shot_key(prefix: str, conversation_id: str, session_id: str, unit: int, fmt: str) -> str:

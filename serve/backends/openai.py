@@ -55,6 +55,9 @@ class OpenAIChatVLM(RetryingJSONClient):
         self.layout = check_layout(layout)
         self.stand_in = bool(stand_in)
 
+    def sent_config(self) -> dict[str, Any]:
+        return {**super().sent_config(), "extra_body": self.extra_body}
+
     def request_body(self, messages: list[Message], *, max_tokens: int, temperature: float) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
@@ -74,6 +77,8 @@ class OpenAIChatVLM(RetryingJSONClient):
         try:
             text, pt, ct = parse_completion(data)
         except ValueError as e:
-            raise VLMError(f"{self.name}: malformed response: {e}; body={str(data)[:300]!r}",
+            raise VLMError(f"{self.name}: malformed response: {e}; body={self.scrub(str(data))[:300]!r}",
                            reason="malformed_response") from e
+        # A reply can repeat what was sent too (an echoing proxy): it is stored, so it is scrubbed.
+        text = self.scrub(text, reply=True) if text else text
         return ChatResult(text=text, latency_s=time.perf_counter() - t0, prompt_tokens=pt, completion_tokens=ct)

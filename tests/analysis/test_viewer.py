@@ -237,3 +237,60 @@ def test_sample_data_marks_evidence_and_falls_back_to_retrieval_only():
     assert second["shot"] == "shots/u0.png" and not second["own_shot"]  # borrowed from the memshot render
     assert v["ans"] == {} and d["variants"] == ["no-render"]
     assert json.dumps(d)  # JSON-able
+
+
+#: Text that ends or re-opens a script element (``<!--<script`` puts the HTML parser into a state
+#: where the data block swallows the rest of the page; no "-->" follows, which would end that state)
+#: and text that would run if it were markup.
+HOSTILE = ["<!--<script", "</script><script>window.pwned = 1</script>", "<!-- a ]]> &amp; &lt;/script&gt;",
+           "<script>window.pwned = 2</script>", "<img src=x onerror=window.pwned=3>", "\u2028 \u2029 & < >"]
+
+
+def test_hostile_text_in_the_data_blocks_is_shown_as_text(chromium_path, tmp_path):
+    """Every viewer data block keeps hostile strings as data: the sample viewer lists every question,
+    shows each string exactly, and nothing in them runs."""
+    from vismem.analysis.samples import sample_viewer
+    from vismem.analysis.viewer import trajectory_viewer
+
+    n = len(HOSTILE)
+    qids = [f"c:q{i}" for i in range(n)]
+    questions = pl.DataFrame({"conversation_id": ["c"] * n, "question_id": qids,
+                              "question": [f"Q{i} {h}" for i, h in enumerate(HOSTILE)], "answer": HOSTILE,
+                              "category": ["single-hop"] * n, "evidence": [["D1:1"]] * n})
+    units = pl.DataFrame({"variant": ["no-render"] * n, "unit_id": [f"c/s1/u{i}" for i in range(n)],
+                          "dia_ids": [["D1:1"]] * n, "text": [f"turn {h}" for h in HOSTILE], "key": [None] * n},
+                         schema_overrides={"key": pl.Utf8})
+    ranked = pl.DataFrame({"variant": ["no-render"] * n, "question_id": qids, "rank": [1] * n,
+                           "unit_id": [f"c/s1/u{i}" for i in range(n)], "score": [0.5] * n})
+    samples = tmp_path / "samples.html"
+    samples.write_text(sample_viewer(questions, ranked, units, shots={}, run_id="hostile"))
+    steps = pl.DataFrame({"backend": [SLUG] * n, "seed": [0] * n, "j": [1] * n, "step": list(range(1, n + 1)),
+                          "url": [f"/p/{i}" for i in range(n)], "thought": HOSTILE, "reply": HOSTILE})
+    traj = tmp_path / "trajectories.html"
+    traj.write_text(trajectory_viewer(steps, None, {}, run_id="hostile"))
+    pw, browser = _browser(chromium_path)
+    try:
+        page = browser.new_page()
+        errs: list[str] = []
+        page.on("pageerror", lambda e: errs.append(str(e)))
+        page.goto(samples.as_uri() + "#variant=no-render&k=1", wait_until="load")
+        page.wait_for_selector("body[data-ready]")
+        assert page.locator(".question-item").count() == n
+        for i, h in enumerate(HOSTILE):
+            page.locator(f'.question-item[data-key="{qids[i]}"]').click()
+            d = page.locator("#detail")
+            assert d.locator("#question").text_content() == f"Q{i} {h}"
+            assert d.locator("#gold").text_content() == h
+            assert d.locator(".unit pre").first.text_content() == f"turn {h}"
+        for block in ("sdata", "simg"):  # the data reads back whole, and holds no markup characters
+            raw = page.locator(f"#{block}").evaluate("e => e.textContent")
+            assert not set(raw) & set("<>&")
+        assert page.evaluate("window.pwned") is None and errs == []
+        page.goto(traj.as_uri(), wait_until="load")
+        page.wait_for_selector("body[data-ready]")
+        data = page.evaluate("JSON.parse(document.getElementById('vdata').textContent)")
+        assert HOSTILE[0] in json.dumps(data, ensure_ascii=False) and HOSTILE[1] in json.dumps(data, ensure_ascii=False)
+        assert page.evaluate("window.pwned") is None and errs == []
+    finally:
+        browser.close()
+        pw.stop()

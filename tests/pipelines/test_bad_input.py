@@ -182,3 +182,23 @@ def test_a_second_run_on_a_busy_local_s3_store_is_one_line_and_writes_nothing(tm
         assert not (tmp_path / "runs" / cfg.run_id).exists()
     finally:
         busy.stop()
+
+
+@pytest.mark.parametrize("args", [
+    ["--store", "file://bob:pw-canary-41@/tmp/x"],
+    ["--store", "file://bob:pw-canary-41@localhost/tmp/x"],
+    ["--store", "ftp://bob:pw-canary-41@host/x"],
+    ["--store", "s3://vismem-bkt", "--set", "store.endpoint_url=http://bob:pw-canary-41@127.0.0.1:9"],
+    ["--store", "s3://vismem-bkt", "--set", "store.endpoint_url=http://bob:pw-canary-41@"],
+    ["--store", "s3://vismem-bkt", "--set", "store.endpoint_url=ftp://bob:pw-canary-41@127.0.0.1:9"],
+])
+def test_passwords_in_store_uris_never_reach_the_terminal(args, tmp_path, capsys, monkeypatch):
+    from vismem.pipelines.cli import main
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "vismem-test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "vismem-test-secret")
+    monkeypatch.chdir(tmp_path)
+    assert main(["runs", *args]) == 3
+    err = capsys.readouterr().err
+    line = _one_line(err)
+    assert "pw-canary-41" not in err and "***@" in line, line

@@ -156,3 +156,35 @@ def test_default_batch_size_makes_four_batches_per_task():
     assert batch_size_for(1001, 2) == 126  # rounded up: never a ninth, tiny batch
     assert batch_size_for(1000, 64) == 10  # a big cluster: at least 10 rows a batch
     assert batch_size_for(30, 2) == 10 and batch_size_for(0, 0) == 10
+
+
+_PHOTOS = """
+import hashlib, sys
+from vismem.env.storefront.catalog import load_catalog
+from vismem.env.storefront.imagesource import build_image_source
+from vismem.pipelines.configs.catalog import CatalogConfig
+from vismem.pipelines.stages.catalog import source_spec
+
+cat = load_catalog(sys.argv[1])
+src = build_image_source(source_spec(CatalogConfig()), cat)
+for v in cat.variants[::97]:
+    cue, base = src.get_pair(v.url_hash)
+    print(v.url_hash, hashlib.sha256(cue).hexdigest(), hashlib.sha256(base).hexdigest())
+"""
+
+
+def test_catalogue_pngs_are_the_same_bytes_in_two_fresh_processes(shared_dir):
+    """The catalogue's default PNG writer is one whose bytes repeat (content keys must not change
+    between runs); each fresh process renders and encodes the same products."""
+    import subprocess
+    import sys
+
+    from vismem.core.png import ISAL_MAX_LEVEL
+    from vismem.pipelines.configs.catalog import CatalogConfig
+
+    assert CatalogConfig().png_compress_level <= ISAL_MAX_LEVEL == 0  # ISA-L at level 0, nothing above
+    runs = [subprocess.run([sys.executable, "-c", _PHOTOS, str(shared_dir / "data")], capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr[-2000:]
+    first = runs[0].stdout.splitlines()
+    assert len(first) >= 10 and runs[1].stdout.splitlines() == first

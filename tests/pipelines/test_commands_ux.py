@@ -309,3 +309,68 @@ def test_local_report_in_place_for_a_folder_copied_for_s3_or_out(s3_store, file_
     out = local_report(file_store, cfg, "r1", tmp_path / "out")
     assert out == (tmp_path / "out/index.html").resolve() and out.read_bytes() == b"<html>r1</html>"
     assert local_report(file_store, cfg, "nope") is None and local_report(s3_store, cfg, "nope") is None
+
+
+def test_percent_encoded_file_uris_name_the_folder_and_read_only_commands_create_nothing(tmp_path, capsys,
+                                                                                           monkeypatch):
+    from rich.console import Console
+
+    from vismem.analysis.report import ReportOptions
+    from vismem.core.store import Store
+    from vismem.pipelines.cli import main
+    from vismem.pipelines.summary import collect, render
+
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "my store's #1"
+    encoded = root.as_uri()  # file:///.../my%20store%27s%20%231: the form report links use
+    assert "%20" in encoded
+    store = Store.open(encoded)
+    assert store.uri == f"file://{root}"
+    store.put_json("runs/gamma-0123456789/manifest.json", _manifest("gamma-0123456789", "2026-01-02T03:04:05Z",
+                                                                    {"memshot": "done"}))
+    assert (root / "runs" / "gamma-0123456789" / "manifest.json").is_file()
+    assert main(["runs", "--store", encoded, "--json"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == ["gamma-0123456789"]
+    # Read-only commands on a store that is not there: nothing is created, literally or decoded.
+    ghost = tmp_path / "ghost dir"
+    for cmd in (["runs"], ["store", "ls"], ["store", "cat", "x.json"], ["store", "get", "x.json"],
+                ["report", "gamma-0123456789", "--no-viewers"]):
+        main([*cmd, "--store", ghost.as_uri()])
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [root.name]
+    # The summary's "browse" hint is a command line that pastes whole into a shell.
+    summary = collect({}, manifest=None, tables={}, options=ReportOptions(), wall_s=1.0, store_uri=store.uri,
+                      run_id="gamma-0123456789", report=None, viewers={}, run_log=None)
+    con = Console(record=True, width=400)
+    render(summary, con)
+    browse = next(ln for ln in con.export_text().splitlines() if ln.strip().startswith("browse"))
+    import shlex
+
+    first = browse.split("browse", 1)[1].split("|")[0]
+    assert shlex.split(first) == ["vismem", "runs", "--store", store.uri], browse
+
+
+@pytest.mark.parametrize("damage", [b'{"run_id": "bad-0123456789", "stages": {"memshot": {"sta',  # truncated
+                                    b"\x89PNG\r\n\x1a\n\xff\xfe garbage",  # not text at all
+                                    b'["a", "list"]', b'{"stages": [1, 2]}'])  # JSON, but not a manifest
+def test_a_corrupt_manifest_is_flagged_and_never_hides_the_other_runs(file_store, tmp_path, capsys, monkeypatch,
+                                                                      damage):
+    from vismem.pipelines.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    file_store.put_json("runs/good-0123456789/manifest.json", _manifest(
+        "good-0123456789", "2026-01-02T03:04:05Z", {"memshot": "done"}))
+    file_store.put_bytes("runs/bad-0123456789/manifest.json", damage)
+    write_results(file_store, "runs/bad-0123456789", "encoding", synthetic.encoding(chains=2, J=3))
+    st = ["--store", file_store.uri]
+    assert main(["runs", *st, "--json"]) == 0
+    listed = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert listed["good-0123456789"]["status"] == "done" and listed["good-0123456789"]["problem"] is None
+    assert listed["bad-0123456789"]["status"] == "unreadable manifest"
+    assert listed["bad-0123456789"]["problem"].startswith("manifest unreadable")
+    assert main(["runs", *st]) == 0
+    out = capsys.readouterr().out
+    assert "good-0123456789" in out and "bad-0123456789: manifest unreadable" in out
+    assert main(["report", "bad-0123456789", *st, "--no-viewers"]) == 0
+    out = capsys.readouterr().out
+    assert "encoding" in out.splitlines()[0] and "manifest           manifest unreadable" in out

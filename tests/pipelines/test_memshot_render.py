@@ -129,3 +129,21 @@ def test_worker_data_error_reaches_the_driver(ray_local, file_store, small, tmp_
     spec.write_text("kind: shots\nmax_height: 128\noversize: error\n")
     with pytest.raises(DataError, match=r"conv-26/session_1: turn-pair 0 is \d+ px tall alone"):
         render_units(file_store, small[:1], str(spec), ray_local, "p/tiny")
+
+
+def test_ids_differing_only_in_punctuation_keep_their_own_units(file_store, small):
+    """"conv 26" and "conv_26" used to share one storage key: one's units vanished, the other's doubled."""
+    from dataclasses import replace
+
+    a = replace(small[0], conversation_id="conv 26", sessions=small[0].sessions[:1])
+    b = replace(small[1], conversation_id="conv_26", sessions=small[1].sessions[:1])
+    render_units(file_store, [a, b], "memshot", None, "p/punct", use_ray=False)
+    df = read_units(file_store, "p/punct")
+    want = {c.conversation_id: render_units(file_store, [c], "memshot", None, f"p/{i}", use_ray=False)["units"]
+            for i, c in enumerate((a, b))}
+    assert df.group_by("conversation_id").len().sort("conversation_id").rows() == sorted(want.items())
+    assert df["key"].n_unique() == df.height  # every shot its own bytes
+    for i, c in enumerate((a, b)):  # each conversation's shots are its own, byte for byte
+        alone = read_units(file_store, f"p/{i}").sort("unit_id")
+        mine = df.filter(df["conversation_id"] == c.conversation_id).sort("unit_id")
+        assert [file_store.get_bytes(k) for k in mine["key"]] == [file_store.get_bytes(k) for k in alone["key"]]

@@ -10,6 +10,7 @@ import time
 
 import httpx
 import pytest
+from fastapi import Request  # module level: FastAPI resolves the handlers' string annotations here
 from PIL import Image
 
 from vismem.serve.backends.scripted import MALFORMED_TEXT
@@ -176,3 +177,46 @@ def test_malformed_response_bodies_raise_malformed_response(payload, status):
         with pytest.raises(VLMError) as ei:
             _client(srv, max_retries=2).chat([Message("user", "x")])
     assert ei.value.reason == "malformed_response"
+
+
+def test_credentials_echoed_by_the_endpoint_never_leave_the_client(monkeypatch):
+    """A proxy that repeats the request's key (in an error, in a reply, past the 500-character
+    cut of an error body) and the URL's user-info: neither reaches an error message or a reply."""
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    key = "sk-canary-0123456789"
+    monkeypatch.setenv("VISMEM_TEST_ECHO_KEY", key)
+    app, mode = FastAPI(), {"reply": "error"}
+
+    @app.post("/v1/chat/completions")
+    async def echo(request: Request):
+        auth = request.headers.get("authorization", "")
+        if mode["reply"] == "error":
+            return JSONResponse(status_code=401, content={"error": f"Invalid API key provided: {auth}"})
+        if mode["reply"] == "edge":  # the key straddles the stored excerpt's end
+            return JSONResponse(status_code=401, content={"error": "x" * 470 + auth})
+        return JSONResponse({"choices": [{"message": {"content": f"you sent {auth} via "
+                                                                   "https://user:pw-canary-42@example.org"}}]})
+
+    with LocalOpenAIServer(app=app) as srv:
+        client = _client(srv, api_key_env="VISMEM_TEST_ECHO_KEY", max_retries=0,
+                         extra_body={"session_token": "body-canary-99"})
+        with pytest.raises(VLMError) as ei:
+            client.chat([Message("user", "x")])
+        assert "Invalid API key provided: Bearer ***" in str(ei.value)
+        mode["reply"] = "edge"
+        with pytest.raises(VLMError) as edge:
+            client.chat([Message("user", "x")])
+        mode["reply"] = "ok"
+        reply = client.chat([Message("user", "x")]).text
+        # User-info in the URL goes out as Basic auth (base64 of user:password), echoed the same way.
+        basic = _client(srv, api_key_env=None, max_retries=0,
+                        base_url=srv.base_url.replace("http://", "http://proxyuser:url-canary-77@"))
+        mode["reply"] = "error"
+        with pytest.raises(VLMError) as by_url:
+            basic.chat([Message("user", "x")])
+    assert "Invalid API key provided: Basic ***" in str(by_url.value)
+    for text in (str(ei.value), str(edge.value), reply, str(by_url.value)):
+        assert key not in text and key[:10] not in text and "url-canary-77" not in text, text
+    assert reply == "you sent Bearer *** via https://user:pw-canary-42@example.org"  # a reply keeps its URLs

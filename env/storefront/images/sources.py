@@ -36,7 +36,7 @@ class ProceduralImageSource:
     """Offline procedural product photos with the variant's cue; cue-free on request."""
 
     def __init__(self, catalog: Any, size: int = 512, salt: str = "v1", format: str = "png",
-                 compress_level: int = 1, cache_items: int = 64) -> None:
+                 compress_level: int = 0, cache_items: int = 64) -> None:
         self.catalog = catalog
         self.renderer = ProceduralRenderer(int(size), salt)
         self.format, self.compress_level = format, int(compress_level)

@@ -1,0 +1,72 @@
+"""A key that the endpoint repeats never reaches the stored answers or judge verdicts.
+
+Some proxies answer a bad key with ``Invalid API key provided: Bearer <key>``; the MemShot stage
+stores error texts (``raw_answer``, ``judge_reason``) and replies (``prediction``) in its tables.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+from fastapi import Request  # module level: FastAPI resolves the handler's string annotation here
+
+from vismem.core.store import Store
+from vismem.pipelines.config import load_config
+from vismem.pipelines.runner import run
+
+KEY = "sk-canary-echo-5f1e2d3c"
+
+
+class Echoing:
+    """An OpenAI-compatible endpoint repeating the request's Authorization header: the answering
+    model fails every other call with it and otherwise answers with it; the judge always fails."""
+
+    def __init__(self):
+        from fastapi import FastAPI
+        from fastapi.responses import JSONResponse
+
+        from vismem.serve.openai_server import LocalOpenAIServer
+
+        self.calls = 0
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request):
+            auth = request.headers.get("authorization", "")
+            model = (await request.json())["model"]
+            self.calls += 1
+            if model == "judge" or self.calls % 2:
+                return JSONResponse(status_code=401, content={"error": f"Invalid API key provided: {auth}"})
+            return JSONResponse({"choices": [{"message": {"content": f"I was called with {auth}"}}]})
+
+        self.server = LocalOpenAIServer(app=app)
+
+    def spec(self, model: str) -> dict:
+        return {"name": "openai", "args": {"model": model, "base_url": self.server.base_url,
+                                           "api_key_env": "VISMEM_TEST_ECHO_KEY", "max_retries": 0}}
+
+
+def test_echoed_key_is_scrubbed_from_answers_and_verdicts(tmp_path, ray_local, monkeypatch):
+    monkeypatch.setenv("VISMEM_TEST_ECHO_KEY", KEY)
+    echo = Echoing()
+    echo.server.start()
+    try:
+        cfg = load_config(overrides={
+            "runs_dir": str(tmp_path / "runs"), "store": {"uri": f"file://{tmp_path}/store"}, "stages": ["memshot"],
+            "memshot": {"conversations": 1, "variants": ["text-rag"], "memories": [], "k": [5],
+                        "embed_on_ray": False, "max_questions": 4, "request_concurrency": 1,
+                        "vlm": echo.spec("answerer"), "judge": echo.spec("judge")}})
+        run(cfg, progress=False)
+    finally:
+        echo.server.stop()
+    store = Store.open(f"file://{tmp_path}/store")
+    tables = {key: store.read_table(f"runs/{cfg.run_id}/{key}")
+              for key in ("results/memshot_answers.parquet", "memshot/answers_raw.parquet", "memshot/judged_raw.parquet")}
+    ans = tables["results/memshot_answers.parquet"]
+    # The endpoint did repeat the key, in errors and in replies, and both were stored.
+    assert ans["answer_status"].str.starts_with("error").sum() == 2 and (ans["answer_status"] == "ok").sum() == 2
+    assert ans["raw_answer"].str.contains("Bearer ***", literal=True).all()
+    assert ans["judge_reason"].drop_nulls().str.contains("Bearer ***", literal=True).sum() == 2
+    for name, df in tables.items():
+        for col in (c for c, t in df.schema.items() if t == pl.Utf8):
+            leaked = df.filter(pl.col(col).str.contains(KEY[:12], literal=True))
+            assert leaked.height == 0, f"{name}:{col} stores the key: {leaked[col].to_list()}"
