@@ -100,10 +100,33 @@ def check(config: "RunConfig") -> None:
     for name in ("vlm", "judge"):
         if getattr(cfg, name) is not None:
             VLMS.check(getattr(cfg, name), field=f"memshot.{name}")
+    check_image_budgets(cfg)
     if cfg.batch_inference == "ray-data" and cfg.vlm is not None and VLMS.resolve(cfg.vlm)["name"] != "openai":
         raise ConfigError(f"memshot.batch_inference: ray-data asks an OpenAI-compatible endpoint; memshot.vlm is "
                           f"{VLMS.resolve(cfg.vlm)['name']!r} (use an openai spec or a served variant, or threads)")
     check_dataset_file(config)
+
+
+def check_image_budgets(cfg: Any) -> None:
+    """The answering model fits ``max(k)`` of each image variant's tallest shots (ConfigError naming
+    the model, the variant and k otherwise): a prompt past ``max_model_len`` is a 400 that no
+    retry mends. Only a named model variant (``serve/models/*.yaml``) states its context and pixel
+    bounds; full-session shots have no height bound and are not checked."""
+    from vismem.memory.dialogue.variants import list_variants, load_variant
+    from vismem.serve.budget import check_image_budget
+    from vismem.serve.models import list_models, load_model_spec
+
+    if cfg.vlm is None or cfg.vlm.key not in list_models("vlm"):
+        return
+    ms = load_model_spec(cfg.vlm.key)
+    for name in cfg.variants:
+        v = load_variant(name) if name in list_variants() else None
+        if v is None or not v.is_image or v.max_height is None:
+            continue
+        try:  # the question, the prompt and the reply are reserved beside the images
+            check_image_budget(ms, (v.style.width, v.max_height), max(cfg.k), reserve=cfg.answer_max_tokens + 1024)
+        except ConfigError as err:
+            raise ConfigError(f"memshot.variants {name!r} with memshot.vlm: {err}") from None
 
 
 def run(ctx: "RunContext") -> dict[str, Any]:
@@ -162,6 +185,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
 
     summary: dict[str, Any] = {
         "status": "done", "dataset": dataset_name(cfg), "conversations": len(conversations),
+        # LongMemEval repeats some haystack sessions (upstream #54): identical repeats kept once.
+        "duplicate_sessions": int(getattr(conversations, "duplicate_sessions", 0)),
         "questions": questions.height, "units": units.height,
         "recall": steps.recall_dict(summary_tbl),
         "construction_latency_s": steps.latency_dict(latency),

@@ -278,3 +278,14 @@ def test_answers_on_ray_data_llm_equal_the_thread_path(file_store, ray_local, tm
     raw = file_store.read_table(f"{ctx.run_prefix}/memshot/answers_raw.parquet")
     assert raw.height == 4 and set(raw["answer_status"]) == {"error:connect"}
     assert summary["status"] == "partial" and raw["prediction"].null_count() == 4
+
+
+def test_image_budget_is_checked_before_any_work():
+    # Qwen3-VL-8B's 32k context holds 10 shots of 1024 px but not 40: a one-line error naming the
+    # variant, the model and k, from the stage's check (nothing rendered).
+    from vismem.core.errors import ConfigError
+    from vismem.pipelines.memshot.stage import check_image_budgets
+
+    check_image_budgets(load_config(preset="paper").memshot)
+    with pytest.raises(ConfigError, match=r"memshot.variants 'h1024'.*'qwen3-vl-8b': k=40 images of 948x1024"):
+        check_image_budgets(load_config(preset="paper", overrides={"memshot": {"k": [40]}}).memshot)
