@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 from vismem.pipelines.stage import Stage, count
-from vismem.pipelines.dmv.protocol import image_source, options, plan, storefront_inputs
+
+log = logging.getLogger("vismem.encode")
+from vismem.pipelines.dmv.protocol import fleet_shortfall, image_source, options, plan, storefront_inputs
 
 if TYPE_CHECKING:
     from vismem.pipelines.config import RunConfig
@@ -88,6 +91,9 @@ def check(config: "RunConfig") -> None:
         return
     for i, spec in enumerate(config.encode.backends):
         resolve_spec(spec, config.seed, field=f"encode.backends[{i}]")
+    workers = config.encode.workers or config.ray.concurrency
+    for line in fleet_shortfall(list(config.encode.backends), config.encode.in_flight, workers):
+        log.warning("encode: %s", line)
     if config.encode.images != "catalog":
         from vismem.env.storefront.imagesource import IMAGE_SOURCES
 

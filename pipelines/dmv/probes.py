@@ -22,11 +22,14 @@ reference rows repeated in the studies that show them), which the report's DMV-B
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.dmv.protocol import storefront_inputs
+from vismem.pipelines.dmv.protocol import fleet_shortfall, storefront_inputs
 from vismem.pipelines.stage import Stage, count
+
+log = logging.getLogger("vismem.probes")
 
 if TYPE_CHECKING:
     from vismem.pipelines.config import RunConfig
@@ -53,6 +56,10 @@ def check(config: "RunConfig") -> None:
     if config.probes.enabled:
         recallers(config)
         build_architectures(config)
+        workers = config.probes.workers or config.ray.concurrency
+        raw = list(config.probes.backends or config.encode.backends)
+        for line in fleet_shortfall(raw, config.probes.in_flight, workers):
+            log.warning("probes: %s", line)
 
 
 def cue_lookup(config: "RunConfig") -> dict[str, list[str]]:

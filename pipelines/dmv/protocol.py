@@ -216,3 +216,35 @@ def episodes_per_actor(in_flight: int | None, specs: list[dict[str, Any]], actor
             return 1
         in_flight = sum(c or actors for c in caps)
     return max(1, -(-int(in_flight) // actors))
+
+
+def fleet_shortfall(raw_specs: list[Any], in_flight: int | None, actors: int) -> list[str]:
+    """One line per back-end whose deployment the stage cannot fill: the requests the stage keeps
+    in flight for it are fewer than its fleet takes at full scale (``max_replicas`` x
+    ``target_ongoing_requests``), so Serve's autoscaler never reaches ``max_replicas``.
+
+    ``raw_specs``: the stage's back-ends as configured; only named model variants with a
+    ``deploy:`` block have a fleet (a hosted API or a bare spec has none to fill).
+    """
+    from vismem.serve.hosting import deployable
+    from vismem.serve.models import list_models
+    from vismem.serve.registry import registered
+
+    out = []
+    for raw in raw_specs:
+        key = getattr(raw, "key", raw if isinstance(raw, str) else None)
+        if key not in list_models("vlm"):
+            continue
+        try:
+            d = deployable(key, registered())
+        except Exception:  # noqa: BLE001 - a hosted API (nothing deployed): no fleet to fill
+            continue
+        capacity = int(d.settings.max_replicas * d.settings.target_ongoing_requests)
+        cap = int(d.client_args.get("max_concurrency") or 0)
+        sent = in_flight if in_flight is not None else cap or max(1, actors)
+        if sent < capacity:
+            out.append(f"{key}: {sent} requests in flight can keep {sent / d.settings.target_ongoing_requests:.1f} "
+                       f"of its {d.settings.max_replicas} replicas busy (max_replicas {d.settings.max_replicas} x "
+                       f"target_ongoing_requests {d.settings.target_ongoing_requests:g} = {capacity}): raise the "
+                       f"stage's in_flight to {capacity}")
+    return out
