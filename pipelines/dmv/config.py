@@ -12,6 +12,16 @@ from vismem.core.config import Frozen
 from vismem.core.registry import ComponentSpec
 
 
+def _in_flight(units: str) -> Any:
+    """The ``in_flight`` field of a stage whose actors run episodes at once (not part of the run id)."""
+    return Field(
+        None, ge=1, json_schema_extra={"identity": "execution"},
+        description=f"{units} at once across all actors of the stage (each actor runs its share in threads, one "
+        "page env each): size it to the serving fleet (replicas x ongoing requests). None: the sum of the "
+        "back-ends' client limits (the openai backend's max_concurrency), or one per actor for back-ends without "
+        "one. Not part of the run id.")
+
+
 class CatalogConfig(Frozen):
     """The storefront catalogue and its product images."""
 
@@ -133,12 +143,7 @@ class EncodeConfig(Frozen):
     )
     max_tokens: int = Field(512, ge=1, le=32_768, description="Max completion tokens per agent step (official 512).")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature of the agent (0 = greedy).")
-    in_flight: int | None = Field(
-        None, ge=1, json_schema_extra={"identity": "execution"},
-        description="Sessions browsed at once across all actors of the stage (each actor runs its share in threads, one page "
-        "env each): size it to the serving fleet (replicas x ongoing requests). None: the sum of the back-ends' "
-        "client limits (the openai backend's max_concurrency), or one per actor for back-ends without one. "
-        "Not part of the run id.")
+    in_flight: int | None = _in_flight("Sessions browsed")
     workers: int | None = Field(
         None, ge=1, description="Ray Data actors (each with its own storefront and browser); None = ray.concurrency."
     )
@@ -232,12 +237,7 @@ class ProbesConfig(Frozen):
     max_tokens: int = Field(512, ge=1, le=32_768, description="Max completion tokens per recall step (official 512).")
     env: Literal["browser", "http"] | None = Field(
         None, description="How probe pages are fetched (browser: Chromium; http: plain HTTP); None: encode.env.")
-    in_flight: int | None = Field(
-        None, ge=1, json_schema_extra={"identity": "execution"},
-        description="Probe units run at once across all actors of the stage (each actor runs its share in threads, one page "
-        "env each): size it to the serving fleet (replicas x ongoing requests). None: the sum of the back-ends' "
-        "client limits (the openai backend's max_concurrency), or one per actor for back-ends without one. "
-        "Not part of the run id.")
+    in_flight: int | None = _in_flight("Probe units run")
     workers: int | None = Field(None, ge=1, description="Ray Data probe actors (each with its own shop); None: ray.concurrency.")
     on_ray: bool = Field(True, description="Run probes as a Ray Data actor job (False: in the driver, for tests).")
     max_failed_calls: float = Field(
