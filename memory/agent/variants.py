@@ -79,6 +79,3 @@ def variant_spec(name: str) -> dict[str, Any] | None:
     return load_variant(name).spec
 
 
-def variants_of_study(study: str) -> list[str]:
-    """The variants of one result table, by name (references included)."""
-    return [n for n in list_variants() if study == load_variant(n).study or study in load_variant(n).also]
