@@ -80,7 +80,7 @@ def test_history_elision_keeps_first_turn() -> None:
 
 
 def test_prompt_fingerprint_is_part_of_the_cache_key(monkeypatch) -> None:
-    import vismem.pipelines.dmv.encode_job as worker
+    import vismem.pipelines.dmv.protocol as worker
     from vismem.agents.session import SessionOptions
 
     def slug():

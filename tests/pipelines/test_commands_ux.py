@@ -31,7 +31,7 @@ def _write_results(store, run_id: str) -> dict[str, pl.DataFrame]:
     prefix = f"runs/{run_id}"
     tables = {"probes": synthetic.probes(backends=("toy",), Js=(4,), chains=3),
               "encoding": synthetic.encoding(backends=("toy",), chains=3, J=4),
-              # Two answers without a verdict: Acc counts them as wrong.
+              # Two answers without a verdict (judge failures): Acc leaves them out.
               "memshot_answers": synthetic.memshot_answers(questions=12).with_row_index("_i").with_columns(
                   pl.when(pl.col("_i") < 2).then(None).otherwise(pl.col("judge_label")).alias("judge_label")).drop("_i"),
               "memshot_recall": synthetic.memshot_recall(questions=12)}
@@ -98,10 +98,12 @@ def test_summary_numbers_equal_the_result_tables(file_store):
     for variant, k, recall, hit, n in rec.iter_rows():
         row = next(r for r in _rows(text, variant) if r[1] == str(k) and len(r) == 7)
         assert row[2] == f"{100 * recall:.1f}" and row[4] == f"{100 * hit:.1f}" and row[6] == str(n)
-    # Answers: Acc over every non-adversarial answer (no verdict = wrong); F1 over all of them.
+    # Answers: Acc over the non-adversarial answers the judge ruled on, an unanswered question
+    # counting as wrong and an answer without a verdict (a judge failure) left out; F1 over all.
     ans = want["memshot_answers"].filter(pl.col("category") != "adversarial")
     assert ans["judge_label"].null_count() > 0
-    acc = ans.group_by("variant", "k").agg(pl.col("judge_label").fill_null(False).cast(pl.Float64).mean(),
+    ruled = pl.col("prediction").is_null() | pl.col("judge_label").is_not_null()
+    acc = ans.group_by("variant", "k").agg(pl.col("judge_label").filter(ruled).fill_null(False).cast(pl.Float64).mean(),
                                            pl.col("f1").mean())
     for variant, k, a, f in acc.iter_rows():
         row = next(r for r in _rows(text, variant) if r[1] == str(k) and r[2] == f"{100 * a:.1f}")
@@ -283,7 +285,7 @@ def test_new_commands_have_help(cmd, capsys):
 
 
 def test_summary_memshot_line_shows_the_read_rate_per_variant():
-    from vismem.pipelines.summary import _memshot
+    from vismem.pipelines.memshot.stage import describe as _memshot
 
     line = _memshot({"conversations": 1, "questions": 152, "units": 298, "answers": "skipped: no memshot.vlm",
                      "read_rate": {"memshot": {"read_rate": 0.99861, "shots": 130},

@@ -128,7 +128,7 @@ def test_ocr_read_rate_sees_chinese_only_with_the_fallback_font():
     v = load_variant("memshot")
     boxes = v.model_copy(update={"style": Style(font_cjk="/nonexistent/cjk.ttc")})
     src = session_drawn_texts(conv, conv.sessions[0], v)[0]
-    ocr = OCR_ENGINES["rapidocr-lines"]()
+    ocr = OCR_ENGINES.build("rapidocr-lines")
     drawn = reading(src, ocr.read(session_units(conv, conv.sessions[0], v)[0].image))
     tofu = reading(src, ocr.read(session_units(conv, conv.sessions[0], boxes)[0].image))
     assert drawn.n_words > 30 and drawn.rate >= 0.9 and tofu.rate < 0.5
