@@ -15,15 +15,21 @@ that shards it lives in :mod:`vismem.pipelines.memshot.ocr`.
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from vismem.core.cache import record
 
 if TYPE_CHECKING:
     from vismem.core.store import Store
 
 #: Store prefix of the OCR text cache (at the store root: shared across runs).
 CACHE_ROOT = "ocr"
+
+log = logging.getLogger("vismem.ocr")
 
 
 def content_hash(data: bytes) -> str:
@@ -42,8 +48,32 @@ def key_hash(text_key: str) -> str:
 
 
 def seconds_key(text_key: str) -> str:
-    """Where the seconds the first reading took are kept, beside the text (``.s``, a float)."""
+    """Where the seconds the first reading took are kept, beside the text (``.s``: JSON with the
+    seconds and the text's size and SHA-256, :func:`vismem.core.cache.record`; a bare float in
+    caches written before)."""
     return text_key[:-4] + ".s"
+
+
+def cached_text(get: Callable[[str], bytes | None], text_key: str) -> tuple[str, float] | None:
+    """``(text, seconds)`` of a cached shot, or None when it is not cached -- or its text does not
+    match the size and digest recorded beside it (an emptied or overwritten text is read again,
+    never used; the log names it)."""
+    raw = get(text_key)
+    if raw is None:
+        return None
+    side = get(seconds_key(text_key))
+    try:
+        meta = json.loads(side) if side else {}
+    except ValueError:
+        meta = {}
+    if not isinstance(meta, dict):  # a bare float: written before texts were recorded
+        return raw.decode("utf-8"), float(meta)
+    want = {k: meta[k] for k in ("bytes", "sha256") if k in meta}
+    if want and record(raw) != want:
+        log.warning("damaged cache object %s: %d bytes, the record beside it says %s: reading the shot again",
+                    text_key, len(raw), want.get("bytes"))
+        return None
+    return raw.decode("utf-8"), float(meta.get("seconds", 0.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +101,10 @@ def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], byt
     found: list[str | None] = []
     secs = [0.0] * len(images)
     for i, k in enumerate(keys):
-        raw = get(k)
-        found.append(None if raw is None else raw.decode("utf-8"))
-        if raw is not None:
-            s = get(seconds_key(k))
-            secs[i] = float(s.decode()) if s else 0.0
+        hit = cached_text(get, k)
+        found.append(None if hit is None else hit[0])
+        if hit is not None:
+            secs[i] = hit[1]
     todo = [i for i, t in enumerate(found) if t is None]
     if todo:
         t0 = time.perf_counter()
@@ -84,8 +113,10 @@ def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], byt
         for i, text in zip(todo, texts):
             found[i] = text
             secs[i] = share
-            put(seconds_key(keys[i]), repr(share).encode())  # the seconds first: the text marks it done
-            put(keys[i], text.encode("utf-8"))
+            data = text.encode("utf-8")
+            # The record first: the text, written last, marks the shot done.
+            put(seconds_key(keys[i]), json.dumps({"seconds": share, **record(data)}).encode())
+            put(keys[i], data)
     new = set(todo)
     return [ShotText(str(found[i]), secs[i], i not in new, key_hash(keys[i]))
             for i in range(len(images))]
@@ -106,5 +137,5 @@ def store_cache(store: Store) -> tuple[Callable[[str], bytes | None], Callable[[
     return get, put
 
 
-__all__ = ["CACHE_ROOT", "ShotText", "cache_key", "content_hash", "key_hash", "read_batch", "seconds_key",
+__all__ = ["CACHE_ROOT", "ShotText", "cache_key", "cached_text", "content_hash", "key_hash", "read_batch", "seconds_key",
            "store_cache"]

@@ -108,7 +108,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from vismem.pipelines.cache import CACHE_ROOTS, verify_store
+    from vismem.core.cache import CACHE_ROOTS, verify_store
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)

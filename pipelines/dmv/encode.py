@@ -173,7 +173,7 @@ def table3(df: Any) -> list[dict[str, Any]]:
 def run(ctx: "RunContext") -> dict[str, Any]:
     """Encode every pending session, then write the run's ``encoding`` result table."""
     from vismem.analysis.schemas import result_key, write_results
-    from vismem.pipelines.cache import heal
+    from vismem.core.cache import heal
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     enc = ctx.config.encode

@@ -6,10 +6,13 @@ Layout (relative to the store root, shared by all runs)::
 
     features/<spec_key>/spec.json                   kind, label, stand-in flag, the resolved spec
     features/<spec_key>/parts/<digest>.parquet      content_id + caption | vector, one part per batch
+    features/<spec_key>/parts/<digest>.done.json    the part's done marker (its size and SHA-256)
 
 ``spec_key`` hashes the resolved spec minus transport arguments, so the same model reached
 another way shares its features; parts are immutable and named by the content ids they hold,
 so a killed job leaves only whole parts behind and a re-run computes what no part holds yet.
+A part is a :class:`vismem.core.cache.UnitCache` unit: it is read only when it matches its done
+marker, and a damaged part is discarded (named in the log), so its ids are simply computed again.
 :func:`ensure_features` computes whatever a set of architectures needs over a set of chains:
 captions first, then image embeddings, then the document texts (which may contain captions).
 """
@@ -18,10 +21,16 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
+
+from vismem.core.cache import CacheDamaged, UnitCache
+from vismem.core.store import parquet_bytes
+
+log = logging.getLogger("vismem.features")
 
 if TYPE_CHECKING:
     from vismem.core.store import Store
@@ -61,7 +70,9 @@ def save_part(store: "Store", fs: Any, values: dict[str, Any]) -> str | None:
         df = pl.DataFrame({"content_id": ids, "present": [v is not None for v in vecs]})
         df = df.with_columns(pl.Series("vector", mat, dtype=pl.Array(pl.Float32, dim)))
     key = _part_key(fs.key, ids)
-    store.write_table(key, df, schema_version=SCHEMA_VERSION)
+    units = UnitCache(store, "")
+    units.commit(key[: -len(".parquet")], {".parquet": parquet_bytes(df, schema_version=SCHEMA_VERSION)},
+                 {"items": len(ids)})
     return key
 
 
@@ -70,10 +81,20 @@ def load_parts(store: "Store", fs: Any) -> dict[str, Any]:
     import polars as pl
 
     out: dict[str, Any] = {}
+    units = UnitCache(store, "")
     for key in sorted(store.list(f"{FEATURE_ROOT}/{fs.key}/parts")):
         if not key.endswith(".parquet"):
             continue
-        df = pl.read_parquet(io.BytesIO(store.get_bytes(key)))
+        unit = key[: -len(".parquet")]
+        try:  # a part written before parts had done markers is read as it is (each put is atomic)
+            data = units.read_object(unit, ".parquet") if units.is_done(unit) else store.get_bytes(key)
+            df = pl.read_parquet(io.BytesIO(data))
+        except Exception as err:  # noqa: BLE001 - a damaged part, whatever broke it: its ids are computed again
+            log.warning("%s: discarded, recomputing", err if isinstance(err, CacheDamaged)
+                        else f"damaged feature part {key}: {type(err).__name__}")
+            units.discard(unit)
+            store.delete(key)
+            continue
         if fs.kind == "caption":
             out.update(zip(df["content_id"].to_list(), df["caption"].to_list()))
             continue

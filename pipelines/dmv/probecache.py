@@ -22,7 +22,7 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable
 
 from vismem.core.store import parquet_bytes
-from vismem.pipelines.cache import UnitCache
+from vismem.core.cache import UnitCache
 
 if TYPE_CHECKING:
     from vismem.core.store import Store
@@ -64,7 +64,7 @@ def probe_rows_table(rows: list[dict[str, Any]]) -> Any:
 class ProbeCache:
     """Read and write the probe units of one (chain, architecture key). Picklable.
 
-    A unit ``(set, j)`` is a :class:`vismem.pipelines.cache.UnitCache` unit: its rows object, then
+    A unit ``(set, j)`` is a :class:`vismem.core.cache.UnitCache` unit: its rows object, then
     its done marker recording the rows' size and digest (a damaged object is never read).
     """
 

@@ -173,7 +173,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     from vismem.analysis.schemas import write_results
     from vismem.pipelines.dmv.chains import build_architectures, plan_chains
     from vismem.pipelines.dmv.probes_job import run_units
-    from vismem.pipelines.cache import heal
+    from vismem.core.cache import heal
     from vismem.pipelines.dmv.probecache import ProbeCache, arch_key, read_units
     from vismem.pipelines.dmv.protocol import episodes_per_actor
     from vismem.pipelines.dmv.chains import load_run_chains

@@ -8,7 +8,7 @@ Layout (relative to the store root, shared by every run that uses the same backe
     blobs/sha256/<hex>.<ext>                           observation images, content-addressed
 
 A session is a function of ``(seed, j)`` only, never of the chain length J, so extending J runs
-only the new sessions. A session is a unit of :class:`vismem.pipelines.cache.UnitCache`: the
+only the new sessions. A session is a unit of :class:`vismem.core.cache.UnitCache`: the
 done marker is the commit point (a session without it is re-run from scratch and its Parquet
 objects are overwritten; every write is atomic, so a run killed at any point resumes with no
 duplicate rows) and records each object's size and digest, so a damaged object is never read.
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from vismem.agents.records import TRAJECTORY_SCHEMA_VERSION, SessionResult, steps_table, timing_table
 from vismem.core.store import parquet_bytes
-from vismem.pipelines.cache import UnitCache
+from vismem.core.cache import UnitCache
 
 if TYPE_CHECKING:
     from vismem.core.store import Store

@@ -4,7 +4,8 @@
   failed (``error:*``) is asked again by the next run, and its stage ends ``partial``;
 * a judge verdict is reused only for the very same prediction and when not ``error:*``;
 * a prediction is stored cut to :data:`vismem.core.failures.REPLY_CAP` characters (``answer_truncated``);
-* the dataset file must exist before anything is rendered.
+* the dataset file must exist before anything is rendered;
+* each attempt's table is written with a done marker and read only when it matches it.
 """
 
 from __future__ import annotations
@@ -54,9 +55,36 @@ def verdict(summary: dict[str, Any]) -> None:
 
 
 def cached(ctx: "RunContext", key: str, keep: Any) -> Any:
-    """Rows of an earlier attempt's table at ``key`` that pass ``keep`` (None when there is none)."""
+    """Rows of an earlier attempt's table at ``key`` that pass ``keep`` (None when there is none).
+
+    The table is a :class:`vismem.core.cache.UnitCache` unit: read only when it matches its done
+    marker; a damaged one is discarded (named in the log) and every row is asked again.
+    """
+    import io
+
+    import polars as pl
+
+    from vismem.core.cache import UnitCache
+
+    units, unit = UnitCache(ctx.store, ""), key.removesuffix(".parquet")
     if not ctx.store.exists(key):
         return None
-    df = ctx.store.read_table(key)
+    try:  # a table written before tables had done markers is read as it is
+        data = units.read_object(unit, ".parquet") if units.is_done(unit) else ctx.store.get_bytes(key)
+        df = pl.read_parquet(io.BytesIO(data))
+    except Exception as err:  # noqa: BLE001 - a damaged table, whatever broke it: asked again
+        ctx.logger.warning("damaged cache table %s (%s): discarded, asking again", key, type(err).__name__)
+        units.discard(unit)
+        ctx.store.delete(key)
+        return None
     df = df.drop("schema_version") if "schema_version" in df.columns else df
     return df.filter(keep)
+
+
+def save(ctx: "RunContext", key: str, df: Any, *, schema_version: int) -> None:
+    """Write an attempt's table at ``key`` and its done marker (size and digest, read by :func:`cached`)."""
+    from vismem.core.cache import UnitCache
+    from vismem.core.store import parquet_bytes
+
+    UnitCache(ctx.store, "").commit(key.removesuffix(".parquet"),
+                                    {".parquet": parquet_bytes(df, schema_version=schema_version)}, {"rows": df.height})

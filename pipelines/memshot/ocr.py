@@ -66,7 +66,7 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: "Store"
 
     A re-run would otherwise start the actor pool and load an OCR model per actor only to find
     every text in the cache (~40 s on 2 busy cores for one conversation)."""
-    from vismem.memory.dialogue.pixels import cache_key, key_hash, seconds_key, store_cache
+    from vismem.memory.dialogue.pixels import cache_key, cached_text, key_hash, store_cache
     from vismem.serve.embedders.ocr import reader_ocr_key
 
     key = reader_ocr_key(spec)
@@ -79,12 +79,11 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: "Store"
                                      "ocr_cached": [], "sha256": []}
         for img in read_many(store.get_bytes, list(row["image_keys"])):
             text_key = cache_key(key, img)
-            text = get(text_key)
-            if text is None:
+            hit = cached_text(get, text_key)
+            if hit is None:
                 return None
-            secs = get(seconds_key(text_key))
-            out["ocr_text"].append(text.decode("utf-8"))
-            out["ocr_s"].append(float(secs.decode()) if secs else 0.0)
+            out["ocr_text"].append(hit[0])
+            out["ocr_s"].append(hit[1])
             out["ocr_cached"].append(True)
             out["sha256"].append(key_hash(text_key))
         parts.append(out)

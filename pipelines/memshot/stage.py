@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vismem.core.errors import ConfigError
-from vismem.pipelines.memshot.answercache import cached, capped, check_dataset_file, verdict
+from vismem.pipelines.memshot.answercache import cached, capped, check_dataset_file, save, verdict
 from vismem.pipelines.memshot.retrieve import (SUMMARY_SCHEMA_VERSION, dataset_name, embedder_groups, max_heights,
                                                retrieve_units)
 from vismem.pipelines.stage import Stage, count
@@ -292,7 +292,7 @@ def _answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any
     done = _with_truncated(done)
     answers = (pl.concat([done.select(new.columns), new]) if done is not None else new).sort(keys)
     answers = answers.join(tasks.select(keys), on=keys, how="semi")
-    ctx.store.write_table(a_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
+    save(ctx, a_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
     if cfg.judge is not None:
         judge_spec = VLMS.resolve(cfg.judge, field="memshot.judge")
         ctx.manifest.component("memshot.judge", judge_spec)
@@ -306,7 +306,7 @@ def _answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any
                              max_tokens=cfg.judge_max_tokens, concurrency=cfg.request_concurrency,
                              parse=cfg.judge_parse)
         answers = (pl.concat([jdone.select(jnew.columns), jnew]) if jdone is not None else jnew).sort(keys)
-        ctx.store.write_table(j_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
+        save(ctx, j_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
     else:
         answers = answers.with_columns(pl.lit(None, pl.Boolean).alias("judge_label"),
                                        pl.lit("skipped", pl.Utf8).alias("judge_status"))

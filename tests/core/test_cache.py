@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from vismem.pipelines.cache import OBJECTS, CacheDamaged, UnitCache, heal, record
+from vismem.core.cache import OBJECTS, CacheDamaged, UnitCache, heal, record
 
 
 def test_commit_then_read_verified(file_store):
@@ -80,3 +80,43 @@ def test_store_verify_names_damaged_units_and_discards_them(tmp_path):
     assert fixed.returncode == 1 and "(discarded)" in fixed.stdout
     clean = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert clean.returncode == 0 and "2 cached units checked, 0 damaged" in clean.stdout
+
+
+def test_every_cache_kind_heals_a_damaged_object(file_store, caplog):
+    # Feature parts, the MemShot answer table and OCR texts: a damaged object is named, never
+    # used, and what it held is computed again.
+    import logging
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from vismem.memory.dialogue.pixels import cache_key, cached_text, seconds_key, store_cache
+    from vismem.pipelines.dmv.features import load_parts, save_part
+    from vismem.pipelines.memshot.answercache import cached, save
+
+    fs = SimpleNamespace(kind="caption", key="k1")
+    key = save_part(file_store, fs, {"c1": "a red cap", "c2": "a chair"})
+    assert load_parts(file_store, fs) == {"c1": "a red cap", "c2": "a chair"}
+    file_store.put_bytes(key, file_store.get_bytes(key)[:40])  # truncated
+    with caplog.at_level(logging.WARNING):
+        assert load_parts(file_store, fs) == {}
+    assert "damaged cache object " + key in caplog.text and not file_store.exists(key)
+
+    ctx = SimpleNamespace(store=file_store, logger=logging.getLogger("t"))
+    df = pl.DataFrame({"question_id": ["q1", "q2"], "answer_status": ["ok", "ok"]})
+    save(ctx, "runs/r/memshot/answers_raw.parquet", df, schema_version=1)
+    assert cached(ctx, "runs/r/memshot/answers_raw.parquet", pl.lit(True)).height == 2
+    file_store.put_bytes("runs/r/memshot/answers_raw.parquet", b"PAR1 garbage")
+    assert cached(ctx, "runs/r/memshot/answers_raw.parquet", pl.lit(True)) is None
+
+    get, put = store_cache(file_store)
+    text_key = cache_key("engine/v1", b"shot bytes")
+    put(seconds_key(text_key), b'{"seconds": 0.5, "bytes": 9, "sha256": "'
+        + record(b"read text")["sha256"].encode() + b'"}')
+    put(text_key, b"read text")
+    assert cached_text(get, text_key) == ("read text", 0.5)
+    put(text_key, b"")  # emptied
+    assert cached_text(get, text_key) is None
+    put(seconds_key(text_key), b"0.25")  # a record written before digests: trusted as it is
+    put(text_key, b"old text")
+    assert cached_text(get, text_key) == ("old text", 0.25)

@@ -1,4 +1,8 @@
-"""The one rule of vismem's done-marker caches (trajectories, probe units).
+"""The one rule of vismem's caches: nothing cached is trusted unless it matches its record.
+
+Five caches follow it: trajectories and probe units (units of :class:`UnitCache`), feature parts
+and MemShot's answer and verdict tables (one-object units of it), and the OCR text cache (each
+text's size and digest beside it, :func:`record`, checked by ``memory.dialogue.pixels``).
 
 A *unit* of cached work is a few objects plus a done marker. The objects are written first; the
 marker last, as the commit point: a unit without one was never finished and is simply redone. The
