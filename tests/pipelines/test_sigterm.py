@@ -16,11 +16,11 @@ from pathlib import Path
 
 import yaml
 
-from vismem.core.lifeline import _alive, pids_with_env
+from vismem.core.lifeline import alive, pids_with_env
 
 
 def _marked(mark: str) -> list[int]:
-    return [p for p in pids_with_env("VISMEM_TEST_MARK", mark, exclude={os.getpid()}) if _alive(p)]
+    return [p for p in pids_with_env("VISMEM_TEST_MARK", mark, exclude={os.getpid()}) if alive(p)]
 
 
 def _cmdline(pid: int) -> str:
