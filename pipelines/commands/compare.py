@@ -92,12 +92,12 @@ def _compare(args: argparse.Namespace) -> int:
     from vismem.analysis.compare_html import compare_html
     from vismem.core.errors import DataError
     from vismem.core.paths import local_dir
-    from vismem.pipelines.commands.report import _with_stage_defaults
+    from vismem.pipelines.commands.report import with_stage_defaults
     from vismem.pipelines.commands.run import config_from_args
     from vismem.pipelines.report.build import options_from
     from vismem.pipelines.runner import open_store
 
-    cfg = config_from_args(_with_stage_defaults(args))
+    cfg = config_from_args(with_stage_defaults(args))
     options = options_from(cfg)
     with open_store(cfg) as (store, _env):
         ta, manifest = load_run(store, args.run_a)
