@@ -19,4 +19,5 @@ COMMAND_MODULES = (
     "vismem.pipelines.commands.listing",
     "vismem.pipelines.commands.plan",
     "vismem.pipelines.commands.compare",
+    "vismem.pipelines.commands.export",
 )
