@@ -20,4 +20,5 @@ COMMAND_MODULES = (
     "vismem.pipelines.commands.plan",
     "vismem.pipelines.commands.compare",
     "vismem.pipelines.commands.export",
+    "vismem.pipelines.commands.data",
 )
