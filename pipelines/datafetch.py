@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from vismem.core.errors import ConfigError
 
-__all__ = ["DATASETS", "DataFile", "Dataset", "dataset", "fetch", "status"]
+__all__ = ["DATASETS", "DataFile", "Dataset", "dataset", "fetch", "fetch_hint", "status"]
 
 _LOCOMO = "https://raw.githubusercontent.com/snap-research/locomo/3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376"
 _DMV = "https://raw.githubusercontent.com/yyyujintang/DMV-Bench/6ee8a8ea944bb0e47c7ca988e2d9aac28d6a7865"
@@ -77,6 +77,19 @@ def dataset(name: str) -> Dataset:
     if name not in DATASETS:
         raise ConfigError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
     return DATASETS[name]
+
+
+def fetch_hint(path: Path, data_dir: Path) -> str:
+    """``"; `vismem data fetch NAME` downloads it"`` when ``path`` is a file of a fetchable
+    dataset under ``data_dir``, else ``""`` (for the error that says a data file is missing)."""
+    try:
+        rel = Path(path).resolve().relative_to(Path(data_dir).resolve()).as_posix()
+    except ValueError:
+        return ""
+    for ds in DATASETS.values():
+        if any(f.path == rel for f in ds.files):
+            return f"; `vismem data fetch {ds.name}` downloads it into the data dir"
+    return ""
 
 
 def _url(ds: Dataset, f: DataFile) -> str:

@@ -73,3 +73,11 @@ def test_fetch_of_altered_bytes_fails_in_one_line_and_keeps_nothing(mirror, tmp_
 def test_unknown_dataset_is_a_usage_error(tmp_path):
     r = _vismem("data", "fetch", "imagenet", "--data-dir", str(tmp_path), cwd=tmp_path)
     assert r.returncode == 2 and "unknown dataset 'imagenet'" in r.stderr and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("stages, name", [("[memshot]", "locomo"), ("[catalog]", "dmv-bench")])
+def test_a_missing_dataset_names_the_fetch_command(tmp_path, stages, name):
+    r = _vismem("run", "--set", f"data_dir={tmp_path / 'empty'}", "--set", f"stages={stages}",
+                "--store", f"file://{tmp_path}/st", cwd=tmp_path)
+    errors = [x for x in r.stderr.splitlines() if x.startswith("vismem: error:")]
+    assert r.returncode == 4 and len(errors) == 1 and f"`vismem data fetch {name}`" in errors[0]
