@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def load_run(store: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """``(tables, manifest)`` of a stored run; a run with nothing stored is a one-line error."""
-    from vismem.analysis.report import load_results
+    from vismem.analysis.report import display_names, load_results, rename_backends
     from vismem.core.errors import DataError, VismemError
 
     prefix = f"runs/{run_id}"
@@ -43,7 +43,9 @@ def load_run(store: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | 
         detail = "; ".join(f"{k}: {v}" for k, v in errors.items()) or "no result tables"
         raise DataError(f"run {run_id!r} has no readable results ({detail})")
     key = f"{prefix}/manifest.json"
-    return tables, (store.get_json(key) if store.exists(key) else None)
+    # Back-ends by their readable names: a cache slug carries a hash of its config, which two runs
+    # comparing the same model under different settings do not share.
+    return rename_backends(tables, display_names(tables)), (store.get_json(key) if store.exists(key) else None)
 
 
 def run_seed(args_seed: int | None, manifest: dict[str, Any] | None, default: int) -> int:

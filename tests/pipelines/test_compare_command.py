@@ -62,3 +62,15 @@ def test_compare_errors_are_one_line(file_store, tmp_path):
     write_results(file_store, "runs/only-dmv", "probes", synthetic.probes(backends=("toy",), Js=(4,), chains=2))
     r = _vismem("compare", "only-ms", "only-dmv", *st, cwd=tmp_path)
     assert r.returncode == 4 and r.stderr.strip().count("\n") == 0 and "share no scored" in r.stderr
+
+
+def test_back_ends_pair_by_readable_name_not_cache_slug(file_store, tmp_path):
+    for run_id, slug, seed in (("ra", "toy--aaaa", 0), ("rb", "toy--bbbb", 1)):
+        probes = synthetic.probes(backends=(slug,), Js=(4,), chains=2, seed=seed)
+        enc = synthetic.encoding(backends=(slug,), chains=2, J=4).with_columns(pl.lit("toy (stand-in)").alias("backend_name"))
+        write_results(file_store, f"runs/{run_id}", "probes", probes)
+        write_results(file_store, f"runs/{run_id}", "encoding", enc)
+    r = _vismem("compare", "ra", "rb", "--store", file_store.uri, "--set", "report.n_resamples=100", "--json",
+                "--out", str(tmp_path / "c.html"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert {row["backend"] for row in json.loads(r.stdout)["deltas"]["probes"]} == {"toy (stand-in)"}
