@@ -60,6 +60,29 @@ SPECS: tuple[MetricSpec, ...] = (
 )
 
 
+def _cluster_sums(d: np.ndarray, clusters: np.ndarray | None) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """``(labels, sums, counts)`` of the per-item differences ``d`` by cluster (an item each when None)."""
+    if clusters is None:
+        return tuple(range(d.size)), d, np.ones_like(d)
+    labels, inv = np.unique(np.asarray(clusters), return_inverse=True)
+    return tuple(labels.tolist()), np.bincount(inv, weights=d), np.bincount(inv).astype(np.float64)
+
+
+def _intervals(sums: np.ndarray, counts: np.ndarray, n_resamples: int,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile intervals of ``(W @ S) / (W @ N)`` for ``(K, C)`` sums/counts sharing one draw ``W``."""
+    k = sums.shape[0]
+    if k < 2:
+        nan = np.full(sums.shape[1], np.nan)
+        return nan, nan
+    stats = []
+    for start in range(0, n_resamples, _BLOCK):
+        w = resample_counts(k, min(_BLOCK, n_resamples - start), rng)
+        stats.append((w @ sums) / (w @ counts))
+    lo, hi = np.percentile(np.concatenate(stats), PERCENTILES, axis=0)
+    return lo, hi
+
+
 def paired_delta(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None = None, *,
                  n_resamples: int = N_RESAMPLES, seed: int | np.random.Generator | None = 0) -> tuple[float, float, float]:
     """``(delta, low, high)`` of ``mean(b) - mean(a)`` over paired items, with a paired bootstrap CI.
@@ -73,23 +96,9 @@ def paired_delta(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None = Non
     if a.size == 0:
         return float("nan"), float("nan"), float("nan")
     d = b - a
-    if clusters is None:
-        sums, counts = d, np.ones_like(d)
-    else:
-        _, inv = np.unique(np.asarray(clusters), return_inverse=True)
-        sums = np.bincount(inv, weights=d)
-        counts = np.bincount(inv).astype(np.float64)
-    est = float(d.mean())
-    k = sums.size
-    if k < 2:
-        return est, float("nan"), float("nan")
-    rng = seeded_rng(seed)
-    stats = []
-    for start in range(0, n_resamples, _BLOCK):
-        w = resample_counts(k, min(_BLOCK, n_resamples - start), rng)
-        stats.append((w @ sums) / (w @ counts))
-    lo, hi = np.percentile(np.concatenate(stats), PERCENTILES)
-    return est, float(lo), float(hi)
+    _, sums, counts = _cluster_sums(d, clusters)
+    lo, hi = _intervals(sums[:, None], counts[:, None], n_resamples, seeded_rng(seed))
+    return float(d.mean()), float(lo[0]), float(hi[0])
 
 
 def _prepare(df: pl.DataFrame, spec: MetricSpec, cell: Sequence[str], exclude_categories: Sequence[str]) -> pl.DataFrame:
@@ -136,17 +145,29 @@ def paired_deltas(a: pl.DataFrame, b: pl.DataFrame, spec: MetricSpec, *, n_resam
     """Per cell of ``spec``: ``n`` shared items, means ``a`` / ``b``, ``delta`` = b - a with its
     paired 95% CI (``low``/``high``) and, for hit/miss metrics, ``lost`` (hit in A, miss in B)
     and ``gained`` (miss in A, hit in B). Cells with no shared item are left out."""
-    joined, cell, _ = _paired(a, b, spec, exclude_categories)
-    rows = []
-    for i, (key, grp) in enumerate(joined.group_by(cell, maintain_order=True)):
-        clusters = grp[spec.cluster].to_numpy() if spec.cluster else None
+    joined, cell, item = _paired(a, b, spec, exclude_categories)
+    # Cells over the same units (every variant and k of one question set, every architecture of one
+    # chain set) share one resampling draw, as cluster_ci_many does: one matrix product per group.
+    unit = spec.cluster or "_unit"
+    if not spec.cluster:
+        joined = joined.with_columns(pl.concat_str([pl.col(c).cast(pl.String) for c in item if c in spec.item
+                                                    or c == "dataset"], separator="\x1f").alias("_unit"))
+    rows, groups = [], {}
+    for key, grp in joined.group_by(cell, maintain_order=True):
         va, vb = grp["a"].to_numpy(), grp["b"].to_numpy()
-        est, lo, hi = paired_delta(va, vb, clusters, n_resamples=n_resamples, seed=seeded_rng(seed, i))
+        labels, sums, counts = _cluster_sums(vb - va, grp[unit].to_numpy())
+        groups.setdefault(labels, []).append((len(rows), sums, counts))
         row = dict(zip(cell, key))
-        row.update(metric=spec.label, n=grp.height, a=float(va.mean()), b=float(vb.mean()), delta=est, low=lo, high=hi,
+        row.update(metric=spec.label, n=grp.height, a=float(va.mean()), b=float(vb.mean()),
+                   delta=float((vb - va).mean()), low=None, high=None,
                    lost=int(((va > 0) & (vb <= 0)).sum()) if spec.binary else None,
                    gained=int(((va <= 0) & (vb > 0)).sum()) if spec.binary else None)
         rows.append(row)
+    for g, members in enumerate(groups.values()):
+        lo, hi = _intervals(np.stack([m[1] for m in members], axis=1), np.stack([m[2] for m in members], axis=1),
+                            n_resamples, seeded_rng(seed, g))
+        for (i, _, _), low, high in zip(members, lo, hi):
+            rows[i]["low"], rows[i]["high"] = float(low), float(high)
     schema = {**{c: joined.schema[c] for c in cell}, "metric": pl.String, "n": pl.Int64, "a": pl.Float64,
               "b": pl.Float64, "delta": pl.Float64, "low": pl.Float64, "high": pl.Float64, "lost": pl.Int64,
               "gained": pl.Int64}

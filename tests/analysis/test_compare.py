@@ -100,3 +100,17 @@ def test_html_escapes_every_data_string():
     assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
     assert "<b>v&" not in page and "&lt;b&gt;v&amp;&lt;/b&gt;" in page
     assert "run&lt;a&gt;" in page and "run&amp;b" in page
+
+
+def test_cells_over_the_same_chains_share_one_draw_and_match_the_single_cell_interval():
+    from vismem.analysis.bootstrap import seeded_rng
+
+    pa = synthetic.probes(backends=("toy",), Js=(4,), chains=4)
+    pb = synthetic.probes(backends=("toy",), Js=(4,), chains=4, seed=1)
+    d = paired_deltas(pa, pb, TSR, n_resamples=300, seed=3)
+    for r in d.iter_rows(named=True):
+        both = (pa.filter(pl.col("architecture") == r["architecture"]).sort("seed", "probe_id")
+                .join(pb.select("architecture", "seed", "probe_id", "correct"), on=["architecture", "seed", "probe_id"]))
+        est, lo, hi = paired_delta(both["correct"].cast(float).to_numpy(), both["correct_right"].cast(float).to_numpy(),
+                                   both["seed"].to_numpy(), n_resamples=300, seed=seeded_rng(3, 0))
+        assert (r["delta"], r["low"], r["high"]) == pytest.approx((est, lo, hi))
