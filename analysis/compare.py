@@ -187,7 +187,7 @@ def flips(a: pl.DataFrame, b: pl.DataFrame, spec: MetricSpec, *,
     return out.select("metric", *cell, *item, "change")
 
 
-def _common_cells(a: pl.DataFrame, b: pl.DataFrame, spec: MetricSpec) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _common_columns(a: pl.DataFrame, b: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Both tables with the same columns (an optional column one run lacks is dropped)."""
     shared = [c for c in a.columns if c in b.columns]
     return a.select(shared), b.select(shared)
@@ -203,7 +203,7 @@ def compare_tables(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame], *, n_
     for spec in SPECS:
         if spec.kind not in a or spec.kind not in b:
             continue
-        ta, tb = _common_cells(a[spec.kind], b[spec.kind], spec)
+        ta, tb = _common_columns(a[spec.kind], b[spec.kind])
         if spec.metric not in ta.columns:
             continue
         d = paired_deltas(ta, tb, spec, n_resamples=n_resamples, seed=seed, exclude_categories=exclude_categories)
