@@ -73,6 +73,13 @@ def resolve_data_dir(config: "RunConfig") -> Path:
 
 def catalog_from_config(config: "RunConfig") -> "Catalog":
     """The storefront catalogue of a run config (its seed and ``catalog.colour_order``)."""
-    from vismem.env.storefront.catalog import load_catalog
+    from vismem.core.errors import DataError
+    from vismem.env.storefront.catalog import CUE_FILE, SEED_FILE, dmv_dir, load_catalog
+    from vismem.pipelines.datafetch import fetch_hint
 
-    return load_catalog(resolve_data_dir(config), seed=config.seed, colour_order=config.catalog.colour_order)
+    data_dir = resolve_data_dir(config)
+    for name in (SEED_FILE, CUE_FILE):
+        if not (dmv_dir(data_dir) / name).is_file():
+            want = data_dir / "dmv-bench" / name
+            raise DataError(f"{want}: file not found (data_dir {config.data_dir!r}){fetch_hint(want, data_dir)}")
+    return load_catalog(data_dir, seed=config.seed, colour_order=config.catalog.colour_order)

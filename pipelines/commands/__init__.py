@@ -18,4 +18,7 @@ COMMAND_MODULES = (
     "vismem.pipelines.commands.serve",
     "vismem.pipelines.commands.listing",
     "vismem.pipelines.commands.plan",
+    "vismem.pipelines.commands.compare",
+    "vismem.pipelines.commands.export",
+    "vismem.pipelines.commands.data",
 )

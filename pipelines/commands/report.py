@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_report)
 
 
-def _with_stage_defaults(args: argparse.Namespace) -> argparse.Namespace:
+def with_stage_defaults(args: argparse.Namespace) -> argparse.Namespace:
     """Give ``args`` the defaults of every stage's ``vismem run`` flags.
 
     ``config_from_args`` calls each stage's ``cli_overrides(args)``, which reads the flags that
@@ -62,7 +62,7 @@ def _report(args: argparse.Namespace) -> int:
     from vismem.pipelines.report.build import build, options_from
     from vismem.pipelines.report.viewers import local_report
 
-    cfg = config_from_args(_with_stage_defaults(args))
+    cfg = config_from_args(with_stage_defaults(args))
     with open_store(cfg, create=False) as (store, _env):
         prefix = f"runs/{args.run_id}"
         if not store.list(prefix + "/"):

@@ -1,8 +1,10 @@
-"""``vismem runs``: the runs a store holds, with their status, date and stages.
+"""``vismem runs``: the runs a store holds, with their status, date, stages, headline and report.
 
 Reads ``runs/<run_id>/manifest.json`` for every run folder in the store. A run's status is
 ``failed`` when a stage failed, ``partial`` when one finished with failed shards, ``incomplete``
-when a stage never finished (a killed run: re-running resumes it), else ``done``.
+when a stage never finished (a killed run: re-running resumes it), else ``done``. The headline is
+the end-of-run summary's (``vismem.analysis.report.headline`` of the run's result tables, its
+bootstrap seeded by the run's own seed), in one line; ``--no-headline`` skips reading the tables.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "a report exists (`vismem report RUN_ID --open` opens it).")
     add_config_args(p)
     p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.add_argument("--no-headline", action="store_true", help="do not read result tables for the headline metric")
     p.set_defaults(func=_runs, stages=[])
 
 
@@ -54,8 +57,29 @@ def _seconds(v: Any) -> float:
         return 0.0
 
 
-def list_runs(store: "Store") -> list[dict[str, Any]]:
-    """One record per run: ``run_id``, ``status``, ``started``, ``stages`` (name: status), ``report``."""
+def run_headline(store: "Store", run_id: str, manifest: dict[str, Any], options: Any) -> dict[str, Any]:
+    """``{"headline": line, "headline_tables": {kind: records}}`` of a stored run (empty without results).
+
+    The run's own seed (from its manifest) drives the bootstrap, as in its end-of-run summary.
+    """
+    import dataclasses
+
+    from vismem.analysis.headline_text import headline_line
+    from vismem.analysis.report import headline, load_results
+
+    tables, _errors = load_results(store, f"runs/{run_id}")
+    if not tables:
+        return {"headline": "", "headline_tables": {}}
+    seed = (manifest.get("config") or {}).get("seed")
+    if isinstance(seed, int):
+        options = dataclasses.replace(options, seed=seed)
+    heads = headline(tables, options)
+    return {"headline": headline_line(heads), "headline_tables": {k: v.to_dicts() for k, v in heads.items()}}
+
+
+def list_runs(store: "Store", *, options: Any = None) -> list[dict[str, Any]]:
+    """One record per run: ``run_id``, ``status``, ``started``, ``stages`` (name: status), ``report``;
+    with report ``options``, also ``headline`` (one line) and ``headline_tables`` (see :func:`run_headline`)."""
     from vismem.pipelines.manifest import read_manifest
 
     out = []
@@ -69,6 +93,8 @@ def list_runs(store: "Store") -> list[dict[str, Any]]:
                     "stages": stages, "wall_s": round(wall, 1),
                     "report": store.url(f"runs/{rid}/report/index.html")
                     if store.exists(f"runs/{rid}/report/index.html") else None})
+        if options is not None:
+            out[-1].update(run_headline(store, rid, m, options))
     return sorted(out, key=lambda r: (r["started"] or "", r["run_id"]), reverse=True)
 
 
@@ -76,11 +102,12 @@ def _runs(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from vismem.pipelines.report.build import options_from
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
     with open_store(cfg, create=False) as (store, _env):
-        runs = list_runs(store)
+        runs = list_runs(store, options=None if args.no_headline else options_from(cfg))
         uri = store.uri
     if args.json:
         print(json.dumps(runs, indent=2))
@@ -106,9 +133,14 @@ def _runs(args: argparse.Namespace) -> int:
         t.add_row(r["run_id"], f"[{c}]{r['status']}[/{c}]", (r["started"] or "").replace("T", " ").rstrip("Z"),
                   f"{r['wall_s']:.0f} s", stages, "yes" if r["report"] else "")
     Console().print(t)
+    # Plain lines under the table: problems, headlines and paths stay whole (a column would wrap them).
     for r in runs:
         if r["problem"]:
             print(f"{r['run_id']}: {r['problem']}")
+        lines = ([] if args.no_headline else [f"  headline  {r['headline'] or 'no result tables'}"]) + \
+                ([f"  report    {r['report']}"] if r["report"] else [])
+        if lines:
+            print("\n".join([r["run_id"], *lines]))
     print("`vismem report RUN_ID --open` builds and opens a run's report; "
           "`vismem store ls runs/RUN_ID/` lists what it wrote.")
     return 0

@@ -23,10 +23,13 @@ def check_dataset_file(config: "RunConfig") -> None:
     from vismem.pipelines.context import resolve_data_dir
     from vismem.pipelines.memshot.render import dataset_path
 
-    path = dataset_path(config.memshot, resolve_data_dir(config))
+    from vismem.pipelines.datafetch import fetch_hint
+
+    data_dir = resolve_data_dir(config)
+    path = dataset_path(config.memshot, data_dir)
     if not path.is_file():
         raise DataError(f"{path}: {config.memshot.dataset} file not found (memshot.dataset_path, relative to "
-                        f"data_dir {config.data_dir!r})")
+                        f"data_dir {config.data_dir!r}){fetch_hint(path, data_dir)}")
 
 
 def capped(answers: Any) -> Any:

@@ -340,7 +340,7 @@ def dataset_path(cfg: Any, data_dir: str | Path) -> Path:
     raw = cfg.dataset_path or ds.default_path
     if not raw:
         raise ConfigError(f"memshot.dataset is {ds.name!r} but no file is given: set memshot.dataset_path; "
-                          f"{ds.name} is not shipped with the project")
+                          f"{ds.name} is not shipped with the project (`vismem data` lists what can be fetched)")
     path = Path(raw)
     return path if path.is_absolute() else Path(data_dir) / path
 

@@ -1,0 +1,148 @@
+"""The datasets ``vismem data fetch`` downloads: canonical URLs pinned with size and SHA-256.
+
+Each dataset is a few files placed under the run's data dir (``data_dir`` of the run config; the
+run reads them from there by default) in the layout the loaders expect: ``locomo/locomo10.json``,
+``dmv-bench/{seed_v2.json,cue_registry.json}``, ``longmemeval/longmemeval_{s,m,oracle}*.json``.
+Pins come from the provenance notes of the project's data (``SOURCE.md``): LoCoMo and DMV-Bench
+at fixed GitHub commits with known SHA-256s. LongMemEval lives on the Hugging Face hub at
+``main`` (no revision pinned); its SHA-256 and size are not known here, so they are recorded as
+unknown (``None``): those files are checked for nothing but being complete downloads, and
+``vismem data`` says so.
+
+``VISMEM_DATA_MIRROR`` (a base URL) replaces every file's host: ``<mirror>/<dataset>/<file>``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from vismem.core.errors import ConfigError
+
+__all__ = ["DATASETS", "DataFile", "Dataset", "dataset", "fetch", "fetch_hint", "status"]
+
+_LOCOMO = "https://raw.githubusercontent.com/snap-research/locomo/3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376"
+_DMV = "https://raw.githubusercontent.com/yyyujintang/DMV-Bench/6ee8a8ea944bb0e47c7ca988e2d9aac28d6a7865"
+_LME = "https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned/resolve/main"
+_LME_LICENCE = ("MIT per the hub page of the original release xiaowu0162/longmemeval (the cleaned release's own "
+                "licence was not checked); code: MIT, github.com/xiaowu0162/LongMemEval")
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One file: where it goes under the data dir, its canonical URL and its pins (None: unknown)."""
+
+    path: str
+    url: str
+    sha256: str | None
+    size: int | None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A fetchable dataset: its files (data first, licence last) and its licence in words."""
+
+    name: str
+    licence: str
+    files: tuple[DataFile, ...]
+    note: str = ""
+
+
+DATASETS: dict[str, Dataset] = {d.name: d for d in (
+    Dataset("locomo", "CC BY-NC 4.0 (Creative Commons Attribution-NonCommercial 4.0), snap-research/locomo", (
+        DataFile("locomo/locomo10.json", f"{_LOCOMO}/data/locomo10.json",
+                 "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4", 2_805_274),
+        DataFile("locomo/LICENSE", f"{_LOCOMO}/LICENSE.txt",
+                 "41003d4a74749c0220e33dd415042164b5a1093ed401f36277234f772d22d3d0", None))),
+    Dataset("dmv-bench", "Apache License 2.0, yyyujintang/DMV-Bench", (
+        DataFile("dmv-bench/seed_v2.json", f"{_DMV}/data/vismem_diag_v2/seed_v2.json",
+                 "09bfb430a4fb8c062a7b249f6db0a6241501c90aa0f8347457bdd94b26555543", 708_925),
+        DataFile("dmv-bench/cue_registry.json", f"{_DMV}/data/vismem_diag_v2/cue_registry.json",
+                 "76549998e21fbbdcbc31a512ce0c17da275824107e06f6fd2f6b5676089bd088", 226_578),
+        DataFile("dmv-bench/LICENSE", f"{_DMV}/LICENSE",
+                 "3f9371432468f698656133b31e7cf37e1b220f5254a5afe9efdbc88add9f4cf2", None)),
+        note="catalogue images (Hugging Face yyyujintang/DMV-Bench-Images) are not fetched"),
+    *(Dataset(f"longmemeval-{k}", _LME_LICENCE, (DataFile(f"longmemeval/{f}", f"{_LME}/{f}", None, None),),
+              note=f"sha256 and size unknown (hub revision main, not pinned); run with "
+                   f"--set memshot.dataset=longmemeval --set memshot.dataset_path=longmemeval/{f}")
+      for k, f in (("s", "longmemeval_s_cleaned.json"), ("m", "longmemeval_m_cleaned.json"),
+                   ("oracle", "longmemeval_oracle.json"))),
+)}
+
+
+def dataset(name: str) -> Dataset:
+    """The dataset called ``name``; an unknown name is a one-line error listing the known ones."""
+    if name not in DATASETS:
+        raise ConfigError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    return DATASETS[name]
+
+
+def fetch_hint(path: Path, data_dir: Path) -> str:
+    """``"; `vismem data fetch NAME` downloads it"`` when ``path`` is a file of a fetchable
+    dataset under ``data_dir``, else ``""`` (for the error that says a data file is missing)."""
+    try:
+        rel = Path(path).resolve().relative_to(Path(data_dir).resolve()).as_posix()
+    except ValueError:
+        return ""
+    for ds in DATASETS.values():
+        if any(f.path == rel for f in ds.files):
+            return f"; `vismem data fetch {ds.name}` downloads it into the data dir"
+    return ""
+
+
+def _url(ds: Dataset, f: DataFile) -> str:
+    mirror = os.environ.get("VISMEM_DATA_MIRROR", "").rstrip("/")
+    return f"{mirror}/{ds.name}/{Path(f.path).name}" if mirror else f.url
+
+
+def file_state(data_dir: Path, f: DataFile) -> str:
+    """``missing``, ``partial`` (a resumable ``.part``), ``verified`` (sha256 matches),
+    ``present, unverified`` (no pinned sha256) or ``mismatch: ...``."""
+    from vismem.core.download import file_sha256
+
+    p = data_dir / f.path
+    if not p.is_file():
+        return "partial" if p.with_name(p.name + ".part").is_file() else "missing"
+    if f.size is not None and p.stat().st_size != f.size:
+        return f"mismatch: {p.stat().st_size:,} bytes, expected {f.size:,}"
+    if f.sha256 is None:
+        return "present, unverified"
+    return "verified" if file_sha256(p).hexdigest() == f.sha256 else "mismatch: sha256 differs from the pin"
+
+
+def status(data_dir: Path) -> list[dict[str, Any]]:
+    """One record per dataset: ``name``, ``state`` (the worst of its files'), ``files`` (path: state),
+    ``licence``, ``note``."""
+    out = []
+    rank = ["verified", "present, unverified", "partial", "missing"]
+    for ds in DATASETS.values():
+        files = {f.path: file_state(data_dir, f) for f in ds.files}
+        states = list(files.values())
+        bad = [s for s in states if s.startswith("mismatch")]
+        state = bad[0] if bad else max(states, key=rank.index)
+        out.append({"name": ds.name, "state": state, "files": files, "licence": ds.licence, "note": ds.note})
+    return out
+
+
+def fetch(name: str, data_dir: Path, *, progress: Callable[[str, int, int | None], None] | None = None,
+          timeout: float = 60.0) -> list[tuple[str, str]]:
+    """Download dataset ``name`` into ``data_dir`` (files already verified are kept, partial ones
+    resumed); returns ``[(path, "kept" | "downloaded")]``. Raises ``DataError`` on a mismatch."""
+    from vismem.core.download import download
+
+    ds = dataset(name)
+    done = []
+    for f in ds.files:
+        if file_state(data_dir, f) == "verified":
+            done.append((f.path, "kept"))
+            continue
+        dest = data_dir / f.path
+        if dest.is_file() and f.sha256 is None:
+            done.append((f.path, "kept"))  # no pin to check it against: a finished download stays
+            continue
+        cb = (lambda n, _p=f.path, _s=f.size: progress(_p, n, _s)) if progress else None
+        download(_url(ds, f), dest, sha256=f.sha256, size=f.size, timeout=timeout, progress=cb)
+        done.append((f.path, "downloaded"))
+    return done

@@ -1,0 +1,83 @@
+"""``vismem data`` / ``vismem data fetch``: the real pins, files served over loopback (VISMEM_DATA_MIRROR)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.core.rangeserver import serve
+from vismem.core.paths import DEFAULT_DATA_DIR, repo_root
+from vismem.pipelines.datafetch import DATASETS
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = (repo_root() / DEFAULT_DATA_DIR).resolve()
+
+
+def _vismem(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vismem", *args], capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ, PYTHONPATH=str(REPO), **(env or {})), timeout=300)
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    """A mirror folder laid out as ``<dataset>/<file>``, its files read from the project's shared data."""
+    if not (SHARED / "dmv-bench" / "seed_v2.json").is_file():
+        pytest.skip("shared data not present")
+    root = tmp_path / "mirror"
+    for ds in ("locomo", "dmv-bench"):
+        for f in DATASETS[ds].files:
+            (root / ds).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(SHARED / f.path, root / ds / Path(f.path).name)
+    return root
+
+
+def test_fetch_verifies_the_pins_prints_the_licence_and_lists(mirror, tmp_path):
+    data = tmp_path / "data"
+    # Half of seed_v2.json already there from an interrupted fetch: it is resumed, not restarted.
+    part = data / "dmv-bench" / "seed_v2.json.part"
+    part.parent.mkdir(parents=True)
+    part.write_bytes((mirror / "dmv-bench" / "seed_v2.json").read_bytes()[:300_000])
+    with serve(mirror) as (url, log):
+        r = _vismem("data", "fetch", "dmv-bench", "--data-dir", str(data), cwd=tmp_path,
+                    env={"VISMEM_DATA_MIRROR": url})
+    assert r.returncode == 0, r.stderr
+    assert "licence Apache License 2.0" in r.stdout
+    assert {"path": "/dmv-bench/seed_v2.json", "range": "bytes=300000-"} in log
+    assert (data / "dmv-bench" / "seed_v2.json").read_bytes() == (SHARED / "dmv-bench" / "seed_v2.json").read_bytes()
+    listed = json.loads(_vismem("data", "--data-dir", str(data), "--json", cwd=tmp_path).stdout)
+    states = {d["name"]: d["state"] for d in listed["datasets"]}
+    assert states["dmv-bench"] == "verified" and states["locomo"] == "missing"
+    text = _vismem("data", "--data-dir", str(data), cwd=tmp_path).stdout
+    assert "locomo              missing  (vismem data fetch locomo)" in text
+
+
+def test_fetch_of_altered_bytes_fails_in_one_line_and_keeps_nothing(mirror, tmp_path):
+    target = mirror / "locomo" / "locomo10.json"
+    body = bytearray(target.read_bytes())
+    body[100] ^= 1  # same size, different bytes
+    target.write_bytes(bytes(body))
+    data = tmp_path / "data"
+    with serve(mirror) as (url, _log):
+        r = _vismem("data", "fetch", "locomo", "--data-dir", str(data), cwd=tmp_path, env={"VISMEM_DATA_MIRROR": url})
+    errors = [x for x in r.stderr.splitlines() if x.startswith("vismem: error:")]
+    assert r.returncode == 4 and len(errors) == 1 and "sha256" in errors[0] and "nothing was kept" in errors[0]
+    assert not list((data / "locomo").glob("locomo10.json*"))
+
+
+def test_unknown_dataset_is_a_usage_error(tmp_path):
+    r = _vismem("data", "fetch", "imagenet", "--data-dir", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 2 and "unknown dataset 'imagenet'" in r.stderr and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("stages, name", [("[memshot]", "locomo"), ("[catalog]", "dmv-bench")])
+def test_a_missing_dataset_names_the_fetch_command(tmp_path, stages, name):
+    r = _vismem("run", "--set", f"data_dir={tmp_path / 'empty'}", "--set", f"stages={stages}",
+                "--store", f"file://{tmp_path}/st", cwd=tmp_path)
+    errors = [x for x in r.stderr.splitlines() if x.startswith("vismem: error:")]
+    assert r.returncode == 4 and len(errors) == 1 and f"`vismem data fetch {name}`" in errors[0]
