@@ -220,3 +220,108 @@ def answers_on_ray_data(tasks: Any, units: Any, questions: Any, vlm_spec: dict[s
             rec["prediction"] = post(q_rows[(task["conversation_id"], task["question_id"])], rec["prediction"])
         out.append({**answer_key(task), **rec, "n_images": int(replies[i]["n_images"])})
     return pl.DataFrame(out, schema=ANSWER_SCHEMA)
+
+
+def engine_processor_config(model: str, *, concurrency: int = 1, batch_size: int = 16) -> Any:
+    """A ``vLLMEngineProcessorConfig`` for a served model variant (``serve/models/NAME.yaml`` with
+    ``deploy.engine: vllm``) when nothing is deployed: the job starts its own engines with the
+    variant's weights, engine arguments (pixel bounds included) and accelerator. Validated by
+    Ray's own model; running it needs GPUs and vLLM on the nodes."""
+    from ray.data.llm import vLLMEngineProcessorConfig
+
+    from vismem.serve.hosting import deployable
+    from vismem.serve.registry import registered
+
+    d = deployable(model, registered())
+    if d.settings.engine != "vllm":
+        raise ValueError(f"model {model!r} is not a vLLM variant (deploy.engine: {d.settings.engine})")
+    return vLLMEngineProcessorConfig(
+        model_source=d.settings.model_source or d.model_id, engine_kwargs=dict(d.settings.engine_kwargs),
+        accelerator_type=d.settings.accelerator_type, concurrency=concurrency, batch_size=batch_size,
+        prepare_multimodal_stage=d.kind == "vlm", should_continue_on_error=True)
+
+
+def serve_processor_config(deployment: str, *, app: str = "default", concurrency: int = 1,
+                           batch_size: int = 16) -> Any:
+    """A ``ServeDeploymentProcessorConfig`` over a model already deployed on the cluster's Ray Serve
+    (a failed row is recorded, not raised: ``should_continue_on_error``)."""
+    from ray.data.llm import ServeDeploymentProcessorConfig
+
+    return ServeDeploymentProcessorConfig(deployment_name=deployment, app_name=app, concurrency=concurrency,
+                                          batch_size=batch_size, should_continue_on_error=True)
+
+
+def _judge_request_fn(judge_spec: dict[str, Any], max_tokens: int) -> Any:
+    def request(row: dict[str, Any]) -> dict[str, Any]:
+        from vismem.serve.build import build_vlm
+        from vismem.serve.vlm import Message
+
+        body = build_vlm(judge_spec).request_body([Message(role="user", text=row["prompt"])], max_tokens=max_tokens,
+                                                  temperature=0.0)
+        return {"i": row["i"], "payload": body}
+
+    return request
+
+
+def _judge_reply_fn(row: dict[str, Any]) -> dict[str, Any]:
+    reply = row["http_response"]
+    err = reply.get("vismem_error")
+    if err:
+        return {"i": row["i"], "error": f"error:{err['reason']}", "detail": str(err.get("detail", ""))[:300],
+                "text": None, "latency_s": None}
+    from vismem.serve.openai_format import parse_completion
+
+    try:
+        text, _pt, _ct = parse_completion(reply)
+    except ValueError as e:
+        return {"i": row["i"], "error": "error:malformed_response", "detail": str(e)[:300], "text": None,
+                "latency_s": None}
+    return {"i": row["i"], "error": None, "detail": None, "text": text, "latency_s": reply.get("vismem_latency_s")}
+
+
+def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any], *, dataset: str,
+                         max_tokens: int | None = None, parse: str = "official", retries: int = 2,
+                         concurrency: int = 1, batch_size: int = 16) -> Any:
+    """:func:`vismem.memory.dialogue.answering.judge_answers` as ``ray.data.llm`` jobs over an
+    ``openai`` judge spec: the same verdict columns. A reply without a verdict is asked again
+    (``retries`` more rounds, each one job over the questions still without one)."""
+    import polars as pl
+    import ray.data
+    from ray.data.llm import build_processor
+
+    from vismem.memory.dialogue.datasets import get_dataset
+    from vismem.memory.dialogue.scoring import JUDGE_FAILURES
+
+    if judge_spec.get("name") != "openai":
+        raise ValueError(f"batch inference over ray.data.llm needs an openai endpoint spec, not {judge_spec.get('name')!r}")
+    ds = get_dataset(dataset)
+    parse_reply = getattr(ds, "parse_judge_strict", ds.parse_judge) if parse == "strict" else ds.parse_judge
+    max_tokens = max_tokens or int(getattr(ds, "judge_max_tokens", 256))
+    q_rows = {(r["conversation_id"], r["question_id"]): r for r in questions.iter_rows(named=True)}
+    rows = list(answers.iter_rows(named=True))
+    out: list[dict[str, Any]] = [{"judge_label": None, "judge_status": "skipped", "judge_reason": None,
+                                  "judge_latency_s": None} for _ in rows]
+    pending = {i: ds.judge_prompt({**q_rows[(r["conversation_id"], r["question_id"])], "question_id": r["question_id"]},
+                                  r["prediction"]) for i, r in enumerate(rows) if r["prediction"] is not None}
+    processor = build_processor(http_processor_config(judge_spec, concurrency=concurrency, batch_size=batch_size),
+                                preprocess=_judge_request_fn(judge_spec, max_tokens), postprocess=_judge_reply_fn)
+    for attempt in range(max(0, retries) + 1):
+        if not pending:
+            break
+        replies = processor(ray.data.from_items([{"i": i, "prompt": p} for i, p in pending.items()])).take_all()
+        again = {}
+        for rep in replies:
+            i = int(rep["i"])
+            if rep["error"]:
+                out[i] = {"judge_label": None, "judge_status": rep["error"], "judge_reason": rep["detail"],
+                          "judge_latency_s": None}
+                continue
+            label, status, reason = parse_reply(rep["text"])
+            out[i] = {"judge_label": label, "judge_status": status, "judge_reason": reason,
+                      "judge_latency_s": rep["latency_s"]}
+            if label is None and status in JUDGE_FAILURES and attempt < retries:
+                again[i] = pending[i]
+        pending = again
+    extra = pl.DataFrame(out, schema={"judge_label": pl.Boolean, "judge_status": pl.Utf8, "judge_reason": pl.Utf8,
+                                      "judge_latency_s": pl.Float64})
+    return pl.concat([answers, extra], how="horizontal")

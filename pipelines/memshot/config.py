@@ -117,10 +117,10 @@ class MemShotConfig(Frozen):
     )
     batch_inference: Literal["threads", "ray-data"] = Field(
         "threads", json_schema_extra={"identity": "execution"},
-        description="How answers are asked: threads (request_concurrency calls from the driver) or ray-data "
-        "(a ray.data.llm HttpRequestProcessor over the cluster: actors = ray.concurrency, each with its client's "
-        "max_concurrency calls in flight; needs an openai endpoint spec as memshot.vlm). Same answers either way; "
-        "not part of the run id.")
+        description="How answers and verdicts are asked: threads (request_concurrency calls from the driver) or "
+        "ray-data (ray.data.llm HttpRequestProcessors over the cluster: actors = ray.concurrency, each with its "
+        "client's max_concurrency calls in flight; needs openai endpoint specs as memshot.vlm and memshot.judge). "
+        "Same answers either way; not part of the run id.")
     request_concurrency: int = Field(8, ge=1, description="Answer/judge requests kept in flight.")
     context_order: Literal["rank", "chronological"] = Field(
         "rank", description="Order of retrieved units in the prompt: best first, or by session/unit position.",

@@ -101,9 +101,11 @@ def check(config: "RunConfig") -> None:
         if getattr(cfg, name) is not None:
             VLMS.check(getattr(cfg, name), field=f"memshot.{name}")
     check_image_budgets(cfg)
-    if cfg.batch_inference == "ray-data" and cfg.vlm is not None and VLMS.resolve(cfg.vlm)["name"] != "openai":
-        raise ConfigError(f"memshot.batch_inference: ray-data asks an OpenAI-compatible endpoint; memshot.vlm is "
-                          f"{VLMS.resolve(cfg.vlm)['name']!r} (use an openai spec or a served variant, or threads)")
+    for name in ("vlm", "judge") if cfg.batch_inference == "ray-data" else ():
+        spec = getattr(cfg, name)
+        if spec is not None and VLMS.resolve(spec)["name"] != "openai":
+            raise ConfigError(f"memshot.batch_inference: ray-data asks an OpenAI-compatible endpoint; memshot.{name} "
+                              f"is {VLMS.resolve(spec)['name']!r} (use an openai spec or a served variant, or threads)")
     check_dataset_file(config)
 
 
@@ -302,9 +304,16 @@ def _answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any
         if jdone is not None:  # a verdict is reused only for the very same prediction
             jdone = jdone.join(answers.select(keys + ["prediction"]), on=keys + ["prediction"], how="semi", nulls_equal=True)
         jtodo = answers.join(jdone.select(keys), on=keys, how="anti") if jdone is not None else answers
-        jnew = judge_answers(jtodo, questions, build_vlm(judge_spec), dataset=dataset,
-                             max_tokens=cfg.judge_max_tokens, concurrency=cfg.request_concurrency,
-                             parse=cfg.judge_parse)
+        if cfg.batch_inference == "ray-data":
+            from vismem.pipelines.memshot.batch_llm import verdicts_on_ray_data
+
+            jnew = verdicts_on_ray_data(jtodo, questions, judge_spec, dataset=dataset, max_tokens=cfg.judge_max_tokens,
+                                        parse=cfg.judge_parse, concurrency=ctx.config.ray.concurrency,
+                                        batch_size=int(judge_spec["args"].get("max_concurrency", 8)))
+        else:
+            jnew = judge_answers(jtodo, questions, build_vlm(judge_spec), dataset=dataset,
+                                 max_tokens=cfg.judge_max_tokens, concurrency=cfg.request_concurrency,
+                                 parse=cfg.judge_parse)
         answers = (pl.concat([jdone.select(jnew.columns), jnew]) if jdone is not None else jnew).sort(keys)
         save(ctx, j_key, answers, schema_version=SUMMARY_SCHEMA_VERSION)
     else:

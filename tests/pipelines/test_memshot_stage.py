@@ -255,24 +255,27 @@ def test_answers_on_ray_data_llm_equal_the_thread_path(file_store, ray_local, tm
         spec = {"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url, "api_key_env": None,
                                            "max_retries": 0, "timeout_s": 30, "max_concurrency": 3}}
         base = {"dataset": "locomo", "conversations": 1, "variants": ["memshot", "text-rag"], "k": [5],
-                "embed_on_ray": False, "max_questions": 4, "vlm": spec}
+                "embed_on_ray": False, "max_questions": 4, "vlm": spec, "judge": spec}
         got = {}
         for mode in ("threads", "ray-data"):
             ctx = _ctx(file_store, tmp_path / mode, {**base, "batch_inference": mode})
             memshot.run(ctx)
-            raw = file_store.read_table(f"{ctx.run_prefix}/memshot/answers_raw.parquet")
+            raw = file_store.read_table(f"{ctx.run_prefix}/memshot/judged_raw.parquet")
             got[mode] = raw.sort(["variant", "k", "conversation_id", "question_id"])
-            file_store.delete(f"{ctx.run_prefix}/memshot/answers_raw.parquet")  # the next mode asks again
+            for t in ("answers_raw", "judged_raw"):  # the next mode asks again
+                file_store.delete(f"{ctx.run_prefix}/memshot/{t}.parquet")
     a, b = got["threads"], got["ray-data"]
     assert a.height == b.height == 8 and set(a["answer_status"]) == {"ok"}
     assert a["prediction"].to_list() == b["prediction"].to_list()
     assert a["n_images"].to_list() == b["n_images"].to_list() and max(a["n_images"]) > 0
     assert b["answer_latency_s"].null_count() == 0
+    # the judge (the same describing endpoint: no verdict in its replies) over both paths alike
+    assert a["judge_status"].to_list() == b["judge_status"].to_list() and a["judge_label"].null_count() == 8
 
     (dead_port,) = free_ports(1)
     dead = {"name": "openai", "args": {"model": "m", "base_url": f"http://127.0.0.1:{dead_port}/v1",
                                        "api_key_env": None, "max_retries": 0, "timeout_s": 5}}
-    ctx = _ctx(file_store, tmp_path / "dead", {**base, "variants": ["text-rag"], "vlm": dead,
+    ctx = _ctx(file_store, tmp_path / "dead", {**base, "variants": ["text-rag"], "vlm": dead, "judge": None,
                                                 "batch_inference": "ray-data"})
     summary = memshot.run(ctx)
     raw = file_store.read_table(f"{ctx.run_prefix}/memshot/answers_raw.parquet")
@@ -289,3 +292,18 @@ def test_image_budget_is_checked_before_any_work():
     check_image_budgets(load_config(preset="paper").memshot)
     with pytest.raises(ConfigError, match=r"memshot.variants 'h1024'.*'qwen3-vl-8b': k=40 images of 948x1024"):
         check_image_budgets(load_config(preset="paper", overrides={"memshot": {"k": [40]}}).memshot)
+
+
+def test_engine_and_serve_processor_configs_validate_without_a_gpu():
+    # The in-job vLLM engine (nothing deployed) and a deployed Serve model: Ray's own config models
+    # accept what vismem builds from the model YAMLs (pixel bounds included).
+    from vismem.pipelines.memshot.batch_llm import engine_processor_config, serve_processor_config
+
+    cfg = engine_processor_config("qwen3-vl-8b", concurrency=2, batch_size=8)
+    assert cfg.model_source.startswith("Qwen/Qwen3-VL-8B") and cfg.prepare_multimodal_stage
+    assert cfg.engine_kwargs["mm_processor_kwargs"]["max_pixels"] > 0 and cfg.should_continue_on_error
+    assert cfg.accelerator_type and cfg.batch_size == 8
+    s = serve_processor_config("vllm", app="vllm")
+    assert s.deployment_name == "vllm" and s.should_continue_on_error
+    with pytest.raises(ValueError, match="not a vLLM variant"):
+        engine_processor_config("minilm")
