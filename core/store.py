@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,6 +221,23 @@ class Store:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def put_file(self, key: str, path: str | Path) -> None:
+        """Write a (possibly large) file atomically, streamed: S3 multipart upload, or a local copy
+        renamed into place."""
+        if self.is_s3:
+            self._s3().upload_file(str(path), *self._s3_key(key))
+            return
+        dest = self._local_root() / self._clean(key)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, dest)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

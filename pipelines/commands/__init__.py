@@ -18,4 +18,5 @@ COMMAND_MODULES = (
     "vismem.pipelines.commands.serve",
     "vismem.pipelines.commands.listing",
     "vismem.pipelines.commands.plan",
+    "vismem.pipelines.commands.weights",
 )
