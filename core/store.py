@@ -363,8 +363,8 @@ class Store:
         if self.is_s3:
             return pafs.S3FileSystem(
                 access_key=self.spec.access_key, secret_key=self.spec.secret_key,
-                session_token=self.spec.session_token, endpoint_override=self.spec.endpoint_url, region=self.spec.region,
-                allow_bucket_creation=False,
+                session_token=self.spec.session_token, endpoint_override=self.spec.endpoint_url,
+                region=self.spec.region, allow_bucket_creation=False,
             )
         return pafs.LocalFileSystem()
 

@@ -283,8 +283,8 @@ def test_served_models_the_run_does_not_call_scale_to_zero():
     (gpu,) = [g for g in _cluster_spec("rayservice.yaml")["workerGroupSpecs"] if g["groupName"] == "gpu"]
     assert gpu["minReplicas"] == sum(floors.values())
     # a model named only as deployed:NAME is reached too
-    other = job.model_copy(update={"memshot": job.memshot.model_copy(
-        update={"text_embedder": job.memshot.text_embedder.model_copy(update={"model": "deployed:qwen3-vl-embedding-8b"})})})
+    embedder = job.memshot.text_embedder.model_copy(update={"model": "deployed:qwen3-vl-embedding-8b"})
+    other = job.model_copy(update={"memshot": job.memshot.model_copy(update={"text_embedder": embedder})})
     assert "qwen3-vl-embedding-8b" in _rayservice_module().reached_models(other, list(floors))
 
 
@@ -409,7 +409,8 @@ def test_cluster_yaml_head_keeps_the_autoscalers_permissions_and_adds_s3():
 
     head_policy = json.loads((INFRA / "iam" / f"{head}.json").read_text())
     worker_policy = json.loads((INFRA / "iam" / "vismem-s3.json").read_text())
-    actions = {a for st in head_policy["Statement"] for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])}
+    actions = {a for st in head_policy["Statement"]
+               for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])}
     # what Ray's AWS autoscaler calls to launch, tag and stop workers, and hand them their profile
     assert {"ec2:RunInstances", "ec2:TerminateInstances", "ec2:DescribeInstances", "ec2:CreateTags",
             "iam:PassRole"} <= actions

@@ -4,8 +4,8 @@ cluster reads them.
 The list is derived, never kept by hand: every model variant (``serve/models/<variant>.yaml``)
 the config names anywhere -- a ``{model: ...}`` spec, a bare variant name -- and inside every
 memory architecture it replays, as the replay builds it (``memory/agent/variants/``, with
-``memory.components`` laid over: the local preset's stand-ins replace SigLIP-2) -- and of those, each one whose weights are
-loaded on the cluster: a ``deploy:`` block with a ``model_source`` (vLLM or a vismem replica).
+``memory.components`` laid over: the local preset's stand-ins replace SigLIP-2) -- and of those,
+each one whose weights are loaded on the cluster: a ``deploy:`` block with a ``model_source`` (vLLM or a vismem replica).
 Hosted APIs (Gemini, GLM) and packaged weights (MiniLM) need nothing.
 
 Each model's weights live in one folder under the models root: the folder its ``args.path``
@@ -86,7 +86,8 @@ def weights_of(variant: str) -> Weights | None:
         raise ConfigError(f"model {variant}: deploy.model_source {source!r} is not a hub id (org/name); "
                           "weights already at a path or URI are not synced")
     path = spec.args.get("path")
-    folder = Path(str(path)).name if isinstance(path, str) and "/" in path and ":" not in path else source.split("/")[-1]
+    in_models_dir = isinstance(path, str) and "/" in path and ":" not in path  # not tiny:..., hub:...
+    folder = Path(path).name if in_models_dir else str(source).split("/")[-1]
     return Weights(variant, str(source), folder)
 
 
