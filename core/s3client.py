@@ -20,7 +20,8 @@ _LOCK = threading.Lock()
 
 
 def _key(spec: Any, *kind: Any) -> tuple:
-    return (os.getpid(), *kind, spec.endpoint_url, spec.region, spec.access_key, spec.secret_key)
+    return (os.getpid(), *kind, spec.endpoint_url, spec.region, spec.access_key, spec.secret_key,
+            spec.session_token)
 
 
 def _shared(key: tuple, make: Any) -> Any:
@@ -36,7 +37,7 @@ def _boto3(spec: Any, **config: Any) -> Any:
 
     return boto3.client("s3", endpoint_url=spec.endpoint_url, region_name=spec.region,
                         aws_access_key_id=spec.access_key, aws_secret_access_key=spec.secret_key,
-                        config=Config(**config))
+                        aws_session_token=spec.session_token, config=Config(**config))
 
 
 def client(spec: Any) -> Any:
@@ -56,7 +57,8 @@ def lean_put(spec: Any) -> Any:
 
     def make() -> Any:
         usable = on and s3put.usable(spec.endpoint_url, spec.access_key, spec.secret_key)
-        return s3put.LeanPut(spec.endpoint_url, spec.region, spec.access_key, spec.secret_key) if usable else False
+        return s3put.LeanPut(spec.endpoint_url, spec.region, spec.access_key, spec.secret_key,
+                                session_token=spec.session_token) if usable else False
 
     return _shared(_key(spec, "lean", on), make)
 

@@ -5,7 +5,7 @@ Why: on the local S3 server (the default ``local-s3://`` store) a MemShot render
 writes thousands of 30-100 KB objects, and botocore spends ~1.5-2 ms of CPU on each (event hooks,
 parameter validation, request building) -- as much as weed spends storing it, and about half of
 rendering a shot, on a 2-core machine where CPU is the limit. This path costs ~0.2 ms. It does
-one thing: a path-style PUT with static credentials to an ``http://127.0.0.1`` / ``localhost``
+one thing: a path-style PUT with given credentials (a session token included) to an ``http://127.0.0.1`` / ``localhost``
 endpoint. Anything else (AWS itself, credential chains, retries after an error response) stays
 with boto3: :meth:`LeanPut.put` returns False and the caller falls back.
 """
@@ -38,11 +38,12 @@ class LeanPut:
     """``put(bucket, key, data, content_type) -> bool`` (True: stored; False: use boto3)."""
 
     def __init__(self, endpoint_url: str, region: str, access_key: str, secret_key: str,
-                 timeout_s: float = 60.0) -> None:
+                 timeout_s: float = 60.0, session_token: str | None = None) -> None:
         u = urlsplit(endpoint_url)
         self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
         self.netloc = u.netloc
         self.region, self.access_key, self.secret_key = region, access_key, secret_key
+        self.session_token = session_token  # temporary keys: signed and sent as x-amz-security-token
         self.timeout_s = timeout_s
         self._local = threading.local()
         self._keys: dict[str, bytes] = {}  # date -> signing key (one HMAC chain a day)
@@ -76,6 +77,8 @@ class LeanPut:
         hdrs = {"host": self.netloc, "x-amz-content-sha256": payload, "x-amz-date": amz_date}
         if content_type:
             hdrs["content-type"] = content_type
+        if self.session_token:
+            hdrs["x-amz-security-token"] = self.session_token
         names = sorted(hdrs)
         signed = ";".join(names)
         canonical = "\n".join(["PUT", path, "", *(f"{n}:{hdrs[n].strip()}" for n in names), "", signed, payload])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,8 @@ class StoreSpec:
     region: str = "us-east-1"
     access_key: str | None = None
     secret_key: str | None = None
+    #: A temporary key's session token (SSO, an assumed role): every S3 client sends it with the key.
+    session_token: str | None = None
 
 
 @dataclass
@@ -91,6 +94,7 @@ class Store:
         region: str | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        session_token: str | None = None,
         check: bool = True,
         create: bool = True,
     ) -> "Store":
@@ -99,7 +103,8 @@ class Store:
         ``file://`` paths are percent-decoded (``file:///a%20b`` is the folder ``/a b``, the form
         browsers and report links use). ``create=False`` (read-only commands) never makes the
         folder or the bucket: a store that is not there reads as empty (S3: one error line).
-        """
+        Keys not given come from ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, and with them
+        ``AWS_SESSION_TOKEN`` (temporary keys); a token is only ever paired with its own key."""
         parsed = urlparse(uri)
         shown = strip_userinfo(uri)
         if parsed.scheme == "file":
@@ -121,17 +126,20 @@ class Store:
             validate_uri(uri)
             bucket = parsed.netloc
             endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("VISMEM_S3_ENDPOINT")
-            access_key = access_key or os.environ.get("AWS_ACCESS_KEY_ID")
+            if not access_key:  # the environment's key, and the token that belongs to it
+                access_key = os.environ.get("AWS_ACCESS_KEY_ID")
+                session_token = session_token or os.environ.get("AWS_SESSION_TOKEN")
             secret_key = secret_key or os.environ.get("AWS_SECRET_ACCESS_KEY")
             if bool(access_key) != bool(secret_key):
                 raise StoreError(f"incomplete credentials for store {shown!r}: set both AWS_ACCESS_KEY_ID and "
                                  "AWS_SECRET_ACCESS_KEY, or neither (boto3's default chain)")
             # No static keys: boto3's default chain (instance profile, IRSA, ~/.aws) finds them.
             access_key, secret_key = access_key or None, secret_key or None
+            session_token = (session_token or None) if access_key else None
             region = region or os.environ.get("AWS_REGION") or "us-east-1"
             prefix = parsed.path.strip("/")
             root = f"s3://{bucket}" + (f"/{prefix}" if prefix else "")
-            store = cls(StoreSpec(root, endpoint_url, region, access_key, secret_key))
+            store = cls(StoreSpec(root, endpoint_url, region, access_key, secret_key, session_token))
             if check:
                 s3client.check_bucket(store.spec, store._bucket_prefix()[0], create=create)
             return store
@@ -180,7 +188,7 @@ class Store:
     def child(self, prefix: str) -> "Store":
         """A store rooted at ``prefix`` under this one."""
         return Store(StoreSpec(self.url(prefix), self.spec.endpoint_url, self.spec.region,
-                               self.spec.access_key, self.spec.secret_key))
+                               self.spec.access_key, self.spec.secret_key, self.spec.session_token))
 
     # -- S3 plumbing (core.s3client) ----------------------------------------------------------
     def _s3(self) -> Any:
@@ -217,6 +225,23 @@ class Store:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def put_file(self, key: str, path: str | Path) -> None:
+        """Write a (possibly large) file atomically, streamed: S3 multipart upload, or a local copy
+        renamed into place."""
+        if self.is_s3:
+            self._s3().upload_file(str(path), *self._s3_key(key))
+            return
+        dest = self._local_root() / self._clean(key)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, dest)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -342,8 +367,8 @@ class Store:
         if self.is_s3:
             return pafs.S3FileSystem(
                 access_key=self.spec.access_key, secret_key=self.spec.secret_key,
-                endpoint_override=self.spec.endpoint_url, region=self.spec.region,
-                allow_bucket_creation=False,
+                session_token=self.spec.session_token, endpoint_override=self.spec.endpoint_url,
+                region=self.spec.region, allow_bucket_creation=False,
             )
         return pafs.LocalFileSystem()
 
@@ -359,6 +384,8 @@ class Store:
         opts = {"aws_region": self.spec.region}
         if self.spec.access_key:  # else object_store's own default chain (env, IRSA, instance profile)
             opts.update(aws_access_key_id=self.spec.access_key, aws_secret_access_key=self.spec.secret_key or "")
+            if self.spec.session_token:
+                opts["aws_session_token"] = self.spec.session_token
         if self.spec.endpoint_url:
             opts["aws_endpoint_url"] = self.spec.endpoint_url
             if self.spec.endpoint_url.startswith("http://"):

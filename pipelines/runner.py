@@ -51,7 +51,7 @@ def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Stor
     env: dict[str, str] = {}
     if store.is_s3:
         env = {"AWS_ACCESS_KEY_ID": store.spec.access_key or "", "AWS_SECRET_ACCESS_KEY": store.spec.secret_key or "",
-               "AWS_REGION": store.spec.region}
+               "AWS_SESSION_TOKEN": store.spec.session_token or "", "AWS_REGION": store.spec.region}
         if store.spec.endpoint_url:
             env["AWS_ENDPOINT_URL"] = store.spec.endpoint_url
         # Empty keys would shadow the workers' own default chain (IRSA, instance profile).

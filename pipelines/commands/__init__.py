@@ -21,4 +21,5 @@ COMMAND_MODULES = (
     "vismem.pipelines.commands.compare",
     "vismem.pipelines.commands.export",
     "vismem.pipelines.commands.data",
+    "vismem.pipelines.commands.weights",
 )

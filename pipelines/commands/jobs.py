@@ -8,6 +8,7 @@ import re
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from vismem.pipelines.commands.run import add_config_args, config_from_args
 from vismem.core.errors import VismemError
@@ -19,8 +20,19 @@ RUNTIME_EXCLUDES = [".venv/", "runs/", ".runs/", ".git/", "**/__pycache__/", ".p
 _TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 
 
+def client_auth_mode(environ: Any = None) -> str:
+    """The ``RAY_AUTH_MODE`` a client talks to a cluster with: the one set; else ``token`` where a
+    token is at hand (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``, as Ray
+    itself looks); else ``disabled``."""
+    environ = os.environ if environ is None else environ
+    if environ.get("RAY_AUTH_MODE"):
+        return environ["RAY_AUTH_MODE"]
+    path = environ.get("RAY_AUTH_TOKEN_PATH") or str(Path.home() / ".ray" / "auth_token")
+    return "token" if environ.get("RAY_AUTH_TOKEN") or Path(path).is_file() else "disabled"
+
+
 def _client(address: str) -> Any:
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ["RAY_AUTH_MODE"] = client_auth_mode()
     from ray.job_submission import JobSubmissionClient
 
     try:
@@ -44,7 +56,8 @@ def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, 
     ``data_dir`` becomes the package's ``_data/``; an ``s3://`` data dir is read from the store),
     the client's git revision (``$VISMEM_GIT_REVISION``; the package has no ``.git/``) and the
     client's resolved config as YAML (``$VISMEM_CONFIG_YAML``). The job's driver runs
-    ``vismem run`` with ``--address auto`` so it attaches to the cluster that runs it.
+    ``vismem run`` with ``--address auto`` so it attaches to the cluster that runs it, under the
+    cluster's own Ray auth mode (nothing here overrides it).
     """
     import tempfile
 
@@ -55,7 +68,7 @@ def submit(cfg: Any, dashboard: str, *, working_dir: str | Path, env: dict[str, 
     with tempfile.TemporaryDirectory(prefix="vismem-job-") as pkg:
         config_yaml, _shipped = jobpackage.build(cfg, Path(working_dir).resolve(), Path(pkg))
         runtime_env: dict[str, Any] = {"working_dir": pkg, "excludes": RUNTIME_EXCLUDES,
-                                       "env_vars": {"RAY_AUTH_MODE": "disabled", **(env or {}),
+                                       "env_vars": {**(env or {}),
                                                     GIT_REVISION_VAR: git_revision(working_dir),
                                                     "VISMEM_CONFIG_YAML": config_yaml}}
         # The package is uploaded by submit_job; the folder of links is not needed afterwards.
@@ -108,12 +121,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Submit a run config to a Ray cluster (JobSubmissionClient). The job carries "
                        "the code (minus .git, venvs, runs and generated data), the data files its stages read "
                        "(as _data/; an s3:// data_dir is read from the store instead), the git revision and the "
-                       "resolved config; AWS_*, *_BASE_URL and *_API_KEY are forwarded.")
+                       "resolved config; AWS_REGION/AWS_ENDPOINT_URL, VISMEM_SERVE_URL, *_BASE_URL and *_API_KEY "
+                       "are forwarded. AWS keys stay on this machine unless --forward-credentials: the "
+                       "cluster's own role (instance profile, IRSA) reaches the store.")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run")
     add_config_args(p)
     p.add_argument("--dashboard", metavar="URL", help="Ray job server (default $RAY_API_SERVER_ADDRESS)")
     p.add_argument("--env", action="append", default=[], metavar="NAME",
-                   help="forward this environment variable to the job (store credentials are forwarded by default)")
+                   help="forward this environment variable to the job")
+    p.add_argument("--forward-credentials", action="store_true",
+                   help="also forward this machine's AWS keys (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                   "AWS_SESSION_TOKEN), overriding the cluster's own role for the job")
     p.add_argument("--wait", action="store_true", help="wait for the job to finish; non-zero exit if it fails")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait with --wait")
     p.set_defaults(func=_submit)
@@ -130,17 +148,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lg.set_defaults(func=_logs)
 
 
-#: Forwarded to every job: the store's credentials and endpoint, and offline mode for model hubs.
-_FORWARD = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_ENDPOINT_URL",
-            "VISMEM_S3_ENDPOINT", "HF_HUB_OFFLINE")
+#: Forwarded to every job: the store's endpoint, the Serve address (``deployed:NAME`` models) and
+#: offline mode for model hubs.
+_FORWARD = ("AWS_REGION", "AWS_ENDPOINT_URL", "VISMEM_S3_ENDPOINT", "VISMEM_SERVE_URL", "HF_HUB_OFFLINE")
+#: Forwarded only when asked: they would replace the cluster's own role for the job.
+CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 #: Also forwarded: what the model specs read (``base_url: ${VISMEM_VLM_BASE_URL:-...}``,
 #: ``api_key_env: GEMINI_API_KEY``, ...), whatever the model's name.
 _MODEL_VARS = re.compile(r"^[A-Z][A-Z0-9_]*_(BASE_URL|API_KEY)$")
 
 
-def forwarded_env(extra: list[str] = ()) -> dict[str, str]:  # type: ignore[assignment]
-    """The client's variables a job gets (values never printed: see :func:`_is_secret_var`)."""
-    names = [*_FORWARD, *(k for k in sorted(os.environ) if _MODEL_VARS.match(k)), *extra]
+def forwarded_env(extra: list[str] = (), *, credentials: bool = False) -> dict[str, str]:  # type: ignore[assignment]
+    """The client's variables a job gets (values never printed: see :func:`_is_secret_var`); the
+    AWS keys only with ``credentials``."""
+    names = [*_FORWARD, *(CREDENTIALS if credentials else ()),
+             *(k for k in sorted(os.environ) if _MODEL_VARS.match(k)), *extra]
     return {k: os.environ[k] for k in names if k in os.environ}
 
 
@@ -154,12 +176,22 @@ def _submit(args: argparse.Namespace) -> int:
     from vismem.core.paths import repo_root
 
     cfg = config_from_args(args)
+    dashboard = _dashboard(args)
     if cfg.store.uri.startswith("local-s3://"):
         raise VismemError("a submitted run needs a store the cluster can reach: pass --store s3://... or file:///...")
-    env = forwarded_env(args.env)
-    job_id = submit(cfg, _dashboard(args), working_dir=repo_root(), env=env, wait=args.wait, timeout_s=args.timeout)
+    if cfg.store.uri.startswith("file://") and not _is_loopback(dashboard):
+        raise VismemError(f"store {cfg.store.uri} is a folder on this machine, which the cluster at {dashboard} "
+                          "cannot reach: pass --store s3://BUCKET/PREFIX")
+    env = forwarded_env(args.env, credentials=args.forward_credentials)
+    job_id = submit(cfg, dashboard, working_dir=repo_root(), env=env, wait=args.wait, timeout_s=args.timeout)
     print(job_id)
     return 0
+
+
+def _is_loopback(url: str) -> bool:
+    """Whether a job server URL is on this machine (a file:// store is then shared with it)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _ask(dashboard: str, job_id: str | None, call: Any, *a: Any) -> Any:

@@ -118,7 +118,9 @@ def _config(args: argparse.Namespace) -> int:
 # -- the dashboard's Serve REST API (what `serve deploy` / `serve status` / `serve shutdown` use) --
 
 def _client(dashboard: str) -> Any:
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    from vismem.pipelines.commands.jobs import client_auth_mode
+
+    os.environ["RAY_AUTH_MODE"] = client_auth_mode()  # a token at hand: token auth, as for submit
     from ray.dashboard.modules.serve.sdk import ServeSubmissionClient
 
     try:

@@ -161,7 +161,8 @@ def image_source(ctx: "RunContext") -> Any:
             if ctx.store.is_s3:  # workers may not share the driver's environment
                 spec = {"name": spec["name"], "args": {**spec["args"], "endpoint_url": st.endpoint_url,
                                                         "region": st.region, "access_key": st.access_key,
-                                                        "secret_key": st.secret_key}}
+                                                        "secret_key": st.secret_key,
+                                                        "session_token": st.session_token}}
             return spec
     return source_spec(cfg.catalog)
 

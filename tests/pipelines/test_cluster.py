@@ -42,6 +42,7 @@ def _git_revision() -> str:
 def _submit_and_check(cluster, env, store_uri, stages, s3_server, timeout=420):
     """Submit ``stages`` with the default config; returns (manifest, store, run prefix)."""
     r = _vismem(["submit", *stages, "--store", store_uri, "--dashboard", cluster.dashboard_url, "--wait",
+                 "--forward-credentials",  # the loopback cluster has no role of its own for weed
                  "--timeout", str(timeout)], env, timeout=timeout + 60)
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-2000:]
     assert SECRET not in r.stdout + r.stderr
