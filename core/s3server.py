@@ -85,7 +85,7 @@ class LocalS3Server:
         }
 
     def start(self, timeout_s: float = 30.0) -> "LocalS3Server":
-        from vismem.core.store import bucket_problem
+        from vismem.core.storeuri import bucket_problem
 
         for b in self.buckets:  # weed would retry a bad name until the timeout
             problem = bucket_problem(b)

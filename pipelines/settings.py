@@ -32,7 +32,7 @@ class StoreConfig(Frozen):
         # Syntax (scheme, bucket name) is checked here, at load: a bad bucket used to surface
         # only after the local S3 server gave up on it, minutes later. The StoreError passes
         # through pydantic untouched (only ValueErrors are collected), so a bad store exits 3.
-        from vismem.core.store import validate_uri
+        from vismem.core.storeuri import validate_uri
 
         return validate_uri(v)
 
