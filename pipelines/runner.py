@@ -22,6 +22,7 @@ from vismem.core.secrets import Scrubber, ScrubFilter, is_secret_name, secret_va
 from vismem.core.store import Store
 from vismem.pipelines.config import RunConfig
 from vismem.pipelines.context import RunContext
+from vismem.pipelines.lease import RunLease
 from vismem.pipelines.manifest import Manifest
 
 log = logging.getLogger("vismem")
@@ -127,6 +128,8 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     try:
         with open_store(config) as (store, env), contextlib.ExitStack() as keep:
             scrubber.add(v for k, v in env.items() if is_secret_name(k))
+            # One run of this id per store at a time, taken before anything (its log included) is written.
+            keep.enter_context(RunLease(store, config.run_id))
             # Logs start only once the store is known to be usable: a bad store writes nothing.
             handler = _setup_logging(run_dir, scrubber)
             # The log goes into the store when the run ends, failed or not: a cluster job's local
