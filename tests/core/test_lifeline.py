@@ -70,15 +70,20 @@ def test_sweep_ends_processes_that_spawn_successors_while_being_ended(tmp_path):
     """Four generations, each of which answers SIGTERM by starting the next (marked, inheriting
     the environment) and exiting: a fixed number of rounds leaves the last alive."""
     pidfile = tmp_path / "pids"
+    # Each generation starts with SIGTERM blocked (the mask survives exec) and unblocks it only
+    # once its handler is in place: a sweep that signals a generation still starting up (a loaded
+    # machine) delivers the signal to the handler, so all four generations really happen.
     code = textwrap.dedent(f"""
         import os, signal, subprocess, sys, time
         gen = int(sys.argv[1])
-        open({str(pidfile)!r}, "a").write(f"{{os.getpid()}}\\n")
         def successor(*_):
             if gen < 4:
-                subprocess.Popen([sys.executable, __file__, str(gen + 1)], start_new_session=True)
+                subprocess.Popen([sys.executable, __file__, str(gen + 1)], start_new_session=True,
+                                 preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGTERM}}))
             os._exit(0)
         signal.signal(signal.SIGTERM, successor)
+        open({str(pidfile)!r}, "a").write(f"{{os.getpid()}}\\n")
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGTERM}})
         time.sleep(600)
     """)
     script = tmp_path / "gen.py"
@@ -86,7 +91,8 @@ def test_sweep_ends_processes_that_spawn_successors_while_being_ended(tmp_path):
     os.environ["T_MARK3"] = "z3"
     try:
         line = Lifeline(sweep_env=("T_MARK3", "z3"), grace_s=0.5)
-        first = subprocess.Popen([sys.executable, str(script), "1"], start_new_session=True)
+        first = subprocess.Popen([sys.executable, str(script), "1"], start_new_session=True,
+                                 preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}))
     finally:
         os.environ.pop("T_MARK3")
     deadline = time.monotonic() + 10
