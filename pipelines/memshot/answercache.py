@@ -53,8 +53,9 @@ def verdict(summary: dict[str, Any]) -> None:
     bad = {k: v for k, v in errors.items() if v}
     if bad:
         summary["status"] = "partial"
-        summary["failure"] = (", ".join(f"{v} of {ans['answers']} {k} failed" for k, v in bad.items())
-                              + " (model calls that failed after retries)")
+        line = (", ".join(f"{v} of {ans['answers']} {k} failed" for k, v in bad.items())
+                + " (model calls that failed after retries)")
+        summary["failure"] = f"{summary['failure']}; {line}" if summary.get("failure") else line
 
 
 def cached(ctx: "RunContext", key: str, keep: Any) -> Any:

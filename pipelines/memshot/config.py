@@ -115,6 +115,10 @@ class MemShotConfig(Frozen):
         "exclude", description="LoCoMo category 5: left out (the paper's tables) or asked as the official "
         "multiple choice ('Not mentioned in the conversation' vs the adversarial answer), scored and reported.",
     )
+    read_rate_floor: float = Field(
+        0.2, ge=0.0, le=1.0, json_schema_extra={"identity": "execution"},
+        description="A shot the pixel reader reads under this share of its words is flagged: the stage ends partial "
+        "with one line naming them (0: never). Judges the run, changes no result; not part of the run id.")
     batch_inference: Literal["threads", "ray-data"] = Field(
         "threads", json_schema_extra={"identity": "execution"},
         description="How answers and verdicts are asked: threads (request_concurrency calls from the driver) or "

@@ -200,6 +200,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     if pixels:
         summary["ocr"], summary["read_rate"] = pixels["ocr"], pixels["read_rate"]
         summary["results"].append(f"{results}/memshot_readrate.parquet")
+        unreadable(ctx, summary)
     if cfg.vlm is not None:
         summary["answers"] = _answer_and_score(ctx, ranked, units, questions, recall, latency=latency)
         summary["results"] += [f"{results}/memshot_answers.parquet", f"{results}/memshot_scores.parquet"]
@@ -207,6 +208,27 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     else:
         summary["answers"] = "skipped: no memshot.vlm configured"
     return summary
+
+
+def unreadable(ctx: "RunContext", summary: dict[str, Any]) -> None:
+    """Mark the stage partial when the pixel reader could not read shots (read rate under
+    ``memshot.read_rate_floor``: a shot too tall or too dense to read is not a memory of it), with
+    one line naming how many and the worst."""
+    import polars as pl
+
+    key = f"{ctx.run_prefix}/results/memshot_readrate.parquet"
+    floor = ctx.config.memshot.read_rate_floor
+    if not ctx.store.exists(key):
+        return
+    rates = ctx.store.read_table(key).filter(pl.col("n_words") > 0)
+    low = rates.filter(pl.col("read_rate") < floor).sort("read_rate")
+    summary["unreadable_shots"] = low.height
+    if low.height:
+        worst = low.row(0, named=True)
+        summary["status"] = "partial"
+        summary["failure"] = (f"{low.height} of {rates.height} shots read below memshot.read_rate_floor "
+                              f"{floor:.0%} by the pixel reader (worst: {worst['variant']} {worst['unit_id']} at "
+                              f"{worst['read_rate']:.0%}): unreadable units are no memory")
 
 
 # -- steps -----------------------------------------------------------------------------------------

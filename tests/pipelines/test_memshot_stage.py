@@ -307,3 +307,21 @@ def test_engine_and_serve_processor_configs_validate_without_a_gpu():
     assert s.deployment_name == "vllm" and s.should_continue_on_error
     with pytest.raises(ValueError, match="not a vLLM variant"):
         engine_processor_config("minilm")
+
+
+def test_unreadable_shots_mark_the_stage_partial_in_one_line(file_store, tmp_path):
+    from vismem.pipelines.memshot.stage import unreadable
+
+    ctx = _ctx(file_store, tmp_path, {"dataset": "locomo"})
+    rows = pl.DataFrame({"variant": ["memshot"] * 3, "unit_id": ["u1", "u2", "u3"], "n_words": [100, 80, 0],
+                         "n_read": [99, 4, 0], "read_rate": [0.99, 0.05, None]})
+    file_store.write_table(f"{ctx.run_prefix}/results/memshot_readrate.parquet", rows)
+    summary = {"status": "done"}
+    unreadable(ctx, summary)
+    assert summary["status"] == "partial" and summary["unreadable_shots"] == 1
+    assert summary["failure"].startswith("1 of 2 shots read below memshot.read_rate_floor 20%")
+    assert "memshot u2 at 5%" in summary["failure"] and "\n" not in summary["failure"]
+    fine = {"status": "done"}
+    file_store.write_table(f"{ctx.run_prefix}/results/memshot_readrate.parquet", rows.filter(pl.col("unit_id") != "u2"))
+    unreadable(ctx, fine)
+    assert fine == {"status": "done", "unreadable_shots": 0}
