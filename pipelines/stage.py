@@ -51,12 +51,12 @@ def count(v: Any) -> str:
 class StageSummary(TypedDict, total=False):
     """What every stage's ``run`` returns (JSON-able; stages add their own keys beside these).
 
-    ``status``: ``ok`` / ``done``, ``partial`` (failed shards, retried by a re-run) or
+    ``status``: ``done``, ``partial`` (failed shards, retried by a re-run) or
     ``disabled``; ``failure``: one line naming what failed (partial stages); ``failed``: the
     failed units, each a small record naming it and its error.
     """
 
-    status: Literal["ok", "done", "partial", "disabled"]
+    status: Literal["done", "partial", "disabled", "no-retrieval"]
     failure: str
     failed: list[dict[str, Any]]
 

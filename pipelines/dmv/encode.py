@@ -197,7 +197,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     key = result_key(ctx.run_prefix, "encoding")
     write_results(ctx.store, ctx.run_prefix, "encoding", df)
     out = {
-        "status": "ok" if not failed else "partial",
+        "status": "done" if not failed else "partial",
         "sessions": len(keys), "ran": len(rows) - len(failed), "cached": len(keys) - len(todo),
         "failed_sessions": len(failed),
         "failed": [{k: r[k] for k in ("backend", "seed", "j", "error")} for r in failed],

@@ -23,7 +23,13 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     """Build and write the run's viewers and report; returns what was found and where it is."""
     if not ctx.config.report.enabled:
         return {"status": "disabled"}
-    manifest = getattr(ctx.manifest, "data", None)
+    import copy
+
+    # The manifest as the report will be read: by then its own stage is done (it says "running"
+    # while this stage writes it).
+    manifest = copy.deepcopy(ctx.manifest.data)
+    if isinstance((manifest.get("stages") or {}).get("report"), dict):
+        manifest["stages"]["report"]["status"] = "done"
     summary = build(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest)
     ctx.logger.info("report: %s (found %s; viewers %s)", summary["html"], ", ".join(summary["found"]) or "no results",
                     ", ".join(summary.get("viewers", {})) or "none")

@@ -21,7 +21,7 @@ def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
     from vismem.core.store import Store
 
     out = run(_cfg(tmp_path, J=1, workers=1), progress=False)["encode"]
-    assert out["status"] == "ok" and (out["ran"], out["cached"]) == (1, 0)
+    assert out["status"] == "done" and (out["ran"], out["cached"]) == (1, 0)
     cache = TrajectoryCache(Store.open(f"file://{tmp_path}/store"), out["backends"][0])
     steps = cache.read_steps(0, 0)
     assert steps["title"][0].endswith("| Studio Living")  # a real rendered page title
@@ -36,7 +36,7 @@ def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
     from vismem.core.store import Store
 
     first = run(_cfg(tmp_path, J=3, env="http"), progress=False)["encode"]
-    assert first["status"] == "ok" and (first["ran"], first["cached"]) == (3, 0)
+    assert first["status"] == "done" and (first["ran"], first["cached"]) == (3, 0)
     store = Store.open(f"file://{tmp_path}/store")
     (slug,) = first["backends"]
     assert slug.startswith("scripted-shopper-stand-in-s0--")

@@ -81,7 +81,7 @@ def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orpha
     ref_cfg = load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "ref-runs"),
                                      "store": {"uri": f"file://{tmp_path}/ref"}, "encode": ENCODE})
     ref = run(ref_cfg, progress=False)["encode"]
-    assert ref["status"] == "ok" and ref["ran"] == 3
+    assert ref["status"] == "done" and ref["ran"] == 3
 
     # The killed run: slow steps (sleep_s is transport, not part of the slug) so the kill lands mid-run.
     data = {"name": "killtest", "stages": ["encode"], "runs_dir": str(tmp_path / "runs"),

@@ -172,7 +172,7 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
         assert main(argv) == 0
         out = json.loads(capsys.readouterr().out)
         enc, probes = out["encode"], out["probes"]
-        assert enc["status"] == "ok" and enc["ran"] == 2 and enc["failed"] == []
+        assert enc["status"] == "done" and enc["ran"] == 2 and enc["failed"] == []
         assert enc["table3"][0]["backend_name"] == "openai:scripted-shopper (stand-in)"
         assert enc["table3"][0]["failed_calls"] == 0 and enc["table3"][0]["mean_steps"] > 5
         assert out["replay"]["features"]["computed"] == {"text_embedding": 2}

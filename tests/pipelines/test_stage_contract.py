@@ -52,3 +52,29 @@ def test_summary_lines_come_from_each_stage():
     assert rows["encode"]["what"] == "4 sessions: 1 browsed, 2 reused, 1 failed"
     assert rows["report"]["what"] == "disabled in the config"
     assert set(rows) == {"catalog", "encode", "report"}
+
+
+def test_the_report_shows_its_own_stage_done(monkeypatch, file_store, tmp_path):
+    # The report is written while its stage runs: the manifest it shows must not say "running"
+    # (readers see it after the stage ends).
+    import logging
+
+    from vismem.pipelines.context import RunContext
+    from vismem.pipelines.manifest import Manifest
+    from vismem.pipelines.report import stage as report_stage
+
+    cfg = load_config(overrides={"stages": ["report"]})
+    man = Manifest(file_store, cfg.run_id)
+    man.begin(cfg, seeds={"root": 0})
+    man.stage("report", "running")
+    seen = {}
+
+    def fake_build(store, run_id, *, options, manifest=None, viewers=True):
+        seen["manifest"] = manifest
+        return {"html": "x", "found": [], "viewers": {}}
+
+    monkeypatch.setattr(report_stage, "build", fake_build)
+    report_stage.run(RunContext(config=cfg, store=file_store, run_dir=tmp_path, manifest=man,
+                                logger=logging.getLogger("t")))
+    assert seen["manifest"]["stages"]["report"]["status"] == "done"
+    assert man.data["stages"]["report"]["status"] == "running"  # the live manifest is untouched
