@@ -160,12 +160,13 @@ function shown() {
     if (s && !(q.q + ' ' + (q.gold || '') + ' ' + q.id).toLowerCase().includes(s)) return false;
     const v = variantOf(q), a = (q.v[v].ans || {})[k];
     if (S.outcome === 'hit' && !hitOf(q, v, k)) return false;
-    if (S.outcome === 'miss' && hitOf(q, v, k)) return false;
+    if (S.outcome === 'miss' && (!scored(q) || hitOf(q, v, k))) return false;
     if (S.outcome === 'correct' && !(a && a.judge_label === true)) return false;
     if (S.outcome === 'wrong' && !(a && a.judge_label === false)) return false;
     return true;
   });
 }
+function scored(q) { return q.ev.length > 0; }
 function renderFilters() {
   fillSelect($('#f-variant'), D.variants, S.variant);
   fillSelect($('#f-k'), D.ks, S.k);
@@ -176,13 +177,16 @@ function renderFilters() {
 function renderList() {
   const list = $('#list'); list.innerHTML = '';
   const qs = shown(), k = kOf();
-  const hits = qs.filter(q => hitOf(q, variantOf(q), k)).length;
-  $('#count').textContent = qs.length + ' questions; evidence in the top ' + k + ' for ' + hits;
+  // A question without evidence turns is not scored for recall (the report leaves it out too).
+  const sc = qs.filter(scored), hits = sc.filter(q => hitOf(q, variantOf(q), k)).length;
+  $('#count').textContent = qs.length + ' questions; evidence in the top ' + k + ' for ' + hits + ' of ' + sc.length
+    + ' scored' + (qs.length > sc.length ? '; ' + (qs.length - sc.length) + ' without evidence turns' : '');
   if (!qs.length) list.append(el('p', {class: 'empty'}, 'No questions match the filters.'));
   for (const q of qs.slice(0, 1000)) {
     const v = variantOf(q), a = (q.v[v].ans || {})[k], hit = hitOf(q, v, k);
     list.append(el('div', {class: 'item question-item', 'data-key': q.id, onclick: () => showQuestion(q)},
-      el('span', {class: 'badge ' + (hit ? 'ok' : 'bad')}, hit ? 'hit@' + k : 'miss@' + k),
+      scored(q) ? el('span', {class: 'badge ' + (hit ? 'ok' : 'bad')}, hit ? 'hit@' + k : 'miss@' + k)
+                : el('span', {class: 'badge muted no-evidence'}, 'no evidence'),
       a && a.judge_label !== null && a.judge_label !== undefined ? el('span', {class: 'badge ' + (a.judge_label ? 'ok' : 'bad')}, a.judge_label ? 'correct' : 'wrong') : null,
       ' ', q.q, ' ', el('span', {class: 'muted'}, q.cat || '')));
   }

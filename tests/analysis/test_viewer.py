@@ -192,6 +192,12 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
         # Every ranked question is listed (answers exist only for memshot.max_questions of them).
         assert page.locator(".question-item").count() == all_ranked.filter(
             pl.col("variant") == "no-render")["question_id"].n_unique()
+        # Questions without evidence turns are listed but not scored for recall (as in the report).
+        no_ev = page.locator(".question-item .no-evidence").count()
+        scored = page.locator(".question-item").count() - no_ev
+        assert f"of {scored} scored" in page.locator("#count").text_content()
+        page.select_option("#f-outcome", "miss")
+        assert page.locator(".question-item .no-evidence").count() == 0
         page.select_option("#f-outcome", "correct")
         assert page.locator(".question-item").count() == ans.filter(
             (pl.col("variant") == "no-render") & pl.col("judge_label").fill_null(False)).height
