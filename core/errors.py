@@ -33,3 +33,11 @@ class DataError(VismemError):
     """Malformed input data; the message names the file, the record and the field."""
 
     exit_code = 4
+
+
+def did_you_mean(name: object, known: "list[str] | tuple[str, ...]") -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known`` to a mistyped ``name`` (empty if none)."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -28,7 +28,7 @@ from typing import Any, Callable, Generic, Mapping, TypeVar
 from pydantic import Field, model_validator
 
 from vismem.core.config import Frozen
-from vismem.core.errors import ConfigError
+from vismem.core.errors import ConfigError, did_you_mean
 
 T = TypeVar("T")
 
@@ -174,7 +174,8 @@ class Registry(Generic[T]):
         known = ", ".join(self.names()) or "none"
         variants = self.variants()
         also = f"; named variants: {', '.join(variants)}" if variants else ""
-        return ConfigError(f"{where}unknown {self.kind} {name!r}; registered: {known}{also}")
+        hint = did_you_mean(name, [*self.names(), *variants])
+        return ConfigError(f"{where}unknown {self.kind} {name!r}{hint}; registered: {known}{also}")
 
     def resolve(self, spec: "ComponentSpec | Mapping[str, Any] | str", *, field: str | None = None) -> dict[str, Any]:
         """The buildable ``{name, args}`` of a spec, a bare name or a named variant.

@@ -22,7 +22,7 @@ from vismem.pipelines.dmv.config import CatalogConfig, EncodeConfig, MemoryConfi
 from vismem.pipelines.memshot.config import MemShotConfig
 from vismem.pipelines.report.config import ReportConfig
 from vismem.pipelines.settings import RayConfig, StoreConfig
-from vismem.core.errors import ConfigError
+from vismem.core.errors import ConfigError, did_you_mean
 
 from vismem.pipelines.stage_order import STAGE_ORDER
 
@@ -71,7 +71,8 @@ class RunConfig(Frozen):
     def _known_stages(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         unknown = [s for s in v if s not in STAGE_ORDER]
         if unknown:
-            raise ValueError(f"unknown stage(s) {unknown}; allowed: {', '.join(STAGE_ORDER)}")
+            raise ValueError(f"unknown stage(s) {unknown}{did_you_mean(unknown[0], STAGE_ORDER)}; "
+                             f"allowed: {', '.join(STAGE_ORDER)}")
         # Canonical order and no duplicates, so equal intents give equal run ids.
         return tuple(s for s in STAGE_ORDER if s in v)
 
@@ -175,7 +176,8 @@ def _format_validation_error(err: ValidationError, source: str) -> str:
         if e["type"] == "extra_forbidden":
             parent = _model_at(RunConfig, e["loc"][:-1])
             allowed = ", ".join(parent.model_fields) if parent else "?"
-            msg = f"unknown field; allowed fields here: {allowed}"
+            hint = did_you_mean(e["loc"][-1], list(parent.model_fields)) if parent else ""
+            msg = f"unknown field{hint}; allowed fields here: {allowed}"
         elif e["type"] in ("literal_error", "enum"):
             expected = (e.get("ctx") or {}).get("expected")
             msg = f"{msg} (got {e.get('input')!r})" if expected is None else f"must be one of {expected}, got {e.get('input')!r}"

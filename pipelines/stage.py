@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypedDict
 
-from vismem.core.errors import ConfigError
+from vismem.core.errors import ConfigError, did_you_mean
 from vismem.pipelines.stage_order import STAGE_MODULES, STAGE_ORDER
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class Stage:
 def get_stage(name: str) -> Stage:
     """The stage called ``name`` (ConfigError naming the allowed stages otherwise)."""
     if name not in STAGE_ORDER:
-        raise ConfigError(f"unknown stage {name!r}; allowed: {', '.join(STAGE_ORDER)}")
+        raise ConfigError(f"unknown stage {name!r}{did_you_mean(name, STAGE_ORDER)}; allowed: {', '.join(STAGE_ORDER)}")
     stage = importlib.import_module(STAGE_MODULES[name]).STAGE
     if stage.name != name:
         raise RuntimeError(f"{STAGE_MODULES[name]} defines stage {stage.name!r}")

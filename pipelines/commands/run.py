@@ -64,11 +64,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import time
 
-    from vismem.core.errors import ConfigError
+    from vismem.core.errors import ConfigError, did_you_mean
 
     bad = [s for s in args.stages if s not in STAGE_ORDER]
     if bad:
-        raise ConfigError(f"unknown stage(s) {bad}; allowed: {', '.join(STAGE_ORDER)}")
+        hint = did_you_mean(bad[0], STAGE_ORDER)
+        raise ConfigError(f"unknown stage(s) {bad}{hint}; allowed: {', '.join(STAGE_ORDER)}")
     cfg = config_from_args(args)
     if args.print_config:
         import yaml

@@ -202,3 +202,22 @@ def test_passwords_in_store_uris_never_reach_the_terminal(args, tmp_path, capsys
     err = capsys.readouterr().err
     line = _one_line(err)
     assert "pw-canary-41" not in err and "***@" in line, line
+
+
+def test_a_near_miss_gets_did_you_mean():
+    # A mistyped stage, component or field names the closest real one in the same line.
+    from vismem.core.errors import ConfigError
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.stage import get_stage
+
+    with pytest.raises(ConfigError, match=r"unknown stage 'probe' \(did you mean 'probes'\?\)"):
+        get_stage("probe")
+    with pytest.raises(ConfigError, match=r"memshot.chunk_size: unknown field; allowed") as e:
+        load_config(overrides={"memshot": {"chunk_size": 3}})
+    assert "did you mean" not in str(e.value)  # nothing close: no guess
+    with pytest.raises(ConfigError, match=r"memshot.variantz: unknown field \(did you mean 'variants'\?\)"):
+        load_config(overrides={"memshot": {"variantz": ["memshot"]}})
+    from vismem.serve.registry import EMBEDDERS
+
+    with pytest.raises(ConfigError, match=r"unknown embedder 'minlm' \(did you mean 'minilm'\?\)"):
+        EMBEDDERS.resolve("minlm")
