@@ -39,5 +39,5 @@ def did_you_mean(name: object, known: "list[str] | tuple[str, ...]") -> str:
     """`` (did you mean 'x'?)`` for the closest of ``known`` to a mistyped ``name`` (empty if none)."""
     import difflib
 
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""

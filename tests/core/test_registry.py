@@ -36,8 +36,8 @@ def test_every_module_of_the_package_registers_without_a_list(plugin_pkg):
 def test_unknown_name_lists_what_the_walk_found(plugin_pkg):
     import toyreg
 
-    with pytest.raises(ConfigError, match="unknown toy 'delta'; registered: alpha, beta"):
-        toyreg.REG.resolve("delta", field="x")
+    with pytest.raises(ConfigError, match="unknown toy 'zzz'; registered: alpha, beta"):
+        toyreg.REG.resolve("zzz", field="x")
 
 
 def test_no_package_walks_nothing():
@@ -48,5 +48,5 @@ def test_factory_returns_what_build_calls_and_names_an_unknown(plugin_pkg):
     import toyreg
 
     assert toyreg.REG.factory("alpha")() == "alpha" == toyreg.REG.build("alpha")
-    with pytest.raises(ConfigError, match="unknown toy 'delta'; registered: alpha, beta"):
-        toyreg.REG.factory("delta")
+    with pytest.raises(ConfigError, match="unknown toy 'zzz'; registered: alpha, beta"):
+        toyreg.REG.factory("zzz")
