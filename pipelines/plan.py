@@ -29,14 +29,16 @@ OpenAI-compatible endpoint; calls, tokens, requests per minute needed and, with 
   ``max_concurrency`` summed, or one per actor for stand-ins), shared between back-ends in
   proportion to their calls, and never more than their independent sessions / probe units;
   MemShot's ``request_concurrency`` (threads) or ``ray.concurrency x max_concurrency`` (ray-data);
+* for probes, the actors' groups: a chain's units go to one actor, so ``actors x A x (J - 1)``;
 * the client's own cap (``max_concurrency``, per actor);
 * a GPU endpoint's fleet: ``replicas x streams per replica``, replicas ``min(max_replicas,
   GPUs / tensor_parallel_size)``, streams from KV capacity (:func:`vismem.serve.budget.kv_streams`,
   or ``--rate streams_per_gpu``; its ``target_ongoing_requests`` when the YAML has no ``serving:``).
 
 An endpoint's wall is ``max(calls * latency_s / in_flight, critical path)``: sessions are
-independent, so encoding's critical path is one session (``steps`` calls), a probe's is its
-recall steps, an answer's one call. GPU-hours count the GPUs Serve holds: ``ceil(in_flight /
+independent, so encoding's critical path is one session (``steps`` calls), the probes' is their
+longest unit (session ``J - 1``: ``(J - 1) x P`` probes in sequence, each ``recall`` calls), an
+answer's one call. GPU-hours count the GPUs Serve holds: ``ceil(in_flight /
 target_ongoing_requests)`` replicas (at most the fleet) for the endpoint's wall.
 """
 
@@ -92,6 +94,7 @@ class _Work:
     text: float            # text tokens per call
     completion: float
     copies: int = 1        # clients making the calls (one per actor), each capped at max_concurrency
+    per_actor: float | None = None  # units one actor can have at once (probes: one chain's units)
 
 
 def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, Any]:
@@ -120,8 +123,14 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
         for raw in rb:
             ep = endpoint_of(raw)
             by_ep.setdefault(ep.name, [ep, 0])[1] += 1
-        works = [_Work(ep, n * probes / B * recall, n * probes / B, recall, img, rates.text_tokens,
-                       rates.completion_tokens, actors) for ep, n in by_ep.values()]
+        # A unit (chain, architecture, session j) runs its probes one after another: j reaches x P
+        # products (Monte Carlo: at most M a reach), and a chain's units go to one actor, so an
+        # actor has at most A x (J - 1) units in flight (pipelines.dmv.probes_job.unit_groups).
+        sets = len(cfg.probes.J or (J,)) if cfg.probes.mc else 1
+        units = C * A * (Jp - 1) * sets
+        longest = (Jp - 1) * min(rates.products_per_session, cfg.probes.mc or rates.products_per_session) * recall
+        works = [_Work(ep, n * probes / B * recall, n * units, longest, img, rates.text_tokens,
+                       rates.completion_tokens, actors, A * (Jp - 1) * sets) for ep, n in by_ep.values()]
         plan_stages.append(("probes", works, _offered(cfg.probes.in_flight, works, actors), {"probes": probes}))
     if "memshot" in stages and cfg.memshot.enabled and cfg.memshot.vlm is not None:
         ms = cfg.memshot
@@ -181,6 +190,8 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int) -> dict[str
     tokens_per_call = prompt + w.completion
     warnings: list[str] = []
     limits = {"offered": offered, "units": w.units}
+    if w.per_actor is not None:
+        limits["groups"] = max(1, w.copies) * min(offered / max(1, w.copies), w.per_actor)
     if ep.client_cap:
         limits["client"] = float(ep.client_cap) * max(1, w.copies)
     fleet: dict[str, Any] = {}

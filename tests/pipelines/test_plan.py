@@ -80,6 +80,20 @@ def test_sessions_are_independent_the_critical_path_is_one_session():
     assert e["in_flight"] == 10 and e["bound_by"] == "units" and e["wall_s"] == pytest.approx(10 * 1)
 
 
+def test_probe_units_run_their_probes_in_sequence_and_a_chain_on_one_actor():
+    # 3 chains x 2 architectures x (J - 1 = 4) sessions = 24 units; a chain's 8 units go to one of
+    # the 2 actors, so 64 in flight cannot be reached: 2 x 8 = 16 at most
+    cfg = _cfg(stages=["probes"], memory={"architectures": ["nomemory", "dualmem"]},
+               probes={"backends": [{**HOSTED, "args": {**HOSTED["args"], "max_concurrency": 64}}], "in_flight": 64},
+               encode={"chains": 3, "J": 5})
+    plan = estimate(cfg, Rates(products_per_session=2, recall_steps=2, latency_s=1))
+    e = _ep(plan, "probes")
+    assert e["bound_by"] == "groups" and e["in_flight"] == 16
+    # 120 probes x 2 recall calls / 16 = 15 s, below the longest unit: session 4, 4 reaches x 2
+    # products = 8 probes x 2 calls = 16 s in sequence
+    assert e["calls"] == 240 and e["wall_s"] == pytest.approx(16)
+
+
 def test_gpu_and_hosted_endpoints_apart_with_image_tokens_per_family_and_cost():
     from vismem.serve.models import load_model_spec
 
