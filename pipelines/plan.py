@@ -30,6 +30,8 @@ OpenAI-compatible endpoint; calls, tokens, requests per minute needed and, with 
   proportion to their calls, and never more than their independent sessions / probe units;
   MemShot's ``request_concurrency`` (threads) or ``ray.concurrency x max_concurrency`` (ray-data);
 * for probes, the actors' groups: a chain's units go to one actor, so ``actors x A x (J - 1)``;
+* a hosted endpoint's own limit when one is given (``--rate endpoint_slots``: a rate limit, or
+  the simulated fleet of ``vismem bench fleet``);
 * the client's own cap (``max_concurrency``, per actor);
 * a GPU endpoint's fleet: ``replicas x streams per replica``, replicas ``min(max_replicas,
   GPUs / tensor_parallel_size)``, streams from KV capacity (:func:`vismem.serve.budget.kv_streams`,
@@ -38,7 +40,9 @@ OpenAI-compatible endpoint; calls, tokens, requests per minute needed and, with 
 An endpoint's wall is ``max(calls * latency_s / in_flight, critical path)``: sessions are
 independent, so encoding's critical path is one session (``steps`` calls), the probes' is their
 longest unit (session ``J - 1``: ``(J - 1) x P`` probes in sequence, each ``recall`` calls), an
-answer's one call. GPU-hours count the GPUs Serve holds: ``ceil(in_flight /
+answer's one call. Probes run in groups (a chain's units on one actor, finished before the
+actor takes the next): ``ceil(groups / actors)`` rounds of ``max(group calls x latency_s /
+in flight per actor, longest unit)``. GPU-hours count the GPUs Serve holds: ``ceil(in_flight /
 target_ongoing_requests)`` replicas (at most the fleet) for the endpoint's wall.
 """
 
@@ -67,6 +71,7 @@ class Rates:
     answer_text_tokens: float = 400.0    # the question and instructions beside the k memory shots
     latency_s: float = 2.0               # seconds per VLM call at the planned load (measured: a run's mean)
     streams_per_gpu: float | None = None  # None: from KV capacity (model YAML serving:), else this
+    endpoint_slots: float | None = None  # requests a hosted endpoint serves at once (rate limit, simulator); None: no limit
 
     def as_dict(self) -> dict[str, float | None]:
         return asdict(self)
@@ -198,10 +203,20 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int) -> dict[str
     if ep.kind == "gpu":
         fleet = ep.fleet(tokens_per_call, gpus, rates.streams_per_gpu)
         limits["fleet"] = fleet["capacity"]
+    if ep.kind != "gpu" and rates.endpoint_slots is not None:
+        limits["endpoint"] = float(rates.endpoint_slots)
     in_flight = max(1.0, min(limits.values()))
     bound = min(limits, key=lambda k: limits[k])
     latency = rates.latency_s
     wall = max(w.calls * latency / in_flight, w.unit_calls * latency) if w.calls else 0.0
+    if w.per_actor is not None and w.calls:
+        # Each actor takes its groups one at a time and finishes a group before the next.
+        groups, actors = w.units / w.per_actor, max(1, w.copies)
+        while groups % actors and groups < w.units:  # unit_groups halves the largest until they divide evenly
+            groups += 1
+        per_actor = in_flight / actors
+        group_wall = max(w.calls / groups * latency / max(1.0, min(per_actor, w.per_actor)), w.unit_calls * latency)
+        wall = max(wall, math.ceil(groups / actors) * group_wall)
     row: dict[str, Any] = {"endpoint": ep.name, "kind": ep.kind, "calls": w.calls,
                            "prompt_tokens": w.calls * prompt, "completion_tokens": w.calls * w.completion,
                            "tokens": w.calls * tokens_per_call, "in_flight": in_flight, "bound_by": bound,

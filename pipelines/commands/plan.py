@@ -51,7 +51,7 @@ def rates_from(pairs: list[str], measured: dict[str, float] | None = None) -> An
             values[name] = float(raw)
         except ValueError:
             raise ConfigError(f"bad --rate {pair!r}: {raw!r} is not a number") from None
-        if values[name] < 0 or (name in ("latency_s", "streams_per_gpu") and values[name] == 0):
+        if values[name] < 0 or (name in ("latency_s", "streams_per_gpu", "endpoint_slots") and values[name] == 0):
             raise ConfigError(f"bad --rate {pair!r}: must be positive")
     return Rates(**values)
 

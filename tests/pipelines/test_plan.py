@@ -89,9 +89,13 @@ def test_probe_units_run_their_probes_in_sequence_and_a_chain_on_one_actor():
     plan = estimate(cfg, Rates(products_per_session=2, recall_steps=2, latency_s=1))
     e = _ep(plan, "probes")
     assert e["bound_by"] == "groups" and e["in_flight"] == 16
-    # 120 probes x 2 recall calls / 16 = 15 s, below the longest unit: session 4, 4 reaches x 2
-    # products = 8 probes x 2 calls = 16 s in sequence
-    assert e["calls"] == 240 and e["wall_s"] == pytest.approx(16)
+    # 240 calls / 16 = 15 s if nothing waited; but a group's longest unit (session 4: 4 reaches x 2
+    # products = 8 probes x 2 calls = 16 s in sequence) holds its actor, and the 3 chains make 4
+    # groups (one halved so 2 actors share them evenly): 2 rounds of 16 s
+    assert e["calls"] == 240 and e["wall_s"] == pytest.approx(32)
+    # with one chain per actor (2 chains), one round: the longest unit
+    cfg2 = cfg.model_copy(update={"encode": cfg.encode.model_copy(update={"chains": 2})})
+    assert _ep(estimate(cfg2, Rates(products_per_session=2, recall_steps=2, latency_s=1)), "probes")["wall_s"] == 16
 
 
 def test_gpu_and_hosted_endpoints_apart_with_image_tokens_per_family_and_cost():
