@@ -225,10 +225,14 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int) -> dict[str
         held = min(fleet["replicas"], math.ceil(in_flight / fleet["target"]))
         row.update(gpu_hours=held * fleet["tp"] * wall / 3600, replicas_held=held, **{
             k: fleet[k] for k in ("replicas", "streams_per_replica", "streams_per_gpu", "target", "streams_from")})
-        if fleet["capacity"] > in_flight and w.units > in_flight:
-            warnings.append(f"{ep.name}: {in_flight:.0f} calls in flight (bound by {bound}) cannot fill its fleet of "
-                            f"{fleet['capacity']:.0f} ({fleet['replicas']} replicas x {fleet['streams_per_replica']:.0f} "
-                            f"streams); raise the stage's in_flight / the client's max_concurrency")
+        if fleet["fill"] > in_flight and w.units > in_flight:
+            warnings.append(f"{ep.name}: {in_flight:.0f} calls in flight (bound by {bound}) keep {held} of its "
+                            f"{fleet['replicas']} replicas busy (replicas x target_ongoing_requests {fleet['target']:g} "
+                            f"= {fleet['fill']:.0f}); raise the stage's in_flight / the client's max_concurrency")
+        if fleet["target"] > fleet["streams_per_replica"]:
+            warnings.append(f"{ep.name}: target_ongoing_requests {fleet['target']:g} exceeds the "
+                            f"{fleet['streams_per_replica']:.0f} requests a replica serves at once "
+                            f"({fleet['streams_from']})")
     elif ep.kind == "hosted":
         row["requests_per_min"] = in_flight / latency * 60
         if ep.price:

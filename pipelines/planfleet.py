@@ -32,7 +32,8 @@ class Endpoint:
         """A GPU endpoint's capacity on ``gpus`` GPUs at ``tokens_per_call`` tokens a request:
         replicas ``min(max_replicas, gpus // tensor_parallel_size)``, streams per replica from KV
         capacity (or ``streams_override`` per GPU, or ``target_ongoing_requests`` without a
-        ``serving:`` block), ``capacity = replicas x streams``."""
+        ``serving:`` block), ``capacity = replicas x min(streams, max_ongoing_requests)``, and
+        ``fill = replicas x target_ongoing_requests`` (the in-flight calls that scale Serve to them)."""
         from vismem.serve.budget import kv_streams
 
         tp = int((self.deploy.get("engine_kwargs") or {}).get("tensor_parallel_size") or 1)
@@ -47,8 +48,12 @@ class Endpoint:
             else:
                 per_replica, source = target, "target_ongoing_requests (no serving: block)"
         per_replica = max(1.0, per_replica)
+        # Serve routes at most max_ongoing_requests to a replica, and adds replicas only while each
+        # has more than target_ongoing_requests: max_replicas x target is what fills the fleet.
+        routed = float(self.deploy.get("max_ongoing_requests") or per_replica)
         return {"tp": tp, "target": target, "replicas": replicas, "streams_per_replica": per_replica,
-                "streams_per_gpu": per_replica / tp, "streams_from": source, "capacity": replicas * per_replica}
+                "streams_per_gpu": per_replica / tp, "streams_from": source,
+                "capacity": replicas * min(per_replica, routed), "fill": replicas * target}
 
 
 def endpoint_of(raw: Any) -> Endpoint:
