@@ -101,3 +101,11 @@ def test_no_capacity_model_keeps_the_plain_server():
         assert srv.fleet is None
         assert httpx.get(f"{srv.base_url}/stats").status_code == 404
         assert _fire(srv.base_url, [_body()]) == [200]
+
+
+def test_cli_rejects_a_bad_capacity_model_in_one_line(capsys):
+    from vismem.serve.openai_server import main
+
+    assert main(["--backend", "scripted", "--capacity", '{"slots": 0}']) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: capacity model: slots must be >= 1, got 0"]
