@@ -36,6 +36,7 @@ BENCH_MODULES = (
     "vismem.bench.scaling",
     "vismem.bench.cluster",
     "vismem.bench.longmemeval_load",
+    "vismem.bench.fleet",
 )
 
 

@@ -1,27 +1,58 @@
-"""``vismem plan``: what a run costs before it runs -- VLM calls, tokens, GPU-hours, wall time.
+"""``vismem plan``: what a run costs before it runs -- calls, tokens, GPU-hours, API cost, wall time.
 
-Pure arithmetic over a run config and a few per-call figures (:class:`Rates`), each either
-given or measured (mean model seconds per call from a finished run's encoding table). Counts,
-for each DMV-Bench chain of ``J`` sessions browsed by one back-end with ``P`` distinct cue'd
-products seen per session and ``A`` memory architectures:
+Pure arithmetic over a run config, its model YAMLs and a few per-call figures (:class:`Rates`),
+each either given or measured (mean model seconds per call from a finished run's encoding).
 
-* encoding: ``J * steps`` agent calls (one per step);
+**Counts**, for each DMV-Bench chain of ``J`` sessions browsed by one back-end with ``P`` distinct
+cue'd products seen per session and ``A`` memory architectures:
+
+* encoding: ``J * steps`` agent calls per chain (one per step);
 * exhaustive probes: one per (session ``j``, reach ``r <= j``, product of session ``j - r``), so
   ``P * J * (J - 1) / 2`` per chain and architecture -- O(J^2) -- each up to ``max_steps`` recall
   calls. Shorter ``probes.J`` of the same run are prefixes of the longest, run once;
-* Monte Carlo probes (``probes.mc = M``): at most ``M`` per reach ``r = 1..J-1``, i.e.
-  ``sum_r min(M, P * (J - r))`` -- O(J * M);
+* Monte Carlo probes (``probes.mc = M``): ``sum_r min(M, P * (J - r))`` -- O(J * M);
 * MemShot: one answer and one judge call per question, variant and ``k``.
 
-GPU-seconds are calls times seconds per call over the concurrent streams one GPU serves; wall
-time on ``N`` GPUs is the larger of GPU-seconds / ``N`` and the longest sequential path (a chain's
-sessions run one after another: ``J * steps`` calls).
+**Tokens** per call: ``text_tokens`` plus the call's images at the model family's rate
+(:func:`vismem.serve.budget.tokens_per_image` on ``image_px``-square images: Qwen2.5-VL ~326 at
+512 px, Qwen3-VL and Gemini 258; ``image_tokens`` for back-ends with no family, e.g. stand-ins).
+
+**Endpoints.** Each back-end is one of: *gpu* (a model YAML with a ``deploy:`` block: vLLM
+replicas on the cluster's GPUs), *hosted* (an ``openai`` spec without one: a paid API, or any
+OpenAI-compatible endpoint; calls, tokens, requests per minute needed and, with a YAML
+``price:``, cost) or *local* (an in-process stand-in: no GPU, no cost).
+
+**Wall time.** Stages run one after another; within a stage, an endpoint's calls proceed
+``in_flight`` at a time, where ``in_flight`` is the smallest of
+
+* what the stage offers it: ``encode.in_flight`` / ``probes.in_flight`` (default: the clients'
+  ``max_concurrency`` summed, or one per actor for stand-ins), shared between back-ends in
+  proportion to their calls, and never more than their independent sessions / probe units;
+  MemShot's ``request_concurrency`` (threads) or ``ray.concurrency x max_concurrency`` (ray-data);
+* for probes, the actors' groups: a chain's units go to one actor, so ``actors x A x (J - 1)``;
+* a hosted endpoint's own limit when one is given (``--rate endpoint_slots``: a rate limit, or
+  the simulated fleet of ``vismem bench fleet``);
+* the client's own cap (``max_concurrency``, per actor);
+* a GPU endpoint's fleet: ``replicas x streams per replica``, replicas ``min(max_replicas,
+  GPUs / tensor_parallel_size)``, streams from KV capacity (:func:`vismem.serve.budget.kv_streams`,
+  or ``--rate streams_per_gpu``; its ``target_ongoing_requests`` when the YAML has no ``serving:``).
+
+An endpoint's wall is ``max(calls * latency_s / in_flight, critical path)``: sessions are
+independent, so encoding's critical path is one session (``steps`` calls), the probes' is their
+longest unit (session ``J - 1``: ``(J - 1) x P`` probes in sequence, each ``recall`` calls), an
+answer's one call. Probes run in groups (a chain's units on one actor, finished before the
+actor takes the next): ``ceil(groups / actors)`` rounds of ``max(group calls x latency_s /
+in flight per actor, longest unit)``. GPU-hours count the GPUs Serve holds: ``ceil(in_flight /
+target_ongoing_requests)`` replicas (at most the fleet) for the endpoint's wall.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from vismem.pipelines.planfleet import Endpoint, endpoint_of, image_tokens
 
 
 @dataclass(frozen=True)
@@ -31,12 +62,16 @@ class Rates:
     steps_per_session: float = 25.0      # DMV-Bench sessions run 22-28 agent steps
     products_per_session: float = 5.0    # distinct cue'd products an agent opens per session
     recall_steps: float | None = None    # mean recall steps per probe; None: probes.max_steps (upper bound)
-    prompt_tokens: float = 2500.0        # one product image (~1,300 tokens at 512 px) + the page text and history
+    text_tokens: float = 1200.0          # page text, instructions and history of one agent / recall call
+    images_per_call: float = 1.0         # product images per agent / recall call
+    image_px: float = 512.0              # side of those (square) images
+    image_tokens: float = 326.0          # tokens per image for a back-end with no family rule (stand-ins)
     completion_tokens: float = 120.0     # a ReAct thought + action (max_tokens is the cap, rarely reached)
     questions_per_conversation: float = 150.0  # scored LoCoMo questions per conversation
-    answer_prompt_tokens: float = 6000.0  # k memory shots (images) + the question
-    latency_s: float = 2.0               # seconds per VLM call (measured: mean model seconds of a run)
-    streams_per_gpu: float = 8.0         # concurrent requests one GPU replica serves at that latency
+    answer_text_tokens: float = 400.0    # the question and instructions beside the k memory shots
+    latency_s: float = 2.0               # seconds per VLM call at the planned load (measured: a run's mean)
+    streams_per_gpu: float | None = None  # None: from KV capacity (model YAML serving:), else this
+    endpoint_slots: float | None = None  # requests a hosted endpoint serves at once (rate limit, simulator); None: no limit
 
     def as_dict(self) -> dict[str, float | None]:
         return asdict(self)
@@ -52,17 +87,32 @@ def mc_per_chain(J: int, P: float, M: int) -> float:
     return sum(min(M, P * (J - r)) for r in range(1, J))
 
 
+@dataclass
+class _Work:
+    """One stage's calls on one endpoint."""
+
+    endpoint: Endpoint
+    calls: float
+    units: float           # independent sessions / probes / questions
+    unit_calls: float      # calls of one unit, in sequence (its critical path)
+    images: float          # images per call
+    text: float            # text tokens per call
+    completion: float
+    copies: int = 1        # clients making the calls (one per actor), each capped at max_concurrency
+    per_actor: float | None = None  # units one actor can have at once (probes: one chain's units)
+
+
 def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, Any]:
-    """Calls, tokens, GPU-hours and wall hours of ``cfg``'s enabled stages on ``gpus`` GPUs."""
+    """Calls, tokens, GPU-hours, hosted cost and wall hours of ``cfg``'s enabled stages on ``gpus`` GPUs."""
     stages = set(cfg.stages)
-    rows: list[dict[str, Any]] = []
     B, C, J = len(cfg.encode.backends), cfg.encode.chains, cfg.encode.J
-    steps = rates.steps_per_session
-    critical = 0.0
+    steps, img = rates.steps_per_session, rates.images_per_call
+    plan_stages: list[tuple[str, list[_Work], float, dict[str, float]]] = []
     if "encode" in stages and cfg.encode.enabled:
-        calls = B * C * J * steps
-        rows.append(_row("encode", calls, rates.prompt_tokens, rates.completion_tokens))
-        critical = max(critical, J * steps)
+        actors = cfg.encode.workers or cfg.ray.concurrency
+        works = [_Work(endpoint_of(raw), C * J * steps, C * J, steps, img, rates.text_tokens, rates.completion_tokens,
+                       actors) for raw in cfg.encode.backends]
+        plan_stages.append(("encode", works, _offered(cfg.encode.in_flight, works, actors), {}))
     if "probes" in stages and cfg.probes.enabled:
         A = len(cfg.memory.architectures)
         Jp = max(cfg.probes.J or (J,))
@@ -70,25 +120,126 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
                      else exhaustive_per_chain(Jp, rates.products_per_session))
         probes = B * C * A * per_chain
         recall = rates.recall_steps if rates.recall_steps is not None else cfg.probes.max_steps
-        rows.append(_row("probes", probes * recall, rates.prompt_tokens, rates.completion_tokens, probes=probes))
-        critical = max(critical, recall)
-    if "memshot" in stages and cfg.memshot.enabled:
-        conv = cfg.memshot.conversations or 10  # LoCoMo has 10 conversations
-        answers = conv * rates.questions_per_conversation * len(cfg.memshot.variants) * len(cfg.memshot.k)
-        rows.append(_row("memshot answers", answers, rates.answer_prompt_tokens, rates.completion_tokens))
-        rows.append(_row("memshot judge", answers, 400.0, 10.0))
-    total_calls = sum(r["calls"] for r in rows)
-    gpu_s = total_calls * rates.latency_s / rates.streams_per_gpu
-    for r in rows:
-        r["gpu_hours"] = r["calls"] * rates.latency_s / rates.streams_per_gpu / 3600
-    wall_s = max(gpu_s / max(gpus, 1), critical * rates.latency_s)
+        actors = cfg.probes.workers or cfg.ray.concurrency
+        # One recalling VLM per browsing back-end (probes.backends, one for all, or the back-ends).
+        rb = list(cfg.probes.backends if cfg.probes.backends is not None else cfg.encode.backends)
+        rb = rb * B if len(rb) == 1 else rb
+        by_ep: dict[str, list[Any]] = {}
+        for raw in rb:
+            ep = endpoint_of(raw)
+            by_ep.setdefault(ep.name, [ep, 0])[1] += 1
+        # A unit (chain, architecture, session j) runs its probes one after another: j reaches x P
+        # products (Monte Carlo: at most M a reach), and a chain's units go to one actor, so an
+        # actor has at most A x (J - 1) units in flight (pipelines.dmv.probes_job.unit_groups).
+        sets = len(cfg.probes.J or (J,)) if cfg.probes.mc else 1
+        units = C * A * (Jp - 1) * sets
+        longest = (Jp - 1) * min(rates.products_per_session, cfg.probes.mc or rates.products_per_session) * recall
+        works = [_Work(ep, n * probes / B * recall, n * units, longest, img, rates.text_tokens,
+                       rates.completion_tokens, actors, A * (Jp - 1) * sets) for ep, n in by_ep.values()]
+        plan_stages.append(("probes", works, _offered(cfg.probes.in_flight, works, actors), {"probes": probes}))
+    if "memshot" in stages and cfg.memshot.enabled and cfg.memshot.vlm is not None:
+        ms = cfg.memshot
+        conv = ms.conversations or 10  # LoCoMo has 10 conversations
+        per_k = conv * rates.questions_per_conversation * len(ms.variants)
+        answers = per_k * len(ms.k)
+        mean_k = sum(ms.k) / len(ms.k) if ms.k else 0.0
+        ep = endpoint_of(ms.vlm)
+        # threads: request_concurrency calls through one client; ray-data: each of ray.concurrency
+        # actors keeps its client's max_concurrency (8 without one) in flight.
+        ray_data = ms.batch_inference == "ray-data"
+        copies = cfg.ray.concurrency if ray_data else 1
+        offered = copies * (ep.client_cap or 8) if ray_data else ms.request_concurrency
+        plan_stages.append(("memshot answers", [_Work(ep, answers, answers, 1, mean_k, rates.answer_text_tokens,
+                                                      rates.completion_tokens, copies)], offered, {}))
+        if ms.judge is not None:
+            plan_stages.append(("memshot judge", [_Work(endpoint_of(ms.judge), answers, answers, 1, 0, 400.0, 10.0)],
+                                ms.request_concurrency, {}))
+    rows = [_stage_row(name, works, offered, rates, gpus, extra) for name, works, offered, extra in plan_stages]
+    wall_s = sum(r["wall_s"] for r in rows)
+    eps = [e for r in rows for e in r["endpoints"]]
+    hosted = [e for e in eps if e["kind"] == "hosted"]
+    costs = [e["cost_usd"] for e in hosted if e.get("cost_usd") is not None]
     return {"config": cfg.name, "run_id": cfg.run_id, "gpus": gpus, "rates": rates.as_dict(), "stages": rows,
-            "calls": total_calls, "tokens": sum(r["tokens"] for r in rows), "gpu_hours": gpu_s / 3600,
-            "wall_hours": wall_s / 3600, "growth": growth(cfg, rates)}
+            "calls": sum(r["calls"] for r in rows), "tokens": sum(r["tokens"] for r in rows),
+            "gpu_hours": sum(e["gpu_hours"] for e in eps), "gpu_calls": sum(e["calls"] for e in eps if e["kind"] == "gpu"),
+            "hosted_calls": sum(e["calls"] for e in hosted), "hosted_tokens": sum(e["tokens"] for e in hosted),
+            "hosted_cost_usd": sum(costs) if costs else None,
+            "wall_s": wall_s, "wall_hours": wall_s / 3600, "warnings": [w for r in rows for w in r["warnings"]],
+            "growth": growth(cfg, rates)}
 
 
-def _row(stage: str, calls: float, prompt: float, completion: float, **extra: float) -> dict[str, Any]:
-    return {"stage": stage, "calls": calls, "tokens": calls * (prompt + completion), **extra}
+def _offered(in_flight: int | None, works: list[_Work], actors: int) -> float:
+    """Units the stage keeps in flight: its ``in_flight``, else the clients' caps summed (a
+    stand-in without one counts one per actor), as :func:`vismem.pipelines.dmv.protocol.episodes_per_actor`."""
+    actors = max(1, int(actors))
+    if in_flight is None:
+        caps = [w.endpoint.client_cap or 0 for w in works]
+        in_flight = sum(c or actors for c in caps) if any(caps) else actors
+    return float(-(-int(in_flight) // actors) * actors)
+
+
+def _stage_row(stage: str, works: list[_Work], offered: float, rates: Rates, gpus: int,
+               extra: dict[str, float]) -> dict[str, Any]:
+    total = sum(w.calls for w in works) or 1.0
+    n_gpu_eps = max(1, len({w.endpoint.name for w in works if w.endpoint.kind == "gpu"}))
+    eps = [_endpoint_row(w, offered * w.calls / total, rates, max(1, gpus // n_gpu_eps)) for w in works]
+    return {"stage": stage, "calls": sum(e["calls"] for e in eps), "tokens": sum(e["tokens"] for e in eps),
+            "gpu_hours": sum(e["gpu_hours"] for e in eps), "wall_s": max((e["wall_s"] for e in eps), default=0.0),
+            "in_flight": offered, "endpoints": eps, "warnings": [f"{stage}: {w}" for e in eps for w in e.pop("warnings")],
+            **extra}
+
+
+def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int) -> dict[str, Any]:
+    ep = w.endpoint
+    prompt = w.text + w.images * image_tokens(ep, rates.image_px, rates.image_tokens)
+    tokens_per_call = prompt + w.completion
+    warnings: list[str] = []
+    limits = {"offered": offered, "units": w.units}
+    if w.per_actor is not None:
+        limits["groups"] = max(1, w.copies) * min(offered / max(1, w.copies), w.per_actor)
+    if ep.client_cap:
+        limits["client"] = float(ep.client_cap) * max(1, w.copies)
+    fleet: dict[str, Any] = {}
+    if ep.kind == "gpu":
+        fleet = ep.fleet(tokens_per_call, gpus, rates.streams_per_gpu)
+        limits["fleet"] = fleet["capacity"]
+    if ep.kind != "gpu" and rates.endpoint_slots is not None:
+        limits["endpoint"] = float(rates.endpoint_slots)
+    in_flight = max(1.0, min(limits.values()))
+    bound = min(limits, key=lambda k: limits[k])
+    latency = rates.latency_s
+    wall = max(w.calls * latency / in_flight, w.unit_calls * latency) if w.calls else 0.0
+    if w.per_actor is not None and w.calls:
+        # Each actor takes its groups one at a time and finishes a group before the next.
+        groups, actors = w.units / w.per_actor, max(1, w.copies)
+        while groups % actors and groups < w.units:  # unit_groups halves the largest until they divide evenly
+            groups += 1
+        per_actor = in_flight / actors
+        group_wall = max(w.calls / groups * latency / max(1.0, min(per_actor, w.per_actor)), w.unit_calls * latency)
+        wall = max(wall, math.ceil(groups / actors) * group_wall)
+    row: dict[str, Any] = {"endpoint": ep.name, "kind": ep.kind, "calls": w.calls,
+                           "prompt_tokens": w.calls * prompt, "completion_tokens": w.calls * w.completion,
+                           "tokens": w.calls * tokens_per_call, "in_flight": in_flight, "bound_by": bound,
+                           "wall_s": wall, "gpu_hours": 0.0, "calls_per_s": w.calls / wall if wall else 0.0}
+    if ep.kind == "gpu":
+        held = min(fleet["replicas"], math.ceil(in_flight / fleet["target"]))
+        row.update(gpu_hours=held * fleet["tp"] * wall / 3600, replicas_held=held, **{
+            k: fleet[k] for k in ("replicas", "streams_per_replica", "streams_per_gpu", "target", "streams_from")})
+        if fleet["fill"] > in_flight and w.units > in_flight:
+            warnings.append(f"{ep.name}: {in_flight:.0f} calls in flight (bound by {bound}) keep {held} of its "
+                            f"{fleet['replicas']} replicas busy (replicas x target_ongoing_requests {fleet['target']:g} "
+                            f"= {fleet['fill']:.0f}); raise the stage's in_flight / the client's max_concurrency")
+        if fleet["target"] > fleet["streams_per_replica"]:
+            warnings.append(f"{ep.name}: target_ongoing_requests {fleet['target']:g} exceeds the "
+                            f"{fleet['streams_per_replica']:.0f} requests a replica serves at once "
+                            f"({fleet['streams_from']})")
+    elif ep.kind == "hosted":
+        row["requests_per_min"] = in_flight / latency * 60
+        if ep.price:
+            row["cost_usd"] = (row["prompt_tokens"] * float(ep.price.get("input", 0))
+                               + row["completion_tokens"] * float(ep.price.get("output", 0))) / 1e6
+    row["warnings"] = warnings
+    return row
 
 
 def growth(cfg: Any, rates: Rates, Js: tuple[int, ...] = (5, 10, 15, 50)) -> list[dict[str, float]]:
@@ -100,14 +251,29 @@ def growth(cfg: Any, rates: Rates, Js: tuple[int, ...] = (5, 10, 15, 50)) -> lis
 
 
 def render(plan: dict[str, Any]) -> str:
-    """The plan as plain text (one table per part, assumptions last)."""
+    """The plan as plain text (stages by endpoint, totals, warnings, growth, assumptions)."""
     out = [f"plan for {plan['config']} ({plan['run_id']}) on {plan['gpus']} GPU(s)", "",
-           f"{'stage':<18}{'VLM calls':>14}{'tokens':>16}{'GPU-hours':>12}"]
+           f"{'stage':<17}{'endpoint':<22}{'kind':<7}{'calls':>12}{'tokens':>15}{'in flight':>10}"
+           f"{'bound':>9}{'wall h':>9}{'GPU-h':>9}{'rpm':>8}{'USD':>10}"]
     for r in plan["stages"]:
-        out.append(f"{r['stage']:<18}{r['calls']:>14,.0f}{r['tokens']:>16,.0f}{r['gpu_hours']:>12,.2f}")
-    out += [f"{'total':<18}{plan['calls']:>14,.0f}{plan['tokens']:>16,.0f}{plan['gpu_hours']:>12,.2f}",
-            f"wall time on {plan['gpus']} GPU(s): {plan['wall_hours']:,.2f} h", "",
-            "probes per chain and architecture against J (exhaustive O(J^2), Monte Carlo O(J*M)):",
+        for e in r["endpoints"]:
+            cost = e.get("cost_usd")
+            out.append(f"{r['stage']:<17}{e['endpoint'][:21]:<22}{e['kind']:<7}{e['calls']:>12,.0f}{e['tokens']:>15,.0f}"
+                       f"{e['in_flight']:>10,.0f}{e['bound_by']:>9}{e['wall_s'] / 3600:>9,.2f}{e['gpu_hours']:>9,.2f}"
+                       f"{e.get('requests_per_min', 0):>8,.0f}{'' if cost is None else f'{cost:,.2f}':>10}")
+    cost = plan["hosted_cost_usd"]
+    out += [f"total: {plan['calls']:,.0f} calls ({plan['gpu_calls']:,.0f} on GPUs, {plan['hosted_calls']:,.0f} hosted), "
+            f"{plan['tokens']:,.0f} tokens, {plan['gpu_hours']:,.2f} GPU-hours"
+            + ("" if cost is None else f", hosted cost ${cost:,.2f}"),
+            f"wall time on {plan['gpus']} GPU(s): {plan['wall_hours']:,.2f} h (stages in sequence)"]
+    for r in plan["stages"]:
+        for e in r["endpoints"]:
+            if e["kind"] == "gpu":
+                out.append(f"{e['endpoint']}: {e['replicas_held']} of {e['replicas']} replicas held, "
+                           f"{e['streams_per_gpu']:.0f} streams per GPU ({e['streams_from']}), "
+                           f"target_ongoing_requests {e['target']:g}")
+    out += [f"warning: {w}" for w in plan["warnings"]]
+    out += ["", "probes per chain and architecture against J (exhaustive O(J^2), Monte Carlo O(J*M)):",
             f"{'J':>4}{'encode calls':>14}{'exhaustive':>12}{'MC (M=' + str(plan['growth'][0]['M']) + ')':>12}"]
     for g in plan["growth"]:
         out.append(f"{g['J']:>4}{g['encode_calls']:>14,.0f}{g['exhaustive']:>12,.0f}{g['mc']:>12,.0f}")

@@ -13,6 +13,14 @@ Image tokens per family:
   ``<|vision_start|>`` / ``<|vision_end|>`` pair;
 * Qwen3-VL: the same on 32 px units (16 px patches, 2×2 merge);
 * Gemini: 258 tokens per image.
+
+Streams per replica from KV capacity (:func:`kv_streams`, the model YAML's ``serving:`` block):
+vLLM gives the KV cache what is left of ``gpu_memory_utilization`` of the replica's GPUs after
+the weights and the activation/CUDA-graph overhead; a request of ``T`` tokens (prompt + reply)
+holds ``T x kv_bytes_per_token`` of it, so ``kv_tokens // T`` requests fit at once, capped by
+vLLM's ``max_num_seqs``. A deployment's ``target_ongoing_requests`` should not exceed that count
+at the workload's request size (more would queue in the engine, not batch); setting it near that
+count lets Serve add a replica only when the KV cache of the ones running is full.
 """
 
 from __future__ import annotations
@@ -135,3 +143,31 @@ def check_image_budget(ms: ModelSpec, size: tuple[int, int], k: int, *, reserve:
             f"({b.per_image} each) + {b.reserve} reserved > max_model_len {b.max_model_len}; "
             f"lower k or the variant's max_pixels")
     return b
+
+
+#: vLLM's default cap on the sequences one engine batches (``max_num_seqs``).
+DEFAULT_MAX_NUM_SEQS = 256
+
+
+def kv_streams(ms: ModelSpec, tokens_per_request: float) -> dict[str, float] | None:
+    """Requests one replica of ``ms`` holds at once at ``tokens_per_request`` tokens each (see the
+    module doc), as ``{tp, kv_tokens, per_replica, per_gpu}``; None without a ``serving:`` block."""
+    sv = ms.serving
+    if not sv:
+        return None
+    try:
+        per_tok = float(sv["kv_bytes_per_token"])
+        gpu_gb, weights_gb = float(sv["gpu_memory_gb"]), float(sv["weights_gb"])
+        overhead_gb = float(sv.get("overhead_gb", 0.0))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"model {ms.variant!r}: serving needs numeric kv_bytes_per_token, gpu_memory_gb and "
+                          f"weights_gb ({e})") from None
+    if per_tok <= 0 or gpu_gb <= 0:
+        raise ConfigError(f"model {ms.variant!r}: serving.kv_bytes_per_token and gpu_memory_gb must be positive")
+    ek = _engine_kwargs(ms)
+    tp = int(ek.get("tensor_parallel_size") or 1)
+    util = float(ek.get("gpu_memory_utilization") or 0.9)
+    kv_tokens = max(0.0, (gpu_gb * tp * util - weights_gb - overhead_gb) * 1e9 / per_tok)
+    seqs = int(ek.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS)
+    per_replica = float(min(seqs, int(kv_tokens // max(1.0, float(tokens_per_request)))))
+    return {"tp": tp, "kv_tokens": kv_tokens, "per_replica": per_replica, "per_gpu": per_replica / tp}

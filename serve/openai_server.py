@@ -106,8 +106,14 @@ def models_list(model_id: str) -> dict[str, Any]:
     return {"object": "list", "data": [{"id": model_id, "object": "model", "created": 0, "owned_by": "vismem"}]}
 
 
-def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = None):
-    """The FastAPI app. ``model_id`` is what ``/v1/models`` lists (defaults to the backend name)."""
+def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = None, capacity: Any = None):
+    """The FastAPI app. ``model_id`` is what ``/v1/models`` lists (defaults to the backend name).
+
+    ``capacity``: a :class:`vismem.serve.capacity.CapacityModel` (or a
+    :class:`~vismem.serve.capacity.SimulatedFleet`) makes the chat route a simulated fleet: N
+    slots, a service time per request, queueing beyond N, and ``GET /v1/stats`` (``POST
+    /v1/stats/reset`` starts a new measurement). Without one the server answers as fast as the
+    backend does and has no stats route."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
@@ -115,6 +121,7 @@ def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = 
         raise ValueError("create_app needs a vlm, an embedder, or both")
     model_id = model_id or (vlm.name if vlm is not None else embedder.name)
     app = FastAPI(title="vismem OpenAI-compatible server")
+    fleet = _fleet(capacity)
 
     async def _body(request: Request) -> Any:
         try:
@@ -134,8 +141,21 @@ def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = 
     @app.post("/v1/chat/completions")
     async def chat_route(request: Request):
         body = await _body(request)
-        status, content = await asyncio.to_thread(chat_completions, vlm, body, model_id)
+        if fleet is not None:
+            status, content = await fleet.serve(body, lambda: chat_completions(vlm, body, model_id))
+        else:
+            status, content = await asyncio.to_thread(chat_completions, vlm, body, model_id)
         return JSONResponse(status_code=status, content=content)
+
+    if fleet is not None:
+        @app.get("/v1/stats")
+        def stats() -> dict[str, Any]:
+            return {**fleet.stats.snapshot(), "model": fleet.model.as_dict()}
+
+        @app.post("/v1/stats/reset")
+        def stats_reset() -> dict[str, Any]:
+            fleet.stats.reset()
+            return {"status": "reset"}
 
     @app.post("/v1/embeddings")
     async def embeddings_route(request: Request):
@@ -143,7 +163,23 @@ def create_app(vlm: Any = None, embedder: Any = None, *, model_id: str | None = 
         status, content = await asyncio.to_thread(embeddings, embedder, body, model_id)
         return JSONResponse(status_code=status, content=content)
 
+    app.state.fleet = fleet
     return app
+
+
+def _fleet(capacity: Any) -> Any:
+    if capacity is None:
+        return None
+    from vismem.serve.capacity import CapacityModel, SimulatedFleet
+
+    if isinstance(capacity, SimulatedFleet):
+        return capacity
+    if isinstance(capacity, dict):
+        capacity = CapacityModel(**capacity)
+    if not isinstance(capacity, CapacityModel):
+        raise TypeError(f"capacity must be a CapacityModel, a dict of its fields or a SimulatedFleet, "
+                        f"got {type(capacity).__name__}")
+    return SimulatedFleet(capacity)
 
 
 class LocalOpenAIServer(ThreadedASGIServer):
@@ -152,10 +188,12 @@ class LocalOpenAIServer(ThreadedASGIServer):
     thread_name = "openai-server"
 
     def __init__(self, vlm: Any = None, embedder: Any = None, *, host: str = "127.0.0.1",
-                 port: int = 0, model_id: str | None = None, app: Any = None) -> None:
+                 port: int = 0, model_id: str | None = None, app: Any = None, capacity: Any = None) -> None:
         # ``app``: serve any ASGI app instead (e.g. a deliberately broken upstream in tests).
-        super().__init__(app if app is not None else create_app(vlm, embedder, model_id=model_id),
+        # ``capacity``: a simulated fleet (see create_app); ``self.fleet`` holds its stats.
+        super().__init__(app if app is not None else create_app(vlm, embedder, model_id=model_id, capacity=capacity),
                          host=host, port=port)
+        self.fleet = getattr(getattr(self.app, "state", None), "fleet", None)
         self.model_id = model_id or (vlm.name if vlm is not None else embedder.name if embedder else "app")
 
     @property
@@ -172,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedder", help="registered embedder name to serve on /v1/embeddings")
     p.add_argument("--embedder-args", default="{}", help="JSON object of embedder arguments")
     p.add_argument("--model-id", help="id listed by /v1/models (default: the backend's name)")
+    p.add_argument("--capacity", help="JSON object of a simulated fleet's CapacityModel "
+                   "(e.g. '{\"slots\": 64, \"base_s\": 0.4}'); adds GET /v1/stats")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     a = p.parse_args(argv)
@@ -192,13 +232,19 @@ def main(argv: list[str] | None = None) -> int:
             vlm = build_vlm({"name": a.backend, "args": json.loads(a.args)})
         if a.embedder:
             embedder = build_embedder({"name": a.embedder, "args": json.loads(a.embedder_args)})
+        capacity = None
+        if a.capacity:
+            from vismem.serve.capacity import CapacityModel
+
+            capacity = CapacityModel(**json.loads(a.capacity))
     except (KeyError, ValueError, TypeError, VismemError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if vlm is None and embedder is None:
         print("error: give --backend, --model-spec or --embedder", file=sys.stderr)
         return 2
-    srv = LocalOpenAIServer(vlm, embedder, host=a.host, port=a.port, model_id=a.model_id).start()
+    srv = LocalOpenAIServer(vlm, embedder, host=a.host, port=a.port, model_id=a.model_id,
+                            capacity=capacity).start()
     print(f"serving {srv.model_id} on {srv.base_url}", flush=True)
     try:
         while srv._thread is not None and srv._thread.is_alive():

@@ -17,14 +17,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from vismem.pipelines.commands.run import add_config_args
     from vismem.pipelines.stage import all_stages
 
-    p = sub.add_parser("plan", help="estimate VLM calls, tokens, GPU-hours and wall time of a run",
+    p = sub.add_parser("plan", help="estimate VLM calls, tokens, GPU-hours, API cost and wall time of a run",
                        description="Estimate what a config costs before running it: VLM calls and tokens per "
-                       "stage, GPU-hours, wall time on N GPUs, and how probes grow with J (exhaustive O(J^2) "
-                       "per chain, Monte Carlo O(J*M)). Per-call figures are given (--rate) or measured from a "
-                       "finished run (--measured RUN_ID, read from --store).")
+                       "stage and endpoint (GPU-served models apart from hosted APIs: requests per minute, cost "
+                       "when the model YAML has a price), calls in flight (the stage's in_flight, the client's "
+                       "max_concurrency, the fleet's KV capacity), GPU-hours held, wall time on N GPUs, and how "
+                       "probes grow with J (exhaustive O(J^2) per chain, Monte Carlo O(J*M)). Per-call figures "
+                       "are given (--rate) or measured from a finished run (--measured RUN_ID, read from --store).")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to plan (default: the config's)")
     add_config_args(p)
-    p.add_argument("--gpus", type=int, default=1, help="GPUs serving the VLM (default 1)")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs serving each stage's GPU-served models (default 1)")
     p.add_argument("--rate", action="append", default=[], metavar="NAME=VALUE",
                    help="override a per-call figure, e.g. --rate latency_s=1.5 (see the printed assumptions)")
     p.add_argument("--measured", metavar="RUN_ID",
@@ -49,7 +51,7 @@ def rates_from(pairs: list[str], measured: dict[str, float] | None = None) -> An
             values[name] = float(raw)
         except ValueError:
             raise ConfigError(f"bad --rate {pair!r}: {raw!r} is not a number") from None
-        if values[name] < 0 or (name in ("latency_s", "streams_per_gpu") and values[name] == 0):
+        if values[name] < 0 or (name in ("latency_s", "streams_per_gpu", "endpoint_slots") and values[name] == 0):
             raise ConfigError(f"bad --rate {pair!r}: must be positive")
     return Rates(**values)
 

@@ -12,7 +12,10 @@ Each ``serve/models/<name>.yaml`` holds the component spec (``name`` = registere
 
 ``${VAR:-default}`` in string values is expanded from the environment at load time, so the
 same file points at a local server or the cluster's endpoint; the expanded spec is what a run
-manifest records. ``deploy`` (optional) is how the cluster hosts the model (``vismem.serve.apps``).
+manifest records. ``deploy`` (optional) is how the cluster hosts the model (``vismem.serve.apps``); ``serving``
+(optional, with ``deploy``) sizes its KV cache, from which ``vismem.serve.budget.kv_streams``
+derives the requests one replica holds at once; ``price`` (optional, hosted APIs) is USD per
+million input / output tokens.
 
 The catalogue only loads and validates specs (it imports nothing else of serve): building one is
 :func:`vismem.serve.build.build_model`, deploying one :mod:`vismem.serve.deploy`.
@@ -44,6 +47,11 @@ class ModelSpec(BaseModel):
     name: str = Field(..., description="registered backend name (openai, transformers, minilm, ...)")
     args: dict[str, Any] = Field(default_factory=dict, description="backend arguments, env-expanded")
     deploy: dict[str, Any] | None = Field(None, description="cluster hosting settings (engine, model_source, engine_kwargs, ...)")
+    serving: dict[str, Any] | None = Field(
+        None, description="KV-cache sizing of a GPU-served variant (vismem.serve.budget.kv_streams): "
+        "kv_bytes_per_token, weights_gb, gpu_memory_gb (one GPU), overhead_gb")
+    price: dict[str, Any] | None = Field(
+        None, description="a hosted API's price in USD per million tokens: input, output (`vismem plan` costs)")
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -104,6 +112,8 @@ def load_model_spec(name: str, *, env: dict[str, str] | None = None) -> ModelSpe
     """Load ``serve/models/<name>.yaml`` with environment expansion in ``args``."""
     data = _raw(name)
     data["args"] = expand_env(data.get("args") or {}, env)
+    if data.get("serving"):
+        data["serving"] = expand_env(data["serving"], env)
     try:
         return ModelSpec(variant=name, **data)
     except Exception as e:  # pydantic's message names the field

@@ -1,4 +1,6 @@
-"""`vismem plan`: its numbers recomputed by hand for a small config, its growth with J, bad input."""
+"""`vismem plan`: its numbers recomputed by hand for small configs -- calls, tokens, in-flight
+limits (stage, client, fleet), GPU-served against hosted endpoints, image tokens per model family,
+independent sessions, streams per GPU from KV capacity -- its growth with J, and bad input."""
 
 from __future__ import annotations
 
@@ -9,9 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from vismem.pipelines.config import load_config
+from vismem.pipelines.plan import Rates, estimate, exhaustive_per_chain, mc_per_chain
+
 REPO = Path(__file__).resolve().parents[2]
 RATES = ["steps_per_session=10", "products_per_session=2", "questions_per_conversation=4", "latency_s=1",
-         "streams_per_gpu=2"]
+         "text_tokens=100", "image_tokens=50", "completion_tokens=10"]
+SMALL = Rates(steps_per_session=10, products_per_session=2, latency_s=1, text_tokens=100, completion_tokens=10)
+HOSTED = {"name": "openai", "args": {"model": "m", "base_url": "http://127.0.0.1:9/v1", "max_concurrency": 4}}
 
 
 def _plan(*args):
@@ -19,31 +26,142 @@ def _plan(*args):
                           cwd=REPO, timeout=120)
 
 
+def _cfg(**over):
+    over.setdefault("stages", ["encode"])
+    return load_config(preset="local", overrides=over)
+
+
+def _ep(plan, stage, i=0):
+    return next(s for s in plan["stages"] if s["stage"] == stage)["endpoints"][i]
+
+
 def test_plan_of_a_small_config_by_hand():
-    args = ["--set", "memory.architectures=[nomemory,dualmem]", "--gpus", "2", "--json"]
+    args = ["--set", "memory.architectures=[nomemory,dualmem]", "--set", "memshot.vlm=scripted", "--gpus", "2",
+            "--json"]
     for r in RATES:
         args += ["--rate", r]
     r = _plan(*args)
     assert r.returncode == 0, r.stderr
     plan = json.loads(r.stdout)
     st = {s["stage"]: s for s in plan["stages"]}
-    # local preset: 1 back-end x 3 chains x J=5 sessions x 10 steps
-    assert st["encode"]["calls"] == 1 * 3 * 5 * 10
-    # exhaustive probes per chain: sum over sessions j=1..4 of j reaches x 2 products = 2*5*4/2 = 20;
-    # x 3 chains x 2 architectures = 120 probes, each up to probes.max_steps = 8 recall calls
+    # local preset: 1 back-end x 3 chains x J=5 sessions x 10 steps, 1 product image (a stand-in:
+    # image_tokens) + 100 text tokens + 10 completion tokens a call
+    assert st["encode"]["calls"] == 1 * 3 * 5 * 10 and st["encode"]["tokens"] == 150 * (100 + 50 + 10)
+    # exhaustive probes per chain: 2 products x 5 x 4 / 2 = 20; x 3 chains x 2 architectures = 120
+    # probes, each up to probes.max_steps = 8 recall calls
     assert st["probes"]["probes"] == 120 and st["probes"]["calls"] == 960
-    # MemShot: 1 conversation x 4 questions x 3 variants x 2 k, one answer and one judge call each
-    assert st["memshot answers"]["calls"] == 24 and st["memshot judge"]["calls"] == 24
-    assert plan["calls"] == 150 + 960 + 48
-    assert st["encode"]["tokens"] == 150 * (2500 + 120)
-    # 1,158 calls x 1 s / 2 streams = 579 GPU-seconds; on 2 GPUs 289.5 s (> the 50-call chain path)
-    assert plan["gpu_hours"] == pytest.approx(579 / 3600)
-    assert plan["wall_hours"] == pytest.approx(289.5 / 3600)
+    # MemShot: 1 conversation x 4 questions x 3 variants x 2 k, answers only (no judge configured)
+    assert st["memshot answers"]["calls"] == 24 and "memshot judge" not in st
+    assert plan["calls"] == 150 + 960 + 24
+    # in flight: 2 actors, one episode each (stand-ins have no client limit); answers: 8 threads
+    assert st["encode"]["in_flight"] == 2 and st["memshot answers"]["in_flight"] == 8
+    # walls: 150 calls / 2 = 75 s, 960 / 2 = 480 s, 24 / 8 = 3 s, one after another
+    assert [st[s]["wall_s"] for s in ("encode", "probes", "memshot answers")] == [75, 480, 3]
+    assert plan["wall_hours"] == pytest.approx(558 / 3600)
+    assert plan["gpu_hours"] == 0 and {e["kind"] for s in plan["stages"] for e in s["endpoints"]} == {"local"}
+
+
+def test_client_in_flight_limit_bounds_the_stage():
+    # in_flight unset: the client's max_concurrency (4) is what the stage keeps in flight
+    plan = estimate(_cfg(encode={"chains": 4, "J": 5, "backends": [HOSTED]}), SMALL)
+    e = _ep(plan, "encode")
+    assert e["in_flight"] == 4 and e["wall_s"] == pytest.approx(200 * 1 / 4)
+    # in_flight 64 on 2 actors, each actor's client capped at 4: 8 calls in flight
+    plan = estimate(_cfg(encode={"chains": 4, "J": 5, "backends": [HOSTED], "in_flight": 64}), SMALL)
+    e = _ep(plan, "encode")
+    assert e["bound_by"] == "client" and e["in_flight"] == 8 and e["wall_s"] == pytest.approx(200 / 8)
+
+
+def test_sessions_are_independent_the_critical_path_is_one_session():
+    # 2 chains x J=5 = 10 sessions, 64 in flight: all at once, the wall is one session (10 steps),
+    # not J x steps = 50 calls in sequence
+    plan = estimate(_cfg(encode={"chains": 2, "J": 5, "in_flight": 64}), SMALL)
+    e = _ep(plan, "encode")
+    assert e["in_flight"] == 10 and e["bound_by"] == "units" and e["wall_s"] == pytest.approx(10 * 1)
+
+
+def test_probe_units_run_their_probes_in_sequence_and_a_chain_on_one_actor():
+    # 3 chains x 2 architectures x (J - 1 = 4) sessions = 24 units; a chain's 8 units go to one of
+    # the 2 actors, so 64 in flight cannot be reached: 2 x 8 = 16 at most
+    cfg = _cfg(stages=["probes"], memory={"architectures": ["nomemory", "dualmem"]},
+               probes={"backends": [{**HOSTED, "args": {**HOSTED["args"], "max_concurrency": 64}}], "in_flight": 64},
+               encode={"chains": 3, "J": 5})
+    plan = estimate(cfg, Rates(products_per_session=2, recall_steps=2, latency_s=1))
+    e = _ep(plan, "probes")
+    assert e["bound_by"] == "groups" and e["in_flight"] == 16
+    # 240 calls / 16 = 15 s if nothing waited; but a group's longest unit (session 4: 4 reaches x 2
+    # products = 8 probes x 2 calls = 16 s in sequence) holds its actor, and the 3 chains make 4
+    # groups (one halved so 2 actors share them evenly): 2 rounds of 16 s
+    assert e["calls"] == 240 and e["wall_s"] == pytest.approx(32)
+    # with one chain per actor (2 chains), one round: the longest unit
+    cfg2 = cfg.model_copy(update={"encode": cfg.encode.model_copy(update={"chains": 2})})
+    assert _ep(estimate(cfg2, Rates(products_per_session=2, recall_steps=2, latency_s=1)), "probes")["wall_s"] == 16
+
+
+def test_gpu_and_hosted_endpoints_apart_with_image_tokens_per_family_and_cost():
+    from vismem.serve.models import load_model_spec
+
+    cfg = _cfg(encode={"chains": 2, "J": 5, "backends": ["qwen2.5-vl-7b", "gemini-2.5-flash"], "in_flight": 64})
+    plan = estimate(cfg, SMALL, gpus=8)
+    q, g = _ep(plan, "encode", 0), _ep(plan, "encode", 1)
+    assert (q["kind"], g["kind"]) == ("gpu", "hosted")
+    # one 512 px image: Qwen2.5-VL 18 x 18 units of 28 px + 2 delimiters = 326; Gemini 258
+    assert q["prompt_tokens"] == 100 * (100 + 326) and g["prompt_tokens"] == 100 * (100 + 258)
+    assert plan["gpu_calls"] == 100 and plan["hosted_calls"] == 100 and plan["hosted_tokens"] == g["tokens"]
+    assert g["gpu_hours"] == 0 and q["gpu_hours"] > 0
+    # 10 sessions each, all in flight: the hosted API must take 10 calls at a time at 1 s a call
+    assert g["in_flight"] == 10 and g["requests_per_min"] == pytest.approx(600)
+    price = load_model_spec("gemini-2.5-flash").price
+    assert g["cost_usd"] == pytest.approx((g["prompt_tokens"] * price["input"] + g["completion_tokens"] * price["output"]) / 1e6)
+    assert plan["hosted_cost_usd"] == pytest.approx(g["cost_usd"]) and "cost_usd" not in q
+    # GPU-hours: Serve holds ceil(10 / target_ongoing_requests 32) = 1 replica for the 10 s wall
+    assert q["replicas_held"] == 1 and q["gpu_hours"] == pytest.approx(1 * q["wall_s"] / 3600)
+
+
+def test_streams_per_gpu_from_kv_capacity():
+    from vismem.pipelines.planfleet import endpoint_of
+    from vismem.serve.budget import kv_streams
+    from vismem.serve.models import load_model_spec
+
+    ms = load_model_spec("qwen2.5-vl-7b")
+    sv = ms.serving
+    kv_tokens = (float(sv["gpu_memory_gb"]) * 0.9 - sv["weights_gb"] - sv["overhead_gb"]) * 1e9 / sv["kv_bytes_per_token"]
+    assert kv_streams(ms, 20_000) == {"tp": 1, "kv_tokens": pytest.approx(kv_tokens),
+                                      "per_replica": kv_tokens // 20_000, "per_gpu": kv_tokens // 20_000}
+    assert kv_streams(ms, 100)["per_replica"] == 256  # vLLM's max_num_seqs caps short requests
+    fleet = endpoint_of("qwen2.5-vl-7b").fleet(20_000, gpus=8)
+    assert fleet["replicas"] == 4 and fleet["capacity"] == 4 * (kv_tokens // 20_000)  # max_replicas 4 of 8 GPUs
+    # tensor parallel 2: one replica on 2 GPUs, streams per GPU half the replica's
+    big = endpoint_of("qwen3-vl-32b").fleet(2_000, gpus=3)
+    assert big["tp"] == 2 and big["replicas"] == 1 and big["streams_per_gpu"] == big["streams_per_replica"] / 2
+    # --rate streams_per_gpu overrides the KV figure
+    assert endpoint_of("qwen2.5-vl-7b").fleet(2_000, gpus=2, streams_override=8)["capacity"] == 16
+
+
+def test_a_fleet_the_client_cannot_fill_is_one_warning_line():
+    # 64 sessions, 16 in flight (the stage's in_flight): Serve scales to ceil(16 / 32) = 1 of 4 replicas
+    cfg = _cfg(encode={"chains": 8, "J": 8, "backends": ["qwen2.5-vl-7b"], "in_flight": 16})
+    plan = estimate(cfg, SMALL, gpus=4)
+    e = _ep(plan, "encode")
+    assert e["bound_by"] == "offered" and e["wall_s"] == pytest.approx(640 / 16)
+    assert len(plan["warnings"]) == 1 and plan["warnings"][0].startswith("encode: qwen2.5-vl-7b: 16 calls in flight")
+    assert "keep 1 of its 4 replicas busy" in plan["warnings"][0] and "= 128)" in plan["warnings"][0]
+    # a target above what the KV cache holds at the request size says so
+    huge = estimate(cfg, Rates(steps_per_session=10, text_tokens=200_000), gpus=4)
+    assert any("target_ongoing_requests 32 exceeds the 4 requests a replica serves at once (KV cache at 200,446"
+               in w for w in huge["warnings"])
+    full = estimate(_cfg(encode={"chains": 8, "J": 8, "backends": ["qwen2.5-vl-7b"], "in_flight": 128}),
+                    Rates(steps_per_session=10, streams_per_gpu=32), gpus=4)
+    assert full["warnings"] == [] and _ep(full, "encode")["bound_by"] in ("offered", "fleet", "units")
+
+
+def test_cli_prints_endpoints_and_kv_streams():
+    r = _plan("--preset", "paper", "--gpus", "8")
+    assert r.returncode == 0, r.stderr
+    assert "qwen2.5-vl-7b" in r.stdout and "hosted" in r.stdout and "streams per GPU (KV cache" in r.stdout
 
 
 def test_probe_growth_with_J():
-    from vismem.pipelines.plan import exhaustive_per_chain, mc_per_chain
-
     assert [exhaustive_per_chain(j, 1) for j in (2, 3, 50)] == [1, 3, 1225]  # J(J-1)/2
     # M caps every reach but the last few: J=50, 5 products, M=10 -> 48 reaches of 10 and one of 5
     assert mc_per_chain(50, 5, 10) == 48 * 10 + 5
@@ -54,6 +172,7 @@ def test_probe_growth_with_J():
 @pytest.mark.parametrize("args, msg", [(["--rate", "nope=1"], "bad --rate 'nope=1'"),
                                        (["--rate", "latency_s=fast"], "is not a number"),
                                        (["--rate", "latency_s=0"], "must be positive"),
+                                       (["--rate", "streams_per_gpu=0"], "must be positive"),
                                        (["--gpus", "0"], "--gpus must be >= 1")])
 def test_plan_bad_input_is_one_line(args, msg):
     r = _plan(*args)
