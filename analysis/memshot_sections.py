@@ -18,7 +18,7 @@ from vismem.analysis.memshot_paper import EXTERNAL, QUOTED, quoted_table
 from vismem.analysis.render import Figure, Section, Table
 
 #: Side tables of the memshot stage (``runs/<id>/results/<name>.parquet``), not schema kinds.
-EXTRAS = ("memshot_readrate", "memshot_latency")
+EXTRAS = ("memshot_readrate", "memshot_latency", "memshot_lme_retrieval")
 #: The paper's construction latency per method (Table 1, seconds per conversation), quoted.
 PAPER_LATENCY_S = {"image": 9.56, "text-rag": 2.10}
 GOAL = 0.95  # the read-rate goal (share of the words a shot draws)
@@ -114,6 +114,26 @@ def pixels_section(readings: pl.DataFrame | None, latency: pl.DataFrame | None) 
     return s
 
 
+def lme_section(lme: pl.DataFrame | None) -> Section:
+    """LongMemEval's own retrieval metrics (``memshot_lme_retrieval``: recall_any / recall_all /
+    NDCG@k per variant, corpus granularity and level), as its ``src/retrieval`` evaluation
+    reports them."""
+    s = Section("memshot-lme-retrieval", "MemShot: LongMemEval's retrieval metrics")
+    if lme is None or not lme.height:
+        s.empty = "no memshot_lme_retrieval table (dataset longmemeval only)"
+        return s
+    for (corpus, level), t in sorted(lme.group_by(["corpus", "level"]), key=lambda g: g[0]):
+        name = f"{corpus}→{level}" if corpus != level else corpus
+        t = t.drop("corpus", "level", "schema_version", strict=False).sort("variant", "k")
+        s.tables.append(Table(f"memshot-lme-{corpus}-{level}", f"LongMemEval retrieval, {name} (%)", t,
+                              percent=["recall_any", "recall_all", "ndcg_any", "by_position"],
+                              caption="recall_any / recall_all / NDCG@k per question, averaged over questions with a "
+                                      "has_answer user turn, abstention (_abs) questions left out (as upstream). "
+                                      "by_position: share of the top-k items no retrieved unit showed (they follow "
+                                      "in haystack order: past the retrieved depth a k measures that order)."))
+    return s
+
+
 def baselines_section(datasets: list[str]) -> Section:
     """The paper's Tables 1, 2 and 4 for the run's datasets, every row marked quoted."""
     s = Section("memshot-baselines", "MemShot: the paper's baselines (Tables 1, 2, 4) — quoted, not measured")
@@ -139,8 +159,9 @@ def memshot_extra_sections(tables: dict[str, pl.DataFrame], opt: Any, links: Any
                        *(rec["dataset"].unique().to_list() if rec is not None and rec.height else [])})
     pixels = pixels_section(tables.get("memshot_readrate"), tables.get("memshot_latency"))
     # The side tables come from the stage only (no empty section for runs scored from tables).
+    lme = lme_section(tables.get("memshot_lme_retrieval"))
     return [fig4_section(ans, rec, opt, links), *([pixels] if pixels.has_data else []),
-            baselines_section(datasets)]
+            *([lme] if lme.has_data else []), baselines_section(datasets)]
 
 
 #: Caption of the recall tables' intervals.

@@ -9,6 +9,8 @@
    :mod:`vismem.pipelines.memshot.steps`, with ``memshot.memories`` and Fig. 4b's retrievers).
 3. **Recall@k** per question (exact, from the dia_ids each unit recorded) →
    ``results/memshot_recall.parquet`` and the benchmark-free ``results/memshot_recall_summary.parquet``.
+   For LongMemEval, also its own retrieval metrics (recall_any / recall_all / NDCG@k, turn and
+   session level; :mod:`vismem.pipelines.memshot.lme`) → ``results/memshot_lme_retrieval.parquet``.
 4. **Construction latency** per conversation and variant (render + unit embedding) →
    ``results/memshot_latency.parquet``, beside the paper's 9.56 s.
 5. When a VLM is configured: **answers**, then (with a judge) **judge labels**; token F1 always →
@@ -180,6 +182,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     summary_tbl = recall_summary(recall, by=("variant", "embedder", "k"))
     ctx.store.write_table(f"{results}/memshot_recall_summary.parquet", summary_tbl, schema_version=SUMMARY_SCHEMA_VERSION)
 
+    from vismem.pipelines.memshot.lme import lme_retrieval
+
+    lme = lme_retrieval(ctx, conversations, ranked, units, embedder_names,
+                        skip=memories["no_recall"] if memories else ())
     latency = _latency(render_s, pl.concat(embed_parts), units)
     ctx.store.write_table(f"{results}/memshot_latency.parquet", latency, schema_version=SUMMARY_SCHEMA_VERSION)
 
@@ -195,6 +201,9 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         "results": [f"{results}/{n}.parquet" for n in
                     ("memshot_recall", "memshot_recall_summary", "memshot_latency")],
     }
+    if lme is not None:  # LongMemEval's own retrieval metrics (its src/retrieval evaluation)
+        summary["lme_retrieval"] = lme["recall_any"]
+        summary["results"].append(lme["table"])
     if pixels:
         summary["ocr"], summary["read_rate"] = pixels["ocr"], pixels["read_rate"]
         summary["results"].append(f"{results}/memshot_readrate.parquet")

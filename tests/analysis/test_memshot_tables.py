@@ -278,3 +278,18 @@ def test_recall_intervals_for_rows_without_a_unit_height():
     rag = t.df.filter(pl.col("variant") == "text-rag").row(0, named=True)
     assert rag["recall lo"] is not None and rag["recall lo"] <= rag["recall"] <= rag["recall hi"]
     assert rag["hit lo"] is not None
+
+
+def test_lme_retrieval_section_one_table_per_corpus_and_level():
+    from vismem.analysis.memshot_sections import memshot_extra_sections
+    from vismem.analysis.report_sections import Links, ReportOptions
+
+    rows = [{"variant": "text-rag", "embedder": "minilm", "corpus": c, "level": lv, "k": k, "n": 3,
+             "recall_any": 0.5, "recall_all": 0.25, "ndcg_any": 0.4, "by_position": 0.0}
+            for c, lv in (("turn", "turn"), ("turn", "session"), ("session", "session")) for k in (1, 5)]
+    secs = memshot_extra_sections({"memshot_answers": _known(), "memshot_recall": None,
+                                   "memshot_lme_retrieval": pl.DataFrame(rows)}, ReportOptions(n_resamples=50), Links())
+    lme = next(s for s in secs if s.id == "memshot-lme-retrieval")
+    assert [t.id for t in lme.tables] == ["memshot-lme-session-session", "memshot-lme-turn-session",
+                                          "memshot-lme-turn-turn"]
+    assert "turn→session" in lme.tables[1].title and lme.tables[0].df.columns[:3] == ["variant", "embedder", "k"]
