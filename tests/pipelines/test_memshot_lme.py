@@ -49,5 +49,8 @@ def test_longmemeval_through_the_stage(file_store, ray_local, tmp_path):
     ans = file_store.read_table(f"{ctx.run_prefix}/results/memshot_answers.parquet")
     assert ans.height == 2 * 2 * 5 and (ans["dataset"] == "longmemeval").all()
     assert set(ans["judge_label"].drop_nulls().to_list()) == {True, False}
+    assert set(ans["embedder"].to_list()) == {"minilm"}
+    lat = file_store.read_table(f"{ctx.run_prefix}/results/memshot_latency.parquet")
+    assert lat["paper_construction_s"].is_null().all()  # Table 1's 9.56 is LoCoMo's MemShot row only
     scores = file_store.read_table(f"{ctx.run_prefix}/results/memshot_scores.parquet")
     assert "overall" in scores["category"].to_list()
