@@ -26,7 +26,9 @@ CATEGORY_ORDER = ("multi-hop", "temporal", "open-domain", "single-hop", "adversa
 
 GROUP = ("dataset", "model", "variant", "embedder", "k", "max_height")
 
-#: The two F1 scores of an answer: the answers' column and what it is.
+#: The two F1 scores of an answer: the answers' column and what it is. The same labels as
+#: ``vismem.memory.dialogue.scoring.F1_NAMES`` (which scores them; analysis sits below memory and
+#: cannot import it, so tests/analysis/test_memshot_tables.py holds the two equal).
 F1_NAMES = {"f1": "official LoCoMo F1 (snap-research/locomo task_eval: stemmed multiset overlap, per category)",
             "f1_mem0": "paper F1 (LightMem / A-MEM set-based token F1, as mem0 reuses it)"}
 #: The column name of the official F1 beside the paper's.

@@ -99,8 +99,9 @@ def locomo_f1(prediction: Any, gold: Any, category: int | str | None) -> float:
     return float(token_f1(pred, gold_s))
 
 
-#: The two F1 scores of an answer (the answers' column and what it is; the tables label them).
-from vismem.analysis.memshot import F1_NAMES  # noqa: E402
+#: The two F1 scores of an answer: the answers' column and what it is.
+F1_NAMES = {"f1": "official LoCoMo F1 (snap-research/locomo task_eval: stemmed multiset overlap, per category)",
+            "f1_mem0": "paper F1 (LightMem / A-MEM set-based token F1, as mem0 reuses it)"}
 
 
 def _set_tokens(text: Any) -> set[str]:

@@ -24,14 +24,16 @@ def test_longmemeval_through_the_stage(file_store, ray_local, tmp_path):
                                                        "api_key_env": None, "max_retries": 0, "timeout_s": 10}}
         ctx = _ctx(file_store, tmp_path, {"dataset": "longmemeval", "dataset_path": str(path), "conversations": 5,
                                           "variants": ["memshot", "text-rag", "no-render"], "k": [1, 3],
-                                          "embed_on_ray": False, "image_embedder": None, "vlm": spec(a), "judge": spec(j)})
+                                          "embed_on_ray": False, "image_embedder": None, "vlm": spec(a), "judge": spec(j),
+                                          # LongMemEval's standard retrieval baselines, beside the variants
+                                          "memories": [{"name": "bm25"}, {"name": "dense", "args": {"granularity": "turn"}}]})
         summary = memshot.run(ctx)
     assert summary["status"] == "done" and summary["conversations"] == 5
     assert summary["duplicate_sessions"] == stats.duplicate_sessions > 0
     # the image variant was rendered (no image embedder: not retrieved)
     assert summary["rendered_not_retrieved"] == ["memshot"]
     lme = file_store.read_table(f"{ctx.run_prefix}/results/memshot_lme_retrieval.parquet")
-    assert set(lme["variant"].unique()) == {"text-rag", "no-render"}
+    assert set(lme["variant"].unique()) == {"text-rag", "no-render", "bm25:session", "dense:turn"}
     assert set(lme["corpus"].unique()) == {"turn", "session"}
     assert set(lme["k"].unique()) == {1, 3, 5, 10, 30, 50}
     assert lme.filter(pl.col("corpus") == "turn")["level"].unique().sort().to_list() == ["session", "turn"]
@@ -43,13 +45,20 @@ def test_longmemeval_through_the_stage(file_store, ray_local, tmp_path):
     # recall_any is monotone in k and reaches 1 once the whole corpus is in the top k
     wide = lme.filter((pl.col("corpus") == "session") & (pl.col("variant") == "text-rag")).sort("k")
     assert wide["recall_any"].to_list() == sorted(wide["recall_any"].to_list()) and wide["recall_any"][-1] == 1.0
-    assert lme["embedder"].unique().to_list() == ["minilm"]
+    assert dict(lme.select("variant", "embedder").unique().iter_rows()) == {
+        "text-rag": "minilm", "no-render": "minilm", "bm25:session": "bm25:session", "dense:turn": "minilm"}
+    # BM25 over sessions finds the answer session among the top 5 for most questions
+    bm = lme.filter((pl.col("variant") == "bm25:session") & (pl.col("corpus") == "session") & (pl.col("k") == 5))
+    assert bm["recall_any"][0] >= 0.5
     assert summary["lme_retrieval"]["text-rag"]["session:session:recall_any@5"] >= 0
     # answers and judge over HTTP, scored
     ans = file_store.read_table(f"{ctx.run_prefix}/results/memshot_answers.parquet")
-    assert ans.height == 2 * 2 * 5 and (ans["dataset"] == "longmemeval").all()
+    assert ans.height == 4 * 2 * 5 and (ans["dataset"] == "longmemeval").all()
     assert set(ans["judge_label"].drop_nulls().to_list()) == {True, False}
-    assert set(ans["embedder"].to_list()) == {"minilm"}
+    assert set(ans["embedder"].to_list()) == {"minilm", "bm25:session"}
+    # Table 1's latency column measured for every memory that ran (construction seconds)
+    assert ans["latency_s"].null_count() == 0 and (ans["latency_s"] > 0).all()
+    assert set(ans["variant"]) == {"text-rag", "no-render", "bm25:session", "dense:turn"}
     lat = file_store.read_table(f"{ctx.run_prefix}/results/memshot_latency.parquet")
     assert lat["paper_construction_s"].is_null().all()  # Table 1's 9.56 is LoCoMo's MemShot row only
     scores = file_store.read_table(f"{ctx.run_prefix}/results/memshot_scores.parquet")
