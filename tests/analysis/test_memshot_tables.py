@@ -341,3 +341,14 @@ def test_quoted_latency_only_where_table1_shows_it_and_fig1_points():
 
     png, _svg = figures.render(figures.latency_accuracy(measured))
     assert png.startswith(b"\x89PNG")
+
+
+def test_report_captions_name_both_f1s_and_intervals_follow_the_paper_f1():
+    from vismem.analysis.report_sections import Links, ReportOptions, memshot_sections
+
+    ans = _known().with_columns((pl.col("f1") / 2).alias("f1_mem0"))
+    main = memshot_sections(ans, None, ReportOptions(n_resamples=50), Links())[0]
+    t = main.tables[0]
+    assert "paper F1" in t.caption and f"Overall {memshot.OFFICIAL_F1}: official LoCoMo F1" in t.caption
+    r5 = t.df.filter(pl.col("k") == 5).row(0, named=True)
+    assert r5["Overall F1 lo"] <= r5["Overall F1"] == 0.25 <= r5["Overall F1 hi"] <= 0.5
