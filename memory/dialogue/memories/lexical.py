@@ -63,7 +63,9 @@ class BM25Memory:
 
     modality = "text"
 
-    def __init__(self, *, granularity: Granularity = "session", label: str | None = None, **_injected: Any) -> None:
+    def __init__(self, *, granularity: Granularity = "session", label: str | None = None,
+                 text_embedder: Any = None, image_embedder: Any = None) -> None:
+        # the run's embedders are injected into every memory's args; BM25 reads no vectors
         keyed_units(_Empty(), granularity)  # a bad granularity fails here, before any work
         self.granularity = granularity
         self.name = label or f"bm25:{granularity}"
@@ -108,11 +110,12 @@ class DenseMemory(RetrievingMemory):
 
     modality = "text"
 
-    def __init__(self, *, granularity: Granularity = "session", label: str | None = None, **kw: Any) -> None:
+    def __init__(self, *, granularity: Granularity = "session", label: str | None = None,
+                 text_embedder: Any = None, image_embedder: Any = None) -> None:
         keyed_units(_Empty(), granularity)
         self.granularity = granularity
         self.name = f"dense:{granularity}"
-        super().__init__(label=label, **kw)
+        super().__init__(label=label, text_embedder=text_embedder, image_embedder=image_embedder)
         self._pending: list[str] = []  # the keys of the units build_units just made
 
     def build_units(self, conversation: Any) -> list[MemoryUnit]:

@@ -34,6 +34,11 @@ def test_keys_are_user_turns_values_the_session_or_turn(convs):
     assert tokenize("Hello, 世界 x_1!") == ["hello", "世界", "x_1"]
     with pytest.raises(ConfigError, match="granularity"):
         build_memory({"name": "bm25", "args": {"granularity": "word"}})
+    from vismem.memory.dialogue.memories import MEMORIES
+
+    with pytest.raises(ConfigError, match="k1"):  # named before any work (the stage's check)
+        MEMORIES.check({"name": "bm25", "args": {"k1": 2}}, field="memshot.memories[0]",
+                       injected=("text_embedder", "image_embedder"))
 
 
 @pytest.mark.parametrize("spec", [{"name": "bm25"}, {"name": "bm25", "args": {"granularity": "turn"}},
