@@ -63,3 +63,40 @@ def test_longmemeval_through_the_stage(file_store, ray_local, tmp_path):
     assert lat["paper_construction_s"].is_null().all()  # Table 1's 9.56 is LoCoMo's MemShot row only
     scores = file_store.read_table(f"{ctx.run_prefix}/results/memshot_scores.parquet")
     assert "overall" in scores["category"].to_list()
+
+
+def test_mem0_through_the_stage_has_measured_latency(file_store, ray_local, tmp_path):
+    """mem0 beside a variant: its facts answered and judged, Table 1's latency measured, no recall."""
+    import json
+    import os
+
+    import pytest
+
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("MEM0_DIR", str(tmp_path / "mem0"))
+    pytest.importorskip("mem0")
+    from vismem.pipelines.memshot import stage as memshot
+    from vismem.serve.build import build_embedder
+
+    path = tmp_path / "longmemeval_s_cleaned.json"
+    write_synthetic_longmemeval(path, seed=4, n_questions=2, sessions_per_question=3, pool_size=6)
+    facts = [json.dumps({"memory": [{"text": f"fact number {i}", "attributed_to": "user"}]}) for i in range(40)]
+    with LocalOpenAIServer(ScriptedVLM(facts), build_embedder({"name": "minilm"}), model_id="x") as x, \
+            LocalOpenAIServer(ScriptedVLM(["blue"]), model_id="a") as a, \
+            LocalOpenAIServer(ScriptedVLM(["yes"]), model_id="j") as j:
+        spec = lambda srv: {"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url,  # noqa: E731
+                                                       "api_key_env": None, "max_retries": 0, "timeout_s": 10}}
+        ep = {"model": x.model_id, "base_url": x.base_url}
+        ctx = _ctx(file_store, tmp_path, {"dataset": "longmemeval", "dataset_path": str(path), "conversations": 2,
+                                          "variants": ["text-rag"], "k": [3], "embed_on_ray": False,
+                                          "image_embedder": None, "vlm": spec(a), "judge": spec(j),
+                                          "memories": [{"name": "mem0", "args": {"llm": ep, "embedder": ep}}]})
+        summary = memshot.run(ctx)
+    ans = file_store.read_table(f"{ctx.run_prefix}/results/memshot_answers.parquet")
+    m0 = ans.filter(pl.col("variant") == "mem0")
+    assert m0.height == 2 and (m0["latency_s"] > 0).all() and m0["judge_label"].to_list() == [True, True]
+    assert "mem0" in summary["construction_latency_s"]
+    rec = file_store.read_table(f"{ctx.run_prefix}/results/memshot_recall.parquet")
+    assert "mem0" not in rec["variant"].to_list()  # facts are not tied to turns
+    lme = file_store.read_table(f"{ctx.run_prefix}/results/memshot_lme_retrieval.parquet")
+    assert "mem0" not in lme["variant"].to_list()
