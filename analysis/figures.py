@@ -179,3 +179,24 @@ def recall_by_unit_size(t: pl.DataFrame) -> Any:
     axes.flat[0].legend(fontsize=6)
     fig.suptitle("Recall against unit size (Fig. 4b)")
     return fig
+
+
+def latency_accuracy(t: pl.DataFrame) -> Any:
+    """Fig. 1: memory-construction latency (s, log scale) against Overall Acc (%), one panel per
+    backbone (model size), one point per method; quoted rows hollow, measured ones filled.
+    ``t``: backbone, method, latency_s, acc, source (``quoted (paper)`` or ``measured``)."""
+    backbones = list(dict.fromkeys(t["backbone"].to_list()))
+    fig, axes = _grid(len(backbones))
+    methods = list(dict.fromkeys(t["method"].to_list()))
+    for ax, b in zip(axes.flat, backbones):
+        for r in t.filter(pl.col("backbone") == b).iter_rows(named=True):
+            c = f"C{methods.index(r['method']) % 10}"
+            quoted = r["source"] != "measured"
+            ax.scatter([r["latency_s"]], [r["acc"] * 100], s=28, color=c, facecolors="none" if quoted else c)
+            ax.annotate(r["method"], (r["latency_s"], r["acc"] * 100), fontsize=6, xytext=(3, 2),
+                        textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_title(b, fontsize=8)
+        ax.set_xlabel("construction latency (s, log)")
+        ax.set_ylabel("Overall Acc (%)")
+    return fig

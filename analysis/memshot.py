@@ -6,6 +6,11 @@ failures cannot inflate it; ``judged`` / ``coverage`` say how many verdicts ther
 null only for a group with no verdict at all (no judge configured). F1 is the mean token F1
 over all rows. Both are proportions in [0, 1]; the report shows percent. "Overall" pools every
 included question (LoCoMo's adversarial category is excluded by default, as in Table 1).
+
+Two F1s (:data:`F1_NAMES`): the paper's, set-based as LightMem / A-MEM score it (``f1_mem0``),
+is the paper-layout ``F1`` column wherever the answers carry it; the official LoCoMo F1
+(``f1``) stands beside it as ``Overall LoCoMo F1``. Tables from answers without ``f1_mem0``
+(written before it existed) show the official one as ``F1``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,29 @@ CATEGORY_ORDER = ("multi-hop", "temporal", "open-domain", "single-hop", "adversa
                   "single-session-user", "single-session-assistant", "single-session-preference",
                   "multi-session", "knowledge-update", "temporal-reasoning")
 
-GROUP = ("dataset", "model", "variant", "k", "max_height")
+GROUP = ("dataset", "model", "variant", "embedder", "k", "max_height")
+
+#: The two F1 scores of an answer: the answers' column and what it is. The same labels as
+#: ``vismem.memory.dialogue.scoring.F1_NAMES`` (which scores them; analysis sits below memory and
+#: cannot import it, so tests/analysis/test_memshot_tables.py holds the two equal).
+F1_NAMES = {"f1": "official LoCoMo F1 (snap-research/locomo task_eval: stemmed multiset overlap, per category)",
+            "f1_mem0": "paper F1 (LightMem / A-MEM set-based token F1, as mem0 reuses it)"}
+#: The column name of the official F1 beside the paper's.
+OFFICIAL_F1 = "LoCoMo F1"
+
+#: Table 3's rows as the paper names them. The paper's "Full Session w/o Rendering" is its Text
+#: RAG run (the session's text as the unit); ``full-session-no-render`` (the full-session
+#: template's text without drawing) is ours, shown beside it and named so.
+PAPER_ROWS = {"memshot": "MemShot", "no-header": "w/o Header", "no-render": "w/o Rendering",
+              "full-session": "Full Session", "text-rag": "Full Session w/o Rendering (= Text RAG, as in the paper)",
+              "full-session-no-render": "Full Session w/o Rendering (full-session template as text; not in the paper)",
+              "h512": "MemShot 512 px", "h1024": "MemShot 1024 px"}
+
+
+def has_paper_f1(answers: pl.DataFrame) -> bool:
+    """Whether the answers carry the paper's F1 (``f1_mem0`` present and not all null); else the
+    paper-layout F1 column falls back to the official ``f1``."""
+    return "f1_mem0" in answers.columns and answers["f1_mem0"].null_count() < answers.height
 
 
 def _order(categories: Sequence[str]) -> list[str]:
@@ -36,12 +63,13 @@ def _outcome(columns: Sequence[str]) -> pl.Expr:
     return pl.when(pl.col("judge_label").is_null() & unanswered).then(False).otherwise(pl.col("judge_label"))
 
 
-def _metrics(columns: Sequence[str]) -> list[pl.Expr]:
+def _metrics(columns: Sequence[str], mem0: bool = False) -> list[pl.Expr]:
     judged = pl.col("judge_label").is_not_null().sum()
     return [pl.len().alias("n"),
             # unanswered questions in the denominator, judge failures not; null when nothing was judged
             pl.when(judged > 0).then(_outcome(columns).cast(pl.Float64).mean()).alias("acc"),
-            pl.col("f1").mean().alias("f1"),
+            pl.col("f1_mem0" if mem0 else "f1").mean().alias("f1"),
+            (pl.col("f1") if mem0 else pl.lit(None, pl.Float64)).mean().alias("f1_official"),
             pl.col("judge_label").is_null().sum().alias("unjudged"),
             judged.alias("judged"),
             (judged / pl.len()).alias("coverage")]
@@ -61,15 +89,17 @@ def with_outcome(answers: pl.DataFrame, by: Sequence[str] = GROUP) -> pl.DataFra
 
 def scores(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
            exclude_categories: Sequence[str] = ("adversarial",)) -> pl.DataFrame:
-    """Long table: per group and category (and ``Overall``): n, acc, f1, unjudged, judged, coverage."""
+    """Long table: per group and category (and ``Overall``): n, acc, f1 (the paper's, :func:`has_paper_f1`),
+    f1_official (the LoCoMo F1 beside it; null when ``f1`` is the only one), unjudged, judged, coverage."""
     by = [c for c in by if c in answers.columns]
     schema = {**{c: answers.schema[c] for c in by}, "category": pl.String, "n": pl.Int64, "acc": pl.Float64,
-              "f1": pl.Float64, "unjudged": pl.Int64, "judged": pl.Int64, "coverage": pl.Float64}
+              "f1": pl.Float64, "f1_official": pl.Float64, "unjudged": pl.Int64, "judged": pl.Int64, "coverage": pl.Float64}
     df = answers.filter(~pl.col("category").is_in(list(exclude_categories)))
     if df.height == 0:
         return pl.DataFrame(schema=schema)
-    per_cat = df.group_by([*by, "category"]).agg(_metrics(df.columns))
-    overall = df.group_by(by).agg(_metrics(df.columns)).with_columns(pl.lit("Overall").alias("category"))
+    mem0 = has_paper_f1(df)
+    per_cat = df.group_by([*by, "category"]).agg(_metrics(df.columns, mem0))
+    overall = df.group_by(by).agg(_metrics(df.columns, mem0)).with_columns(pl.lit("Overall").alias("category"))
     out = pl.concat([per_cat, overall.select(per_cat.columns)])
     return out.select(list(schema)).cast(schema).sort(by, nulls_last=True)
 
@@ -78,7 +108,8 @@ def category_table(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
                    exclude_categories: Sequence[str] = ("adversarial",)) -> pl.DataFrame:
     """Paper Tables 1/2/4 layout: one row per (dataset, model, variant, k, max_height);
     columns ``<category> Acc``, ``<category> F1`` ..., ``Overall Acc``, ``Overall F1``, ``n``,
-    ``coverage`` (share of the n judged), and ``Latency (s)`` when the answers carry
+    ``coverage`` (share of the n judged), ``Overall LoCoMo F1`` beside the paper's F1 (answers with
+    ``f1_mem0``; see :data:`F1_NAMES`), and ``Latency (s)`` when the answers carry
     ``latency_s`` (memory-construction seconds per conversation, Table 1's Latency column)."""
     long = scores(answers, by, exclude_categories=exclude_categories)
     by = [c for c in by if c in answers.columns]
@@ -89,8 +120,11 @@ def category_table(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
     cols = []
     for c in cats:
         cols += [pl.col(f"acc_{c}").alias(f"{c} Acc"), pl.col(f"f1_{c}").alias(f"{c} F1")]
-    n = long.filter(pl.col("category") == "Overall").select(*by, "n", "coverage")
-    out = wide.select(*by, *cols).join(n, on=by, how="left", nulls_equal=True)
+    n = long.filter(pl.col("category") == "Overall").select(*by, "n", "coverage", "f1_official")
+    if has_paper_f1(answers):
+        cols.append(pl.col("f1_official").alias(f"Overall {OFFICIAL_F1}"))
+    out = (wide.join(n.select(*by, "f1_official"), on=by, how="left", nulls_equal=True).select(*by, *cols)
+           .join(n.drop("f1_official"), on=by, how="left", nulls_equal=True))
     if "latency_s" in answers.columns and answers["latency_s"].null_count() < answers.height:
         # Memory-construction latency is per conversation: average one value per conversation.
         lat = (answers.filter(pl.col("latency_s").is_not_null()).group_by([*by, "conversation_id"])
@@ -115,23 +149,31 @@ def by_k_table(answers: pl.DataFrame, rows: Sequence[str], *,
 
 
 def ablation_table(answers: pl.DataFrame, **kw) -> pl.DataFrame:
-    """Table 3: every variant (and rendering height) by top-k, per dataset and model."""
-    return by_k_table(answers, ["dataset", "model", "variant", "max_height"], **kw)
+    """Table 3: every variant (and rendering height) by top-k, per dataset and model, each row
+    named as the paper names it (``paper_row``, :data:`PAPER_ROWS`; Text RAG is the paper's Full
+    Session w/o Rendering)."""
+    t = by_k_table(answers, ["dataset", "model", "variant", "embedder", "max_height"], **kw)
+    if not t.height or "variant" not in t.columns:
+        return t
+    row = pl.col("variant").replace_strict(PAPER_ROWS, default=None, return_dtype=pl.String).alias("paper_row")
+    return t.with_columns(row).select("dataset", "model", "variant", "paper_row",
+                                      *[c for c in t.columns if c not in ("dataset", "model", "variant")])
 
 
 def height_table(answers: pl.DataFrame, **kw) -> pl.DataFrame:
-    """Table 5: rows with a rendering-height bound, by height and top-k. Empty when fewer than
-    two heights were run (no sweep)."""
+    """Table 5: rows by rendering height and top-k, the Full Session row (``full-session``: no
+    height bound, null ``max_height``) last as in the paper. Empty when fewer than two heights
+    (Full Session counting as one) were run (no sweep)."""
     if "max_height" not in answers.columns:
         return pl.DataFrame()
     # Height variants named like "h512" count at that height when max_height was left null.
     from_name = pl.col("variant").str.extract(r"^h(\d+)$", 1).cast(pl.Int64)
     hs = answers.with_columns(pl.coalesce(pl.col("max_height"), from_name).alias("max_height"))
-    hs = hs.filter(pl.col("max_height").is_not_null())
+    hs = hs.filter(pl.col("max_height").is_not_null() | (pl.col("variant") == "full-session"))
     if hs["max_height"].n_unique() < 2:
         return pl.DataFrame(schema={"dataset": pl.String, "model": pl.String, "variant": pl.String,
                                     "max_height": pl.Int64})
-    t = by_k_table(hs, ["dataset", "model", "variant", "max_height"], **kw)
+    t = by_k_table(hs, ["dataset", "model", "variant", "embedder", "max_height"], **kw)
     return t.sort(["dataset", "model", "max_height", "variant"], nulls_last=True) if t.height else t
 
 

@@ -18,7 +18,7 @@ from vismem.analysis.memshot_paper import EXTERNAL, QUOTED, quoted_table
 from vismem.analysis.render import Figure, Section, Table
 
 #: Side tables of the memshot stage (``runs/<id>/results/<name>.parquet``), not schema kinds.
-EXTRAS = ("memshot_readrate", "memshot_latency")
+EXTRAS = ("memshot_readrate", "memshot_latency", "memshot_lme_retrieval")
 #: The paper's construction latency per method (Table 1, seconds per conversation), quoted.
 PAPER_LATENCY_S = {"image": 9.56, "text-rag": 2.10}
 GOAL = 0.95  # the read-rate goal (share of the words a shot draws)
@@ -54,17 +54,21 @@ def readrate_table(readings: pl.DataFrame | None, goal: float = GOAL) -> pl.Data
         (rate >= goal).mean().alias("share_at_goal")).sort("variant").cast(schema))
 
 
-def latency_table(latency: pl.DataFrame | None) -> pl.DataFrame:
+def latency_table(latency: pl.DataFrame | None, dataset: str | None = None) -> pl.DataFrame:
     """Per variant (and embedder): mean construction seconds per conversation (render +
-    embedding; a pixel reader's OCR included), beside the paper's quoted value."""
+    embedding; a pixel reader's OCR included), beside the paper's quoted value where Table 1
+    shows one (MemShot 9.56, Text RAG 2.10; LoCoMo only: ``dataset`` another one quotes none)."""
     if latency is None or latency.height == 0:
         return pl.DataFrame(schema={"variant": pl.String})
     by = [c for c in ("variant", "embedder") if c in latency.columns]
     t = latency.group_by(by).agg(pl.len().alias("conversations"), pl.col("render_s").mean(),
                                  pl.col("embed_s").mean(), pl.col("construction_s").mean())
+    # Only the rows Table 1 reports (MemShot, Text RAG; LoCoMo): no ablation, height or dataset
+    # it never timed gets the paper's number beside it.
     paper = (pl.when(pl.col("variant") == "text-rag").then(pl.lit(PAPER_LATENCY_S["text-rag"]))
-             .when(pl.col("variant").is_in(["memshot", "no-header", "h512", "h1024", "full-session"]))
-             .then(pl.lit(PAPER_LATENCY_S["image"])).otherwise(None))
+             .when(pl.col("variant") == "memshot").then(pl.lit(PAPER_LATENCY_S["image"])).otherwise(None))
+    if dataset is not None and dataset != "locomo":
+        paper = pl.lit(None, pl.Float64)
     return t.with_columns(paper.alias("paper_s (quoted)")).sort(by)
 
 
@@ -94,7 +98,7 @@ def fig4_section(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Any, l
     return s
 
 
-def pixels_section(readings: pl.DataFrame | None, latency: pl.DataFrame | None) -> Section:
+def pixels_section(readings: pl.DataFrame | None, latency: pl.DataFrame | None, dataset: str | None = None) -> Section:
     """The pixel reader's read rate per variant and construction latency per variant."""
     s = Section("memshot-construction", "MemShot: read rate of the shots and construction latency")
     rt = readrate_table(readings)
@@ -104,13 +108,70 @@ def pixels_section(readings: pl.DataFrame | None, latency: pl.DataFrame | None) 
                               caption=f"Goal: {GOAL:.0%} of the words; share_at_goal = shots at or above it. "
                                       "Measured by the pixel reader (ocr-minilm, a stand-in for the paper's "
                                       "multimodal embedder): it also checks the shots are legible."))
-    lt = latency_table(latency)
+    lt = latency_table(latency, dataset)
     if lt.height:
         s.tables.append(Table("memshot-latency", "Memory-construction latency per conversation (s)", lt,
                               caption="render + unit embedding (OCR included for a pixel reader, so a stand-in's "
-                                      "latency is not the paper's); paper_s is Table 1's value, quoted."))
+                                      "latency is not the paper's); paper_s is Table 1's value, quoted for the two "
+                                      "rows it reports (MemShot, Text RAG on LoCoMo). Caveat: the paper states no "
+                                      "unit or scope for it; read here as seconds per conversation."))
     if not s.has_data:
         s.empty = "no memshot_readrate / memshot_latency table (set memshot.image_embedder to a pixel reader)"
+    return s
+
+
+def lme_section(lme: pl.DataFrame | None) -> Section:
+    """LongMemEval's own retrieval metrics (``memshot_lme_retrieval``: recall_any / recall_all /
+    NDCG@k per variant, corpus granularity and level), as its ``src/retrieval`` evaluation
+    reports them."""
+    s = Section("memshot-lme-retrieval", "MemShot: LongMemEval's retrieval metrics")
+    if lme is None or not lme.height:
+        s.empty = "no memshot_lme_retrieval table (dataset longmemeval only)"
+        return s
+    for (corpus, level), t in sorted(lme.group_by(["corpus", "level"]), key=lambda g: g[0]):
+        name = f"{corpus}→{level}" if corpus != level else corpus
+        t = t.drop("corpus", "level", "schema_version", strict=False).sort("variant", "k")
+        s.tables.append(Table(f"memshot-lme-{corpus}-{level}", f"LongMemEval retrieval, {name} (%)", t,
+                              percent=["recall_any", "recall_all", "ndcg_any", "by_position"],
+                              caption="recall_any / recall_all / NDCG@k per question, averaged over questions with a "
+                                      "has_answer user turn, abstention (_abs) questions left out (as upstream). "
+                                      "by_position: share of the top-k items no retrieved unit showed (they follow "
+                                      "in haystack order: past the retrieved depth a k measures that order)."))
+    return s
+
+
+def fig1_table(ans: pl.DataFrame | None) -> pl.DataFrame:
+    """Fig. 1's points: Table 1 (LoCoMo) as quoted -- backbone, method, construction latency,
+    Overall Acc -- plus the run's measured LoCoMo rows that have both (the answering model as
+    backbone, ``<variant>@<k>`` as method, ``source`` measured)."""
+    from vismem.analysis.memshot_paper import quoted_rows
+
+    q = (quoted_rows().filter((pl.col("table") == "Table 1") & (pl.col("category") == "Overall")
+                              & pl.col("latency_s").is_not_null())
+         .select("backbone", "method", "latency_s", "acc", "source"))
+    if ans is None or not ans.height or "latency_s" not in ans.columns or "model" not in ans.columns:
+        return q
+    loc = ans.filter(pl.col("dataset") == "locomo")
+    t = memshot.category_table(loc) if loc.height else pl.DataFrame()
+    if not t.height or "Latency (s)" not in t.columns or "Overall Acc" not in t.columns:
+        return q
+    m = (t.filter(pl.col("Overall Acc").is_not_null() & pl.col("Latency (s)").is_not_null())
+         .select(pl.col("model").alias("backbone"),
+                 pl.format("{}@{}", pl.col("variant"), pl.col("k")).alias("method"),
+                 pl.col("Latency (s)").alias("latency_s"), pl.col("Overall Acc").alias("acc"),
+                 pl.lit("measured").alias("source")))
+    return pl.concat([q, m.cast(q.schema)])
+
+
+def fig1_section(ans: pl.DataFrame | None) -> Section:
+    """Fig. 1: construction latency against accuracy per model size, from Table 1's data."""
+    s = Section("memshot-fig1", "MemShot: latency against accuracy per model size (Fig. 1)")
+    t = fig1_table(ans)
+    s.tables.append(Table("memshot-fig1", "Construction latency (s) and Overall Acc (%) per backbone", t,
+                          percent=["acc"], caption="Table 1 (LoCoMo) as quoted, hollow points; measured rows of "
+                          "this run filled. The paper states no unit for its latency column (read as seconds "
+                          "per conversation)."))
+    s.figures.append(Figure("memshot-fig1", "Latency against accuracy", *figures.render(figures.latency_accuracy(t))))
     return s
 
 
@@ -137,10 +198,13 @@ def memshot_extra_sections(tables: dict[str, pl.DataFrame], opt: Any, links: Any
         return []
     datasets = sorted({*(ans["dataset"].unique().to_list() if ans is not None and ans.height else []),
                        *(rec["dataset"].unique().to_list() if rec is not None and rec.height else [])})
-    pixels = pixels_section(tables.get("memshot_readrate"), tables.get("memshot_latency"))
+    pixels = pixels_section(tables.get("memshot_readrate"), tables.get("memshot_latency"),
+                            datasets[0] if len(datasets) == 1 else None)
     # The side tables come from the stage only (no empty section for runs scored from tables).
-    return [fig4_section(ans, rec, opt, links), *([pixels] if pixels.has_data else []),
-            baselines_section(datasets)]
+    lme = lme_section(tables.get("memshot_lme_retrieval"))
+    fig1 = [fig1_section(ans)] if "locomo" in datasets else []
+    return [*fig1, fig4_section(ans, rec, opt, links), *([pixels] if pixels.has_data else []),
+            *([lme] if lme.has_data else []), baselines_section(datasets)]
 
 
 #: Caption of the recall tables' intervals.

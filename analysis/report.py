@@ -151,13 +151,14 @@ def headline(tables: dict[str, pl.DataFrame], options: ReportOptions = ReportOpt
     ans = tables.get("memshot_answers")
     if ans is not None and ans.height:
         by = ["variant", "k"]
-        from vismem.analysis.memshot import with_outcome
+        from vismem.analysis.memshot import has_paper_f1, with_outcome
 
         scored = with_outcome(ans.filter(~pl.col("category").is_in(list(options.exclude_categories))))
         kw_ci = dict(order=["conversation_id", "question_id"], **kw)
         acc = mean_ci(scored, by, "judge_label", **kw_ci).rename({"mean": "acc", "low": "acc lo", "high": "acc hi",
                                                                    "n": "judged"})
-        f1 = mean_ci(scored, by, "f1", **kw_ci).rename({"mean": "f1", "low": "f1 lo", "high": "f1 hi"})
+        # the paper's F1 (f1_mem0) where the answers carry it, as the paper-layout tables
+        f1 = mean_ci(scored, by, "f1_mem0" if has_paper_f1(scored) else "f1", **kw_ci).rename({"mean": "f1", "low": "f1 lo", "high": "f1 hi"})
         out["memshot_answers"] = f1.join(acc, on=by, how="left").sort(by)
     enc = tables.get("encoding")
     if enc is not None and enc.height:

@@ -214,7 +214,7 @@ def _answer_ci(ans: pl.DataFrame, table: pl.DataFrame, by: Sequence[str], on: st
                opt: ReportOptions) -> tuple[pl.DataFrame, dict[str, tuple[str, str]]]:
     """Attach Acc and F1 intervals per ``on`` value (category or k) to a wide MemShot table."""
     ci: dict[str, tuple[str, str]] = {}
-    for value, metric in (("judge_label", "Acc"), ("f1", "F1")):
+    for value, metric in (("judge_label", "Acc"), ("f1_mem0" if memshot.has_paper_f1(ans) else "f1", "F1")):
         long = _ci_long(ans, [*by, on], value, opt, overall="category" if on == "category" else None)
         table, c = attach(table, long, by, on, fmt(metric))
         ci |= c
@@ -241,6 +241,13 @@ def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Re
     return [main, abl, rsec, *more]
 
 
+def _f1_caption(ans: pl.DataFrame) -> str:
+    """What the F1 columns are (:data:`vismem.analysis.memshot.F1_NAMES`)."""
+    if not memshot.has_paper_f1(ans):
+        return f"F1: {memshot.F1_NAMES['f1']}. "
+    return (f"F1: {memshot.F1_NAMES['f1_mem0']}; Overall {memshot.OFFICIAL_F1}: {memshot.F1_NAMES['f1']}. ")
+
+
 def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOptions, links: Links) -> None:
     ex = opt.exclude_categories
     # Intervals over the outcome Acc counts (unjudged = wrong), so they bracket the table's Acc.
@@ -251,7 +258,8 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
         t, ci = _answer_ci(scored.filter(pl.col("dataset") == ds), t, by, "category", lambda m: "{} " + m, opt)
         main.tables.append(Table(f"memshot-{ds}", f"{ds}: Acc / F1 (%) per category", t, percent=_pct(t),
                                  highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t),
-                                 caption=f"Excluded categories: {', '.join(ex) or 'none'}. " + _CI_MEMSHOT))
+                                 caption=f"Excluded categories: {', '.join(ex) or 'none'}. " + _f1_caption(ans)
+                                 + _CI_MEMSHOT))
     unj = int(ans["judge_label"].null_count())
     if unj:
         main.notes.append(f"{unj} answers have no judge verdict (unanswered, judge failure or no judge); "

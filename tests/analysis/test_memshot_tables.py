@@ -48,8 +48,8 @@ def test_category_table_known_values_and_adversarial_excluded():
 def test_by_k_tables_and_height_sweep():
     base = _known()
     ab = memshot.ablation_table(base)
-    assert ab.columns == ["dataset", "model", "variant", "max_height", "Top-5 Acc", "Top-5 F1", "Top-10 Acc",
-                          "Top-10 F1"]
+    assert ab.columns == ["dataset", "model", "variant", "paper_row", "embedder", "max_height", "Top-5 Acc",
+                          "Top-5 F1", "Top-10 Acc", "Top-10 F1"]
     assert ab.row(0, named=True)["Top-5 Acc"] == 2 / 3
     assert memshot.height_table(base).height == 0  # no sweep
     sweep = pl.concat([base.with_columns(pl.lit(h, pl.Int64).alias("max_height")) for h in (512, 768)])
@@ -231,7 +231,7 @@ def test_extra_sections_read_rate_latency_fig4_and_quoted_baselines():
                                    "memshot_readrate": readings, "memshot_latency": latency},
                                   ReportOptions(n_resamples=200), Links())
     ids = [s.id for s in secs]
-    assert ids == ["memshot-fig4", "memshot-construction", "memshot-baselines"]
+    assert ids == ["memshot-fig1", "memshot-fig4", "memshot-construction", "memshot-baselines"]
     tables = {t.id: t for s in secs for t in s.tables}
     assert tables["memshot-latency"].df.row(0, named=True)["construction_s"] == 1.7
     assert tables["memshot-latency"].df.row(0, named=True)["paper_s (quoted)"] == 9.56
@@ -278,3 +278,77 @@ def test_recall_intervals_for_rows_without_a_unit_height():
     rag = t.df.filter(pl.col("variant") == "text-rag").row(0, named=True)
     assert rag["recall lo"] is not None and rag["recall lo"] <= rag["recall"] <= rag["recall hi"]
     assert rag["hit lo"] is not None
+
+
+def test_lme_retrieval_section_one_table_per_corpus_and_level():
+    from vismem.analysis.memshot_sections import memshot_extra_sections
+    from vismem.analysis.report_sections import Links, ReportOptions
+
+    rows = [{"variant": "text-rag", "embedder": "minilm", "corpus": c, "level": lv, "k": k, "n": 3,
+             "recall_any": 0.5, "recall_all": 0.25, "ndcg_any": 0.4, "by_position": 0.0}
+            for c, lv in (("turn", "turn"), ("turn", "session"), ("session", "session")) for k in (1, 5)]
+    secs = memshot_extra_sections({"memshot_answers": _known(), "memshot_recall": None,
+                                   "memshot_lme_retrieval": pl.DataFrame(rows)}, ReportOptions(n_resamples=50), Links())
+    lme = next(s for s in secs if s.id == "memshot-lme-retrieval")
+    assert [t.id for t in lme.tables] == ["memshot-lme-session-session", "memshot-lme-turn-session",
+                                          "memshot-lme-turn-turn"]
+    assert "turn→session" in lme.tables[1].title and lme.tables[0].df.columns[:3] == ["variant", "embedder", "k"]
+
+
+def test_paper_f1_is_the_f1_column_and_the_official_one_stands_beside_it():
+    ans = _known().with_columns((pl.col("f1") / 2).alias("f1_mem0"), pl.lit("minilm (stand-in)").alias("embedder"))
+    t = memshot.category_table(ans)
+    r5 = t.filter(pl.col("k") == 5).row(0, named=True)
+    assert r5["single-hop F1"] == 0.375 and r5["Overall F1"] == 0.25  # the paper's (f1_mem0)
+    assert r5[f"Overall {memshot.OFFICIAL_F1}"] == 0.5  # the official LoCoMo F1, named
+    assert r5["embedder"] == "minilm (stand-in)"  # the retriever, stand-in marked, like the recall tables
+    from vismem.memory.dialogue.scoring import F1_NAMES
+
+    assert memshot.F1_NAMES == F1_NAMES and "paper" in F1_NAMES["f1_mem0"]
+    assert memshot.by_k_table(ans, ["variant"]).row(0, named=True)["Top-5 F1"] == 0.25
+
+
+def test_table3_names_text_rag_as_full_session_without_rendering_and_table5_keeps_full_session():
+    base = _known()
+    rows = pl.concat([base.with_columns(pl.lit(v).alias("variant"), pl.lit(h, pl.Int64).alias("max_height"))
+                      for v, h in (("text-rag", None), ("full-session-no-render", None), ("h512", 512),
+                                   ("memshot", 768), ("full-session", None))])
+    ab = memshot.ablation_table(rows)
+    named = dict(zip(ab["variant"], ab["paper_row"]))
+    assert named["text-rag"].startswith("Full Session w/o Rendering (= Text RAG")
+    assert "not in the paper" in named["full-session-no-render"]
+    ht = memshot.height_table(rows)
+    assert ht["variant"].to_list() == ["h512", "memshot", "full-session"]
+    assert ht["max_height"].to_list() == [512, 768, None]
+
+
+def test_quoted_latency_only_where_table1_shows_it_and_fig1_points():
+    from vismem.analysis.memshot_sections import fig1_table, latency_table
+
+    lat = pl.DataFrame({"conversation_id": ["c0"] * 3, "variant": ["memshot", "no-header", "text-rag"],
+                        "render_s": [0.1] * 3, "embed_s": [1.0] * 3, "construction_s": [1.1] * 3})
+    q = dict(zip(*latency_table(lat).select("variant", "paper_s (quoted)").to_dict(as_series=False).values()))
+    assert q == {"memshot": 9.56, "no-header": None, "text-rag": 2.10}
+    assert latency_table(lat, "longmemeval")["paper_s (quoted)"].is_null().all()
+    quoted = fig1_table(None)
+    assert set(quoted["backbone"]) >= {"Qwen3-VL-2B-Instruct", "Qwen3-VL-8B-Instruct", "Qwen3-VL-32B-Instruct"}
+    ms = quoted.filter((pl.col("method") == "MemShot") & (pl.col("backbone") == "Qwen3-VL-8B-Instruct")).row(0, named=True)
+    assert (ms["latency_s"], ms["acc"]) == (9.56, 0.7513)
+    measured = fig1_table(_known().with_columns(pl.lit(3.0).alias("latency_s")))
+    m = measured.filter(pl.col("source") == "measured")
+    assert m["method"].to_list() == ["memshot@5", "memshot@10"] and (m["latency_s"] == 3.0).all()
+    from vismem.analysis import figures
+
+    png, _svg = figures.render(figures.latency_accuracy(measured))
+    assert png.startswith(b"\x89PNG")
+
+
+def test_report_captions_name_both_f1s_and_intervals_follow_the_paper_f1():
+    from vismem.analysis.report_sections import Links, ReportOptions, memshot_sections
+
+    ans = _known().with_columns((pl.col("f1") / 2).alias("f1_mem0"))
+    main = memshot_sections(ans, None, ReportOptions(n_resamples=50), Links())[0]
+    t = main.tables[0]
+    assert "paper F1" in t.caption and f"Overall {memshot.OFFICIAL_F1}: official LoCoMo F1" in t.caption
+    r5 = t.df.filter(pl.col("k") == 5).row(0, named=True)
+    assert r5["Overall F1 lo"] <= r5["Overall F1"] == 0.25 <= r5["Overall F1 hi"] <= 0.5

@@ -47,7 +47,7 @@ def test_stage_recall_on_ray_and_s3(s3_store, ray_local, tmp_path):
     table = s3_store.read_table(f"{ctx.run_prefix}/results/memshot_recall_summary.parquet")
     assert {"overall", "multi-hop", "temporal", "single-hop"} <= set(table["category"].to_list())
     lat = s3_store.read_table(f"{ctx.run_prefix}/results/memshot_latency.parquet")
-    assert lat.height == 2 and (lat["construction_s"] > 0).all() and (lat["paper_construction_s"] == 9.56).all()
+    assert lat.height == 2 and (lat["construction_s"] > 0).all() and lat["paper_construction_s"].is_null().all()  # Table 1 quotes only MemShot's
     assert lat["embedder"].to_list() == ["minilm", "minilm"] and (lat["embed_s"] > 0).all()
     assert summary["answers"].startswith("skipped")
     comps = ctx.manifest.data["components"]
@@ -75,6 +75,7 @@ def test_stage_answers_and_judge_via_local_openai_server(file_store, ray_local, 
     judged = ans.filter(pl.col("answer_status") == "ok")
     assert "malformed" in judged["judge_status"].to_list() and judged["judge_label"].drop_nulls().len() >= 1
     assert ans["f1"].is_between(0, 1).all() and "f1_mem0" in ans.columns
+    assert ans["embedder"].unique().to_list() == ["minilm"]  # the retriever, as the recall tables carry it
     assert summary["answers"]["answers"] == 6 and summary["answers"]["judge_failures"] >= 1
     scores = file_store.read_table(f"{ctx.run_prefix}/results/memshot_scores.parquet")
     assert "overall" in scores["category"].to_list()

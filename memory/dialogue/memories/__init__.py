@@ -12,7 +12,10 @@ MemoryOS, EverMemOS) once an implementation is plugged in. Each one
 
 Memories are built by name from ``{name, args}`` specs (:data:`MEMORIES`, a
 ``vismem.core.registry.Registry``); the ``memshot`` stage evaluates ``memshot.memories`` beside its
-batch variants. Built-ins: ``text-rag``, ``memshot`` (any shot variant), ``memocr``, and the
+batch variants. Built-ins: ``text-rag``, ``memshot`` (any shot variant), ``memocr``, LongMemEval's
+retrieval baselines ``bm25`` / ``dense`` over sessions or turns
+(:mod:`vismem.memory.dialogue.memories.lexical`), ``mem0`` through mem0's own API
+(:mod:`vismem.memory.dialogue.memories.mem0mem`), and the
 external adapters ``lightmem`` / ``memos`` / ``memoryos`` / ``evermemos``
 (:mod:`vismem.memory.dialogue.memories.external`).
 """
