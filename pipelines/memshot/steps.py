@@ -34,7 +34,6 @@ def pixel_text(ctx: "RunContext", units: Any, conversations: list[Any]) -> tuple
 
     from vismem.memory.dialogue.readrate import unit_readings
     from vismem.pipelines.memshot.ocr import read_shots
-    from vismem.serve.registry import EMBEDDERS
     from vismem.serve.embedders.ocr import is_pixel_reader
     from vismem.serve.registry import EMBEDDERS
 
