@@ -244,6 +244,11 @@ class ProbesConfig(Frozen):
         0.5, ge=0.0, le=1.0,
         description="Largest share of a probe unit's recall-VLM calls that may fail for the unit to count: a unit "
         "with more failed calls is not cached, the stage ends partial and a re-run retries it (as encode.max_failed_calls).")
+    probe_retries: int = Field(
+        3, ge=0, le=100, json_schema_extra={"identity": "execution"},
+        description="Times a probe whose recall episode was cut by a failed call (an outage) is run again on its own "
+        "until it has model answers; one still without them fails its unit (not cached, re-run later). An outage is "
+        "never scored as a memory failure. Not part of the run id.")
 
     @field_validator("J")
     @classmethod

@@ -114,7 +114,7 @@ def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: 
             "options": {"max_steps": cfg.probes.max_steps, "fetch_k": cfg.probes.fetch_k, "keep_k": cfg.probes.keep_k,
                         "max_tokens": cfg.probes.max_tokens, "J": max(cfg.probes.J or (cfg.encode.J,)),
                         "mc": cfg.probes.mc, "mc_seed": cfg.probes.mc_seed, "protocol": cfg.encode.protocol,
-                        "max_failed_calls": cfg.probes.max_failed_calls},
+                        "max_failed_calls": cfg.probes.max_failed_calls, "probe_retries": cfg.probes.probe_retries},
             "env_factory": env_factory(cfg.probes.env or cfg.encode.env),
             "env_kwargs": {"observation": cfg.encode.observation, "step_timeout_s": cfg.encode.step_timeout_s},
             "episodes": episodes}
