@@ -19,6 +19,15 @@ def options_from(config: "RunConfig") -> Any:
                          exclude_categories=tuple(rc.exclude_categories))
 
 
+def build_many(store: "Store", run_ids: list[str], *, options: Any, manifests: dict[str, Any],
+               pool_first: tuple[int, ...] = ()) -> dict[str, Any]:
+    """One report over several runs of one protocol (``vismem.analysis.report.report_runs``);
+    ``ConfigError`` (one line, before any work) when their protocols differ."""
+    from vismem.analysis.report import report_runs
+
+    return report_runs(store, run_ids, manifests, options=options, pool_first=pool_first)
+
+
 def build(store: "Store", run_id: str, *, options: Any, manifest: dict[str, Any] | None = None,
           viewers: bool = True) -> dict[str, Any]:
     """Write a run's viewers (unless ``viewers`` is False) and its report; returns the summary.
