@@ -75,4 +75,40 @@ def table7(architectures: pl.DataFrame, shown: Sequence[str] | None = None) -> p
         c for c in architectures.columns if c not in ("architecture", "encode", "retrieve", "inject")])
 
 
-__all__ = ["TABLE4", "table4", "table7"]
+#: The paper's caption cue-verbalisation rate (§5 "Injection": 16.5 % of 1,000 with-cue captions).
+PAPER_CUE_RATE = 0.165
+
+
+def add_extra_tables(parts: list, tables: dict[str, pl.DataFrame]) -> None:
+    """Table 7 (``dmv_architectures``) into the main DMV-Bench section and the caption
+    cue-verbalisation rate (``dmv_captions``) into the ablations section, when the run has them."""
+    from vismem.analysis.captions import cue_verbalisation
+    from vismem.analysis.render import Table
+
+    by_id = {s.id: s for s in parts}
+    arch = tables.get("dmv_architectures")
+    main = by_id.get("dmv-main")
+    if arch is not None and arch.height and main is not None:
+        shown = None
+        probes = tables.get("probes")
+        if probes is not None:
+            shown = probes.filter(pl.col("study") == "main")["architecture"].unique().to_list() or None
+        t7 = table7(arch, shown)
+        if t7.height:
+            main.tables.append(Table("table7", "Table 7: architectures as choices over encode / retrieve / inject", t7,
+                                     caption="encode: the features the bank stores (component as run); retrieve and "
+                                             "inject: the variant's mechanisms; paper: the paper rows it reproduces."))
+            main.empty = ""
+    caps = tables.get("dmv_captions")
+    abl = by_id.get("dmv-ablations")
+    if caps is not None and caps.height and abl is not None:
+        rate = cue_verbalisation(caps).with_columns(pl.lit(PAPER_CUE_RATE).alias("paper"))
+        abl.tables.append(Table("cue-verbalisation", "Captions naming the product's cue (colour and object)", rate,
+                                percent=["rate", "paper"],
+                                caption="Over the stored captions of every product image the run's chains visited; "
+                                        "colour: the cue colour word, object: its head noun (analysis/captions.py). "
+                                        "paper: 16.5 % of 1,000 with-cue captions (§5, Injection)."))
+        abl.empty = ""
+
+
+__all__ = ["PAPER_CUE_RATE", "TABLE4", "add_extra_tables", "table4", "table7"]

@@ -102,6 +102,9 @@ def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict
     tables = rename_backends(tables, display_names(tables))
     dmv_parts = [*dmv_sections(tables.get("probes"), options, links),
                  encoding_section(tables.get("encoding"), options, links)]
+    from vismem.analysis.dmv_table4 import add_extra_tables
+
+    add_extra_tables(dmv_parts, tables)
     _dmv_captions(dmv_parts, tables.get("probes"), protocol or run_protocol(manifest))
     cs = catalogue_settings(manifest)
     if cs:
@@ -214,11 +217,13 @@ def write_report(store: Any, run_prefix: str, rep: Report) -> dict[str, Any]:
 
 def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOptions(),
                manifest: dict[str, Any] | None = None, viewers: dict[str, str] | None = None,
-               results: tuple[dict[str, pl.DataFrame], dict[str, str]] | None = None) -> dict[str, Any]:
+               results: tuple[dict[str, pl.DataFrame], dict[str, str]] | None = None,
+               extra_tables: dict[str, pl.DataFrame] | None = None) -> dict[str, Any]:
     """Load, build and write the report of ``run_id`` in ``store``; returns a summary.
 
     ``viewers``: the viewers already written under ``runs/<id>/report/`` (name -> relative href).
     ``results``: what :func:`load_results` returned, when the caller has read the tables already.
+    ``extra_tables``: side inputs outside the result tables (``dmv_architectures``, ``dmv_captions``).
     """
     prefix = f"runs/{run_id}"
     t0 = time.perf_counter()
@@ -228,7 +233,7 @@ def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOption
     from vismem.analysis.memshot_sections import load_extras
 
     # MemShot side tables (read rate, latency) ride along; build_report passes them to its sections.
-    rep = build_report({**tables, **load_extras(store, prefix)}, run_id, manifest=manifest, errors=errors,
+    rep = build_report({**tables, **load_extras(store, prefix), **(extra_tables or {})}, run_id, manifest=manifest, errors=errors,
                        options=options, viewers=viewers)
     keys = write_report(store, prefix, rep)
     return {"status": "done" if not errors else "done-with-errors", "found": sorted(tables),

@@ -65,7 +65,7 @@ def _report(args: argparse.Namespace) -> int:
     from vismem.pipelines.commands.run import config_from_args
     from vismem.pipelines.manifest import read_manifest
     from vismem.pipelines.runner import open_store
-    from vismem.pipelines.report.build import build, options_from
+    from vismem.pipelines.report.build import build, options_from, run_config
     from vismem.pipelines.report.viewers import local_report
 
     cfg = config_from_args(_with_stage_defaults(args))
@@ -90,7 +90,8 @@ def _report(args: argparse.Namespace) -> int:
             run_seed = manifest["config"].get("seed")
             if isinstance(run_seed, int):
                 options = dataclasses.replace(options, seed=run_seed)
-        summary = build(store, args.run_id, options=options, manifest=manifest, viewers=not args.no_viewers)
+        summary = build(store, args.run_id, options=options, manifest=manifest, viewers=not args.no_viewers,
+                        config=run_config(manifest))
         index = local_report(store, cfg, args.run_id, args.out)
         copied = args.out is not None or not store.uri.startswith("file://")
         summary["out"] = str(index.parent) if copied and index else None

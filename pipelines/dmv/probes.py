@@ -26,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.dmv.protocol import fleet_shortfall, storefront_inputs
+from vismem.pipelines.dmv.protocol import cue_lookup, fleet_shortfall, storefront_inputs
 from vismem.pipelines.stage import Stage, count
 
 log = logging.getLogger("vismem.probes")
@@ -60,19 +60,6 @@ def check(config: "RunConfig") -> None:
         raw = list(config.probes.backends or config.encode.backends)
         for line in fleet_shortfall(raw, config.probes.in_flight, workers):
             log.warning("probes: %s", line)
-
-
-def cue_lookup(config: "RunConfig") -> dict[str, list[str]]:
-    """``url_hash -> [colour, object as drawn]`` of the served catalogue (the probe's cue phrase
-    names the object actually in the pixels: procedural images draw a substitute for a few)."""
-    from vismem.pipelines.context import catalog_from_config
-
-    cat = catalog_from_config(config)
-    procedural = config.catalog.image_source.key == "procedural"
-    if procedural:
-        from vismem.env.storefront.images.glyphs import depicted_object
-    return {v.url_hash: [v.cue_color, depicted_object(v.cue_object) if procedural else v.cue_object]
-            for v in cat.variants}
 
 
 def plan_units(config: "RunConfig", chains: list[Any], n_archs: int) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     if not ctx.config.report.enabled:
         return {"status": "disabled"}
     manifest = getattr(ctx.manifest, "data", None)
-    summary = build(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest)
+    summary = build(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest, config=ctx.config)
     ctx.logger.info("report: %s (found %s; viewers %s)", summary["html"], ", ".join(summary["found"]) or "no results",
                     ", ".join(summary.get("viewers", {})) or "none")
     return summary
