@@ -12,7 +12,10 @@ Probe sets follow the official generator (``vismem.agents.probes``); each probe 
 session, probe set) — run on a pool of Ray actors (:class:`vismem.pipelines.dmv.probes_job.ProbeWorker`),
 each with its own storefront and page env, and cached per unit (:mod:`vismem.pipelines.dmv.probecache`):
 a killed run resumes, adding an architecture runs only its units, and a second J reuses the
-exhaustive probes it shares with the first.
+exhaustive probes it shares with the first. An outage is never scored as a memory failure: a probe
+whose episode a failed recall call cut short is run again on its own (``probes.probe_retries``)
+until it has model answers, and a unit with one still lacking them is not cached (the stage ends
+partial; a re-run retries it).
 
 Output: ``results/probes.parquet`` (the analysis ``probes`` schema: one row per (back-end, J,
 architecture, probe); ``study`` main / ablation / alpha_sweep from the variant's YAML, with
