@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import io
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import polars as pl
 
 from vismem.analysis import dmv
 from vismem.analysis.intervals import ci_bounds, mean_ci
 from vismem.analysis.render import Report, catalogue_settings, to_html, to_markdown
+from vismem.analysis.dmv_runs import run_protocol
 from vismem.analysis.report_sections import Links, ReportOptions, dmv_sections, encoding_section, memshot_sections
 from vismem.analysis.schemas import KINDS, SchemaError, result_key, result_prefix, validate
 
-__all__ = ["ReportOptions", "build_report", "headline", "load_results", "report_run", "write_report"]
+__all__ = ["ReportOptions", "build_report", "combined_id", "headline", "load_results", "report_run", "report_runs",
+           "write_report"]
 
 
 def load_results(store: Any, run_prefix: str) -> tuple[dict[str, pl.DataFrame], dict[str, str]]:
@@ -87,17 +89,23 @@ def rename_backends(tables: dict[str, pl.DataFrame], names: dict[str, str]) -> d
 
 def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict[str, Any] | None = None,
                  errors: dict[str, str] | None = None, options: ReportOptions = ReportOptions(),
-                 viewers: dict[str, str] | None = None) -> Report:
+                 viewers: dict[str, str] | None = None, protocol: str | None = None) -> Report:
     """Score every available table and assemble the report (pure: no I/O).
 
     ``viewers``: ``{"trajectories": href, "samples": href}`` of the viewers written beside the
-    report; table rows link to them.
+    report; table rows link to them. ``protocol``: the DMV-Bench dialogue protocol every DMV-Bench
+    caption names (default: the manifest's ``encode.protocol``). Probes with a ``run`` column (a
+    report over several runs, :func:`vismem.analysis.dmv_runs.combine_runs`) get a pooling table.
     """
     viewers = viewers or {}
     links = Links(trajectories=viewers.get("trajectories"), samples=viewers.get("samples"))
     tables = rename_backends(tables, display_names(tables))
     dmv_parts = [*dmv_sections(tables.get("probes"), options, links),
                  encoding_section(tables.get("encoding"), options, links)]
+    from vismem.analysis.dmv_table4 import add_extra_tables
+
+    add_extra_tables(dmv_parts, tables)
+    _dmv_captions(dmv_parts, tables.get("probes"), protocol or run_protocol(manifest))
     cs = catalogue_settings(manifest)
     if cs:
         # Trajectories and probes under the two colour orders are not comparable: say which one.
@@ -113,6 +121,24 @@ def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict
                   errors=dict(errors or {}), viewers={titles.get(k, k): v for k, v in viewers.items()},
                   generated=f"Result tables found: {found}. Seed {options.seed}, "
                             f"{options.n_resamples:,} bootstrap resamples.")
+
+
+def _dmv_captions(parts: list[Any], probes: pl.DataFrame | None, protocol: str | None) -> None:
+    """Every DMV-Bench table names its protocol; pooled cells say which chains they pool."""
+    from vismem.analysis.dmv_runs import pooling_caption, pooling_table, protocol_caption
+    from vismem.analysis.render import Table
+
+    pool = pooling_table(probes) if probes is not None else pl.DataFrame()
+    pooled = pooling_caption(pool) if pool.height else ""
+    main = next((s for s in parts if s.id == "dmv-main" and s.has_data), None)
+    if main is not None and pool.height:
+        main.tables.insert(1, Table("pooling", "Runs pooled per (back-end, J) cell", pool,
+                                    caption="chains: distinct chain seeds the run contributes to the cell; rows: "
+                                            "whole chains, or the first J sessions of longer chains."))
+    for s in parts:
+        for t in s.tables:
+            extra = f" {pooled}" if pooled and t.id in ("table2", "bootstrap", "permutation", "reach") else ""
+            t.caption = f"{protocol_caption(protocol)}{extra} {t.caption}".strip()
 
 
 def headline(tables: dict[str, pl.DataFrame], options: ReportOptions = ReportOptions()) -> dict[str, pl.DataFrame]:
@@ -192,11 +218,13 @@ def write_report(store: Any, run_prefix: str, rep: Report) -> dict[str, Any]:
 
 def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOptions(),
                manifest: dict[str, Any] | None = None, viewers: dict[str, str] | None = None,
-               results: tuple[dict[str, pl.DataFrame], dict[str, str]] | None = None) -> dict[str, Any]:
+               results: tuple[dict[str, pl.DataFrame], dict[str, str]] | None = None,
+               extra_tables: dict[str, pl.DataFrame] | None = None) -> dict[str, Any]:
     """Load, build and write the report of ``run_id`` in ``store``; returns a summary.
 
     ``viewers``: the viewers already written under ``runs/<id>/report/`` (name -> relative href).
     ``results``: what :func:`load_results` returned, when the caller has read the tables already.
+    ``extra_tables``: side inputs outside the result tables (``dmv_architectures``, ``dmv_captions``).
     """
     prefix = f"runs/{run_id}"
     t0 = time.perf_counter()
@@ -206,7 +234,7 @@ def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOption
     from vismem.analysis.memshot_sections import load_extras
 
     # MemShot side tables (read rate, latency) ride along; build_report passes them to its sections.
-    rep = build_report({**tables, **load_extras(store, prefix)}, run_id, manifest=manifest, errors=errors,
+    rep = build_report({**tables, **load_extras(store, prefix), **(extra_tables or {})}, run_id, manifest=manifest, errors=errors,
                        options=options, viewers=viewers)
     keys = write_report(store, prefix, rep)
     return {"status": "done" if not errors else "done-with-errors", "found": sorted(tables),
@@ -217,3 +245,35 @@ def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOption
             "viewers": {k: store.url(f"{prefix}/report/{v}") for k, v in (viewers or {}).items()},
             "wall_s": round(time.perf_counter() - t0, 3)}
 
+
+
+def combined_id(run_ids: Sequence[str]) -> str:
+    """The id of a report over several runs (``A+B``): stored under ``reports/<id>/report/``."""
+    return "+".join(run_ids)
+
+
+def report_runs(store: Any, run_ids: Sequence[str], manifests: dict[str, dict[str, Any] | None], *,
+                options: ReportOptions = ReportOptions(), pool_first: Sequence[int] = ()) -> dict[str, Any]:
+    """One DMV-Bench report over several runs of one protocol, written to ``reports/<A+B>/report/``.
+
+    ``ConfigError`` (one line, before any work) when the runs' protocols differ. Probe and encoding
+    rows are combined by :func:`vismem.analysis.dmv_runs.combine_runs` (``pool_first``: the J
+    cells that take the first J sessions of longer chains); MemShot tables stay per run."""
+    from vismem.analysis.dmv_runs import combine_runs, common_protocol, run_protocol
+
+    protocol = common_protocol({r: run_protocol(manifests.get(r)) for r in run_ids})
+    t0 = time.perf_counter()
+    loaded = {r: load_results(store, f"runs/{r}") for r in run_ids}
+    errors = {f"{r}/{k}": e for r, (_, errs) in loaded.items() for k, e in errs.items()}
+    tables = combine_runs({r: t for r, (t, _) in loaded.items()}, pool_first)
+    rid = combined_id(run_ids)
+    rep = build_report(tables, rid, manifest=manifests.get(run_ids[0]), errors=errors, options=options,
+                       protocol=protocol)
+    rep.generated += f" Runs combined: {', '.join(run_ids)} (protocol {protocol or 'not recorded'})."
+    keys = write_report(store, f"reports/{rid}", rep)
+    return {"status": "done" if not errors else "done-with-errors", "found": sorted(tables), "errors": errors,
+            "runs": list(run_ids), "protocol": protocol, "report_id": rid,
+            "sections_without_data": [s.id for s in rep.sections if not s.has_data],
+            "tables": len(keys["tables"]), "figures": len(keys["figures"]) // 2,
+            "html": store.url(keys["html"]), "markdown": store.url(keys["markdown"]), "viewers": {},
+            "wall_s": round(time.perf_counter() - t0, 3)}

@@ -35,6 +35,7 @@ class ReportOptions:
     compare: tuple[str, str] | None = None
     common_probes: bool = True
     exclude_categories: tuple[str, ...] = ("adversarial",)
+    table4_chains: int | None = None  # Table 4's ablation subset: its first N common chains (None: all)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,9 @@ def dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions, links: Links) 
                                    "cluster_low", "cluster_high", "note"), ("table4", "table4-encoder"), "tsr")
         abl.tables.append(Table("ablations", "Ablations: TSR (%) per variant", abt, percent=_pct(abt),
                                 highlight=["tsr"], links=links.dmv(abt), caption=_CI_DMV + " " + _PAPER))
+    t4 = _table4(probes, opt)
+    if t4 is not None:
+        abl.tables.insert(0, t4)
     sw = dmv.alpha_sweep(probes, **kw)
     if sw.height:
         swt = with_paper(sw.drop("naive_low", "naive_high"), ("table4",), "tsr", on="source")
@@ -112,6 +116,27 @@ def dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions, links: Links) 
     if not ab.height and not sw.height:
         abl.empty = "no ablation or alpha-sweep probes (study == 'ablation' / 'alpha_sweep')"
     return [main, curves, abl]
+
+
+def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
+    """Table 4 in the paper's blocks, the ablation chain subset beside the full set, with its paper column."""
+    from vismem.analysis.dmv_table4 import table4
+
+    t = table4(probes, subset_chains=opt.table4_chains, n_resamples=opt.n_resamples, seed=opt.seed)
+    if t.height == 0:
+        return None
+    enc = pl.col("block").str.starts_with("encoder")
+    t = pl.concat([with_paper(t.filter(~enc), ("table4",), "tsr"), with_paper(t.filter(enc), ("table4-encoder",), "tsr")],
+                  how="vertical_relaxed").sort("backend", "J", "order").drop("order")
+    ci = {"tsr_subset": ("cluster_low_subset", "cluster_high_subset"), "tsr": ("cluster_low", "cluster_high")}
+    return Table("table4", "Table 4: DualMem ablations by block (TSR %, ablation chain subset | full set)", t,
+                 percent=["tsr_subset", "cluster_low_subset", "cluster_high_subset", "tsr", "cluster_low",
+                          "cluster_high", "paper"], ci=ci,
+                 caption="Blocks as the paper's: alpha sweep, injection (hybrid, alpha 0.5), visual retrieval x "
+                         "injection, encoder (alpha 0.5). *_subset: the chains every Table 4 variant was probed on"
+                         + (f" (first {opt.table4_chains})" if opt.table4_chains else "") + "; the paper scores "
+                         "the first three blocks on its 7-chain subset and the encoder block on the full set. "
+                         + _CI_DMV + " " + _PAPER)
 
 
 def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: ReportOptions,

@@ -1,4 +1,9 @@
-"""``vismem report RUN_ID [--store URI] [--out DIR] [--open]``: (re)build a run's report and viewers.
+"""``vismem report RUN_ID [RUN_ID ...] [--store URI] [--out DIR] [--open]``: (re)build a run's report and viewers.
+
+With several run ids, one DMV-Bench report over runs that share a protocol (e.g. the main J = 5, 10,
+15 run and the J = 50 pilot), written to ``reports/<A+B>/report/`` (no viewers; ``report.pool_first``
+picks the J cells that pool the first sessions of longer chains); runs of different protocols are
+refused in one line.
 
 Reads the run's stored results, writes the viewers and the report into the store (as the run's
 ``report`` stage does), copies them to ``--out`` (default for stores that are not a local folder:
@@ -18,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Read runs/RUN_ID/results/*.parquet from the store, score them and write "
                                    "runs/RUN_ID/report/{index.html,summary.md,figures/,tables/} and the viewers "
                                    "(trajectories.html, samples.html); see `vismem runs` for run ids.")
-    p.add_argument("run_id", metavar="RUN_ID", help="the run whose results to report (see `vismem run --print-config`)")
+    p.add_argument("run_id", metavar="RUN_ID", nargs="+",
+                   help="the run whose results to report (see `vismem runs`); several: one DMV-Bench report over them")
     add_config_args(p)
     p.add_argument("--out", metavar="DIR", help="also copy the report (and viewers) to this local directory "
                    "(default for a store that is not a local folder: <runs_dir>/RUN_ID/report)")
@@ -59,16 +65,22 @@ def _report(args: argparse.Namespace) -> int:
     from vismem.pipelines.commands.run import config_from_args
     from vismem.pipelines.manifest import read_manifest
     from vismem.pipelines.runner import open_store
-    from vismem.pipelines.report.build import build, options_from
+    from vismem.pipelines.report.build import build, options_from, run_config
     from vismem.pipelines.report.viewers import local_report
 
     cfg = config_from_args(with_stage_defaults(args))
+    run_ids = list(dict.fromkeys(args.run_id))
     with open_store(cfg, create=False) as (store, _env):
-        prefix = f"runs/{args.run_id}"
-        if not store.list(prefix + "/"):
-            raise VismemError(f"run {args.run_id!r} not found in store {store.uri} (nothing under {prefix}/); "
-                              "`vismem runs` lists the runs it holds")
+        for rid in run_ids:
+            prefix = f"runs/{rid}"
+            if not store.list(prefix + "/"):
+                raise VismemError(f"run {rid!r} not found in store {store.uri} (nothing under {prefix}/); "
+                                  "`vismem runs` lists the runs it holds")
         options = options_from(cfg)
+        if len(run_ids) > 1:
+            summary = _report_many(store, cfg, run_ids, options, args)
+            return _print(summary, args, None, None)
+        args.run_id = run_ids[0]
         # A damaged manifest is flagged, and the report built from the result tables alone ({}:
         # nothing downstream reads it again).
         manifest, problem = read_manifest(store, args.run_id)
@@ -78,16 +90,40 @@ def _report(args: argparse.Namespace) -> int:
             run_seed = manifest["config"].get("seed")
             if isinstance(run_seed, int):
                 options = dataclasses.replace(options, seed=run_seed)
-        summary = build(store, args.run_id, options=options, manifest=manifest, viewers=not args.no_viewers)
+        summary = build(store, args.run_id, options=options, manifest=manifest, viewers=not args.no_viewers,
+                        config=run_config(manifest))
         index = local_report(store, cfg, args.run_id, args.out)
         copied = args.out is not None or not store.uri.startswith("file://")
         summary["out"] = str(index.parent) if copied and index else None
         summary["local_html"] = index.as_uri() if index else summary["html"]
         summary["manifest_problem"] = problem
+    return _print(summary, args, problem, index)
+
+
+def _report_many(store, cfg, run_ids: list[str], options, args: argparse.Namespace) -> dict:
+    """The combined report of ``run_ids`` (each run's manifest gives its protocol)."""
+    from vismem.analysis.report import combined_id
+    from vismem.pipelines.manifest import read_manifest
+    from vismem.pipelines.report.build import build_many
+    from vismem.pipelines.report.viewers import local_report
+
+    manifests = {rid: read_manifest(store, rid)[0] for rid in run_ids}
+    summary = build_many(store, run_ids, options=options, manifests=manifests, pool_first=cfg.report.pool_first)
+    rid = summary["report_id"]
+    index = local_report(store, cfg, combined_id(run_ids), args.out, prefix=f"reports/{rid}")
+    summary["out"] = str(index.parent) if index and (args.out is not None or not store.uri.startswith("file://")) \
+        else None
+    summary["local_html"] = index.as_uri() if index else summary["html"]
+    return summary
+
+
+def _print(summary: dict, args: argparse.Namespace, problem: str | None, index) -> int:
+    """Print the summary (``--json`` or lines) and open the report when asked."""
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     else:
-        print(f"report of {args.run_id}: {len(summary['found'])} result tables ({', '.join(summary['found']) or 'none'}), "
+        found = ', '.join(summary['found']) or 'none'
+        print(f"report of {summary.get('report_id') or args.run_id}: {len(summary['found'])} result tables ({found}), "
               f"{summary['tables']} tables, {summary['figures']} figures")
         print(f"  report             {summary['local_html']}")
         if problem:

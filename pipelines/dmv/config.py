@@ -150,6 +150,11 @@ class EncodeConfig(Frozen):
     step_timeout_s: float = Field(
         30.0, gt=0, description="Browser navigation timeout per action, in seconds (official 30)."
     )
+    session_retries: int = Field(
+        3, ge=0, le=100, json_schema_extra={"identity": "execution"},
+        description="Times a session with a failed model call (an outage: the official runner turns it into a "
+        "forced navigation) is browsed again on its own until every call has a model answer; one still without "
+        "them is not cached (the stage ends partial, a re-run retries it). Not part of the run id.")
     max_failed_calls: float = Field(
         0.5, ge=0.0, le=1.0,
         description=(
@@ -244,6 +249,11 @@ class ProbesConfig(Frozen):
         0.5, ge=0.0, le=1.0,
         description="Largest share of a probe unit's recall-VLM calls that may fail for the unit to count: a unit "
         "with more failed calls is not cached, the stage ends partial and a re-run retries it (as encode.max_failed_calls).")
+    probe_retries: int = Field(
+        3, ge=0, le=100, json_schema_extra={"identity": "execution"},
+        description="Times a probe whose recall episode was cut by a failed call (an outage) is run again on its own "
+        "until it has model answers; one still without them fails its unit (not cached, re-run later). An outage is "
+        "never scored as a memory failure. Not part of the run id.")
 
     @field_validator("J")
     @classmethod

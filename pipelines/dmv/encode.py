@@ -110,7 +110,8 @@ def worker_kwargs(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[st
             "catalog_seed": cfg.seed, "colour_order": cfg.catalog.colour_order, "images": image_source(ctx),
             "options": options(cfg), "observation": cfg.encode.observation,
             "step_timeout_s": cfg.encode.step_timeout_s, "env_factory": env_factory(cfg.encode.env),
-            "max_failed_calls": cfg.encode.max_failed_calls, "episodes": episodes}
+            "max_failed_calls": cfg.encode.max_failed_calls, "session_retries": cfg.encode.session_retries,
+            "episodes": episodes}
 
 
 def run_keys(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str],

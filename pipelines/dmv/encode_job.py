@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from vismem.agents.chains import session_spec
 from vismem.agents.session import SessionOptions, run_session
-from vismem.core.failures import check_failed_calls
+from vismem.core.failures import UnitFailed, check_failed_calls
 from vismem.pipelines.dmv.protocol import default_env_factory
 from vismem.pipelines.dmv.shopworker import ShopWorker
 from vismem.pipelines.dmv.trajectories import TrajectoryCache
@@ -37,6 +37,8 @@ class EncodeWorker(ShopWorker):
         shop_url: use a running storefront instead of starting one.
         max_failed_calls: largest share of a session's model calls that may fail for it to be cached
             (``encode.max_failed_calls``); past it the key fails and nothing is committed.
+        session_retries: times a session with a failed call (under the threshold) is browsed again
+            until every call has a model answer (``encode.session_retries``); past them the key fails.
         episodes: sessions browsed at once (each in its own thread with its own page env).
     """
 
@@ -44,9 +46,10 @@ class EncodeWorker(ShopWorker):
                  catalog_seed: int = 0, colour_order: str = "seeded", images: Any = "placeholder",
                  options: SessionOptions = SessionOptions(), observation: str = "product_image",
                  step_timeout_s: float = 30.0, shop_url: str | None = None, env_factory: Any = None,
-                 max_failed_calls: float = 0.5, episodes: int = 1) -> None:
+                 max_failed_calls: float = 0.5, session_retries: int = 3, episodes: int = 1) -> None:
         self.store = store
         self.max_failed_calls = float(max_failed_calls)
+        self.session_retries = int(session_retries)
         self.backends, self.slugs = list(backends), list(slugs)
         self.options = options
         self.caches = [TrajectoryCache(store, s) for s in self.slugs]
@@ -65,12 +68,24 @@ class EncodeWorker(ShopWorker):
         if cache.is_done(seed, j):
             return {**cache.read_summary(seed, j), "cached": True}
         t0 = time.perf_counter()
-        result = run_session(session_spec(seed, j), vlm=self.vlm(backend), env=self.env,
-                             backend=self.slugs[backend], options=self.options, blob_sink=cache.put_blob)
-        # An outage is not a trajectory: past the threshold the session is not committed.
-        failed = [st.error for st in result.steps if st.status == "failed"]
+        def browse() -> tuple[Any, list[str | None]]:
+            res = run_session(session_spec(seed, j), vlm=self.vlm(backend), env=self.env,
+                              backend=self.slugs[backend], options=self.options, blob_sink=cache.put_blob)
+            return res, [st.error for st in res.steps if st.status == "failed"]
+
+        result, failed = browse()
+        # An outage is not a trajectory: past the threshold the session is not committed, and
+        # under it the session is browsed again (a failed call would otherwise be a forced
+        # navigation the model never chose) until every call has a model answer.
         check_failed_calls(len(failed), len(result.steps), failed, limit=self.max_failed_calls,
                            field="encode.max_failed_calls")
+        retried = 0
+        while failed and retried < self.session_retries:
+            retried += 1
+            result, failed = browse()
+        if failed:
+            raise UnitFailed(f"{len(failed)} model calls still failed after {retried} re-runs of the session "
+                             f"(encode.session_retries); first: {str(failed[0])[:200]}")
         summary = cache.write(result)
         log.info("session %s seed=%d j=%d: %d distinct products, %d styles, %.1fs", self.slugs[backend], seed, j,
                  summary["distinct_products"], summary["styles"], time.perf_counter() - t0)

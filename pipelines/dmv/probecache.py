@@ -31,7 +31,10 @@ PROBE_ROOT = "probes"
 SCHEMA_VERSION = 1
 #: Bump when the recall protocol (loop semantics, cache layout) changes what a unit produces.
 #: v2: each step of the log records its memory block (``memory_text``) for the trajectory viewer.
-PROTOCOL_VERSION = "dmv-f2-recall.v2"
+#: v3: units committed under v2 may carry NoMemory rows with ``bank_size`` 0 (bank size was then the
+#: architecture's, not the probe's) and probes whose recall call failed scored as wrong; the new key
+#: makes every such unit be probed again instead of read back.
+PROTOCOL_VERSION = "dmv-f2-recall.v3"
 
 _DONE_RE = re.compile(r"/(ex|mc\d+)/s(\d+)\.done\.json$")
 

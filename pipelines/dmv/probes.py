@@ -12,7 +12,10 @@ Probe sets follow the official generator (``vismem.agents.probes``); each probe 
 session, probe set) — run on a pool of Ray actors (:class:`vismem.pipelines.dmv.probes_job.ProbeWorker`),
 each with its own storefront and page env, and cached per unit (:mod:`vismem.pipelines.dmv.probecache`):
 a killed run resumes, adding an architecture runs only its units, and a second J reuses the
-exhaustive probes it shares with the first.
+exhaustive probes it shares with the first. An outage is never scored as a memory failure: a probe
+whose episode a failed recall call cut short is run again on its own (``probes.probe_retries``)
+until it has model answers, and a unit with one still lacking them is not cached (the stage ends
+partial; a re-run retries it).
 
 Output: ``results/probes.parquet`` (the analysis ``probes`` schema: one row per (back-end, J,
 architecture, probe); ``study`` main / ablation / alpha_sweep from the variant's YAML, with
@@ -26,7 +29,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.dmv.protocol import fleet_shortfall, storefront_inputs
+from vismem.pipelines.dmv.protocol import cue_lookup, fleet_shortfall, storefront_inputs
 from vismem.pipelines.stage import Stage, count
 
 log = logging.getLogger("vismem.probes")
@@ -60,19 +63,6 @@ def check(config: "RunConfig") -> None:
         raw = list(config.probes.backends or config.encode.backends)
         for line in fleet_shortfall(raw, config.probes.in_flight, workers):
             log.warning("probes: %s", line)
-
-
-def cue_lookup(config: "RunConfig") -> dict[str, list[str]]:
-    """``url_hash -> [colour, object as drawn]`` of the served catalogue (the probe's cue phrase
-    names the object actually in the pixels: procedural images draw a substitute for a few)."""
-    from vismem.pipelines.context import catalog_from_config
-
-    cat = catalog_from_config(config)
-    procedural = config.catalog.image_source.key == "procedural"
-    if procedural:
-        from vismem.env.storefront.images.glyphs import depicted_object
-    return {v.url_hash: [v.cue_color, depicted_object(v.cue_object) if procedural else v.cue_object]
-            for v in cat.variants}
 
 
 def plan_units(config: "RunConfig", chains: list[Any], n_archs: int) -> list[dict[str, Any]]:
@@ -114,7 +104,7 @@ def worker_kwargs(ctx: "RunContext", chains: list[Any], archs: list[Any], keys: 
             "options": {"max_steps": cfg.probes.max_steps, "fetch_k": cfg.probes.fetch_k, "keep_k": cfg.probes.keep_k,
                         "max_tokens": cfg.probes.max_tokens, "J": max(cfg.probes.J or (cfg.encode.J,)),
                         "mc": cfg.probes.mc, "mc_seed": cfg.probes.mc_seed, "protocol": cfg.encode.protocol,
-                        "max_failed_calls": cfg.probes.max_failed_calls},
+                        "max_failed_calls": cfg.probes.max_failed_calls, "probe_retries": cfg.probes.probe_retries},
             "env_factory": env_factory(cfg.probes.env or cfg.encode.env),
             "env_kwargs": {"observation": cfg.encode.observation, "step_timeout_s": cfg.encode.step_timeout_s},
             "episodes": episodes}

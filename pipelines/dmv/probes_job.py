@@ -159,8 +159,7 @@ class ProbeWorker(ShopWorker):
 
     def run_unit(self, chain: int, arch: int, j: int, set_name: str) -> dict[str, Any]:
         """Replay sessions ``0..j`` into architecture ``arch`` and run the unit's probes."""
-        from vismem.agents.recall import run_probe
-        from vismem.memory.agent import ArchitectureHook, bank_size_at, replay_chain
+        from vismem.memory.agent import bank_size_at, replay_chain
 
         c = self.chains[chain]
         cache = ProbeCache(self.store, c["slug"], int(c["seed"]), self.arch_keys[arch][int(c["backend"])])
@@ -185,27 +184,61 @@ class ProbeWorker(ShopWorker):
                 self.features.prefetch_queries(first, fs)
         rows, bank = [], bank_size_at(obs, j)  # the probe's bank size, the same for every architecture
         for p in probes:
-            hook = ArchitectureHook(a, p.cue, fetch_k=int(self.options["fetch_k"]), keep_k=int(self.options["keep_k"]))
-            res = run_probe(p, vlm=vlm, env=self.env, memory=hook, max_steps=int(self.options["max_steps"]),
-                            max_tokens=int(self.options["max_tokens"]),
-                            protocol=str(self.options.get("protocol", "fixed")))
-            rows.append({**res.row(), "bank_size": bank, "encoding_position": first_pos.get(p.target_hash),
-                         "wall_s": res.wall_s})
+            rows.append({**self._probe(a, p, vlm).row(), "bank_size": bank,
+                         "encoding_position": first_pos.get(p.target_hash)})
         failed = [s.get("error") for r in rows for s in r["log"] if s["status"] == "failed"]
         failed_calls = len(failed)
-        # Recall episodes whose VLM calls failed measure an outage, not the memory: not cached.
+        # A unit whose recall calls mostly failed is an outage: not cached, no probe retried.
         check_failed_calls(failed_calls, sum(len(r["log"]) for r in rows), failed,
                            limit=float(self.options.get("max_failed_calls", 0.5)), field="probes.max_failed_calls",
                            what="recall-VLM calls")
+        retried = self._retry_outages(a, probes, rows, vlm)
         for r in rows:  # a reply of any size is cut where it is stored; the step says so
             r["log"] = [_capped_step(s) for s in r["log"]]
         summary = cache.write(set_name, j, rows, meta={"architecture": a.name, "label": a.label,
                                                        "stand_in": bool(a.stand_in or getattr(vlm, "stand_in", False)),
                                                        "recaller": getattr(vlm, "display_name", None) or vlm.name,
-                                                       "failed_calls": failed_calls})
+                                                       "failed_calls": failed_calls, "retried_probes": retried})
         log.info("probes %s seed=%s %s s%d/%s: %d probes, %.1fs", c["slug"], c["seed"], a.name, j, set_name,
                  len(rows), time.perf_counter() - t0)
         return {**summary, "cached": False}
+
+    def _probe(self, arch: Any, probe: Any, vlm: Any) -> Any:
+        """One recall episode of ``probe`` against ``arch``'s bank (read-only)."""
+        from vismem.agents.recall import run_probe
+        from vismem.memory.agent import ArchitectureHook
+
+        hook = ArchitectureHook(arch, probe.cue, fetch_k=int(self.options["fetch_k"]), keep_k=int(self.options["keep_k"]))
+        res = run_probe(probe, vlm=vlm, env=self.env, memory=hook, max_steps=int(self.options["max_steps"]),
+                        max_tokens=int(self.options["max_tokens"]), protocol=str(self.options.get("protocol", "fixed")))
+        return res
+
+    def _retry_outages(self, arch: Any, probes: list[Any], rows: list[dict[str, Any]], vlm: Any) -> int:
+        """Re-run, one by one, every probe whose episode ended on a failed call (an outage, not a
+        memory failure: scoring it would count the endpoint against the architecture), up to
+        ``probe_retries`` times each; the episodes are deterministic (temperature 0, read-only bank),
+        so a retry that gets model answers is the episode the outage interrupted. A probe still
+        without one fails the unit (:class:`vismem.core.failures.UnitFailed`): nothing is cached,
+        the stage ends partial and a re-run retries it. Returns the number of probes retried."""
+        from vismem.core.failures import UnitFailed
+
+        retries = int(self.options.get("probe_retries", 3))
+        retried, lost = 0, []
+        for i, p in enumerate(probes):
+            if not _outage(rows[i]):
+                continue
+            retried += 1
+            for _ in range(retries):
+                res = self._probe(arch, p, vlm)
+                if not _outage(row := res.row()):
+                    rows[i] = {**rows[i], **row}
+                    break
+            else:
+                lost.append(next((s.get("error") for s in rows[i]["log"] if s["status"] == "failed"), None))
+        if lost:
+            raise UnitFailed(f"{len(lost)} probes had no model answer after {retries} retries each "
+                             f"(probes.probe_retries); first: {str(lost[0])[:200]}")
+        return retried
 
     # Ray Data actor entry point: a batch of units (a chain's), one output row per input row.
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
@@ -219,6 +252,11 @@ class ProbeWorker(ShopWorker):
                          ("error", err), ("summary", json.dumps(summary, default=str) if summary else None)):
                 out[k].append(v)
         return out
+
+
+def _outage(row: dict[str, Any]) -> bool:
+    """Whether a probe's episode was cut by a failed call (model or page), not ended by the model."""
+    return any(s["status"] == "failed" for s in row["log"])
 
 
 def _capped_step(step: dict[str, Any]) -> dict[str, Any]:

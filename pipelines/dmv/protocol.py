@@ -249,3 +249,16 @@ def fleet_shortfall(raw_specs: list[Any], in_flight: int | None, actors: int) ->
                        f"target_ongoing_requests {d.settings.target_ongoing_requests:g} = {capacity}): raise the "
                        f"stage's in_flight to {capacity}")
     return out
+
+
+def cue_lookup(config: "RunConfig") -> dict[str, list[str]]:
+    """``url_hash -> [colour, object as drawn]`` of the served catalogue (the probe's cue phrase
+    names the object actually in the pixels: procedural images draw a substitute for a few)."""
+    from vismem.pipelines.context import catalog_from_config
+
+    cat = catalog_from_config(config)
+    procedural = config.catalog.image_source.key == "procedural"
+    if procedural:
+        from vismem.env.storefront.images.glyphs import depicted_object
+    return {v.url_hash: [v.cue_color, depicted_object(v.cue_object) if procedural else v.cue_object]
+            for v in cat.variants}

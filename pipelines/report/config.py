@@ -26,6 +26,19 @@ class ReportConfig(Frozen):
         ("adversarial",), description="MemShot question categories left out of the tables (LoCoMo's adversarial, "
                                       "as in the paper).")
 
+    pool_first: tuple[int, ...] = Field(
+        (), json_schema_extra={"identity": "execution"}, description="For a report over several runs (`vismem report RUN RUN ...`): the J cells into which a run "
+                        "without that J pools the first J sessions of its longer chains (the paper: [5], the J = 50 "
+                        "pilot's first 5 sessions beside the main run's J = 5 chains). A run's own report never reads it: not part of "
+                        "the run id.")
+
+    @field_validator("pool_first")
+    @classmethod
+    def _pool_js(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if any(j < 2 for j in v):
+            raise ValueError("every pool_first J must be >= 2")
+        return tuple(sorted(set(v)))
+
     @field_validator("compare")
     @classmethod
     def _distinct(cls, v: Optional[tuple[str, str]]) -> Optional[tuple[str, str]]:

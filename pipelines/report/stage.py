@@ -30,7 +30,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     manifest = copy.deepcopy(ctx.manifest.data)
     if isinstance((manifest.get("stages") or {}).get("report"), dict):
         manifest["stages"]["report"]["status"] = "done"
-    summary = build(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest)
+    summary = build(ctx.store, ctx.run_id, options=options_from(ctx.config), manifest=manifest, config=ctx.config)
     ctx.logger.info("report: %s (found %s; viewers %s)", summary["html"], ", ".join(summary["found"]) or "no results",
                     ", ".join(summary.get("viewers", {})) or "none")
     return summary

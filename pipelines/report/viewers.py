@@ -197,21 +197,24 @@ def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | Non
     return written, errors
 
 
-def local_report(store: "Store", config: "RunConfig", run_id: str, out: str | Path | None = None) -> Path | None:
+def local_report(store: "Store", config: "RunConfig", run_id: str, out: str | Path | None = None, *,
+                 prefix: str | None = None) -> Path | None:
     """The run's ``report/index.html`` as a local file: in place for a ``file://`` store (unless
     ``out`` asks for a copy), else copied to ``out`` or ``<runs_dir>/<run_id>/report/`` (the
     private S3 server is gone once the run ends; a bucket does not open in a browser). None when
-    the run has no report."""
+    the run has no report. ``prefix``: where the report lies when not ``runs/<run_id>`` (a report
+    over several runs: ``reports/<A+B>``)."""
+    prefix = prefix or f"runs/{run_id}"
     if out is None and store.uri.startswith("file://"):
-        index = Path(store.url(f"runs/{run_id}/report/index.html")[len("file://"):])
+        index = Path(store.url(f"{prefix}/report/index.html")[len("file://"):])
         return index if index.is_file() else None
-    return copy_report(store, run_id, out if out is not None else local_report_dir(config, run_id))
+    return copy_report(store, run_id, out if out is not None else local_report_dir(config, run_id), prefix=prefix)
 
 
-def copy_report(store: "Store", run_id: str, dest: str | Path) -> Path | None:
-    """Copy ``runs/<id>/report/`` from the store into ``dest``; returns ``dest/index.html``
-    (None when the run has no report)."""
-    prefix = f"runs/{run_id}/report/"
+def copy_report(store: "Store", run_id: str, dest: str | Path, *, prefix: str | None = None) -> Path | None:
+    """Copy ``runs/<id>/report/`` (or ``<prefix>/report/``) from the store into ``dest``; returns
+    ``dest/index.html`` (None when the run has no report)."""
+    prefix = f"{prefix or f'runs/{run_id}'}/report/"
     keys = store.list(prefix)
     if not keys:
         return None

@@ -69,7 +69,7 @@ def test_the_report_shows_its_own_stage_done(monkeypatch, file_store, tmp_path):
     man.stage("report", "running")
     seen = {}
 
-    def fake_build(store, run_id, *, options, manifest=None, viewers=True):
+    def fake_build(store, run_id, *, options, manifest=None, viewers=True, config=None):
         seen["manifest"] = manifest
         return {"html": "x", "found": [], "viewers": {}}
 
