@@ -242,7 +242,8 @@ def fleet_shortfall(raw_specs: list[Any], in_flight: int | None, actors: int) ->
             continue
         capacity = int(d.settings.max_replicas * d.settings.target_ongoing_requests)
         cap = int(d.client_args.get("max_concurrency") or 0)
-        sent = in_flight if in_flight is not None else cap or max(1, actors)
+        # The stage's units interleave its back-ends: each gets its share of in_flight (as the plan counts).
+        sent = in_flight // max(1, len(raw_specs)) if in_flight is not None else cap or max(1, actors)
         if sent < capacity:
             out.append(f"{key}: {sent} requests in flight can keep {sent / d.settings.target_ongoing_requests:.1f} "
                        f"of its {d.settings.max_replicas} replicas busy (max_replicas {d.settings.max_replicas} x "
