@@ -170,9 +170,9 @@ def test_checker_sees_imports_in_functions_and_skips_type_checking(tmp_path):
     # The walker must see imports inside functions and relative imports (or the rule is hollow).
     f = tmp_path / "mod.py"
     f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from vismem.core import x\n"
-                 "def f():\n    from vismem.pipelines.store import Store\n")
+                 "def f():\n    from vismem.pipelines.runner import open_store\n")
     got = _imports(f)
-    assert ("vismem.pipelines.store", 5) in got and not any(m.startswith("vismem.core") for m, _ in got)
+    assert ("vismem.pipelines.runner", 5) in got and not any(m.startswith("vismem.core") for m, _ in got)
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -270,3 +270,22 @@ def test_no_merge_conflict_markers_in_tracked_files():
     out = subprocess.run(["git", "grep", "-nE", "^(<{7} |>{7} |={7}$)", "--", ".", ":!*.png"], capture_output=True,
                          text=True, cwd=ROOT)
     assert out.returncode == 1 and not out.stdout, f"conflict markers:\n{out.stdout}"
+
+
+def test_every_dotted_module_path_named_in_code_exists():
+    # Module paths in strings (subprocess code, importlib names, patch targets, docs) break
+    # silently when a module moves: the package and module after `vismem.` must exist.
+    import importlib
+    import re
+
+    pat = re.compile(r"\bvismem\.(" + "|".join(FLOORS) + r")\.([a-z_][a-z0-9_]*)")
+    bad = []
+    files = [p for pkg in FLOORS for p in _modules(pkg)] + sorted((ROOT / "tests").rglob("*.py"))
+    for path in files:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for pkg, name in pat.findall(line):
+                base = ROOT / pkg / name
+                is_module = base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+                if not is_module and not hasattr(importlib.import_module(f"vismem.{pkg}"), name):
+                    bad.append(f"{path.relative_to(ROOT)}:{n}: vismem.{pkg}.{name}")
+    assert not bad, "module paths that name nothing:\n" + "\n".join(bad)

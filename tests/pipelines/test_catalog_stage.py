@@ -162,8 +162,8 @@ _PHOTOS = """
 import hashlib, sys
 from vismem.env.storefront.catalog import load_catalog
 from vismem.env.storefront.imagesource import build_image_source
-from vismem.pipelines.configs.catalog import CatalogConfig
-from vismem.pipelines.stages.catalog import source_spec
+from vismem.pipelines.dmv.config import CatalogConfig
+from vismem.pipelines.dmv.protocol import source_spec
 
 cat = load_catalog(sys.argv[1])
 src = build_image_source(source_spec(CatalogConfig()), cat)
@@ -180,7 +180,7 @@ def test_catalogue_pngs_are_the_same_bytes_in_two_fresh_processes(shared_dir):
     import sys
 
     from vismem.core.png import ISAL_MAX_LEVEL
-    from vismem.pipelines.configs.catalog import CatalogConfig
+    from vismem.pipelines.dmv.config import CatalogConfig
 
     assert CatalogConfig().png_compress_level <= ISAL_MAX_LEVEL == 0  # ISA-L at level 0, nothing above
     runs = [subprocess.run([sys.executable, "-c", _PHOTOS, str(shared_dir / "data")], capture_output=True,

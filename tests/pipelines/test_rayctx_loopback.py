@@ -18,7 +18,7 @@ _SCRIPT = r"""
 import json, os, sys, time
 os.environ["VISMEM_TEST_RAYTOKEN"] = sys.argv[1]
 from vismem.core.lifeline import pids_with_env
-from vismem.pipelines.configs.store import RayConfig
+from vismem.pipelines.settings import RayConfig
 from vismem.pipelines.localcluster import listening_sockets
 from vismem.pipelines.rayctx import init_ray, shutdown_ray
 

@@ -38,7 +38,7 @@ def test_sigterm_mid_run_is_one_line_exit_143_and_leaves_nothing_running(tmp_pat
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
     mark = secrets.token_hex(6)
     env = {**os.environ, "VISMEM_TEST_MARK": mark, "RAY_AUTH_MODE": "disabled"}
-    cmd = [sys.executable, "-m", "vismem.pipelines", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress"]
+    cmd = [sys.executable, "-m", "vismem", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress"]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
