@@ -27,11 +27,12 @@ import io
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from vismem.bench.harness import benchmark, record
+from vismem.serve.capacity import CapacityModel
 
 UTIL_TARGETS = {"encode": 0.85, "probes": 0.85, "answers": 0.9}
 PLAN_TOLERANCE = 0.2
@@ -41,11 +42,8 @@ PLAN_TOLERANCE = 0.2
 class FleetScale:
     """One size of the benchmark: the simulated fleet and each part's workload."""
 
-    slots: int = 64
-    base_s: float = 0.5
-    per_image_s: float = 0.1
-    per_token_s: float = 0.002
-    jitter: float = 0.25
+    fleet: CapacityModel = field(default_factory=lambda: CapacityModel(slots=64, base_s=0.5, per_image_s=0.1,
+                                                                      per_token_s=0.002, jitter=0.25))
     encode: dict[str, int] | None = field(default_factory=lambda: {"chains": 16, "J": 8, "workers": 2})
     # J = 2: every probe unit is one session's probes (same size), 17 architectures a chain's
     # group, 4 actors x 17 units in flight (>= slots: the fleet stays saturated).
@@ -59,12 +57,9 @@ BENCH = FleetScale()
 
 @contextmanager
 def _fleet(vlm: Any, scale: FleetScale, seed: int) -> Iterator[Any]:
-    from vismem.serve.capacity import CapacityModel
     from vismem.serve.openai_server import LocalOpenAIServer
 
-    cap = CapacityModel(slots=scale.slots, base_s=scale.base_s, per_image_s=scale.per_image_s,
-                        per_token_s=scale.per_token_s, jitter=scale.jitter, seed=seed)
-    with LocalOpenAIServer(vlm=vlm, capacity=cap) as srv:
+    with LocalOpenAIServer(vlm=vlm, capacity=replace(scale.fleet, seed=seed)) as srv:
         yield srv
 
 
@@ -110,11 +105,12 @@ def run_encode(tmp: Path, scale: FleetScale) -> dict[str, Any]:
 
     enc = dict(scale.encode or {})
     with _fleet(ScriptedShopper(seed=0), scale, seed=1) as srv:
-        cfg = _config(tmp, ["encode"], {**enc, "backends": [_client(srv, scale.slots)], "in_flight": scale.slots})
+        slots = scale.fleet.slots
+        cfg = _config(tmp, ["encode"], {**enc, "backends": [_client(srv, slots)], "in_flight": slots})
         stats, driver_s, _ = _measure(srv, lambda: run(cfg, progress=False))
     sessions = enc["chains"] * enc["J"]
     plan = _planned(cfg, "encode", steps_per_session=stats["calls"] / sessions, latency_s=stats["mean_service_s"],
-                    endpoint_slots=scale.slots)
+                    endpoint_slots=scale.fleet.slots)
     return {"stats": stats, "driver_s": driver_s, "plan_s": plan, "units": sessions}
 
 
@@ -128,7 +124,7 @@ def run_probes(tmp: Path, scale: FleetScale) -> dict[str, Any]:
     pr = dict(scale.probes or {})
     enc = {"chains": pr.pop("chains"), "J": pr.pop("J"), "workers": 2, "backends": ["scripted-shopper"]}
     with _fleet(ScriptedShopper(seed=0), scale, seed=2) as _shop, _fleet(ScriptedRecall(), scale, seed=3) as srv:
-        recall = {**pr, "backends": [_client(srv, scale.slots)]}
+        recall = {**pr, "backends": [_client(srv, scale.fleet.slots)]}
         run(_config(tmp, ["encode", "replay"], enc, recall), progress=False)
         cfg = _config(tmp, ["probes"], enc, recall)
         stats, driver_s, out = _measure(srv, lambda: run(cfg, progress=False))
@@ -136,7 +132,7 @@ def run_probes(tmp: Path, scale: FleetScale) -> dict[str, Any]:
     A = len(cfg.memory.architectures)
     products = probes / (enc["chains"] * A * exhaustive_per_chain(enc["J"], 1))
     plan = _planned(cfg, "probes", products_per_session=products, recall_steps=stats["calls"] / max(1, probes),
-                    latency_s=stats["mean_service_s"], endpoint_slots=scale.slots)
+                    latency_s=stats["mean_service_s"], endpoint_slots=scale.fleet.slots)
     return {"stats": stats, "driver_s": driver_s, "plan_s": plan, "units": probes}
 
 
@@ -165,17 +161,17 @@ def run_answers(tmp: Path, scale: FleetScale) -> dict[str, Any]:
                            "unit_ids": [str((q + i) % 8) for i in range(k)]} for q in range(n)])
     answerer = build_vlm({"name": "scripted", "args": {"replies": ["They went hiking."]}})
     with _fleet(answerer, scale, seed=4) as srv:
-        client = build_vlm(_client(srv, scale.slots))
+        client = build_vlm(_client(srv, scale.fleet.slots))
         stats, driver_s, out = _measure(srv, lambda: generate_answers(
             tasks, units, questions, client, dataset="locomo", read_image=shots.__getitem__, max_tokens=32,
-            concurrency=scale.slots))
+            concurrency=scale.fleet.slots))
         cfg = _config(tmp, ["memshot"], {"chains": 1, "J": 1}, memshot={
-            "vlm": _client(srv, scale.slots), "conversations": 1, "variants": ["memshot"], "k": [k],
-            "request_concurrency": scale.slots})
+            "vlm": _client(srv, scale.fleet.slots), "conversations": 1, "variants": ["memshot"], "k": [k],
+            "request_concurrency": scale.fleet.slots})
     if (out["answer_status"] != "ok").any():
         raise RuntimeError(f"answers failed: {out['answer_status'].value_counts().to_dicts()}")
     plan = _planned(cfg, "memshot answers", questions_per_conversation=n, latency_s=stats["mean_service_s"],
-                    endpoint_slots=scale.slots)
+                    endpoint_slots=scale.fleet.slots)
     return {"stats": stats, "driver_s": driver_s, "plan_s": plan, "units": n}
 
 

@@ -7,8 +7,9 @@ import pytest
 
 from vismem.bench.fleet import PLAN_TOLERANCE, UTIL_TARGETS, FleetScale, fleet_records, run_fleet
 from vismem.bench.harness import BENCHMARKS, load_all
+from vismem.serve.capacity import CapacityModel
 
-TINY = FleetScale(slots=4, base_s=0.1, per_image_s=0.02, per_token_s=0.0, jitter=0.2,
+TINY = FleetScale(fleet=CapacityModel(slots=4, base_s=0.1, per_image_s=0.02, per_token_s=0.0, jitter=0.2),
                   encode={"chains": 2, "J": 2, "workers": 2}, probes=None, answers={"questions": 32, "k": 2})
 
 
