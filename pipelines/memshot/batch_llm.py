@@ -131,25 +131,35 @@ def http_processor_config(spec: dict[str, Any], *, concurrency: int, batch_size:
                                       batch_size=batch_size, max_retries=0, session_factory=sessions)
 
 
-def reply_record(reply: dict[str, Any]) -> dict[str, Any]:
-    """An answer record (status, prediction, tokens, latency) from one reply of the HTTP stage."""
-    from vismem.memory.dialogue.answering import is_malformed_answer
+def read_reply(reply: dict[str, Any]) -> dict[str, Any]:
+    """One reply of the HTTP stage read once: ``error`` (``error:<reason>`` or None), ``detail``,
+    and for a reply with a completion its ``text``, token counts and ``latency_s``."""
     from vismem.serve.openai_format import parse_completion
 
+    none = {"text": None, "prompt_tokens": None, "completion_tokens": None, "latency_s": None}
     err = reply.get("vismem_error")
     if err:
-        status = f"error:{err['reason']}"
-        return {"prediction": None, "answer_status": status, "answer_latency_s": None, "prompt_tokens": None,
-                "completion_tokens": None, "raw_answer": str(err.get("detail", ""))[:300]}
+        return {**none, "error": f"error:{err['reason']}", "detail": str(err.get("detail", ""))[:300]}
     try:
         text, pt, ct = parse_completion(reply)
     except ValueError as e:
-        return {"prediction": None, "answer_status": "error:malformed_response", "answer_latency_s": None,
-                "prompt_tokens": None, "completion_tokens": None, "raw_answer": f"{e}: {str(reply)[:200]}"}
-    bad = is_malformed_answer(text)
-    return {"prediction": None if bad else text.strip(), "answer_status": "malformed" if bad else "ok",
-            "answer_latency_s": reply.get("vismem_latency_s"), "prompt_tokens": pt, "completion_tokens": ct,
-            "raw_answer": (text or "")[:300]}
+        return {**none, "error": "error:malformed_response", "detail": f"{e}: {str(reply)[:200]}"[:300]}
+    return {"error": None, "detail": None, "text": text, "prompt_tokens": pt, "completion_tokens": ct,
+            "latency_s": reply.get("vismem_latency_s")}
+
+
+def reply_record(reply: dict[str, Any]) -> dict[str, Any]:
+    """An answer record (status, prediction, tokens, latency) from one reply of the HTTP stage."""
+    from vismem.memory.dialogue.answering import is_malformed_answer
+
+    r = read_reply(reply)
+    if r["error"]:
+        return {"prediction": None, "answer_status": r["error"], "answer_latency_s": None, "prompt_tokens": None,
+                "completion_tokens": None, "raw_answer": r["detail"]}
+    bad = is_malformed_answer(r["text"])
+    return {"prediction": None if bad else r["text"].strip(), "answer_status": "malformed" if bad else "ok",
+            "answer_latency_s": r["latency_s"], "prompt_tokens": r["prompt_tokens"],
+            "completion_tokens": r["completion_tokens"], "raw_answer": (r["text"] or "")[:300]}
 
 
 def _request_fn(vlm_spec: dict[str, Any], dataset: str, store: Any, max_tokens: int, temperature: float) -> Any:
@@ -264,19 +274,8 @@ def _judge_request_fn(judge_spec: dict[str, Any], max_tokens: int) -> Any:
 
 
 def _judge_reply_fn(row: dict[str, Any]) -> dict[str, Any]:
-    reply = row["http_response"]
-    err = reply.get("vismem_error")
-    if err:
-        return {"i": row["i"], "error": f"error:{err['reason']}", "detail": str(err.get("detail", ""))[:300],
-                "text": None, "latency_s": None}
-    from vismem.serve.openai_format import parse_completion
-
-    try:
-        text, _pt, _ct = parse_completion(reply)
-    except ValueError as e:
-        return {"i": row["i"], "error": "error:malformed_response", "detail": str(e)[:300], "text": None,
-                "latency_s": None}
-    return {"i": row["i"], "error": None, "detail": None, "text": text, "latency_s": reply.get("vismem_latency_s")}
+    r = read_reply(row["http_response"])
+    return {"i": row["i"], **{k: r[k] for k in ("error", "detail", "text", "latency_s")}}
 
 
 def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any], *, dataset: str,
