@@ -82,12 +82,12 @@ def load_parts(store: "Store", fs: Any) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     units = UnitCache(store, "")
-    for key in sorted(store.list(f"{FEATURE_ROOT}/{fs.key}/parts")):
-        if not key.endswith(".parquet"):
-            continue
+    keys = set(store.list(f"{FEATURE_ROOT}/{fs.key}/parts"))  # parts and their markers: one listing
+    for key in sorted(k for k in keys if k.endswith(".parquet")):
         unit = key[: -len(".parquet")]
         try:  # a part written before parts had done markers is read as it is (each put is atomic)
-            data = units.read_object(unit, ".parquet") if units.is_done(unit) else store.get_bytes(key)
+            marked = units.done_key(unit) in keys
+            data = units.read_object(unit, ".parquet") if marked else store.get_bytes(key)
             df = pl.read_parquet(io.BytesIO(data))
         except Exception as err:  # noqa: BLE001 - a damaged part, whatever broke it: its ids are computed again
             log.warning("%s: discarded, recomputing", err if isinstance(err, CacheDamaged)
