@@ -6,8 +6,12 @@ dashboard's Serve REST API, exactly as ``serve deploy`` does. Without ``--dashbo
 starts a Ray head on loopback (:class:`vismem.pipelines.localcluster.LocalRayCluster`: own temp dir,
 free ports) that outlives the command, so later runs reach the models. What is deployed is
 recorded in the state file (:func:`vismem.serve.deployed.state_path`); runs name a model there as
-``deployed:<name>``. ``down`` removes models (all of them: shuts Serve down and stops the local
-Ray it started); ``status`` prints each app's state and exits 1 when nothing is deployed.
+``deployed:<name>``. ``down`` removes models (all of them: vismem's apps, and the local Ray it
+started); ``status`` prints each app's state and exits 1 when nothing is deployed.
+
+A cluster's Serve instance is shared: ``up`` and ``down`` read its applications, lay vismem's own
+over (or take them out of) the foreign ones and write the merged config back
+(:mod:`vismem.serve.sharing`), so a RayService's or a colleague's apps survive both.
 """
 
 from __future__ import annotations
@@ -204,7 +208,7 @@ def _up(args: argparse.Namespace) -> int:
                               "dashboard_port": cluster.dashboard_port, "address": cluster.address}
     try:
         client = _client(state["dashboard"])
-        client.deploy_applications(cfg)
+        port = _write_ours(client, cfg, http["port"])
         _wait_running(client, [a["name"] for a in cfg["applications"]], args.timeout)
     except BaseException:
         if cluster is not None:  # nothing of a failed first deploy is left running
@@ -212,12 +216,33 @@ def _up(args: argparse.Namespace) -> int:
         raise
     host = http["host"] if http["host"] not in ("0.0.0.0", "::") else _dashboard_host(state["dashboard"])
     state.update(models=all_models, overrides=overrides, config=cfg,
-                 serve_url=(args.serve_url or state.get("serve_url") or f"http://{host}:{http['port']}").rstrip("/"))
+                 serve_url=(args.serve_url or state.get("serve_url") or f"http://{host}:{port}").rstrip("/"))
     path = write_state(state)
     _print_apps(state, _apps(client))
     where = f"; local Ray at {state['local_ray']['address']}" if state.get("local_ray") else ""
     print(f"runs reach these as deployed:NAME (state: {path}{where})")
     return 0
+
+
+def _write_ours(client: Any, ours: dict[str, Any], port: int) -> int:
+    """Read the cluster's Serve applications, lay ``ours`` (vismem's apps only) over the foreign
+    ones and write the merged config back; returns the port Serve's proxies listen on."""
+    from vismem.serve.deploy import validate_serve_config
+    from vismem.serve.sharing import merged_config, serve_port
+
+    details = client.get_serve_details()
+    client.deploy_applications(validate_serve_config(merged_config(details, ours)))
+    return serve_port(details, port)
+
+
+def _remove_ours(client: Any) -> None:
+    """Delete vismem's applications and nothing else (Serve is shut down only when nothing else runs)."""
+    from vismem.serve.sharing import nothing_else
+
+    if nothing_else(client.get_serve_details()):
+        client.delete_applications()
+    else:
+        _write_ours(client, {"applications": []}, 0)
 
 
 def _dashboard_host(dashboard: str) -> str:
@@ -268,12 +293,14 @@ def _teardown(state: dict[str, Any]) -> None:
     """Shut Serve down and stop the local Ray that `up` started (if any); forget the state."""
     from vismem.serve.deployed import clear_state
 
-    if state.get("dashboard"):
-        try:
-            _client(state["dashboard"]).delete_applications()
-        except Exception:  # noqa: BLE001 - an unreachable cluster has nothing left to delete
-            pass
     cluster = _local_cluster(state)
+    if state.get("dashboard") and cluster is None:  # a local Ray started by `up` goes as a whole
+        try:
+            client = _client(state["dashboard"])
+        except VismemError:  # an unreachable cluster has nothing left to delete
+            client = None
+        if client is not None:
+            _remove_ours(client)
     if cluster is not None:
         # Every process of the cluster carries its token (Serve replicas and the proxy too); the
         # process tree below them is taken down as well, for anything that dropped its env.
@@ -324,8 +351,7 @@ def _down(args: argparse.Namespace) -> int:
     http = state["http"]
     cfg = serve_config(keep, host=http["host"], port=http["port"], proxy_location=state["config"]["proxy_location"],
                        overrides=state.get("overrides"))
-    client = _client(state["dashboard"])
-    client.deploy_applications(cfg)  # declarative: apps left out of the config are deleted
+    _write_ours(_client(state["dashboard"]), cfg, http["port"])  # foreign apps are written back as they run
     state.update(models=keep, config=cfg)
     write_state(state)
     print(f"removed {', '.join(args.models)}; still deployed: {', '.join(keep)}")

@@ -1,0 +1,116 @@
+"""A loopback HTTP server with the Ray dashboard's Serve REST contract, for fast tests.
+
+What `vismem serve` relies on, as Ray 2.60's ``serve_head`` and controller behave:
+``GET /api/ray/version``; ``GET /api/serve/applications/`` (instance details: per app its
+``deployed_app_config``, ``source``, ``status``, ``route_prefix``); ``PUT`` a ServeDeploySchema
+(validated by Ray's own model; declarative apps left out of it are deleted, imperative ones kept,
+a running instance keeps its HTTP options); ``DELETE`` shuts Serve down (every app goes).
+``GET /nodes?view=summary`` lists the cluster's nodes (``node_ips`` sets their addresses).
+Every request is recorded in ``calls``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeServeDashboard:
+    """``with FakeServeDashboard() as d: d.url``; ``d.apps`` is the running instance's state."""
+
+    def __init__(self, node_ips: list[str] | None = None) -> None:
+        self.apps: dict[str, dict[str, Any]] = {}
+        self.http_options: dict[str, Any] | None = None
+        self.calls: list[tuple[str, str]] = []
+        self.puts: list[dict[str, Any]] = []
+        self.node_ips = node_ips or ["127.0.0.1"]
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> "FakeServeDashboard":
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def add_app(self, cfg: dict[str, Any], *, imperative: bool = False) -> None:
+        """An application already running (a colleague's, a RayService's, a notebook's serve.run)."""
+        self.http_options = self.http_options or {"host": "0.0.0.0", "port": 8123}
+        self.apps[cfg["name"]] = self._details(cfg, imperative)
+
+    @staticmethod
+    def _details(cfg: dict[str, Any], imperative: bool) -> dict[str, Any]:
+        return {"name": cfg["name"], "route_prefix": cfg.get("route_prefix", "/"), "status": "RUNNING",
+                "message": "", "source": "imperative" if imperative else "declarative",
+                "deployed_app_config": None if imperative else cfg, "deployments": {}}
+
+    def body(self) -> dict[str, Any]:
+        if not self.apps and self.http_options is None:
+            return {"controller_info": {}, "proxies": {}, "applications": {}, "target_capacity": None}
+        return {"controller_info": {"node_id": "head"}, "proxy_location": "EveryNode",
+                "http_options": self.http_options, "proxies": {}, "applications": self.apps,
+                "target_capacity": None}
+
+    def put(self, cfg: dict[str, Any]) -> None:
+        from ray.serve.schema import ServeDeploySchema
+
+        ServeDeploySchema.model_validate(cfg)  # what the dashboard does first (400 otherwise)
+        self.puts.append(cfg)
+        if self.http_options is None:
+            self.http_options = cfg.get("http_options") or {"host": "0.0.0.0", "port": 8000}
+        named = {a["name"] for a in cfg["applications"]}
+        for name in [n for n, a in self.apps.items() if a["source"] == "declarative" and n not in named]:
+            del self.apps[name]
+        for app in cfg["applications"]:
+            self.apps[app["name"]] = self._details(app, False)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a: Any) -> None:
+                pass
+
+            def _send(self, code: int, body: Any = None) -> None:
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                fake.calls.append(("GET", self.path))
+                if self.path.startswith("/api/ray/version"):
+                    self._send(200, {"version": "4", "ray_version": "2.60.0", "ray_commit": "x",
+                                     "session_name": "fake"})
+                elif self.path.startswith("/api/serve/applications/"):
+                    self._send(200, fake.body())
+                elif self.path.startswith("/nodes"):
+                    nodes = [{"raylet": {"nodeManagerAddress": ip, "state": "ALIVE", "isHeadNode": i == 0}}
+                             for i, ip in enumerate(fake.node_ips)]
+                    self._send(200, {"result": True, "msg": "", "data": {"summary": nodes}})
+                else:
+                    self._send(404, {"error": self.path})
+
+            def do_PUT(self) -> None:
+                fake.calls.append(("PUT", self.path))
+                cfg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                try:
+                    fake.put(cfg)
+                except Exception as err:  # noqa: BLE001 - the dashboard answers 400 to a bad config
+                    self._send(400, {"error": str(err)})
+                    return
+                self._send(200)
+
+            def do_DELETE(self) -> None:
+                fake.calls.append(("DELETE", self.path))
+                fake.apps.clear()
+                fake.http_options = None
+                self._send(200)
+
+        return Handler

@@ -1,0 +1,106 @@
+"""`vismem serve up/down --dashboard` on a Serve instance it shares: only vismem's applications are
+written (read, merge, write back); a colleague's declarative app and a notebook's imperative one
+survive both, and a name or route clash is refused before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.pipelines.serve_dashboard import FakeServeDashboard
+from vismem.pipelines.cli import main
+from vismem.serve.sharing import OWNER_VAR, is_ours, merged_config
+
+#: A colleague's application, as `serve deploy` wrote it (its runtime_env is theirs).
+COLLEAGUE = {"name": "colleague", "route_prefix": "/colleague", "import_path": "their.pkg:app",
+             "runtime_env": {"env_vars": {"THEIR_SETTING": "1"}, "pip": ["their-dep==1.0"]},
+             "deployments": [{"name": "Theirs", "num_replicas": 2}]}
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "serve" / "state.json"
+    monkeypatch.setenv("VISMEM_SERVE_STATE", str(path))
+    monkeypatch.delenv("VISMEM_SERVE_URL", raising=False)
+    return path
+
+
+@pytest.fixture
+def dash():
+    with FakeServeDashboard() as d:
+        d.add_app(COLLEAGUE)
+        d.add_app({"name": "notebook", "route_prefix": "/nb"}, imperative=True)
+        yield d
+
+
+def test_up_and_down_keep_foreign_apps_as_deployed(state, dash, capsys):
+    assert main(["serve", "up", "scripted-shopper", "minilm", "--dashboard", dash.url, "--timeout", "5"]) == 0
+    put = dash.puts[-1]
+    assert [a["name"] for a in put["applications"]] == ["colleague", "scripted-shopper", "minilm"]
+    assert put["applications"][0] == COLLEAGUE  # written back exactly as it was deployed
+    assert put["http_options"]["port"] == 8123  # the running proxy's options, not ours
+    ours = put["applications"][1:]
+    assert all(is_ours(a) for a in ours) and not is_ours(put["applications"][0])
+    st = json.loads(state.read_text())
+    assert st["serve_url"] == "http://127.0.0.1:8123"  # runs reach the proxy where it listens
+    assert set(dash.apps) == {"colleague", "notebook", "scripted-shopper", "minilm"}
+
+    assert main(["serve", "down", "minilm"]) == 0  # one of ours
+    assert set(dash.apps) == {"colleague", "notebook", "scripted-shopper"}
+    assert dash.apps["colleague"]["deployed_app_config"] == COLLEAGUE
+
+    assert main(["serve", "down"]) == 0  # all of ours: Serve keeps running for the others
+    assert set(dash.apps) == {"colleague", "notebook"} and dash.apps["colleague"]["deployed_app_config"] == COLLEAGUE
+    assert ("DELETE", "/api/serve/applications/") not in dash.calls and not state.exists()
+    capsys.readouterr()
+
+
+def test_down_shuts_serve_down_only_when_nothing_else_runs(state, capsys):
+    with FakeServeDashboard() as d:
+        assert main(["serve", "up", "scripted-shopper", "--dashboard", d.url, "--timeout", "5"]) == 0
+        assert main(["serve", "down"]) == 0
+        assert ("DELETE", "/api/serve/applications/") in d.calls and d.apps == {}
+    capsys.readouterr()
+
+
+def test_down_without_a_state_file_finds_vismems_apps_on_the_cluster(state, dash, capsys):
+    assert main(["serve", "up", "scripted-shopper", "--dashboard", dash.url, "--timeout", "5"]) == 0
+    state.unlink()  # another machine: no state file, the cluster's marks say what is vismem's
+    assert main(["serve", "down", "--dashboard", dash.url]) == 0
+    assert set(dash.apps) == {"colleague", "notebook"}
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("foreign, message", [
+    ({"name": "scripted-shopper", "route_prefix": "/x", "import_path": "a:b"}, "'scripted-shopper' on the cluster is not vismem's"),
+    ({"name": "other", "route_prefix": "/scripted-shopper", "import_path": "a:b"}, "route '/scripted-shopper' is taken by Serve app 'other'"),
+])
+def test_a_clash_with_a_foreign_app_is_refused_before_writing(state, capsys, foreign, message):
+    with FakeServeDashboard() as d:
+        d.add_app(foreign)
+        assert main(["serve", "up", "scripted-shopper", "--dashboard", d.url, "--timeout", "5"]) == 2
+        assert message in capsys.readouterr().err
+        assert d.puts == [] and not state.exists()
+
+
+def test_merge_keeps_foreign_and_replaces_ours():
+    ours_old = {"name": "minilm", "route_prefix": "/minilm", "import_path": "vismem.serve.apps:model_app",
+                "runtime_env": {"env_vars": {OWNER_VAR: "vismem"}}}
+    details = {"controller_info": {"node_id": "n"}, "proxy_location": "HeadOnly",
+               "http_options": {"host": "127.0.0.1", "port": 9}, "target_capacity": 50,
+               "applications": {"colleague": {"source": "declarative", "deployed_app_config": COLLEAGUE},
+                                "minilm": {"source": "declarative", "deployed_app_config": ours_old}}}
+    new = {"name": "scripted-recall", "route_prefix": "/scripted-recall", "import_path": "vismem.serve.apps:model_app"}
+    out = merged_config(details, {"proxy_location": "EveryNode", "applications": [new]})
+    assert [a["name"] for a in out["applications"]] == ["colleague", "scripted-recall"]  # old minilm of ours gone
+    assert out["proxy_location"] == "HeadOnly" and out["target_capacity"] == 50
+    assert out["applications"][1]["runtime_env"]["env_vars"][OWNER_VAR] == "vismem"
+    assert "runtime_env" not in new  # the caller's config is not changed
+    redacted = {**COLLEAGUE, "runtime_env": {"env_vars": {"THEIR_SETTING": "<redacted>"}}}
+    details["applications"]["colleague"]["deployed_app_config"] = redacted
+    from vismem.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="redacted its runtime_env"):
+        merged_config(details, {"applications": [new]})
