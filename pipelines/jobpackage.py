@@ -78,6 +78,13 @@ def namespace_dirs(repo: Path) -> dict[str, str]:
     return {name.split(".", 1)[1]: folder for name, folder in mapping.items() if "." in name}
 
 
+def code_package(repo: Path, dest: Path) -> Path:
+    """The ``vismem`` namespace package of ``repo`` laid out in ``dest`` (links, as a job package
+    holds it); returns ``dest/vismem``, a folder a ``runtime_env``'s ``py_modules`` can ship."""
+    _link_code(repo, dest)
+    return dest / "vismem"
+
+
 def _link_code(repo: Path, dest: Path) -> None:
     """Link the checkout into ``dest`` with the code laid out as its import names read.
 

@@ -5,8 +5,9 @@
   and/or embedder (``/v1/embeddings``), built on each replica from its ``{"name", "args"}`` spec
   — a scripted stand-in, MiniLM, a local transformers model, an embedder on a GPU. Clients are
   the ``openai`` VLM and ``openai-embed`` embedder backends, exactly as against vLLM.
-- vLLM models go through Ray's own builder (``ray.serve.llm:build_openai_app``) in the config
-  files of :mod:`vismem.serve.deploy`; :func:`build_llm_app` is the same in code (cluster only).
+- vLLM models go through Ray's own builder (``ray.serve.llm:build_openai_app``), behind
+  :func:`llm_app` (which expands the weights paths on the cluster) in the config files of
+  :mod:`vismem.serve.deploy`; :func:`build_llm_app` is the same in code (cluster only).
 
 The config files are made by :func:`vismem.serve.deploy.serve_config` (``vismem serve up|config``,
 ``python -m vismem.serve.apps MODEL ...`` prints one for ``serve deploy`` / ``serve run``).
@@ -24,6 +25,7 @@ from vismem.serve.hosting import deployable
 from vismem.serve.openai_server import chat_completions, embeddings, models_list
 from vismem.serve.registry import registered
 from vismem.serve.versions import stack_versions
+from vismem.serve.weights import DEFAULT_ROOT, expand_on_node
 
 
 class OpenAIModelServer:
@@ -107,17 +109,38 @@ def model_app(args: dict[str, Any]):
     unknown = set(args) - {"vlm_spec", "embedder_spec", "model_id"}
     if unknown:
         raise ValueError(f"vismem.serve.apps:model_app: unknown args {sorted(unknown)}")
-    return build_model_app(args.get("vlm_spec"), args.get("embedder_spec"), model_id=args.get("model_id"),
-                           num_cpus=0.25)
+    # Built on the cluster: ${VAR} and ~ in the specs (model paths) follow the cluster's settings.
+    vlm, emb = (expand_on_node(args[k]) if args.get(k) else None for k in ("vlm_spec", "embedder_spec"))
+    return build_model_app(vlm, emb, model_id=args.get("model_id"), num_cpus=0.25)
 
 
-def build_llm_app(models: list[str]):
+def node_llm_configs(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``configs`` (LLMConfig dicts) with each ``model_source`` path expanded here, on the cluster."""
+    out = []
+    for c in configs:
+        loading = dict(c.get("model_loading_config") or {})
+        if isinstance(loading.get("model_source"), str):
+            loading["model_source"] = expand_on_node(loading["model_source"])
+        out.append({**c, "model_loading_config": loading})
+    return out
+
+
+def llm_app(args: dict[str, Any]):
+    """Serve application builder of the vLLM gateway (``import_path: vismem.serve.apps:llm_app``):
+    Ray's ``build_openai_app`` with every weights path expanded on the cluster."""
+    from ray.serve.llm import build_openai_app
+
+    return build_openai_app({**args, "llm_configs": node_llm_configs(list(args.get("llm_configs") or []))})
+
+
+def build_llm_app(models: list[str], weights: str = DEFAULT_ROOT):
     """An OpenAI-compatible vLLM app (``ray.serve.llm.build_openai_app``) for named model specs
-    whose ``deploy.engine`` is ``vllm``. Cluster only: ``ray.serve.llm`` needs vLLM (``ray[llm]``)."""
+    whose ``deploy.engine`` is ``vllm``, loading from weights root ``weights``. Cluster only:
+    ``ray.serve.llm`` needs vLLM (``ray[llm]``)."""
     import importlib.util
 
     names = registered()
-    configs = [llm_config(deployable(m, names)) for m in models]
+    configs = node_llm_configs([llm_config(deployable(m, names), weights) for m in models])
     try:
         if importlib.util.find_spec("vllm") is None:  # fail fast: ray.serve.llm's import is slow
             raise ImportError("No module named 'vllm'")

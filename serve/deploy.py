@@ -6,9 +6,10 @@ registered names, each with its ``deploy:`` block) into one Serve config — the
 ``serveConfigV2`` take:
 
 * ``deploy.engine: vllm`` models share one OpenAI gateway app,
-  :data:`vismem.serve.hosting.LLM_APP`, at route ``/`` (``ray.serve.llm:build_openai_app``; the
-  request's ``model`` picks the model), so the model YAMLs' ``${VISMEM_VLM_BASE_URL}`` is one
-  URL for all of them;
+  :data:`vismem.serve.hosting.LLM_APP`, at route ``/`` (Ray's ``build_openai_app`` through
+  :data:`LLM_BUILDER`; the request's ``model`` picks the model), so the model YAMLs'
+  ``${VISMEM_VLM_BASE_URL}`` is one URL for all of them; each loads its weights from where
+  ``vismem weights sync`` put them (:mod:`vismem.serve.weights`);
 * every other model is its own app at ``/<name>`` (``vismem.serve.apps:model_app``: the registered
   backend behind ``/v1/chat/completions`` or ``/v1/embeddings``).
 
@@ -17,13 +18,16 @@ How runs reach a deployed model by name (``deployed:NAME``) is :mod:`vismem.serv
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import ValidationError
 
 from vismem.core.errors import ConfigError
 from vismem.serve.hosting import LLM_APP, Deployable, deployable
+from vismem.serve.models import MODELS_DIR, raw_spec
 from vismem.serve.registry import registered
+from vismem.serve.weights import DEFAULT_ROOT, check_root, model_path, weights_of
 
 #: The deployment's name inside every vismem app (a Serve config's ``deployments[].name``).
 DEPLOYMENT_NAME = "OpenAIModelServer"
@@ -35,18 +39,38 @@ PRESETS: dict[str, tuple[str, ...]] = {
 }
 
 
-def llm_config(d: Deployable) -> dict[str, Any]:
-    """The ``ray.serve.llm.LLMConfig`` fields of a vLLM deployable (pure)."""
+#: The builder of the vLLM gateway app: Ray's ``build_openai_app`` after expanding each model's
+#: weights path on the cluster (:func:`vismem.serve.apps.llm_app`).
+LLM_BUILDER = "vismem.serve.apps:llm_app"
+
+
+def parallel_size(engine_kwargs: dict[str, Any]) -> int:
+    """GPUs one vLLM engine spans: tensor x pipeline parallel size."""
+    return int(engine_kwargs.get("tensor_parallel_size") or 1) * int(engine_kwargs.get("pipeline_parallel_size") or 1)
+
+
+def llm_config(d: Deployable, weights: str = DEFAULT_ROOT) -> dict[str, Any]:
+    """The ``ray.serve.llm.LLMConfig`` fields of a vLLM deployable (pure).
+
+    ``weights`` is the root ``vismem weights sync --to`` filled (:mod:`vismem.serve.weights`):
+    the model loads from ``<root>/<folder>`` (``${VAR}`` / ``~`` expanded on the cluster), an
+    ``s3://`` root is downloaded by Ray at replica start, :data:`~vismem.serve.weights.HUB` keeps
+    the hub id. An engine over several GPUs (tensor parallel) packs its bundles on one node.
+    """
     s = d.settings
+    w = weights_of(d.name) if (MODELS_DIR / f"{d.name}.yaml").is_file() else None
+    source = model_path(w, weights) if w is not None else (s.model_source or d.model_id)
     cfg: dict[str, Any] = {
         # The served id is what the ``openai`` client sends as ``model``, so the two always agree.
-        "model_loading_config": {"model_id": d.model_id, "model_source": s.model_source or d.model_id},
+        "model_loading_config": {"model_id": d.model_id, "model_source": source},
         "engine_kwargs": dict(s.engine_kwargs),
         "deployment_config": {"autoscaling_config": s.autoscaling(),
                               "max_ongoing_requests": s.max_ongoing_requests},
     }
     if s.accelerator_type:
         cfg["accelerator_type"] = s.accelerator_type
+    if parallel_size(s.engine_kwargs) > 1:  # NCCL between the shards: one node, never spread
+        cfg["placement_group_config"] = {"bundle_per_worker": {"GPU": 1}, "strategy": "STRICT_PACK"}
     return cfg
 
 
@@ -55,30 +79,49 @@ def _vismem_app(d: Deployable) -> dict[str, Any]:
     actor: dict[str, Any] = {"num_cpus": s.num_cpus, "num_gpus": s.num_gpus}
     if s.accelerator_type:
         actor["accelerator_type"] = s.accelerator_type
+    # The spec as written: the replica expands ${VAR} / ~ with the cluster's environment.
+    spec = raw_spec(d.name) if (MODELS_DIR / f"{d.name}.yaml").is_file() else d.spec
     return {"name": d.app, "route_prefix": d.route_prefix, "import_path": "vismem.serve.apps:model_app",
-            "args": {f"{d.kind}_spec": d.spec, "model_id": d.model_id},
+            "args": {f"{d.kind}_spec": spec, "model_id": d.model_id},
             "deployments": [{"name": DEPLOYMENT_NAME, "max_ongoing_requests": s.max_ongoing_requests,
                              "autoscaling_config": s.autoscaling(), "ray_actor_options": actor}]}
 
 
 def serve_config(models: list[str], *, host: str = "0.0.0.0", port: int = 8000, proxy_location: str = "EveryNode",
                  overrides: dict[str, dict[str, Any]] | None = None,
-                 env: dict[str, str] | None = None) -> dict[str, Any]:
+                 env: dict[str, str] | None = None, weights: str = DEFAULT_ROOT,
+                 runtime_env: dict[str, Any] | None = None) -> dict[str, Any]:
     """The Serve config (``ServeDeploySchema``, validated) that deploys ``models``;
-    ``overrides[model]`` is laid over that model's ``deploy:`` block."""
+    ``overrides[model]`` is laid over that model's ``deploy:`` block; ``weights`` is where the
+    vLLM models load from (:func:`llm_config`); ``runtime_env`` goes on every app."""
     if not models:
         raise ConfigError("no models to deploy")
     if len(set(models)) != len(models):
         raise ConfigError(f"models listed twice: {sorted({m for m in models if models.count(m) > 1})}")
+    check_root(weights)
     names = registered()
     ds = [deployable(m, names, overrides=(overrides or {}).get(m), env=env) for m in models]
     apps = [_vismem_app(d) for d in ds if d.settings.engine == "vismem"]
-    llms = [llm_config(d) for d in ds if d.settings.engine == "vllm"]
+    llms = [llm_config(d, weights) for d in ds if d.settings.engine == "vllm"]
     if llms:
-        apps.insert(0, {"name": LLM_APP, "route_prefix": "/", "import_path": "ray.serve.llm:build_openai_app",
+        apps.insert(0, {"name": LLM_APP, "route_prefix": "/", "import_path": LLM_BUILDER,
                         "args": {"llm_configs": llms}})
+    if runtime_env:
+        apps = [{**a, "runtime_env": copy.deepcopy(runtime_env)} for a in apps]
     return validate_serve_config({"proxy_location": proxy_location, "http_options": {"host": host, "port": port},
                                   "applications": apps})
+
+
+def gpus_per_node(cfg: dict[str, Any]) -> int:
+    """The GPUs one node needs for the largest replica of Serve config ``cfg``: a tensor-parallel
+    vLLM engine packs all its GPUs on one node (what a KubeRay GPU pod must request)."""
+    need = 0
+    for app in cfg.get("applications") or []:
+        for conf in (app.get("args") or {}).get("llm_configs") or []:
+            need = max(need, parallel_size(conf.get("engine_kwargs") or {}))
+        for dep in app.get("deployments") or []:
+            need = max(need, int(-(-float((dep.get("ray_actor_options") or {}).get("num_gpus") or 0) // 1)))
+    return need
 
 
 def validate_serve_config(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -244,7 +244,9 @@ def test_rayservice_config_is_the_generated_one_and_valid():
         assert {"containerPort": port, "name": "serve"} in pod["containers"][0]["ports"], group
     from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 
-    (llm,) = [a for a in cfg["applications"] if a["import_path"] == "ray.serve.llm:build_openai_app"]
+    from vismem.serve.deploy import LLM_BUILDER
+
+    (llm,) = [a for a in cfg["applications"] if a["import_path"] == LLM_BUILDER]
     for conf in llm["args"]["llm_configs"]:
         assert LLMConfig(**conf).accelerator_type  # Ray's own LLM config accepts it
     assert set(PRESETS["paper"]) >= {"qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3-vl-embedding-8b"}
@@ -252,6 +254,7 @@ def test_rayservice_config_is_the_generated_one_and_valid():
 
 def _min_replicas(cfg: dict) -> dict[str, int]:
     """Served model -> its autoscaling floor, from a Serve config."""
+    from vismem.serve.deploy import LLM_BUILDER
     from vismem.serve.models import load_model_spec, list_models
 
     by_id = {}
@@ -261,7 +264,7 @@ def _min_replicas(cfg: dict) -> dict[str, int]:
             by_id[(spec.deploy.get("model_source") or spec.args.get("model"))] = m
     out = {}
     for app in cfg["applications"]:
-        if app["import_path"] == "ray.serve.llm:build_openai_app":
+        if app["import_path"] == LLM_BUILDER:
             for conf in app["args"]["llm_configs"]:
                 model = by_id[conf["model_loading_config"]["model_id"]]
                 out[model] = conf["deployment_config"]["autoscaling_config"]["min_replicas"]
@@ -286,6 +289,32 @@ def test_served_models_the_run_does_not_call_scale_to_zero():
     embedder = job.memshot.text_embedder.model_copy(update={"model": "deployed:qwen3-vl-embedding-8b"})
     other = job.model_copy(update={"memshot": job.memshot.model_copy(update={"text_embedder": embedder})})
     assert "qwen3-vl-embedding-8b" in _rayservice_module().reached_models(other, list(floors))
+
+
+def _gpus(pod: dict) -> int:
+    return int(pod["containers"][0]["resources"]["limits"].get("nvidia.com/gpu", 0))
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_gpu_pods_hold_the_largest_tensor_parallel_engine_and_ray_sees_every_gpu(name):
+    """A TP=N engine packs N GPUs on one node (STRICT_PACK), so a GPU pod requests at least N;
+    Ray is told the pod's GPUs (num-gpus) when it sets them at all."""
+    from vismem.serve.deploy import gpus_per_node
+
+    need = gpus_per_node(yaml.safe_load(_one("rayservice.yaml")["spec"]["serveConfigV2"]))
+    spec = _cluster_spec(name)
+    for g in spec["workerGroupSpecs"]:
+        pod = g["template"]["spec"]
+        if _gpus(pod):
+            assert _gpus(pod) >= need, f"{name}:{g['groupName']}"
+            assert int(g["rayStartParams"].get("num-gpus", _gpus(pod))) == _gpus(pod), f"{name}:{g['groupName']}"
+
+
+def test_a_tensor_parallel_model_needs_pods_with_its_gpus():
+    from vismem.serve.deploy import gpus_per_node, serve_config
+
+    cfg = serve_config(["qwen3-vl-32b"], env={})
+    assert gpus_per_node(cfg) == 2 > _gpus(_pods("rayservice.yaml")[-1][1])  # serving it needs a 2-GPU group
 
 
 # -- the manifests against the pinned KubeRay CRDs' OpenAPI schemas ----------------------------

@@ -36,6 +36,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=("local", "paper"),
                    help="deploy a preset's models: local = the stand-ins registered here (default with no "
                         "MODEL), paper = the paper's served models (GPU cluster)")
+    p.add_argument("--weights", metavar="ROOT",
+                   help="where `vismem weights sync --to` put the weights the vLLM models load: s3://BUCKET/PREFIX, "
+                        "a models dir on the cluster (default ${VISMEM_MODELS_DIR:-/models}, expanded on the "
+                        "cluster), or 'hub' (download at replica start)")
     g = p.add_argument_group("deploy settings (override every named model's deploy: block)")
     for field, typ in _OVERRIDES:
         g.add_argument(f"--{field.replace('_', '-')}", dest=field, type=typ, metavar=typ.__name__.upper(),
@@ -103,6 +107,35 @@ def _overrides(args: argparse.Namespace, models: list[str]) -> dict[str, dict[st
     return {m: dict(over) for m in models} if over else {}
 
 
+def _weights(args: argparse.Namespace, state: dict[str, Any] | None = None) -> str:
+    from vismem.serve.weights import DEFAULT_ROOT
+
+    return getattr(args, "weights", None) or (state or {}).get("weights") or DEFAULT_ROOT
+
+
+def _runtime_env(client: Any, local: bool) -> dict[str, Any]:
+    """What vismem's apps carry: the client's git revision and, on a cluster that is not the local
+    Ray `up` started from this checkout, the code itself (the job package's ``vismem`` namespace as
+    ``py_modules``, uploaded through the dashboard), so replicas run this revision, not the image's."""
+    import tempfile
+
+    from vismem.core.paths import repo_root
+    from vismem.pipelines import jobpackage
+    from vismem.pipelines.commands.jobs import RUNTIME_EXCLUDES
+    from vismem.pipelines.manifest import GIT_REVISION_VAR, git_revision
+
+    env: dict[str, Any] = {"env_vars": {GIT_REVISION_VAR: git_revision(repo_root())}}
+    if local:
+        return env
+    with tempfile.TemporaryDirectory(prefix="vismem-serve-") as pkg:
+        mods = {"py_modules": [str(jobpackage.code_package(repo_root(), Path(pkg)))], "excludes": RUNTIME_EXCLUDES}
+        try:
+            client._upload_py_modules_if_needed(mods)  # Ray's own packer and upload, as submit_job uses
+        except Exception as err:  # noqa: BLE001 - refused upload, too large, old dashboard
+            raise VismemError(f"cannot ship the code to the cluster's Serve apps: {err}") from None
+    return {**env, "py_modules": mods["py_modules"]}
+
+
 def _config(args: argparse.Namespace) -> int:
     import yaml
 
@@ -110,7 +143,7 @@ def _config(args: argparse.Namespace) -> int:
 
     models = _models(args)
     cfg = serve_config(models, host=args.host, port=args.port, proxy_location=args.proxy_location,
-                       overrides=_overrides(args, models))
+                       overrides=_overrides(args, models), weights=_weights(args))
     text = yaml.safe_dump(cfg, sort_keys=False)
     if args.output:
         Path(args.output).write_text(text)
@@ -193,9 +226,10 @@ def _up(args: argparse.Namespace) -> int:
     overrides = {**state.get("overrides", {}), **new_over}
     http = state["http"]
     # The whole config is checked before anything starts: unknown models exit 2 here.
+    weights = _weights(args, state)
     cfg = serve_config(all_models, host=http["host"], port=http["port"],
                        proxy_location="HeadOnly" if local or state.get("local_ray") else "EveryNode",
-                       overrides=overrides)
+                       overrides=overrides, weights=weights)
     cluster = None
     if local:
         from vismem.pipelines.localcluster import LocalRayCluster
@@ -208,6 +242,9 @@ def _up(args: argparse.Namespace) -> int:
                               "dashboard_port": cluster.dashboard_port, "address": cluster.address}
     try:
         client = _client(state["dashboard"])
+        runtime_env = _runtime_env(client, local=bool(state.get("local_ray")))
+        cfg = serve_config(all_models, host=http["host"], port=http["port"], proxy_location=cfg["proxy_location"],
+                           overrides=overrides, weights=weights, runtime_env=runtime_env)
         port = _write_ours(client, cfg, http["port"])
         _wait_running(client, [a["name"] for a in cfg["applications"]], args.timeout)
     except BaseException:
@@ -215,7 +252,7 @@ def _up(args: argparse.Namespace) -> int:
             cluster.stop()
         raise
     host = http["host"] if http["host"] not in ("0.0.0.0", "::") else _dashboard_host(state["dashboard"])
-    state.update(models=all_models, overrides=overrides, config=cfg,
+    state.update(models=all_models, overrides=overrides, config=cfg, weights=weights, runtime_env=runtime_env,
                  serve_url=(args.serve_url or state.get("serve_url") or f"http://{host}:{port}").rstrip("/"))
     path = write_state(state)
     _print_apps(state, _apps(client))
@@ -350,7 +387,8 @@ def _down(args: argparse.Namespace) -> int:
         return 0
     http = state["http"]
     cfg = serve_config(keep, host=http["host"], port=http["port"], proxy_location=state["config"]["proxy_location"],
-                       overrides=state.get("overrides"))
+                       overrides=state.get("overrides"), weights=_weights(args, state),
+                       runtime_env=state.get("runtime_env"))
     _write_ours(_client(state["dashboard"]), cfg, http["port"])  # foreign apps are written back as they run
     state.update(models=keep, config=cfg)
     write_state(state)

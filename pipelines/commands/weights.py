@@ -22,25 +22,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
 from vismem.core.errors import ConfigError
+from vismem.serve.weights import Weights, weights_of
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-@dataclass(frozen=True)
-class Weights:
-    """One model's weights: which variant needs them, where they come from, the folder they go to."""
-
-    variant: str
-    source: str  # hub id (org/name) the weights are published under
-    folder: str  # folder under the models root the cluster reads
+__all__ = ["Weights", "weights_of", "named_variants", "needed_weights", "sync"]
 
 
 def named_variants(cfg: Any) -> list[str]:
@@ -71,24 +62,6 @@ def named_variants(cfg: Any) -> list[str]:
     walk({k: v for k, v in memory.items() if k not in ("architectures", "components")})
     walk(data)
     return sorted(found)
-
-
-def weights_of(variant: str) -> Weights | None:
-    """The weights the cluster loads for ``variant``, or None (hosted API, packaged weights)."""
-    from vismem.serve.models import load_model_spec
-
-    spec = load_model_spec(variant)
-    deploy = spec.deploy or {}
-    source = deploy.get("model_source") or (spec.args.get("model") if deploy.get("engine") == "vllm" else None)
-    if not source:
-        return None
-    if not _HUB_ID.match(str(source)):
-        raise ConfigError(f"model {variant}: deploy.model_source {source!r} is not a hub id (org/name); "
-                          "weights already at a path or URI are not synced")
-    path = spec.args.get("path")
-    in_models_dir = isinstance(path, str) and "/" in path and ":" not in path  # not tiny:..., hub:...
-    folder = Path(path).name if in_models_dir else str(source).split("/")[-1]
-    return Weights(variant, str(source), folder)
 
 
 def needed_weights(cfg: Any) -> list[Weights]:

@@ -108,6 +108,13 @@ def _raw(name: str) -> dict[str, Any]:
     return data
 
 
+def raw_spec(name: str) -> dict[str, Any]:
+    """The ``{name, args}`` of model variant ``name`` with ``${VAR}`` left as written: what a
+    Serve app ships, so the cluster expands it with its own environment."""
+    data = _raw(name)
+    return {"name": data["name"], "args": dict(data.get("args") or {})}
+
+
 def load_model_spec(name: str, *, env: dict[str, str] | None = None) -> ModelSpec:
     """Load ``serve/models/<name>.yaml`` with environment expansion in ``args``."""
     data = _raw(name)

@@ -5,7 +5,8 @@ What `vismem serve` relies on, as Ray 2.60's ``serve_head`` and controller behav
 ``deployed_app_config``, ``source``, ``status``, ``route_prefix``); ``PUT`` a ServeDeploySchema
 (validated by Ray's own model; declarative apps left out of it are deleted, imperative ones kept,
 a running instance keeps its HTTP options); ``DELETE`` shuts Serve down (every app goes).
-``GET /nodes?view=summary`` lists the cluster's nodes (``node_ips`` sets their addresses).
+``GET /nodes?view=summary`` lists the cluster's nodes (``node_ips`` sets their addresses);
+``GET|PUT /api/packages/gcs/NAME`` takes runtime_env packages (kept in ``packages``).
 Every request is recorded in ``calls``.
 """
 
@@ -25,6 +26,7 @@ class FakeServeDashboard:
         self.http_options: dict[str, Any] | None = None
         self.calls: list[tuple[str, str]] = []
         self.puts: list[dict[str, Any]] = []
+        self.packages: dict[str, bytes] = {}  # runtime_env packages uploaded (/api/packages/gcs/NAME)
         self.node_ips = node_ips or ["127.0.0.1"]
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -90,6 +92,8 @@ class FakeServeDashboard:
                                      "session_name": "fake"})
                 elif self.path.startswith("/api/serve/applications/"):
                     self._send(200, fake.body())
+                elif self.path.startswith("/api/packages/"):
+                    self._send(200 if self.path.rsplit("/", 1)[-1] in fake.packages else 404, {})
                 elif self.path.startswith("/nodes"):
                     nodes = [{"raylet": {"nodeManagerAddress": ip, "state": "ALIVE", "isHeadNode": i == 0}}
                              for i, ip in enumerate(fake.node_ips)]
@@ -99,7 +103,12 @@ class FakeServeDashboard:
 
             def do_PUT(self) -> None:
                 fake.calls.append(("PUT", self.path))
-                cfg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                data = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path.startswith("/api/packages/"):
+                    fake.packages[self.path.rsplit("/", 1)[-1]] = data
+                    self._send(200)
+                    return
+                cfg = json.loads(data)
                 try:
                     fake.put(cfg)
                 except Exception as err:  # noqa: BLE001 - the dashboard answers 400 to a bad config

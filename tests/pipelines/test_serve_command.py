@@ -40,7 +40,7 @@ def test_config_has_autoscaling_accelerators_and_one_vllm_gateway(capsys, tmp_pa
     cfg = yaml.safe_load(out.read_text())
     assert [a["name"] for a in cfg["applications"]] == ["vllm", "minilm"]
     llm, mini = cfg["applications"]
-    assert llm["route_prefix"] == "/" and llm["import_path"] == "ray.serve.llm:build_openai_app"
+    assert llm["route_prefix"] == "/" and llm["import_path"] == "vismem.serve.apps:llm_app"
     ids = [c["model_loading_config"]["model_id"] for c in llm["args"]["llm_configs"]]
     assert ids == ["Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"]
     first = llm["args"]["llm_configs"][0]

@@ -4,7 +4,10 @@ survive both, and a name or route clash is refused before anything is written.""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +48,13 @@ def test_up_and_down_keep_foreign_apps_as_deployed(state, dash, capsys):
     assert all(is_ours(a) for a in ours) and not is_ours(put["applications"][0])
     st = json.loads(state.read_text())
     assert st["serve_url"] == "http://127.0.0.1:8123"  # runs reach the proxy where it listens
+    # vismem's apps carry this checkout's code (uploaded through the dashboard) and revision
+    rt = ours[0]["runtime_env"]
+    (pkg,) = dash.packages
+    assert rt["py_modules"] == [f"gcs://{pkg}"] and rt["env_vars"]["VISMEM_GIT_REVISION"]
+    names = zipfile.ZipFile(io.BytesIO(dash.packages[pkg])).namelist()
+    assert "vismem/serve/deploy.py" in names and "vismem/pipelines/cli.py" in names
+    assert not any(n.endswith((".parquet", ".pyc")) or "/.venv/" in n for n in names)
     assert set(dash.apps) == {"colleague", "notebook", "scripted-shopper", "minilm"}
 
     assert main(["serve", "down", "minilm"]) == 0  # one of ours
@@ -104,3 +114,36 @@ def test_merge_keeps_foreign_and_replaces_ours():
 
     with pytest.raises(ConfigError, match="redacted its runtime_env"):
         merged_config(details, {"applications": [new]})
+
+
+@pytest.mark.slow
+def test_a_foreign_app_on_a_real_loopback_cluster_survives_up_and_down(state, capsys):
+    """Real Ray Serve: a colleague's app deployed first (declaratively), then vismem's up and down."""
+    from ray.dashboard.modules.serve.sdk import ServeSubmissionClient
+
+    from vismem.core.ports import free_ports
+    from vismem.pipelines.localcluster import LocalRayCluster
+
+    with LocalRayCluster(head_cpus=2, workers=0) as cluster:
+        client = ServeSubmissionClient(cluster.dashboard_url)
+        port = free_ports(1)[0]
+        theirs = {"name": "colleague", "route_prefix": "/colleague", "import_path": "vismem.serve.apps:model_app",
+                  "args": {"vlm_spec": {"name": "scripted-recall", "args": {}}, "model_id": "colleague"},
+                  "deployments": [{"name": "OpenAIModelServer", "num_replicas": 1,
+                                   "ray_actor_options": {"num_cpus": 0.25}}]}
+        client.deploy_applications({"http_options": {"host": "127.0.0.1", "port": port}, "applications": [theirs]})
+
+        def status() -> dict[str, str]:
+            return {n: a["status"] for n, a in client.get_serve_details()["applications"].items()}
+
+        deadline = time.monotonic() + 240
+        while status().get("colleague") != "RUNNING" and time.monotonic() < deadline:
+            time.sleep(1)
+        assert main(["serve", "up", "scripted-shopper", "--dashboard", cluster.dashboard_url, "--timeout", "240"]) == 0
+        assert status() == {"colleague": "RUNNING", "scripted-shopper": "RUNNING"}
+        assert json.loads(state.read_text())["serve_url"] == f"http://127.0.0.1:{port}"
+        assert main(["serve", "down"]) == 0
+        apps = client.get_serve_details()["applications"]
+        assert list(apps) == ["colleague"] and apps["colleague"]["status"] == "RUNNING"
+        assert apps["colleague"]["deployed_app_config"]["args"] == theirs["args"]
+    capsys.readouterr()

@@ -16,8 +16,10 @@ from vismem.serve.vlm import Message, VLMError
 
 def test_llm_config_from_model_spec():
     cfg = llm_config(deployable("qwen2.5-vl-7b", registered(), env={}))
+    # the weights `vismem weights sync` put in the cluster's models dir, expanded on the cluster
     assert cfg["model_loading_config"] == {"model_id": "Qwen/Qwen2.5-VL-7B-Instruct",
-                                           "model_source": "Qwen/Qwen2.5-VL-7B-Instruct"}
+                                           "model_source": "${VISMEM_MODELS_DIR:-/models}/Qwen2.5-VL-7B-Instruct"}
+    assert "placement_group_config" not in cfg  # one GPU: Ray's default bundle
     assert cfg["engine_kwargs"]["limit_mm_per_prompt"] == {"image": 8}
     assert cfg["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 4,
                                                               "target_ongoing_requests": 32.0}
@@ -32,6 +34,85 @@ def test_llm_config_is_a_valid_ray_llm_config():
     for model in ("qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3-vl-32b"):
         conf = LLMConfig(**llm_config(deployable(model, registered(), env={})))
         assert conf.accelerator_type == "H100" and conf.deployment_config["autoscaling_config"]["max_replicas"] >= 1
+
+
+@pytest.mark.parametrize("root, source", [
+    ("s3://bucket/models/", "s3://bucket/models/Qwen2.5-VL-7B-Instruct"),
+    ("/mnt/weights", "/mnt/weights/Qwen2.5-VL-7B-Instruct"),
+    ("hub", "Qwen/Qwen2.5-VL-7B-Instruct"),
+])
+def test_vllm_models_load_where_weights_sync_put_them(root, source, tmp_path):
+    """model_source is the sync target's folder for the variant (one rule: serve.weights), and
+    Ray's own models take it: an s3:// root as a bucket mirror, a path or hub id as vLLM's model."""
+    from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+
+    from vismem.pipelines.commands.weights import needed_weights
+    from vismem.pipelines.config import load_config
+    from vismem.serve.deploy import serve_config
+
+    cfg = serve_config(["qwen2.5-vl-7b", "qwen3-vl-8b"], env={}, weights=root)
+    (app,) = cfg["applications"]
+    assert app["import_path"] == "vismem.serve.apps:llm_app"
+    confs = [LLMConfig(**c) for c in app["args"]["llm_configs"]]
+    assert confs[0].model_loading_config.model_source == source
+    # the same folders `vismem weights sync --preset paper` fills
+    synced = {w.folder for w in needed_weights(load_config(preset="paper"))}
+    assert {c.model_loading_config.model_source.rsplit("/", 1)[-1] for c in confs} <= synced | {"Qwen2.5-VL-7B-Instruct"}
+    if root.startswith("s3://"):
+        from ray.llm._internal.common.utils.cloud_utils import CloudMirrorConfig, is_remote_path
+
+        assert is_remote_path(source) and CloudMirrorConfig(bucket_uri=source).storage_type == "s3"
+
+
+def test_a_bad_weights_root_is_one_config_error():
+    from vismem.core.errors import ConfigError
+    from vismem.serve.deploy import serve_config
+
+    with pytest.raises(ConfigError, match="weights root 'models': give s3://"):
+        serve_config(["qwen2.5-vl-7b"], env={}, weights="models")
+
+
+def test_tensor_parallel_engines_pack_their_gpus_on_one_node():
+    """Qwen3-VL-32B at TP=2: STRICT_PACK with one GPU bundle per shard, as Ray 2.60 spells it."""
+    from ray.llm._internal.common.placement import PlacementGroupConfig
+    from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+
+    from vismem.serve.deploy import gpus_per_node, serve_config
+
+    raw = llm_config(deployable("qwen3-vl-32b", registered(), env={}))
+    assert raw["engine_kwargs"]["tensor_parallel_size"] == 2
+    conf = LLMConfig(**raw)
+    assert conf.placement_group_config == {"bundle_per_worker": {"GPU": 1}, "strategy": "STRICT_PACK"}
+    pg = PlacementGroupConfig(**conf.placement_group_config)
+    assert pg.strategy == "STRICT_PACK" and pg.bundle_per_worker.GPU == 1
+    assert "placement_group_strategy" not in conf.deployment_config  # Ray refuses it there
+    assert gpus_per_node(serve_config(["qwen3-vl-32b", "minilm"], env={})) == 2
+    assert gpus_per_node(serve_config(["qwen2.5-vl-7b"], env={})) == 1
+
+
+def test_builders_expand_paths_with_the_clusters_environment(monkeypatch, tmp_path):
+    """A Serve config carries ${VAR} and ~ as written; the builders expand them on the node."""
+    from vismem.serve import apps
+    from vismem.serve.deploy import serve_config
+
+    monkeypatch.setenv("VISMEM_MODELS_DIR", "/client/models")  # the client's own setting ...
+    cfg = serve_config(["qwen2.5-vl-7b", "clip-vit-b32"], env={})
+    text = repr(cfg)
+    assert "/client/models" not in text  # ... never reaches the config
+    (llm,) = [a for a in cfg["applications"] if a["name"] == "vllm"]
+    (clip,) = [a for a in cfg["applications"] if a["name"] == "clip-vit-b32"]
+    assert clip["args"]["embedder_spec"]["args"]["path"] == "${VISMEM_MODELS_DIR:-/models}/clip-vit-base-patch32"
+
+    monkeypatch.setenv("VISMEM_MODELS_DIR", "/node/models")  # what the replica's node has
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (conf,) = apps.node_llm_configs(llm["args"]["llm_configs"][:1])
+    assert conf["model_loading_config"]["model_source"] == "/node/models/Qwen2.5-VL-7B-Instruct"
+    (home,) = apps.node_llm_configs([{"model_loading_config": {"model_id": "m", "model_source": "~/w/m"}}])
+    assert home["model_loading_config"]["model_source"] == f"{tmp_path}/w/m"
+    seen = {}
+    monkeypatch.setattr(apps, "build_model_app", lambda vlm, emb, **kw: seen.update(vlm=vlm, emb=emb))
+    apps.model_app(clip["args"])
+    assert seen["emb"]["args"]["path"] == "/node/models/clip-vit-base-patch32" and seen["vlm"] is None
 
 
 def test_model_app_builder_rejects_unknown_args():
