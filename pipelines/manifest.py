@@ -106,6 +106,9 @@ class Manifest:
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "stages": previous,
             "components": self.data.get("components", {}),
+            # The serving side's stack (vLLM / torch / CUDA) per served component; none until a
+            # component reaches a served model (:meth:`component`).
+            "serving": self.data.get("serving") or {"used": False, "endpoints": {}},
         }
         self.save()
 
@@ -136,7 +139,18 @@ class Manifest:
     def component(self, role: str, spec: dict[str, Any]) -> None:
         """Record the ``{name, args}`` spec a component was built from (rebuildable)."""
         self.data.setdefault("components", {})[role] = spec
+        self._serving(role, spec.get("spec", spec) if isinstance(spec, dict) else spec)
         self.save()
+
+    def _serving(self, role: str, spec: Any) -> None:
+        """Record what serves ``spec`` when it reaches a served model (vismem Serve app or vLLM)."""
+        from vismem.serve.versions import probe_models, serving_record
+
+        rec = serving_record(spec, probe_models)
+        if rec is not None:
+            serving = self.data.setdefault("serving", {"used": False, "endpoints": {}})
+            serving["used"] = True
+            serving.setdefault("endpoints", {})[role] = rec
 
     def save(self) -> None:
         # Scrubbed in memory too: readers of ``data`` (the report embeds it) see no secret either.

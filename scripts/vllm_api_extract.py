@@ -149,6 +149,20 @@ def _exports(wheel: Wheel, module: str) -> list[str]:
     return sorted(n for n in names if not n.startswith("_"))
 
 
+def _env_vars(wheel: Wheel) -> list[str]:
+    """The environment variables ``vllm.envs`` reads (the keys of its ``environment_variables``)."""
+    for node in wheel.tree("vllm.envs").body:
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+        elif isinstance(node, ast.Assign):
+            target = node.targets[0]
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "environment_variables" and isinstance(node.value, ast.Dict):
+            return sorted(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+    raise ValueError("vllm.envs has no environment_variables mapping")
+
+
 def extract(path: Path) -> dict[str, Any]:
     """The API extract of the wheel (or unpacked tree) at ``path``."""
     wheel = Wheel(path)
@@ -166,6 +180,7 @@ def extract(path: Path) -> dict[str, Any]:
             api["callables"][qual] = {"params": _fields(wheel, mod, cls), "varkw": False}
     for pkg in EXPORTS:
         api["exports"][pkg] = _exports(wheel, pkg)
+    api["env_vars"] = _env_vars(wheel)
     return api
 
 

@@ -69,6 +69,8 @@ def llm_config(d: Deployable, weights: str = DEFAULT_ROOT) -> dict[str, Any]:
     }
     if s.accelerator_type:
         cfg["accelerator_type"] = s.accelerator_type
+    if s.env_vars:
+        cfg["runtime_env"] = {"env_vars": dict(s.env_vars)}
     if parallel_size(s.engine_kwargs) > 1:  # NCCL between the shards: one node, never spread
         cfg["placement_group_config"] = {"bundle_per_worker": {"GPU": 1}, "strategy": "STRICT_PACK"}
     return cfg
@@ -108,6 +110,9 @@ def serve_config(models: list[str], *, host: str = "0.0.0.0", port: int = 8000, 
                         "args": {"llm_configs": llms}})
     if runtime_env:
         apps = [{**a, "runtime_env": copy.deepcopy(runtime_env)} for a in apps]
+        for conf in llms:  # Ray lays a model's runtime_env over the app's key by key: keep both env sets
+            if conf.get("runtime_env"):
+                conf["runtime_env"]["env_vars"] = {**runtime_env.get("env_vars", {}), **conf["runtime_env"]["env_vars"]}
     return validate_serve_config({"proxy_location": proxy_location, "http_options": {"host": host, "port": port},
                                   "applications": apps})
 

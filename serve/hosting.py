@@ -34,6 +34,9 @@ class DeploySettings(BaseModel):
         "vismem", description="vllm: ray.serve.llm (vLLM engine); vismem: the registered backend in serve.apps")
     model_source: str | None = Field(None, description="vllm: weights to load (HF id or path); default args.model")
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description="vllm: vLLM engine arguments")
+    env_vars: dict[str, str] = Field(
+        default_factory=dict, description="vllm: environment of the replica and its engine workers "
+        "(LLMConfig.runtime_env), e.g. VLLM_BATCH_INVARIANT: '1'")
     accelerator_type: str | None = Field(None, description="Ray accelerator type the replicas need (H100, A100, L4...)")
     num_cpus: float = Field(0.25, gt=0, description="CPUs per replica (fractional: stand-ins are light)")
     num_gpus: float = Field(0.0, ge=0, description="GPUs per replica (vismem engine; vLLM sizes its own)")

@@ -55,3 +55,65 @@ def serving_versions(models_body: Any) -> dict[str, dict[str, str | None] | None
         out[entry["id"]] = {str(k): (None if v is None else str(v)) for k, v in versions.items()} \
             if isinstance(versions, dict) else None
     return out
+
+
+#: vLLM's batch-invariant mode (vLLM 0.29 reads it from the environment of its engine workers).
+BATCH_INVARIANT_VAR = "VLLM_BATCH_INVARIANT"
+#: The API key variable of the vLLM / Serve endpoints (hosted APIs name their own).
+SERVED_KEY_VARS = (None, "VISMEM_VLM_API_KEY")
+
+
+def served_endpoint(spec: Any) -> tuple[str, str] | None:
+    """``(base_url, model)`` when ``spec`` is a client of a model that vismem's Serve apps or vLLM
+    serve (an ``openai`` / ``openai-embed`` spec whose key is not a hosted API's), else None."""
+    if not isinstance(spec, dict) or spec.get("name") not in ("openai", "openai-embed"):
+        return None
+    args = spec.get("args") or {}
+    if not args.get("base_url") or args.get("api_key_env") not in SERVED_KEY_VARS:
+        return None
+    return str(args["base_url"]).rstrip("/"), str(args.get("model") or "")
+
+
+def batch_invariant(model_id: str, label: str | None = None) -> bool | None:
+    """Whether the vLLM deployment of ``model_id`` (variant ``label`` if it is one) is configured
+    with batch-invariant decoding; None when no model YAML deploys it on vLLM."""
+    from vismem.serve.models import list_models, load_model_spec
+
+    names = [label] if label in list_models() else list_models()
+    for name in names:
+        ms = load_model_spec(name, env={})
+        deploy = ms.deploy or {}
+        if deploy.get("engine") == "vllm" and str(ms.args.get("model")) == model_id:
+            return str((deploy.get("env_vars") or {}).get(BATCH_INVARIANT_VAR, "0")) == "1"
+    return None
+
+
+def serving_record(spec: Any, probe: Callable[[str], Any]) -> dict[str, Any] | None:
+    """What a run manifest records of the serving side of component ``spec`` (None for a local or
+    hosted one): endpoint, model, the versions its replica reports (``probe(base_url)`` returns
+    the ``/v1/models`` body) and, for a vLLM model, whether batch-invariant mode is configured."""
+    ep = served_endpoint(spec)
+    if ep is None:
+        return None
+    base, model = ep
+    rec: dict[str, Any] = {"base_url": base, "model": model}
+    try:
+        rec["versions"] = serving_versions(probe(base)).get(model)
+    except Exception as err:  # noqa: BLE001 - an endpoint that does not answer records why
+        rec["versions"], rec["error"] = None, f"{type(err).__name__}: {str(err)[:200]}"
+    invariant = batch_invariant(model, (spec.get("args") or {}).get("label"))
+    if invariant is not None:
+        rec["batch_invariant"] = invariant
+        if rec["versions"] is None and "error" not in rec:
+            # ray.serve.llm's gateway lists models without versions: the GPU image's pins hold.
+            rec["versions_source"] = "not reported by the ray.serve.llm gateway; the GPU image pins vllm"
+    return rec
+
+
+def probe_models(base_url: str, timeout_s: float = 5.0) -> Any:
+    """``GET {base_url}/models`` (the body), for :func:`serving_record`."""
+    import httpx
+
+    r = httpx.get(f"{base_url}/models", timeout=httpx.Timeout(timeout_s, connect=2.0))
+    r.raise_for_status()
+    return r.json()

@@ -143,6 +143,9 @@ def test_a_foreign_app_on_a_real_loopback_cluster_survives_up_and_down(state, ca
         assert status() == {"colleague": "RUNNING", "scripted-shopper": "RUNNING"}
         assert json.loads(state.read_text())["serve_url"] == f"http://127.0.0.1:{port}"
         assert main(["serve", "down"]) == 0
+        deadline = time.monotonic() + 120  # Serve deletes asynchronously (DELETING, then gone)
+        while "scripted-shopper" in status() and time.monotonic() < deadline:
+            time.sleep(1)
         apps = client.get_serve_details()["applications"]
         assert list(apps) == ["colleague"] and apps["colleague"]["status"] == "RUNNING"
         assert apps["colleague"]["deployed_app_config"]["args"] == theirs["args"]

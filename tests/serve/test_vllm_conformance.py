@@ -190,3 +190,27 @@ def test_model_yaml_engine_arguments_are_vllm_engine_args(name):
     if "vllm_kwargs" in ms.args:  # passed to vllm.LLM(**vllm_kwargs): its parameters or EngineArgs
         unknown = set(ms.args["vllm_kwargs"]) - ENGINE_ARGS - set(CALLABLES["vllm.LLM"]["params"])
         assert not unknown, f"{name}: args.vllm_kwargs not accepted by vllm.LLM {API['vllm']}: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_model_yaml_vllm_environment_variables_exist_in_the_pinned_vllm(name):
+    env = ((load_model_spec(name, env={}).deploy or {}).get("env_vars") or {})
+    unknown = {k for k in env if k.startswith("VLLM_")} - set(API["env_vars"])
+    assert not unknown, f"{name}: deploy.env_vars not read by vLLM {API['vllm']}: {sorted(unknown)}"
+
+
+def test_the_paper_served_vllm_models_decode_batch_invariantly():
+    """Greedy decoding under dynamic batching reproduces token for token only with vLLM's
+    batch-invariant mode: the paper's served vLLM models turn it on, and their LLM configs carry it."""
+    from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+
+    from vismem.serve.deploy import PRESETS, llm_config
+    from vismem.serve.hosting import deployable
+    from vismem.serve.registry import registered
+
+    assert "VLLM_BATCH_INVARIANT" in API["env_vars"]
+    vllm_models = [m for m in PRESETS["paper"] if (load_model_spec(m).deploy or {}).get("engine") == "vllm"]
+    assert vllm_models
+    for m in vllm_models:
+        conf = LLMConfig(**llm_config(deployable(m, registered(), env={})))
+        assert conf.runtime_env["env_vars"]["VLLM_BATCH_INVARIANT"] == "1", m
