@@ -179,7 +179,7 @@ def _submit(args: argparse.Namespace) -> int:
     dashboard = _dashboard(args)
     if cfg.store.uri.startswith("local-s3://"):
         raise VismemError("a submitted run needs a store the cluster can reach: pass --store s3://... or file:///...")
-    if cfg.store.uri.startswith("file://") and not _is_loopback(dashboard):
+    if cfg.store.uri.startswith("file://") and not cluster_is_here(dashboard):
         raise VismemError(f"store {cfg.store.uri} is a folder on this machine, which the cluster at {dashboard} "
                           "cannot reach: pass --store s3://BUCKET/PREFIX")
     env = forwarded_env(args.env, credentials=args.forward_credentials)
@@ -188,10 +188,51 @@ def _submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_loopback(url: str) -> bool:
-    """Whether a job server URL is on this machine (a file:// store is then shared with it)."""
-    host = (urlsplit(url).hostname or "").lower()
-    return host in ("localhost", "::1") or host.startswith("127.")
+def _is_local(host: str) -> bool:
+    """Whether ``host`` (a name or an IP) is this machine: loopback, its hostname, or an address
+    one of its interfaces holds (binding a socket to it succeeds; nothing listens)."""
+    import ipaddress
+    import socket
+
+    if host in ("localhost", socket.gethostname().lower()):
+        return True
+    try:
+        ip = ipaddress.ip_address(host.strip("[]").split("%")[0])
+    except ValueError:
+        return False  # another host's name: never looked up
+    if ip.is_loopback:
+        return True
+    with socket.socket(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.bind((str(ip), 0))
+            return True
+        except OSError:
+            return False
+
+
+def cluster_node_ips(dashboard: str) -> list[str]:
+    """The IPs of the cluster's alive nodes, as its dashboard reports them (Ray's state API)."""
+    os.environ["RAY_AUTH_MODE"] = client_auth_mode()
+    from ray.util.state import list_nodes
+
+    return [n.node_ip for n in list_nodes(address=dashboard, timeout=10, raise_on_missing_output=False)
+            if str(n.state) == "ALIVE"]
+
+
+def cluster_is_here(dashboard: str) -> bool:
+    """Whether the cluster behind a job server runs on this machine (a ``file://`` store is then
+    shared with it). A dashboard named by another host is elsewhere; one reached on this machine --
+    loopback, perhaps an SSH tunnel to a remote head -- is asked for its nodes' addresses, and is
+    here only when every one of them is this machine's."""
+    host = (urlsplit(dashboard).hostname or "").lower()
+    if not _is_local(host):
+        return False
+    try:
+        ips = cluster_node_ips(dashboard)
+    except Exception as err:  # noqa: BLE001 - refused, not a dashboard, an old Ray
+        raise VismemError(f"cannot ask the cluster at {dashboard} where its nodes run: "
+                          f"{' '.join(str(err).split())[:200]}") from None
+    return bool(ips) and all(_is_local(ip.lower()) for ip in ips)
 
 
 def _ask(dashboard: str, job_id: str | None, call: Any, *a: Any) -> Any:

@@ -5,7 +5,8 @@ What `vismem serve` relies on, as Ray 2.60's ``serve_head`` and controller behav
 ``deployed_app_config``, ``source``, ``status``, ``route_prefix``); ``PUT`` a ServeDeploySchema
 (validated by Ray's own model; declarative apps left out of it are deleted, imperative ones kept,
 a running instance keeps its HTTP options); ``DELETE`` shuts Serve down (every app goes).
-``GET /nodes?view=summary`` lists the cluster's nodes (``node_ips`` sets their addresses);
+``GET /api/v0/nodes`` and ``/nodes?view=summary`` list the cluster's nodes (``node_ips`` sets
+their addresses);
 ``GET|PUT /api/packages/gcs/NAME`` takes runtime_env packages (kept in ``packages``).
 Every request is recorded in ``calls``.
 """
@@ -94,6 +95,14 @@ class FakeServeDashboard:
                     self._send(200, fake.body())
                 elif self.path.startswith("/api/packages/"):
                     self._send(200 if self.path.rsplit("/", 1)[-1] in fake.packages else 404, {})
+                elif self.path.startswith("/api/v0/nodes"):  # Ray's state API (ray.util.state.list_nodes)
+                    nodes = [{"node_id": f"n{i}", "node_ip": ip, "is_head_node": i == 0, "state": "ALIVE",
+                              "state_message": None, "node_name": ip, "resources_total": {"CPU": 1.0},
+                              "labels": {}, "start_time_ms": 0, "end_time_ms": 0}
+                             for i, ip in enumerate(fake.node_ips)]
+                    self._send(200, {"result": True, "msg": "", "data": {"result": {
+                        "result": nodes, "total": len(nodes), "num_after_truncation": len(nodes),
+                        "num_filtered": len(nodes), "partial_failure_warning": "", "warnings": None}}})
                 elif self.path.startswith("/nodes"):
                     nodes = [{"raylet": {"nodeManagerAddress": ip, "state": "ALIVE", "isHeadNode": i == 0}}
                              for i, ip in enumerate(fake.node_ips)]

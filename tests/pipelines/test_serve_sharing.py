@@ -126,6 +126,9 @@ def test_a_foreign_app_on_a_real_loopback_cluster_survives_up_and_down(state, ca
 
     with LocalRayCluster(head_cpus=2, workers=0) as cluster:
         client = ServeSubmissionClient(cluster.dashboard_url)
+        from vismem.pipelines.commands.jobs import cluster_is_here
+
+        assert cluster_is_here(cluster.dashboard_url)  # Ray's own node list: every node on this machine
         port = free_ports(1)[0]
         theirs = {"name": "colleague", "route_prefix": "/colleague", "import_path": "vismem.serve.apps:model_app",
                   "args": {"vlm_spec": {"name": "scripted-recall", "args": {}}, "model_id": "colleague"},

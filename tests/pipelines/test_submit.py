@@ -29,7 +29,7 @@ def test_aws_keys_stay_home_unless_asked(laptop):
     assert {k: jobs.forwarded_env(credentials=True)[k] for k in KEYS} == KEYS
 
 
-def _run(argv, monkeypatch):
+def _run(argv, monkeypatch, *, ask_cluster: bool = False):
     """``vismem submit ARGV`` with the job server replaced: returns what :func:`jobs.submit` got."""
     from vismem.pipelines.cli import build_parser
 
@@ -41,6 +41,8 @@ def _run(argv, monkeypatch):
 
     monkeypatch.setattr(jobs, "submit", fake_submit)
     monkeypatch.setattr(jobs, "_client", lambda *_: pytest.fail("the job server was contacted"))
+    if not ask_cluster:  # a loopback dashboard's nodes: this machine
+        monkeypatch.setattr(jobs, "cluster_node_ips", lambda _d: ["127.0.0.1"])
     args = build_parser().parse_args(["submit", "report", *argv])
     assert args.func(args) == 0
     return got
@@ -87,3 +89,36 @@ def test_the_job_runs_under_the_clusters_auth_mode(monkeypatch):
     jobs.submit(cfg, "http://127.0.0.1:1", working_dir=REPO, env={"VISMEM_SERVE_URL": "http://head:8000"})
     env_vars = sent["runtime_env"]["env_vars"]
     assert "RAY_AUTH_MODE" not in env_vars and env_vars["VISMEM_SERVE_URL"] == "http://head:8000"
+
+
+@pytest.mark.parametrize("node_ips, here", [(["127.0.0.1"], True), (["127.0.0.1", "10.20.30.40"], False),
+                                            (["10.20.30.40"], False)])
+def test_a_tunnelled_dashboard_is_judged_by_where_the_clusters_nodes_are(node_ips, here, monkeypatch, tmp_path):
+    """`--dashboard http://127.0.0.1:PORT` forwarded from a remote head: the URL is loopback, but
+    the cluster (asked through Ray's state API) runs elsewhere, so a folder store is refused."""
+    from tests.pipelines.serve_dashboard import FakeServeDashboard
+
+    with FakeServeDashboard(node_ips=node_ips) as dash:
+        assert jobs.cluster_is_here(dash.url) is here
+        argv = ["--store", f"file://{tmp_path}/s", "--dashboard", dash.url]
+        if here:
+            assert _run(argv, monkeypatch, ask_cluster=True)["dashboard"] == dash.url
+        else:
+            with pytest.raises(VismemError, match="cannot reach: pass --store s3://") as err:
+                _run(argv, monkeypatch, ask_cluster=True)
+            assert "\n" not in str(err.value)
+        assert any(path.startswith("/api/v0/nodes") for _, path in dash.calls)
+
+
+def test_a_dashboard_on_another_host_is_remote_without_asking(monkeypatch):
+    monkeypatch.setattr(jobs, "cluster_node_ips", lambda d: pytest.fail(f"asked {d}"))
+    assert not jobs.cluster_is_here("https://ray.example.org")
+    assert not jobs.cluster_is_here("http://10.255.254.253:8265")
+
+
+def test_a_dashboard_that_does_not_answer_is_one_error(monkeypatch):
+    from vismem.core.ports import free_ports
+
+    url = f"http://127.0.0.1:{free_ports(1)[0]}"
+    with pytest.raises(VismemError, match=f"cannot ask the cluster at {url} where its nodes run"):
+        jobs.cluster_is_here(url)
