@@ -22,4 +22,5 @@ COMMAND_MODULES = (
     "vismem.pipelines.commands.export",
     "vismem.pipelines.commands.data",
     "vismem.pipelines.commands.weights",
+    "vismem.pipelines.commands.infra",
 )
