@@ -61,6 +61,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--port", type=int, help="proxy port (local default: a free port, cluster 8000)")
     up.add_argument("--ray-cpus", type=int, help="CPUs of the local Ray (default: this machine's)")
     up.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for every app to run")
+    up.add_argument("--code", metavar="WHERE",
+                    help="how vismem's apps get this checkout's code on a cluster: dashboard (default: uploaded "
+                         "into the cluster; not for apps that scale to zero), s3://BUCKET/PREFIX (a zip there), "
+                         "or image (the code installed in the image)")
     up.set_defaults(func=_up)
 
     st = ssub.add_parser("status", help="what is deployed; exit 1 when nothing is",
@@ -111,29 +115,6 @@ def _weights(args: argparse.Namespace, state: dict[str, Any] | None = None) -> s
     from vismem.serve.weights import DEFAULT_ROOT
 
     return getattr(args, "weights", None) or (state or {}).get("weights") or DEFAULT_ROOT
-
-
-def _runtime_env(client: Any, local: bool) -> dict[str, Any]:
-    """What vismem's apps carry: the client's git revision and, on a cluster that is not the local
-    Ray `up` started from this checkout, the code itself (the job package's ``vismem`` namespace as
-    ``py_modules``, uploaded through the dashboard), so replicas run this revision, not the image's."""
-    import tempfile
-
-    from vismem.core.paths import repo_root
-    from vismem.pipelines import jobpackage
-    from vismem.pipelines.commands.jobs import RUNTIME_EXCLUDES
-    from vismem.pipelines.manifest import GIT_REVISION_VAR, git_revision
-
-    env: dict[str, Any] = {"env_vars": {GIT_REVISION_VAR: git_revision(repo_root())}}
-    if local:
-        return env
-    with tempfile.TemporaryDirectory(prefix="vismem-serve-") as pkg:
-        mods = {"py_modules": [str(jobpackage.code_package(repo_root(), Path(pkg)))], "excludes": RUNTIME_EXCLUDES}
-        try:
-            client._upload_py_modules_if_needed(mods)  # Ray's own packer and upload, as submit_job uses
-        except Exception as err:  # noqa: BLE001 - refused upload, too large, old dashboard
-            raise VismemError(f"cannot ship the code to the cluster's Serve apps: {err}") from None
-    return {**env, "py_modules": mods["py_modules"]}
 
 
 def _config(args: argparse.Namespace) -> int:
@@ -242,7 +223,9 @@ def _up(args: argparse.Namespace) -> int:
                               "dashboard_port": cluster.dashboard_port, "address": cluster.address}
     try:
         client = _client(state["dashboard"])
-        runtime_env = _runtime_env(client, local=bool(state.get("local_ray")))
+        from vismem.pipelines.servecode import app_runtime_env
+
+        runtime_env = app_runtime_env(client, cfg, args.code, local=bool(state.get("local_ray")))
         cfg = serve_config(all_models, host=http["host"], port=http["port"], proxy_location=cfg["proxy_location"],
                            overrides=overrides, weights=weights, runtime_env=runtime_env)
         port = _write_ours(client, cfg, http["port"])

@@ -153,3 +153,34 @@ def test_a_foreign_app_on_a_real_loopback_cluster_survives_up_and_down(state, ca
         assert list(apps) == ["colleague"] and apps["colleague"]["status"] == "RUNNING"
         assert apps["colleague"]["deployed_app_config"]["args"] == theirs["args"]
     capsys.readouterr()
+
+
+def test_apps_that_scale_to_zero_do_not_ship_code_through_the_dashboard(state, dash, capsys):
+    """Ray deletes a dashboard-uploaded package once no replica holds it: refused before writing."""
+    argv = ["serve", "up", "scripted-shopper", "--dashboard", dash.url, "--min-replicas", "0", "--timeout", "5"]
+    assert main(argv) == 2
+    assert "scripted-shopper can scale to zero" in capsys.readouterr().err and dash.puts == []
+    assert main([*argv, "--code", "image"]) == 0  # the image's code: nothing shipped
+    assert "py_modules" not in dash.puts[-1]["applications"][-1]["runtime_env"] and dash.packages == {}
+    capsys.readouterr()
+
+
+def test_code_in_object_storage_survives_scale_to_zero_and_unpacks_as_ray_does(state, dash, tmp_path, capsys):
+    from ray._private.runtime_env.packaging import unzip_package
+
+    prefix = f"file://{tmp_path}/code"
+    argv = ["serve", "up", "scripted-shopper", "--dashboard", dash.url, "--min-replicas", "0",
+            "--code", prefix, "--timeout", "5"]
+    assert main(argv) == 0
+    (uri,) = dash.puts[-1]["applications"][-1]["runtime_env"]["py_modules"]
+    assert uri.startswith(f"{prefix}/vismem-code-") and uri.endswith(".zip") and dash.packages == {}
+    zpath = Path(uri.removeprefix("file://"))
+    first = zpath.read_bytes()
+    assert main(argv) == 0  # unchanged code: the same content-named zip, not rewritten
+    assert dash.puts[-1]["applications"][-1]["runtime_env"]["py_modules"] == [uri] and zpath.read_bytes() == first
+    out = tmp_path / "unpacked"
+    unzip_package(package_path=str(zpath), target_dir=str(out), remove_top_level_directory=True,
+                  unlink_zip=False)  # what a node does with a remote py_modules zip
+    assert (out / "vismem" / "serve" / "deploy.py").is_file() and (out / "vismem" / "__init__.py").is_file()
+    assert not list(out.rglob("*.pyc")) and not list(out.rglob("__pycache__"))
+    capsys.readouterr()
