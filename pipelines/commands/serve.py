@@ -310,7 +310,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _teardown(state: dict[str, Any]) -> None:
-    """Shut Serve down and stop the local Ray that `up` started (if any); forget the state."""
+    """Remove vismem's apps (foreign ones stay) or stop the local Ray that `up` started; forget the state."""
     from vismem.serve.deployed import clear_state
 
     cluster = _local_cluster(state)
