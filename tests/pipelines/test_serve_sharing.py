@@ -184,3 +184,20 @@ def test_code_in_object_storage_survives_scale_to_zero_and_unpacks_as_ray_does(s
     assert (out / "vismem" / "serve" / "deploy.py").is_file() and (out / "vismem" / "__init__.py").is_file()
     assert not list(out.rglob("*.pyc")) and not list(out.rglob("__pycache__"))
     capsys.readouterr()
+
+
+def test_the_paper_models_on_a_shared_cluster(state, dash, capsys):
+    """The paper's served models: the vLLM gateway through vismem's builder, its engines keeping
+    the app's env vars beside their own (Ray lays a model's runtime_env over the app's key by key)."""
+    from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+
+    assert main(["serve", "up", "--preset", "paper", "--dashboard", dash.url, "--timeout", "5"]) == 0
+    apps = {a["name"]: a for a in dash.puts[-1]["applications"]}
+    assert set(apps) == {"colleague", "vllm", "qwen3-vl-embedding-8b"}
+    llm = apps["vllm"]
+    assert llm["import_path"] == "vismem.serve.apps:llm_app" and is_ours(llm)
+    for conf in llm["args"]["llm_configs"]:
+        env = LLMConfig(**conf).runtime_env["env_vars"]
+        assert env["VLLM_BATCH_INVARIANT"] == "1" and env["VISMEM_GIT_REVISION"] == llm["runtime_env"]["env_vars"]["VISMEM_GIT_REVISION"]
+        assert conf["model_loading_config"]["model_source"].startswith("${VISMEM_MODELS_DIR:-/models}/")
+    capsys.readouterr()
