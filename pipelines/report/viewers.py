@@ -32,7 +32,8 @@ log = logging.getLogger("vismem")
 
 TRAJECTORIES = "trajectories.html"
 SAMPLES = "samples.html"
-#: Probe episodes whose step logs go into the page (beyond it: outcome only, said on the page).
+#: Probe episodes (probe x architecture) in the trajectory viewer: a seeded sample per
+#: architecture x reach beyond it (the page says how many).
 MAX_PROBE_LOGS = 20_000
 #: Questions in the sample viewer (a full LongMemEval run has thousands; the page stays small).
 MAX_QUESTIONS = 2_000
@@ -54,22 +55,33 @@ def _steps(store: "Store", enc: pl.DataFrame, names: dict[str, str]) -> pl.DataF
     return pl.concat(parts, how="diagonal_relaxed") if parts else None
 
 
-def _probe_logs(store: "Store", probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None]]:
-    """``(chain_slug, seed, arch_key, probe_id, recall_session) -> (log JSON, target hash)``."""
+def _probe_logs(store: "Store", probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None, str | None]]:
+    """``(chain_slug, seed, arch_key, probe_id, recall_session) -> (log JSON, target hash, scores
+    JSON)`` for ``probes`` (only the cache units holding them are read; ``scores`` is None for
+    units written before probe steps recorded per-channel scores)."""
     from vismem.pipelines.dmv.probecache import ProbeCache
 
-    out: dict[tuple, tuple[str, str | None]] = {}
-    for slug, seed, key in probes.select("chain_slug", "seed", "arch_key").unique().sort(pl.all()).iter_rows():
+    out: dict[tuple, tuple[str, str | None, str | None]] = {}
+    wanted = set(probes.select("chain_slug", "seed", "arch_key", "probe_id", "recall_session").iter_rows())
+    sessions = probes.group_by("chain_slug", "seed", "arch_key").agg(pl.col("recall_session").unique())
+    for slug, seed, key, recalls in sessions.sort("chain_slug", "seed", "arch_key").iter_rows():
         cache = ProbeCache(store, slug, seed, key)
-        for set_name, j in sorted(cache.done_units()):
+        for set_name, j in sorted(u for u in cache.done_units() if u[1] + 1 in set(recalls)):
             rows = cache.read_rows(set_name, j)
-            for pid, at, lg, th in rows.select("probe_id", "at_session", "log", "target_hash").iter_rows():
-                out.setdefault((slug, seed, key, pid, at + 1), (lg, th))
+            scores = rows["scores"] if "scores" in rows.columns else pl.Series([None] * rows.height, dtype=pl.String)
+            for (pid, at, lg, th), sc in zip(rows.select("probe_id", "at_session", "log", "target_hash").iter_rows(),
+                                             scores):
+                if (slug, seed, key, pid, at + 1) in wanted:
+                    out.setdefault((slug, seed, key, pid, at + 1), (lg, th, sc))
     return out
 
 
-def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]) -> str | None:
-    """The trajectory viewer's HTML for a run (None: the run has no encoding table)."""
+def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame], *, seed: int = 0,
+                    assets: dict[str, bytes] | None = None) -> str | None:
+    """The trajectory viewer's HTML for a run (None: the run has no encoding table). Probes are a
+    seeded sample (:func:`vismem.analysis.probe_page.sample_probes`, ``seed`` the run's); with
+    ``assets``, images are put there as files for beside the page."""
+    from vismem.analysis.probe_page import sample_probes
     from vismem.analysis.report import display_names
     from vismem.analysis.viewer import trajectory_viewer
 
@@ -89,20 +101,25 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
         # One episode per (chain, architecture, probe): the J and study columns repeat rows.
         probes = probes.unique(["chain_slug", "seed", "arch_key", "probe_id", "recall_session"], keep="first",
                                maintain_order=True)
-        logs = _probe_logs(store, probes.head(MAX_PROBE_LOGS))
+        probes, info = sample_probes(probes, MAX_PROBE_LOGS, seed=seed)
+        logs = _probe_logs(store, probes)
         keys = probes.select("chain_slug", "seed", "arch_key", "probe_id", "recall_session").rows()
+        got = [logs.get(k, (None, None, None)) for k in keys]
         probes = probes.with_columns(
-            pl.Series("log", [logs.get(k, (None, None))[0] for k in keys], dtype=pl.String),
-            pl.Series("target_image", [products.get(logs.get(k, (None, None))[1] or "") for k in keys], dtype=pl.String),
+            pl.Series("log", [g[0] for g in got], dtype=pl.String),
+            pl.Series("scores", [g[2] for g in got], dtype=pl.String),
+            pl.Series("target_image", [products.get(g[1] or "") for g in got], dtype=pl.String),
             pl.col("backend").replace(names).alias("backend"),
             pl.col("chain_slug").replace(names).alias("chain_backend"))
-        if probes.height > MAX_PROBE_LOGS:
-            note = f"Step logs of the first {MAX_PROBE_LOGS:,} of {probes.height:,} probes only."
+        if info["sampled_probes"] < info["probes"]:
+            note = (f"Probes: a seeded sample of {info['sampled_probes']:,} of {info['probes']:,} "
+                    f"({info['per_stratum']:,} per architecture x reach; {info['sampled_episodes']:,} of "
+                    f"{info['episodes']:,} episodes).")
     else:
         probes = None
     blob_keys = set(steps["image_key"].drop_nulls().to_list()) | set(products.values())
     images = {k: store.get_bytes(k) for k in sorted(blob_keys) if store.exists(k)}
-    return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note)
+    return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note, assets=assets)
 
 
 def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -183,7 +200,10 @@ def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | Non
         manifest = store.get_json(f"{prefix}/manifest.json")
     written: dict[str, str] = {}
     errors: dict[str, str] = {}
-    for name, fname, build in (("trajectories", TRAJECTORIES, lambda: trajectory_page(store, run_id, tables)),
+    assets: dict[str, bytes] = {}  # images beside the pages, {path relative to the report: bytes}
+    seed = int(((manifest or {}).get("config") or {}).get("seed") or 0)
+    for name, fname, build in (("trajectories", TRAJECTORIES,
+                                lambda: trajectory_page(store, run_id, tables, seed=seed, assets=assets)),
                                ("samples", SAMPLES, lambda: sample_page(store, run_id, tables, manifest))):
         try:
             page = build()
@@ -192,6 +212,9 @@ def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | Non
             errors[name] = f"{type(err).__name__}: {err}"
             continue
         if page is not None:
+            for path, data in sorted(assets.items()):
+                store.put_bytes(f"{prefix}/report/{path}", data)
+            assets.clear()
             store.put_bytes(f"{prefix}/report/{fname}", page.encode(), content_type="text/html")
             written[name] = fname
     return written, errors
