@@ -34,7 +34,7 @@ TRAJECTORIES = "trajectories.html"
 SAMPLES = "samples.html"
 #: Probe episodes (probe x architecture) in the trajectory viewer: a seeded sample per
 #: architecture x reach beyond it (the page says how many).
-MAX_PROBE_LOGS = 20_000
+MAX_PROBE_LOGS = 6_000
 #: Questions in the sample viewer (a full LongMemEval run has thousands; the page stays small).
 MAX_QUESTIONS = 2_000
 
