@@ -124,7 +124,7 @@ function link(state) {
   for (const k of KEYS) if (state[k] !== undefined && state[k] !== '' && state[k] !== null) h.set(k, state[k]);
   return '#' + h.toString();
 }
-function scoreText(sc) { return sc ? Object.entries(sc).map(([k, v]) => k + ' ' + (typeof v === 'number' ? v.toFixed(3) : v)).join(' · ') : ''; }
+function scoreText(sc) { return sc ? Object.entries(sc).map(([k, v]) => k + ' ' + (typeof v === 'number' ? v.toFixed(3) : '—')).join(' · ') : ''; }
 function recalledThumbs(st, target) {
   return el('div', {class: 'thumbs recalled'}, st.recalled.map((h, r) => {
     const sc = st.scores && st.scores[r];

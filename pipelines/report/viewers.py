@@ -76,6 +76,32 @@ def _probe_logs(store: "Store", probes: pl.DataFrame) -> dict[tuple, tuple[str, 
     return out
 
 
+def _bank_entries(store: "Store", run_id: str, probes: pl.DataFrame) -> dict[tuple, dict[str, Any]] | None:
+    """``(architecture, chain slug, seed, product) -> entry`` from the replay stage's bank entries,
+    for the products ``probes`` ask about or recalled (None: the run has none recorded)."""
+    import json
+
+    from vismem.pipelines.dmv.protocol import BANK_ENTRIES_KEY
+
+    key = f"runs/{run_id}/{BANK_ENTRIES_KEY}"
+    if probes.height == 0 or not store.exists(key):
+        return None
+    wanted = {u.rsplit("/", 1)[-1] for u in probes["target_url"].drop_nulls()}
+    for lg in probes["log"].drop_nulls():
+        wanted.update(h for st in json.loads(lg) for h in st.get("recalled") or [])
+    chains = probes.select(pl.col("chain_slug").alias("backend"), "seed").unique()
+    df = (store.read_table(key).join(chains, on=["backend", "seed"])
+          .filter(pl.col("architecture").is_in(probes["architecture"].unique().to_list())
+                  & pl.col("slug").is_in(list(wanted))))
+    out = {}
+    for r in df.iter_rows(named=True):
+        cap = r["caption"] if r["caption"] and r["caption"] not in (r["written"] or "") else None
+        out[(r["architecture"], r["backend"], r["seed"], r["slug"])] = {
+            "session": r["session"], "position": r["position"], "text": r["written"], "caption": cap,
+            "image": bool(r["images"])}
+    return out
+
+
 def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame], *, seed: int = 0,
                     assets: dict[str, bytes] | None = None) -> str | None:
     """The trajectory viewer's HTML for a run (None: the run has no encoding table). Probes are a
@@ -111,15 +137,17 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
             pl.Series("target_image", [products.get(g[1] or "") for g in got], dtype=pl.String),
             pl.col("backend").replace(names).alias("backend"),
             pl.col("chain_slug").replace(names).alias("chain_backend"))
+        banks = _bank_entries(store, run_id, probes)
         if info["sampled_probes"] < info["probes"]:
             note = (f"Probes: a seeded sample of {info['sampled_probes']:,} of {info['probes']:,} "
                     f"({info['per_stratum']:,} per architecture x reach; {info['sampled_episodes']:,} of "
                     f"{info['episodes']:,} episodes).")
     else:
-        probes = None
+        probes, banks = None, None
     blob_keys = set(steps["image_key"].drop_nulls().to_list()) | set(products.values())
     images = {k: store.get_bytes(k) for k in sorted(blob_keys) if store.exists(k)}
-    return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note, assets=assets)
+    return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note, assets=assets,
+                             banks=banks)
 
 
 def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:

@@ -77,7 +77,8 @@ def _write_trajectories(store, run_id: str) -> dict[str, str]:
                "cue_color": "red", "cue_object": "ball", "cue": "red ball", "target_url": f"/product/{target}",
                "final_url": f"/product/{target}" if seed == 0 else "/product/ffffffff", "correct": seed == 0, "steps": 1,
                "vlm_calls": 1, "failure": None if seed == 0 else "wrong_product", "terminated_by": "done",
-               "bank_size": 2, "encoding_position": 0, "log": log_steps}
+               "bank_size": 2, "encoding_position": 0, "log": log_steps,
+               "scores": [[{"visual": 0.91, "verbal": 0.5, "fused": 0.8}, {"visual": 0.2, "verbal": None, "fused": 0.1}]]}
         ProbeCache(store, SLUG, seed, "dualmem--abc").write("ex", 1, [row], meta={})
         prow.append({"backend": RECALLER, "seed": seed, "J": 2, "architecture": "dualmem", "probe_id": "s1_r1_p00",
                      "visit_session": 1, "recall_session": 2, "reach": 1, "bank_size": 2, "encoding_position": 0,
@@ -85,6 +86,13 @@ def _write_trajectories(store, run_id: str) -> dict[str, str]:
                      "steps": 1, "study": "main", "variant": "default", "target_cue": "red ball",
                      "failure": row["failure"], "chain_slug": SLUG, "arch_key": "dualmem--abc"})
     write_results(store, f"runs/{run_id}", "probes", pl.DataFrame(prow))
+    from vismem.pipelines.dmv.protocol import BANK_ENTRIES_KEY
+
+    entries = [{"backend": SLUG, "seed": seed, "architecture": "dualmem", "slug": f"{seed}{j}abcdef", "session": j + 1,
+                "position": j, "image_key": products[f"{seed}{j}abcdef"], "encode_text": "a rug",
+                "caption": f"caption {seed}{j}", "written": f'Memory (product page /product/{seed}{j}abcdef): "caption {seed}{j}"',
+                "images": 1} for seed in (0, 1) for j in (0, 1)]
+    store.write_table(f"runs/{run_id}/{BANK_ENTRIES_KEY}", pl.DataFrame(entries), schema_version=1)
     return products
 
 
@@ -144,6 +152,11 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         recalled = detail.locator(".recalled img")
         assert recalled.count() == 2 and all((index_dir / recalled.nth(i).get_attribute("src")).is_file() for i in range(2))
         assert detail.locator(".recalled figure.hit").count() == 1  # the target is marked
+        # Per-channel scores of each recalled item, and what the architecture wrote about the target.
+        assert detail.locator(".recalled .scores").all_text_contents() == [
+            "visual 0.910 · verbal 0.500 · fused 0.800", "visual 0.200 · verbal — · fused 0.100"]
+        wrote = detail.locator('table.side tr[data-arch="dualmem"] td.wrote').text_content()
+        assert "session 1, entry 1" in wrote and 'Memory (product page /product/10abcdef): "caption 10"' in wrote
         # The probe links to the encoding step where its target was seen (session 1, step 2).
         detail.locator("a.enc-link").click()
         page.wait_for_selector("#detail .step.focus")
