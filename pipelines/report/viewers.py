@@ -35,8 +35,21 @@ SAMPLES = "samples.html"
 #: Probe episodes (probe x architecture) in the trajectory viewer: a seeded sample per
 #: architecture x reach beyond it (the page says how many).
 MAX_PROBE_LOGS = 6_000
+#: Store reads / writes a viewer does at once (each is a round trip on S3; a paper-sized run's
+#: trajectory viewer reads thousands of probe units and images).
+IO_THREADS = 16
 #: Questions in the sample viewer (a full LongMemEval run has thousands; the page stays small).
 MAX_QUESTIONS = 2_000
+
+
+def _pmap(fn: Any, items: list[Any]) -> list[Any]:
+    """``[fn(x) for x in items]`` on :data:`IO_THREADS` threads (store calls are I/O bound)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(items) < 2:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="viewer-io") as pool:
+        return list(pool.map(fn, items))
 
 
 def _steps(store: "Store", enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame | None:
@@ -64,15 +77,17 @@ def _probe_logs(store: "Store", probes: pl.DataFrame) -> dict[tuple, tuple[str, 
     out: dict[tuple, tuple[str, str | None, str | None]] = {}
     wanted = set(probes.select("chain_slug", "seed", "arch_key", "probe_id", "recall_session").iter_rows())
     sessions = probes.group_by("chain_slug", "seed", "arch_key").agg(pl.col("recall_session").unique())
-    for slug, seed, key, recalls in sessions.sort("chain_slug", "seed", "arch_key").iter_rows():
-        cache = ProbeCache(store, slug, seed, key)
-        for set_name, j in sorted(u for u in cache.done_units() if u[1] + 1 in set(recalls)):
-            rows = cache.read_rows(set_name, j)
-            scores = rows["scores"] if "scores" in rows.columns else pl.Series([None] * rows.height, dtype=pl.String)
-            for (pid, at, lg, th), sc in zip(rows.select("probe_id", "at_session", "log", "target_hash").iter_rows(),
-                                             scores):
-                if (slug, seed, key, pid, at + 1) in wanted:
-                    out.setdefault((slug, seed, key, pid, at + 1), (lg, th, sc))
+    caches = [(ProbeCache(store, slug, seed, key), set(recalls))
+              for slug, seed, key, recalls in sessions.sort("chain_slug", "seed", "arch_key").iter_rows()]
+    dones = _pmap(lambda cr: sorted(cr[0].done_units()), caches)  # one listing per cache
+    units = [(c, u) for (c, recalls), done in zip(caches, dones) for u in done if u[1] + 1 in recalls]
+    for (cache, _), rows in zip(units, _pmap(lambda cu: cu[0].read_rows(*cu[1]), units)):
+        slug, seed, key = cache.slug, cache.seed, cache.key
+        scores = rows["scores"] if "scores" in rows.columns else pl.Series([None] * rows.height, dtype=pl.String)
+        for (pid, at, lg, th), sc in zip(rows.select("probe_id", "at_session", "log", "target_hash").iter_rows(),
+                                         scores):
+            if (slug, seed, key, pid, at + 1) in wanted:
+                out.setdefault((slug, seed, key, pid, at + 1), (lg, th, sc))
     return out
 
 
@@ -145,7 +160,8 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
     else:
         probes, banks = None, None
     blob_keys = set(steps["image_key"].drop_nulls().to_list()) | set(products.values())
-    images = {k: store.get_bytes(k) for k in sorted(blob_keys) if store.exists(k)}
+    found = _pmap(lambda k: store.get_bytes(k) if store.exists(k) else None, sorted(blob_keys))
+    images = {k: data for k, data in zip(sorted(blob_keys), found) if data is not None}
     return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note, assets=assets,
                              banks=banks)
 
@@ -240,8 +256,7 @@ def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | Non
             errors[name] = f"{type(err).__name__}: {err}"
             continue
         if page is not None:
-            for path, data in sorted(assets.items()):
-                store.put_bytes(f"{prefix}/report/{path}", data)
+            _pmap(lambda pd: store.put_bytes(f"{prefix}/report/{pd[0]}", pd[1]), sorted(assets.items()))
             assets.clear()
             store.put_bytes(f"{prefix}/report/{fname}", page.encode(), content_type="text/html")
             written[name] = fname
