@@ -1,6 +1,6 @@
 """``trajectory-viewer``: the DMV-Bench trajectory viewer of a paper-sized run opens fast and small.
 
-Setup (measured separately as ``build_s``): synthetic data the size of the ``paper`` preset's
+Setup (``build_s``: making the data and writing the page): synthetic data the size of the ``paper`` preset's
 main run -- 2 back-ends x 20 chains x J = 15 sessions x 25 steps (15,000 encoding steps with
 thoughts and observation images), the exhaustive probes of those chains (about 840 a chain) for
 17 architectures (~570,000 probe rows), step logs with memory blocks and replies for the probes
