@@ -76,6 +76,15 @@ def sample_probes(probes: pl.DataFrame, max_episodes: int, *, seed: int = 0) -> 
     return out, {**info, "sampled_probes": len(chosen), "sampled_episodes": out.height, "per_stratum": n}
 
 
+def sample_note(info: dict[str, int]) -> str:
+    """The page's line on what a sample kept ('' when the run is whole)."""
+    if info["sampled_probes"] >= info["probes"]:
+        return ""
+    return (f"Probes: a seeded sample of {info['sampled_probes']:,} of {info['probes']:,} "
+            f"({info['per_stratum']:,} per architecture x reach; {info['sampled_episodes']:,} of "
+            f"{info['episodes']:,} episodes).")
+
+
 def _chosen(pairs: list[tuple], n: int) -> set[str]:
     taken: dict[tuple, int] = {}
     out: set[str] = set()
@@ -171,4 +180,4 @@ def _entries(banks: Mapping[tuple, Mapping[str, Any]], arch: str, r: Mapping[str
     return out
 
 
-__all__ = ["IDENTITY", "TEXT_CAP", "pack", "probe_groups", "probe_uid", "sample_probes", "step_entry"]
+__all__ = ["IDENTITY", "TEXT_CAP", "pack", "probe_groups", "probe_uid", "sample_note", "sample_probes", "step_entry"]

@@ -122,7 +122,7 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
     """The trajectory viewer's HTML for a run (None: the run has no encoding table). Probes are a
     seeded sample (:func:`vismem.analysis.probe_page.sample_probes`, ``seed`` the run's); with
     ``assets``, images are put there as files for beside the page."""
-    from vismem.analysis.probe_page import sample_probes
+    from vismem.analysis.probe_page import sample_note, sample_probes
     from vismem.analysis.report import display_names
     from vismem.analysis.viewer import trajectory_viewer
 
@@ -153,10 +153,7 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
             pl.col("backend").replace(names).alias("backend"),
             pl.col("chain_slug").replace(names).alias("chain_backend"))
         banks = _bank_entries(store, run_id, probes)
-        if info["sampled_probes"] < info["probes"]:
-            note = (f"Probes: a seeded sample of {info['sampled_probes']:,} of {info['probes']:,} "
-                    f"({info['per_stratum']:,} per architecture x reach; {info['sampled_episodes']:,} of "
-                    f"{info['episodes']:,} episodes).")
+        note = sample_note(info)
     else:
         probes, banks = None, None
     blob_keys = set(steps["image_key"].drop_nulls().to_list()) | set(products.values())

@@ -11,7 +11,7 @@ import json
 import polars as pl
 import pytest
 
-from vismem.analysis.probe_page import pack, probe_groups, probe_uid, sample_probes
+from vismem.analysis.probe_page import pack, probe_groups, probe_uid, sample_note, sample_probes
 from vismem.analysis.viewer_files import image_files, shrink
 
 ARCHS = ["nomemory", "textonly", "dualmem", "m2a-lite"]
@@ -34,7 +34,7 @@ def _probes(chains: int = 3, per_reach: int = 30, reaches: int = 4) -> pl.DataFr
 def test_a_run_within_the_budget_is_kept_whole():
     df = _probes(1, 2, 2)
     out, info = sample_probes(df, 10_000)
-    assert out.equals(df) and info == {"probes": 4, "episodes": 16, "sampled_probes": 4, "sampled_episodes": 16,
+    assert sample_note(info) == "" and out.equals(df) and info == {"probes": 4, "episodes": 16, "sampled_probes": 4, "sampled_episodes": 16,
                                        "per_stratum": 0}
 
 
@@ -49,6 +49,7 @@ def test_sample_is_stratified_per_architecture_and_reach_and_keeps_whole_probes(
     # Every chosen probe comes with all four architectures (side by side stays complete).
     assert set(out.group_by("chain_slug", "seed", "probe_id", "recall_session").len()["len"].to_list()) == {4}
     assert info["sampled_probes"] == out.height // 4 < info["probes"]
+    assert sample_note(info).startswith(f"Probes: a seeded sample of {info['sampled_probes']} of 360 (")
     again, _ = sample_probes(df, 600, seed=7)
     other, _ = sample_probes(df, 600, seed=8)
     assert again.equals(out) and not other.equals(out)  # seeded: the same seed, the same sample
