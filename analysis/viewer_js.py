@@ -19,7 +19,7 @@ function img(key, cls, alt) {
 }
 function productImg(h, cls) { return D.products[h] ? img(D.products[h], cls, 'product ' + h) : null; }
 function okBadge(ok, yes, no) { return el('span', {class: 'badge ' + (ok ? 'ok' : 'bad')}, ok ? yes : no); }
-function hashOf(url) { return (url || '').split('/').pop(); }
+function hashOf(url) { return (url || '').split('?')[0].split('#')[0].split('/').pop(); }
 async function unpack(b64) {
   const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
@@ -133,7 +133,6 @@ function recalledThumbs(st, target) {
   }));
 }
 function entryText(e) {
-  if (!e) return el('span', {class: 'muted'}, '(not recorded)');
   return el('div', {class: 'entry'}, el('div', {class: 'muted'}, 'session ' + e.session + ', entry ' + (e.position + 1)),
     e.text ? el('div', {class: 'entry-text'}, e.text) : null, e.caption ? el('div', {class: 'entry-caption'}, e.caption) : null,
     e.image ? el('span', {class: 'muted'}, 'image stored') : null);
@@ -156,7 +155,8 @@ async function showProbe(g) {
     return el('tr', {class: o.ok ? 'hit' : 'miss', 'data-arch': a}, el('td', {}, a), el('td', {}, okBadge(o.ok, 'success', o.fail || 'failure')),
       el('td', {class: 'opened'}, o.fin ? [productImg(fin, 'mini'), el('span', {class: 'url'}, o.fin)] : el('span', {class: 'muted'}, '(no product)')),
       el('td', {class: 'first-recalled'}, first ? first.recalled.map((h, r) => el('span', {class: 'rec' + (h === t ? ' hit' : '')}, '(' + (r + 1) + ') ' + h + (h === t ? ' ✓' : '') + ' ')) : el('span', {class: 'muted'}, '(no log)')),
-      el('td', {}, String(o.n || 0)), el('td', {class: 'wrote'}, c.entries[a] ? entryText(c.entries[a][t]) : el('span', {class: 'muted'}, '(not recorded)')));
+      el('td', {}, String(o.n || 0)), el('td', {class: 'wrote'}, !(a in c.entries) ? el('span', {class: 'muted'}, '(not recorded)')
+        : c.entries[a][t] ? entryText(c.entries[a][t]) : el('span', {class: 'muted'}, '(not in its bank)')));
   });
   d.append(el('table', {class: 'side'}, el('tr', {}, ['Architecture', 'Outcome', 'Opened', 'Recalled at step 1', 'Steps', 'What it wrote about the target'].map(h => el('th', {}, h))), rows));
   const shown = P.archs.filter(a => g.o[a]), open = [S.architecture, S.a].find(a => a && g.o[a]) || shown[0];

@@ -69,7 +69,9 @@ def viewer(tmp_path_factory):
     out = tmp_path_factory.mktemp("viewer")
     steps, images, products = _steps()
     assets: dict[str, bytes] = {}
-    html = trajectory_viewer(steps, _probe_rows(), images, product_images=products, run_id="side", assets=assets)
+    banks = {("dualmem", "slug", 0, "t1"): {"session": 1, "position": 2, "text": "Memory: " + HOSTILE[3], "image": True}}
+    html = trajectory_viewer(steps, _probe_rows(), images, product_images=products, run_id="side", assets=assets,
+                             banks=banks)
     for rel, data in assets.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(data)
@@ -147,6 +149,9 @@ def test_hostile_probe_text_is_shown_as_text(browser, viewer):
     assert page.locator("#probe-detail b").first.text_content() == HOSTILE_CUE
     assert page.locator("#detail .arch-log[open] pre.memory").text_content() == HOSTILE_CUE
     assert page.locator("#detail .arch-log[open] pre.reply").text_content() == HOSTILE[4]
+    wrote = page.locator("#detail table.side td.wrote")  # what each wrote about the target, as text
+    assert page.locator("#detail .entry-text").text_content() == "Memory: " + HOSTILE[3]
+    assert "session 1, entry 3" in wrote.nth(0).text_content() and wrote.nth(1).text_content() == "(not in its bank)"
     for block in ("vdata", "vprobes", "vimg"):
         raw = page.locator(f"#{block}").evaluate("e => e.textContent")
         assert not set(raw) & set("<>&")
