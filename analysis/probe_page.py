@@ -76,6 +76,29 @@ def sample_probes(probes: pl.DataFrame, max_episodes: int, *, seed: int = 0) -> 
     return out, {**info, "sampled_probes": len(chosen), "sampled_episodes": out.height, "per_stratum": n}
 
 
+def pair_counts(probes: pl.DataFrame) -> dict[str, dict[str, list[int]]]:
+    """Over the whole run (before any sample): for every ordered pair of architectures, on the
+    probes both answered, ``[hit-hit, hit-miss, miss-hit, miss-miss]`` (``out[a][b]``), so the
+    page can say how often "hit in A, miss in B" happens beyond the probes it holds."""
+    if probes.height == 0:
+        return {}
+    ident = _identity(probes)
+    wide = (probes.select(*ident, "architecture", "correct").unique([*ident, "architecture"], keep="first")
+            .pivot(on="architecture", index=ident, values="correct"))
+    archs = [a for a in dict.fromkeys(probes["architecture"].to_list())]
+    out: dict[str, dict[str, list[int]]] = {}
+    for a in archs:
+        for b in archs:
+            if a == b:
+                continue
+            both = wide.select(pl.col(a), pl.col(b)).drop_nulls()
+            x, y = pl.col(a), pl.col(b)
+            row = both.select((x & y).sum().alias("hh"), (x & ~y).sum().alias("hm"), (~x & y).sum().alias("mh"),
+                              (~x & ~y).sum().alias("mm")).row(0)
+            out.setdefault(a, {})[b] = [int(v) for v in row]
+    return out
+
+
 def sample_note(info: dict[str, int]) -> str:
     """The page's line on what a sample kept ('' when the run is whole)."""
     if info["sampled_probes"] >= info["probes"]:
@@ -180,4 +203,4 @@ def _entries(banks: Mapping[tuple, Mapping[str, Any]], arch: str, r: Mapping[str
     return out
 
 
-__all__ = ["IDENTITY", "TEXT_CAP", "pack", "probe_groups", "probe_uid", "sample_note", "sample_probes", "step_entry"]
+__all__ = ["IDENTITY", "TEXT_CAP", "pack", "pair_counts", "probe_groups", "probe_uid", "sample_note", "sample_probes", "step_entry"]

@@ -50,7 +50,8 @@ def _sessions(steps: pl.DataFrame) -> list[dict[str, Any]]:
 def trajectory_viewer(steps: pl.DataFrame, probes: pl.DataFrame | None, images: Mapping[str, bytes], *,
                       product_images: Mapping[str, str] | None = None, run_id: str = "", note: str = "",
                       max_px: int = PRODUCT_MAX_PX, assets: dict[str, bytes] | None = None,
-                      banks: Mapping[tuple, Mapping[str, Any]] | None = None) -> str:
+                      banks: Mapping[tuple, Mapping[str, Any]] | None = None,
+                      pairs: Mapping[str, Mapping[str, list[int]]] | None = None) -> str:
     """The viewer's HTML.
 
     ``steps``: one row per encoding step (``backend``, ``seed``, ``j`` (1-based session),
@@ -59,7 +60,8 @@ def trajectory_viewer(steps: pl.DataFrame, probes: pl.DataFrame | None, images: 
     ``probes``: the probe rows to show (:func:`vismem.analysis.probe_page.probe_groups`: with
     optional ``log``, ``scores``, ``target_image``, ``chain_backend``); ``images``: blob key ->
     bytes; ``product_images``: product hash -> blob key (recalled products' images); ``banks``:
-    bank entries per (architecture, chain, seed, product). With ``assets`` (a dict), images are
+    bank entries per (architecture, chain, seed, product); ``pairs``: the whole run's A-vs-B
+    counts (:func:`vismem.analysis.probe_page.pair_counts`) when ``probes`` is a sample. With ``assets`` (a dict), images are
     written into it as ``{relative path: bytes}`` and the page refers to them (to be stored beside
     it); without, they are inlined.
     """
@@ -81,7 +83,7 @@ def trajectory_viewer(steps: pl.DataFrame, probes: pl.DataFrame | None, images: 
     body = (FILTERS + '<div class="layout"><div class="list" id="list"></div><div class="detail" id="detail">'
             '<p class="empty">Pick a session or a probe on the left.</p></div></div>'
             + json_block("vdata", data) + gzip_block("vsessions", sessions)
-            + json_block("vprobes", {"groups": groups, "archs": archs}) + json_block("vimg", imgs))
+            + json_block("vprobes", {"groups": groups, "archs": archs, "pairs": pairs or {}}) + json_block("vimg", imgs))
     return page(f"vismem trajectories — {run_id}", meta, body, JS_COMMON + SCRIPT, css=CSS)
 
 

@@ -68,6 +68,12 @@ function renderFilters() {
 function strip(g) {
   return el('span', {class: 'strip'}, P.archs.filter(a => g.o[a]).map(a => el('span', {class: 'sq ' + (g.o[a].ok ? 'ok' : 'bad'), title: a + ': ' + (g.o[a].ok ? 'success' : (g.o[a].fail || 'failure'))})));
 }
+function wholeRun() {
+  const n = S.rel && S.a && S.b && P.pairs[S.a] && P.pairs[S.a][S.b];
+  if (!n) return '';
+  const i = ['hit-hit', 'hit-miss', 'miss-hit', 'miss-miss'].indexOf(S.rel);
+  return ' · whole run: ' + n[i] + ' of ' + n.reduce((x, y) => x + y, 0) + ' probes both answered';
+}
 function renderList() {
   const list = $('#list'); list.innerHTML = '';
   if (S.tab === 'sessions') {
@@ -84,7 +90,7 @@ function renderList() {
   }
   const ps = probesShown(), arch = S.architecture;
   const ok = arch ? ps.filter(g => g.o[arch] && g.o[arch].ok).length : null;
-  $('#count').textContent = ps.length + ' probes' + (arch && ps.length ? ', ' + arch + ' succeeded on ' + ok + ' (' + (100 * ok / ps.length).toFixed(1) + '%)' : '');
+  $('#count').textContent = ps.length + ' probes' + (arch && ps.length ? ', ' + arch + ' succeeded on ' + ok + ' (' + (100 * ok / ps.length).toFixed(1) + '%)' : '') + wholeRun();
   if (!ps.length) list.append(el('p', {class: 'empty'}, 'No probes match the filters.'));
   for (const g of ps.slice(0, S.shown)) {
     const mine = arch && g.o[arch];

@@ -127,15 +127,16 @@ def with_logs(probes: Any, seed: int = 0) -> Any:
 
 def build(out: Path, seed: int = 0, **shape: Any) -> tuple[Path, dict[str, Any]]:
     """Write the viewer of a synthetic paper-sized run into ``out``; ``(page path, sample info)``."""
-    from vismem.analysis.probe_page import sample_note, sample_probes
+    from vismem.analysis.probe_page import pair_counts, sample_note, sample_probes
     from vismem.analysis.viewer import trajectory_viewer
     from vismem.pipelines.report.viewers import MAX_PROBE_LOGS
 
     steps, probes, images, products = synthetic_run(seed, **shape)
+    pairs = pair_counts(probes)
     probes, info = sample_probes(probes, MAX_PROBE_LOGS, seed=seed)
     assets: dict[str, bytes] = {}
     html = trajectory_viewer(steps, with_logs(probes, seed), images, product_images=products, run_id="bench",
-                             note=sample_note(info), assets=assets)
+                             note=sample_note(info), assets=assets, pairs=pairs)
     for rel, data in assets.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(data)

@@ -122,7 +122,7 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
     """The trajectory viewer's HTML for a run (None: the run has no encoding table). Probes are a
     seeded sample (:func:`vismem.analysis.probe_page.sample_probes`, ``seed`` the run's); with
     ``assets``, images are put there as files for beside the page."""
-    from vismem.analysis.probe_page import sample_note, sample_probes
+    from vismem.analysis.probe_page import pair_counts, sample_note, sample_probes
     from vismem.analysis.report import display_names
     from vismem.analysis.viewer import trajectory_viewer
 
@@ -142,6 +142,7 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
         # One episode per (chain, architecture, probe): the J and study columns repeat rows.
         probes = probes.unique(["chain_slug", "seed", "arch_key", "probe_id", "recall_session"], keep="first",
                                maintain_order=True)
+        pairs = pair_counts(probes)  # over the whole run: the page holds a sample
         probes, info = sample_probes(probes, MAX_PROBE_LOGS, seed=seed)
         logs = _probe_logs(store, probes)
         keys = probes.select("chain_slug", "seed", "arch_key", "probe_id", "recall_session").rows()
@@ -155,12 +156,12 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
         banks = _bank_entries(store, run_id, probes)
         note = sample_note(info)
     else:
-        probes, banks = None, None
+        probes, banks, pairs = None, None, None
     blob_keys = set(steps["image_key"].drop_nulls().to_list()) | set(products.values())
     found = _pmap(lambda k: store.get_bytes(k) if store.exists(k) else None, sorted(blob_keys))
     images = {k: data for k, data in zip(sorted(blob_keys), found) if data is not None}
     return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note, assets=assets,
-                             banks=banks)
+                             banks=banks, pairs=pairs)
 
 
 def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:

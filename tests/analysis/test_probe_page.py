@@ -11,7 +11,7 @@ import json
 import polars as pl
 import pytest
 
-from vismem.analysis.probe_page import pack, probe_groups, probe_uid, sample_note, sample_probes
+from vismem.analysis.probe_page import pack, pair_counts, probe_groups, probe_uid, sample_note, sample_probes
 from vismem.analysis.viewer_files import image_files, shrink
 
 ARCHS = ["nomemory", "textonly", "dualmem", "m2a-lite"]
@@ -53,6 +53,16 @@ def test_sample_is_stratified_per_architecture_and_reach_and_keeps_whole_probes(
     again, _ = sample_probes(df, 600, seed=7)
     other, _ = sample_probes(df, 600, seed=8)
     assert again.equals(out) and not other.equals(out)  # seeded: the same seed, the same sample
+
+
+def test_pair_counts_over_the_whole_run():
+    df = pl.DataFrame({"chain_slug": ["c"] * 7, "seed": [0] * 7, "recall_session": [2] * 7,
+                       "probe_id": ["p1", "p1", "p2", "p2", "p3", "p3", "p4"], "reach": [1] * 7,
+                       "architecture": ["a", "b", "a", "b", "a", "b", "a"],
+                       "correct": [True, False, True, True, False, True, True]})
+    n = pair_counts(df)
+    assert n["a"]["b"] == [1, 1, 1, 0]  # p4: only a answered it, not counted
+    assert n["b"]["a"] == [1, 1, 1, 0] and pair_counts(df.head(0)) == {}
 
 
 def test_sample_of_a_tight_budget_still_covers_every_stratum():

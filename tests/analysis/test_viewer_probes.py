@@ -64,14 +64,16 @@ def _probe_rows() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def viewer(tmp_path_factory):
+    from vismem.analysis.probe_page import pair_counts
     from vismem.analysis.viewer import trajectory_viewer
 
     out = tmp_path_factory.mktemp("viewer")
     steps, images, products = _steps()
     assets: dict[str, bytes] = {}
     banks = {("dualmem", "slug", 0, "t1"): {"session": 1, "position": 2, "text": "Memory: " + HOSTILE[3], "image": True}}
-    html = trajectory_viewer(steps, _probe_rows(), images, product_images=products, run_id="side", assets=assets,
-                             banks=banks)
+    rows = _probe_rows()
+    html = trajectory_viewer(steps, rows, images, product_images=products, run_id="side", assets=assets,
+                             banks=banks, pairs=pair_counts(rows))
     for rel, data in assets.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(data)
@@ -108,6 +110,7 @@ def test_hit_in_a_miss_in_b_and_reach_filters(browser, viewer):
     page.select_option("#f-b", "textonly")
     page.select_option("#f-rel", "hit-miss")
     assert _probe_ids(page) == ["p0"]
+    assert "whole run: 1 of 4 probes both answered" in page.locator("#count").text_content()
     assert "a=dualmem" in page.url and "b=textonly" in page.url and "rel=hit-miss" in page.url
     page.select_option("#f-rel", "miss-hit")
     assert _probe_ids(page) == ["p1</script><!--<script &amp;"]
