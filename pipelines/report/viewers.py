@@ -3,9 +3,11 @@
 ``write_viewers`` writes beside the report, under ``runs/<id>/report/``:
 
 * ``trajectories.html`` (DMV-Bench): every encoding session of the run's ``encoding`` table from
-  the trajectory cache (:mod:`vismem.pipelines.dmv.trajectories`), observation images from ``blobs/``, and
-  every probe of the ``probes`` table with its step log from the probe cache
-  (:mod:`vismem.pipelines.dmv.probecache`);
+  the trajectory cache (:mod:`vismem.pipelines.dmv.trajectories`), observation images from ``blobs/``
+  (written as files under ``report/img/``), and the probes of the ``probes`` table -- a seeded
+  sample per architecture x reach on a large run -- with their step logs and channel scores from
+  the probe cache (:mod:`vismem.pipelines.dmv.probecache`) and each architecture's bank entries
+  from the replay stage (``memory/bank_entries.parquet``);
 * ``samples.html`` (MemShot): the run's ranking (``runs/<id>/memshot/ranked.parquet``), its
   units and shots, the questions (re-read from the dataset the manifest names, else from the
   result tables) and, when present, the answers and judge verdicts.
