@@ -11,7 +11,7 @@ SCRIPT = r"""
 const D = JSON.parse($('#vdata').textContent), IMG = JSON.parse($('#vimg').textContent);
 const P = JSON.parse($('#vprobes').textContent);
 D.sessions = [];
-const KEYS = ['tab', 'backend', 'seed', 'session', 'J', 'architecture', 'outcome', 'reach', 'a', 'b', 'rel', 'probe', 'step'];
+const KEYS = ['tab', 'backend', 'seed', 'session', 'J', 'architecture', 'outcome', 'reach', 'a', 'b', 'rel', 'probe', 'sid', 'step'];
 const S = {shown: 300};
 const chunks = new Map();
 function img(key, cls, alt) {
@@ -106,7 +106,7 @@ function select(key) {
 }
 function fresh() { const d = $('#detail'); d.innerHTML = ''; d.scrollTop = 0; return d; }
 function showSession(s, focus) {
-  select(s.id); S.sessionId = s.id;
+  select(s.id); S.sid = s.id; S.step = focus || ''; history.replaceState(null, '', link(S));
   const d = fresh();
   d.append(el('h2', {}, s.backend + ' · seed ' + s.seed + ' · session ' + s.j), el('p', {class: 'muted'}, (s.category ? 'Task category: ' + s.category + '. ' : '') + s.steps.length + ' steps, ' + s.products + ' distinct products.'));
   for (const st of s.steps) {
@@ -191,7 +191,8 @@ function load() {
   renderFilters(); renderList();
   if (S.tab === 'probes' && S.probe) { const g = P.groups.find(g => g.k === S.probe); if (g) { showProbe(g); return; } }
   const first = document.querySelector('.item');
-  if (first && S.tab === 'sessions') { const s = D.sessions.find(s => s.id === first.dataset.key); if (s) showSession(s, S.step); }
+  const sid = S.tab === 'sessions' && (D.sessions.find(s => s.id === S.sid) ? S.sid : first && first.dataset.key);
+  if (sid) showSession(D.sessions.find(s => s.id === sid), S.step);
   else if (first) first.click();
 }
 function move(by) {
@@ -205,7 +206,7 @@ document.addEventListener('keydown', e => {
   else if (e.key === 'k' || e.key === 'ArrowUp') { move(-1); e.preventDefault(); }
 });
 for (const k of ['backend', 'seed', 'session', 'architecture', 'outcome', 'reach', 'a', 'b', 'rel'])
-  $('#f-' + k).addEventListener('change', e => { S[k] = e.target.value; S.shown = 300; S.probe = ''; S.step = ''; apply(); });
+  $('#f-' + k).addEventListener('change', e => { S[k] = e.target.value; S.shown = 300; S.probe = ''; S.sid = ''; S.step = ''; apply(); });
 $('#tab-sessions').addEventListener('click', () => { S.tab = 'sessions'; S.probe = ''; apply(); });
 $('#tab-probes').addEventListener('click', () => { S.tab = 'probes'; S.step = ''; apply(); });
 window.addEventListener('hashchange', load);

@@ -188,6 +188,9 @@ def test_images_are_lazy_files_and_keys_move_through_the_list(browser, viewer):
     assert page.evaluate(sel) == keys[1] and page.locator("#detail").evaluate("d => d.scrollTop") == 0
     page.keyboard.press("ArrowDown")
     assert page.evaluate(sel) == keys[2] and "session 3" in page.locator("#detail h2").text_content()
+    # The open session is in the hash: the link opens it again.
+    again, errs2 = _open(browser, page.url)
+    assert again.evaluate(sel) == keys[2] and "session 3" in again.locator("#detail h2").text_content() and errs2 == []
     page.keyboard.press("k")
     page.keyboard.press("ArrowUp")
     assert page.evaluate(sel) == keys[0]
