@@ -82,13 +82,16 @@ class RecallResult:
     terminated_by: str | None
     log: list[RecallStep] = field(default_factory=list)
     wall_s: float = 0.0
+    #: Per step, per recalled item: channel -> score (kept apart from ``log`` so the step log's
+    #: bytes stay as they were; empty lists where the memory hook reports none).
+    scores: list[list[dict[str, Any]]] = field(default_factory=list)
 
     def row(self) -> dict[str, Any]:
         """The JSON-able result (the probe's fields, the outcome, and the step log)."""
         return {**asdict(self.probe), "target_url": self.probe.target_url, "cue": self.probe.cue,
                 "final_url": self.final_url, "correct": self.correct, "steps": self.steps,
                 "vlm_calls": self.vlm_calls, "failure": self.failure, "terminated_by": self.terminated_by,
-                "log": [asdict(s) for s in self.log]}
+                "log": [asdict(s) for s in self.log], "scores": self.scores}
 
 
 def _failure(final_url: str | None, target: str, terminated_by: str | None, last_status: str | None) -> str | None:
@@ -128,10 +131,12 @@ def run_probe(probe: Probe, *, vlm: Any, env: "PageEnv", memory: "MemoryHook", m
                             [RecallStep(0, "", "failed", None, None, None, f"reset failed: {e}"[:500], [], 0)],
                             time.perf_counter() - t0)
     calls = 0
+    scores: list[list[dict[str, Any]]] = []
     for step in range(1, max_steps + 1):
         url = str(getattr(current, "url", "") or "").split("?", 1)[0]
         mem = memory.context(spec=None, step=step, url=url, subtask=subtask)
         recalled = [i.slug for i in getattr(memory, "last_items", [])]
+        scores.append(list(getattr(memory, "last_scores", None) or []))
         image = getattr(current, "image", None)
         images = ((image,) if image else ()) + tuple(mem.images)
         text = prompts.step_message(step=step, cap=max_steps, subtask_text=subtask, history=history,
@@ -180,4 +185,4 @@ def run_probe(probe: Probe, *, vlm: Any, env: "PageEnv", memory: "MemoryHook", m
     last = log[-1].status if log else None
     return RecallResult(probe, final_url, correct, len(log), calls,
                         _failure(final_url, probe.target_url, terminated_by, last), terminated_by, log,
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, scores)

@@ -127,6 +127,7 @@ class ArchitectureBase:
         """Empty the bank (a new chain) and set the clock to session 0."""
         self.items: list[MemoryItem] = []
         self._index: dict[str, int] = {}
+        self.last_channels: dict[str, np.ndarray] = {}
         self.session = 0
         self._reset()
 
@@ -166,13 +167,29 @@ class ArchitectureBase:
     # -- retrieval and injection -------------------------------------------------------------
     def retrieve(self, query: Query, k: int = 10) -> list[MemoryItem]:
         """The top ``k`` entries for ``query``, best first (ties in encode order)."""
+        self.last_channels = {}
         if not self.items or k <= 0:
             return []
         scores = self._scores(query)
         return [replace(self.items[i], score=float(scores[i])) for i in rank(scores, k)]
 
     def _scores(self, query: Query) -> np.ndarray:
+        """The fused score of every entry; a family with several channels also leaves each
+        channel's scores (bank order) in ``self.last_channels`` for :meth:`channel_scores`."""
         raise NotImplementedError
+
+    def channel_scores(self, items: list[MemoryItem]) -> list[dict[str, float | None]]:
+        """Per recalled item (of the latest :meth:`retrieve`): ``fused`` (the ranking score) and
+        each channel's own score (``visual``, ``verbal``, ...; None where the entry has none)."""
+        out = []
+        for it in items:
+            row: dict[str, float | None] = {}
+            for name, arr in self.last_channels.items():
+                v = float(arr[it.position]) if it.position < len(arr) else float("nan")
+                row[name] = round(v, 6) if np.isfinite(v) else None
+            row["fused"] = round(it.score, 6) if np.isfinite(it.score) else None
+            out.append(row)
+        return out
 
     def render(self, item: MemoryItem) -> Rendered:
         """One item as this architecture's injector writes it."""

@@ -46,7 +46,7 @@ class ArchitectureHook:
     """A :class:`vismem.agents.memory.MemoryHook` for one probe (the cue it asks about).
 
     ``last_query`` / ``last_items`` keep what the latest step recalled (for the probe log's
-    ``retrieved=[...]``).
+    ``retrieved=[...]``), ``last_scores`` each recalled item's scores per channel (the viewer's).
     """
 
     def __init__(self, arch: MemoryArchitecture, cue: str, *, fetch_k: int = FETCH_K, keep_k: int = KEEP_K) -> None:
@@ -54,10 +54,12 @@ class ArchitectureHook:
         self.fetch_k, self.keep_k = fetch_k, keep_k
         self.last_query: Query | None = None
         self.last_items: list[MemoryItem] = []
+        self.last_scores: list[dict[str, float | None]] = []
 
     def context(self, *, spec: SessionSpec | None = None, step: int = 0, url: str = "/",
                 subtask: str = "") -> MemoryContext:
         """The memory block for the step that starts on ``url``."""
         self.last_query = Query.probe(self.cue, _path(url))
         self.last_items = recall(self.arch, self.last_query, fetch_k=self.fetch_k, keep_k=self.keep_k)
+        self.last_scores = self.arch.channel_scores(self.last_items)
         return self.arch.inject(self.last_items)

@@ -51,15 +51,19 @@ def arch_key(arch_spec: dict[str, Any], recaller: dict[str, Any], protocol: dict
 
 
 def probe_rows_table(rows: list[dict[str, Any]]) -> Any:
-    """A unit's probe rows as a Polars frame with fixed dtypes (the step log as JSON)."""
+    """A unit's probe rows as a Polars frame with fixed dtypes (the step log as JSON; ``scores``,
+    JSON, per step and recalled item the channel scores, is a column of its own so the ``log``
+    of a unit is what it was before scores were recorded: no protocol bump, and units written
+    before have no ``scores`` column, which readers treat as not recorded)."""
     import polars as pl
 
     schema = {"probe_id": pl.String, "at_session": pl.Int64, "target_session": pl.Int64, "reach": pl.Int64,
               "target_hash": pl.String, "cue_color": pl.String, "cue_object": pl.String, "cue": pl.String,
               "target_url": pl.String, "final_url": pl.String, "correct": pl.Boolean, "steps": pl.Int64,
               "vlm_calls": pl.Int64, "failure": pl.String, "terminated_by": pl.String, "bank_size": pl.Int64,
-              "encoding_position": pl.Int64, "log": pl.String}
-    data = [{**{k: r.get(k) for k in schema if k != "log"}, "log": json.dumps(r.get("log", []), default=str)}
+              "encoding_position": pl.Int64, "log": pl.String, "scores": pl.String}
+    data = [{**{k: r.get(k) for k in schema if k not in ("log", "scores")},
+             "log": json.dumps(r.get("log", []), default=str), "scores": json.dumps(r.get("scores") or [])}
             for r in rows]
     return pl.DataFrame(data, schema=schema) if data else pl.DataFrame(schema=schema)
 
@@ -125,4 +129,5 @@ def read_units(store: "Store", units: Iterable[tuple[str, int, str, str, int]]) 
         pl.lit(slug).alias("chain_slug"), pl.lit(int(seed)).alias("seed"), pl.lit(key).alias("arch_key"),
         pl.lit(set_name).alias("set"))
         for slug, seed, key, set_name, j in units]
-    return pl.concat(parts, how="vertical_relaxed") if parts else None
+    # diagonal: units written before the ``scores`` column sit beside those with it.
+    return pl.concat(parts, how="diagonal_relaxed") if parts else None

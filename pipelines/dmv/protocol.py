@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from vismem.agents.session import SessionOptions
 
 
+#: Where the replay stage writes a run's bank entries (what each architecture wrote per product),
+#: under the run's prefix; the trajectory viewer reads it. Not a results table.
+BANK_ENTRIES_KEY = "memory/bank_entries.parquet"
+
+
 def resolve_spec(spec: Any, run_seed: int, *, field: str = "encode.backends") -> dict[str, Any]:
     """A buildable ``{name, args}`` spec (a model variant such as ``qwen2.5-vl-7b`` expanded,
     env-expanded here on the driver). The scripted shopper's seed defaults to the run seed."""

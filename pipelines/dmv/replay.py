@@ -14,7 +14,10 @@ Usage::
    (``features/<spec_key>/``): 16 variants never caption or embed an image twice, and a second
    run computes nothing.
 3. **Replay** (``vismem.memory.agent.replay``, the official rules): per chain and architecture, session by
-   session; ``results/banks.parquet`` records each bank after each session (size, new entries).
+   session; ``results/banks.parquet`` records each bank after each session (size, new entries)
+   and ``memory/bank_entries.parquet`` what each architecture wrote per product (the session and
+   position it was banked at, its encode text, caption and the entry as its injector renders it:
+   the trajectory viewer shows it beside each probe).
 
 The ``probes`` stage rebuilds the same banks in its workers from the stored features.
 """
@@ -26,7 +29,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from vismem.core.progress import track
-from vismem.pipelines.dmv.protocol import storefront_inputs
+from vismem.pipelines.dmv.protocol import BANK_ENTRIES_KEY, storefront_inputs
 from vismem.pipelines.stage import Stage, count
 from vismem.pipelines.dmv.chains import load_run_chains
 
@@ -35,6 +38,27 @@ if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
 
 BANKS_SCHEMA_VERSION = 1
+ENTRIES_SCHEMA_VERSION = 1
+
+
+def _entries_schema() -> dict[str, Any]:
+    import polars as pl
+
+    return {"backend": pl.String, "seed": pl.Int64, "architecture": pl.String, "slug": pl.String,
+            "session": pl.Int64, "position": pl.Int64, "image_key": pl.String, "encode_text": pl.String,
+            "caption": pl.String, "written": pl.String, "images": pl.Int64}
+
+
+def bank_entries(arch: Any, backend: str, seed: int) -> list[dict[str, Any]]:
+    """One row per entry of ``arch``'s bank: what the architecture wrote about each product."""
+    out = []
+    for item in arch.entries():
+        r = arch.render(item)
+        out.append({"backend": backend, "seed": seed, "architecture": arch.name, "slug": item.slug,
+                    "session": item.session + 1, "position": item.position, "image_key": item.image_key,
+                    "encode_text": item.encode_text, "caption": item.caption, "written": r.text,
+                    "images": len(r.image_keys)})
+    return out
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +127,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     for a in archs:
         ctx.manifest.component(f"memory.{a.name}", {"spec": a.spec, **a.describe()})
     feats = TableFeatures(tables, read_blob=ctx.store.get_bytes)
-    rows = []
+    rows, entries = [], []
     t1 = time.perf_counter()
     J = ctx.config.encode.J
     # Chain by chain, every architecture (the order the bank table has always had).
@@ -116,12 +140,15 @@ def run(ctx: "RunContext") -> dict[str, Any]:
                          "bank_size": len(a), "new_entries": len(a) - before, "label": a.label,
                          "stand_in": a.stand_in})
             before = len(a)
+        entries += bank_entries(a, chain.slug, chain.seed)
     replay_s = time.perf_counter() - t1
     banks = pl.DataFrame(rows, schema={"backend": pl.String, "seed": pl.Int64, "architecture": pl.String,
                                        "j": pl.Int64, "bank_size": pl.Int64, "new_entries": pl.Int64,
                                        "label": pl.String, "stand_in": pl.Boolean})
     key = f"{ctx.run_prefix}/results/banks.parquet"
     ctx.store.write_table(key, banks, schema_version=BANKS_SCHEMA_VERSION)
+    ctx.store.write_table(f"{ctx.run_prefix}/{BANK_ENTRIES_KEY}", pl.DataFrame(entries, schema=_entries_schema()),
+                          schema_version=ENTRIES_SCHEMA_VERSION)
     failed = stats.failed
     return {"status": "partial" if failed else "done", "chains": len(chains), "architectures": [a.name for a in archs],
             "observations": len(all_obs), "features": {"computed": stats.computed, "reused": stats.reused,

@@ -3,9 +3,11 @@
 ``write_viewers`` writes beside the report, under ``runs/<id>/report/``:
 
 * ``trajectories.html`` (DMV-Bench): every encoding session of the run's ``encoding`` table from
-  the trajectory cache (:mod:`vismem.pipelines.dmv.trajectories`), observation images from ``blobs/``, and
-  every probe of the ``probes`` table with its step log from the probe cache
-  (:mod:`vismem.pipelines.dmv.probecache`);
+  the trajectory cache (:mod:`vismem.pipelines.dmv.trajectories`), observation images from ``blobs/``
+  (written as files under ``report/img/``), and the probes of the ``probes`` table -- a seeded
+  sample per architecture x reach on a large run -- with their step logs and channel scores from
+  the probe cache (:mod:`vismem.pipelines.dmv.probecache`) and each architecture's bank entries
+  from the replay stage (``memory/bank_entries.parquet``);
 * ``samples.html`` (MemShot): the run's ranking (``runs/<id>/memshot/ranked.parquet``), its
   units and shots, the questions (re-read from the dataset the manifest names, else from the
   result tables) and, when present, the answers and judge verdicts.
@@ -32,10 +34,24 @@ log = logging.getLogger("vismem")
 
 TRAJECTORIES = "trajectories.html"
 SAMPLES = "samples.html"
-#: Probe episodes whose step logs go into the page (beyond it: outcome only, said on the page).
-MAX_PROBE_LOGS = 20_000
+#: Probe episodes (probe x architecture) in the trajectory viewer: a seeded sample per
+#: architecture x reach beyond it (the page says how many).
+MAX_PROBE_LOGS = 6_000
+#: Store reads / writes a viewer does at once (each is a round trip on S3; a paper-sized run's
+#: trajectory viewer reads thousands of probe units and images).
+IO_THREADS = 16
 #: Questions in the sample viewer (a full LongMemEval run has thousands; the page stays small).
 MAX_QUESTIONS = 2_000
+
+
+def _pmap(fn: Any, items: list[Any]) -> list[Any]:
+    """``[fn(x) for x in items]`` on :data:`IO_THREADS` threads (store calls are I/O bound)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(items) < 2:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="viewer-io") as pool:
+        return list(pool.map(fn, items))
 
 
 def _steps(store: "Store", enc: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame | None:
@@ -54,22 +70,61 @@ def _steps(store: "Store", enc: pl.DataFrame, names: dict[str, str]) -> pl.DataF
     return pl.concat(parts, how="diagonal_relaxed") if parts else None
 
 
-def _probe_logs(store: "Store", probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None]]:
-    """``(chain_slug, seed, arch_key, probe_id, recall_session) -> (log JSON, target hash)``."""
+def _probe_logs(store: "Store", probes: pl.DataFrame) -> dict[tuple, tuple[str, str | None, str | None]]:
+    """``(chain_slug, seed, arch_key, probe_id, recall_session) -> (log JSON, target hash, scores
+    JSON)`` for ``probes`` (only the cache units holding them are read; ``scores`` is None for
+    units written before probe steps recorded per-channel scores)."""
     from vismem.pipelines.dmv.probecache import ProbeCache
 
-    out: dict[tuple, tuple[str, str | None]] = {}
-    for slug, seed, key in probes.select("chain_slug", "seed", "arch_key").unique().sort(pl.all()).iter_rows():
-        cache = ProbeCache(store, slug, seed, key)
-        for set_name, j in sorted(cache.done_units()):
-            rows = cache.read_rows(set_name, j)
-            for pid, at, lg, th in rows.select("probe_id", "at_session", "log", "target_hash").iter_rows():
-                out.setdefault((slug, seed, key, pid, at + 1), (lg, th))
+    out: dict[tuple, tuple[str, str | None, str | None]] = {}
+    wanted = set(probes.select("chain_slug", "seed", "arch_key", "probe_id", "recall_session").iter_rows())
+    sessions = probes.group_by("chain_slug", "seed", "arch_key").agg(pl.col("recall_session").unique())
+    caches = [(ProbeCache(store, slug, seed, key), set(recalls))
+              for slug, seed, key, recalls in sessions.sort("chain_slug", "seed", "arch_key").iter_rows()]
+    dones = _pmap(lambda cr: sorted(cr[0].done_units()), caches)  # one listing per cache
+    units = [(c, u) for (c, recalls), done in zip(caches, dones) for u in done if u[1] + 1 in recalls]
+    for (cache, _), rows in zip(units, _pmap(lambda cu: cu[0].read_rows(*cu[1]), units)):
+        slug, seed, key = cache.slug, cache.seed, cache.key
+        scores = rows["scores"] if "scores" in rows.columns else pl.Series([None] * rows.height, dtype=pl.String)
+        for (pid, at, lg, th), sc in zip(rows.select("probe_id", "at_session", "log", "target_hash").iter_rows(),
+                                         scores):
+            if (slug, seed, key, pid, at + 1) in wanted:
+                out.setdefault((slug, seed, key, pid, at + 1), (lg, th, sc))
     return out
 
 
-def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]) -> str | None:
-    """The trajectory viewer's HTML for a run (None: the run has no encoding table)."""
+def _bank_entries(store: "Store", run_id: str, probes: pl.DataFrame) -> dict[tuple, dict[str, Any]] | None:
+    """``(architecture, chain slug, seed, product) -> entry`` from the replay stage's bank entries,
+    for the products ``probes`` ask about or recalled (None: the run has none recorded)."""
+    import json
+
+    from vismem.pipelines.dmv.protocol import BANK_ENTRIES_KEY
+
+    key = f"runs/{run_id}/{BANK_ENTRIES_KEY}"
+    if probes.height == 0 or not store.exists(key):
+        return None
+    wanted = {u.rsplit("/", 1)[-1] for u in probes["target_url"].drop_nulls()}
+    for lg in probes["log"].drop_nulls():
+        wanted.update(h for st in json.loads(lg) for h in st.get("recalled") or [])
+    chains = probes.select(pl.col("chain_slug").alias("backend"), "seed").unique()
+    df = (store.read_table(key).join(chains, on=["backend", "seed"])
+          .filter(pl.col("architecture").is_in(probes["architecture"].unique().to_list())
+                  & pl.col("slug").is_in(list(wanted))))
+    out = {}
+    for r in df.iter_rows(named=True):
+        cap = r["caption"] if r["caption"] and r["caption"] not in (r["written"] or "") else None
+        out[(r["architecture"], r["backend"], r["seed"], r["slug"])] = {
+            "session": r["session"], "position": r["position"], "text": r["written"], "caption": cap,
+            "image": bool(r["images"])}
+    return out
+
+
+def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame], *, seed: int = 0,
+                    assets: dict[str, bytes] | None = None) -> str | None:
+    """The trajectory viewer's HTML for a run (None: the run has no encoding table). Probes are a
+    seeded sample (:func:`vismem.analysis.probe_page.sample_probes`, ``seed`` the run's); with
+    ``assets``, images are put there as files for beside the page."""
+    from vismem.analysis.probe_page import pair_counts, sample_note, sample_probes
     from vismem.analysis.report import display_names
     from vismem.analysis.viewer import trajectory_viewer
 
@@ -89,20 +144,26 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
         # One episode per (chain, architecture, probe): the J and study columns repeat rows.
         probes = probes.unique(["chain_slug", "seed", "arch_key", "probe_id", "recall_session"], keep="first",
                                maintain_order=True)
-        logs = _probe_logs(store, probes.head(MAX_PROBE_LOGS))
+        pairs = pair_counts(probes)  # over the whole run: the page holds a sample
+        probes, info = sample_probes(probes, MAX_PROBE_LOGS, seed=seed)
+        logs = _probe_logs(store, probes)
         keys = probes.select("chain_slug", "seed", "arch_key", "probe_id", "recall_session").rows()
+        got = [logs.get(k, (None, None, None)) for k in keys]
         probes = probes.with_columns(
-            pl.Series("log", [logs.get(k, (None, None))[0] for k in keys], dtype=pl.String),
-            pl.Series("target_image", [products.get(logs.get(k, (None, None))[1] or "") for k in keys], dtype=pl.String),
+            pl.Series("log", [g[0] for g in got], dtype=pl.String),
+            pl.Series("scores", [g[2] for g in got], dtype=pl.String),
+            pl.Series("target_image", [products.get(g[1] or "") for g in got], dtype=pl.String),
             pl.col("backend").replace(names).alias("backend"),
             pl.col("chain_slug").replace(names).alias("chain_backend"))
-        if probes.height > MAX_PROBE_LOGS:
-            note = f"Step logs of the first {MAX_PROBE_LOGS:,} of {probes.height:,} probes only."
+        banks = _bank_entries(store, run_id, probes)
+        note = sample_note(info)
     else:
-        probes = None
+        probes, banks, pairs = None, None, None
     blob_keys = set(steps["image_key"].drop_nulls().to_list()) | set(products.values())
-    images = {k: store.get_bytes(k) for k in sorted(blob_keys) if store.exists(k)}
-    return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note)
+    found = _pmap(lambda k: store.get_bytes(k) if store.exists(k) else None, sorted(blob_keys))
+    images = {k: data for k, data in zip(sorted(blob_keys), found) if data is not None}
+    return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note, assets=assets,
+                             banks=banks, pairs=pairs)
 
 
 def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -183,7 +244,10 @@ def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | Non
         manifest = store.get_json(f"{prefix}/manifest.json")
     written: dict[str, str] = {}
     errors: dict[str, str] = {}
-    for name, fname, build in (("trajectories", TRAJECTORIES, lambda: trajectory_page(store, run_id, tables)),
+    assets: dict[str, bytes] = {}  # images beside the pages, {path relative to the report: bytes}
+    seed = int(((manifest or {}).get("config") or {}).get("seed") or 0)
+    for name, fname, build in (("trajectories", TRAJECTORIES,
+                                lambda: trajectory_page(store, run_id, tables, seed=seed, assets=assets)),
                                ("samples", SAMPLES, lambda: sample_page(store, run_id, tables, manifest))):
         try:
             page = build()
@@ -192,6 +256,8 @@ def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | Non
             errors[name] = f"{type(err).__name__}: {err}"
             continue
         if page is not None:
+            _pmap(lambda pd: store.put_bytes(f"{prefix}/report/{pd[0]}", pd[1]), sorted(assets.items()))
+            assets.clear()
             store.put_bytes(f"{prefix}/report/{fname}", page.encode(), content_type="text/html")
             written[name] = fname
     return written, errors

@@ -145,3 +145,15 @@ def test_no_memory_means_the_scripted_policy_gives_up():
                     memory=FakeHook(text="(no memory retrieved this step)", images=(), slugs=()))
     assert not res.correct and res.failure == "done" and res.steps == 1
     assert recall_decision("no block at all") == ("Memory recalled nothing I can use, so I cannot find it.", "done")
+
+
+def test_channel_scores_are_recorded_per_step_beside_the_log():
+    """A hook's per-item scores land in the result's ``scores`` (one list per step), never in the
+    step log, whose entries keep the fields they always had (the probe cache's log is unchanged)."""
+    hook = FakeHook()
+    hook.last_scores = [{"visual": 0.9, "verbal": None, "fused": 0.8}, {"visual": 0.1, "verbal": 0.2, "fused": 0.15}]
+    res = run_probe(PROBE, vlm=Scripted([f'navigate("/product/{TARGET}")', "done"]), env=FakeEnv(), memory=hook)
+    row = res.row()
+    assert row["scores"] == [hook.last_scores, hook.last_scores] and len(row["log"]) == 2
+    assert all("scores" not in st for st in row["log"])
+    assert run_probe(PROBE, vlm=Scripted(["done"]), env=FakeEnv(), memory=FakeHook()).row()["scores"] == [[]]

@@ -77,7 +77,8 @@ def _write_trajectories(store, run_id: str) -> dict[str, str]:
                "cue_color": "red", "cue_object": "ball", "cue": "red ball", "target_url": f"/product/{target}",
                "final_url": f"/product/{target}" if seed == 0 else "/product/ffffffff", "correct": seed == 0, "steps": 1,
                "vlm_calls": 1, "failure": None if seed == 0 else "wrong_product", "terminated_by": "done",
-               "bank_size": 2, "encoding_position": 0, "log": log_steps}
+               "bank_size": 2, "encoding_position": 0, "log": log_steps,
+               "scores": [[{"visual": 0.91, "verbal": 0.5, "fused": 0.8}, {"visual": 0.2, "verbal": None, "fused": 0.1}]]}
         ProbeCache(store, SLUG, seed, "dualmem--abc").write("ex", 1, [row], meta={})
         prow.append({"backend": RECALLER, "seed": seed, "J": 2, "architecture": "dualmem", "probe_id": "s1_r1_p00",
                      "visit_session": 1, "recall_session": 2, "reach": 1, "bank_size": 2, "encoding_position": 0,
@@ -85,6 +86,13 @@ def _write_trajectories(store, run_id: str) -> dict[str, str]:
                      "steps": 1, "study": "main", "variant": "default", "target_cue": "red ball",
                      "failure": row["failure"], "chain_slug": SLUG, "arch_key": "dualmem--abc"})
     write_results(store, f"runs/{run_id}", "probes", pl.DataFrame(prow))
+    from vismem.pipelines.dmv.protocol import BANK_ENTRIES_KEY
+
+    entries = [{"backend": SLUG, "seed": seed, "architecture": "dualmem", "slug": f"{seed}{j}abcdef", "session": j + 1,
+                "position": j, "image_key": products[f"{seed}{j}abcdef"], "encode_text": "a rug",
+                "caption": f"caption {seed}{j}", "written": f'Memory (product page /product/{seed}{j}abcdef): "caption {seed}{j}"',
+                "images": 1} for seed in (0, 1) for j in (0, 1)]
+    store.write_table(f"runs/{run_id}/{BANK_ENTRIES_KEY}", pl.DataFrame(entries), schema_version=1)
     return products
 
 
@@ -122,7 +130,12 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         assert "invalid" in steps.nth(2).text_content() and "no valid action" in steps.nth(2).text_content()
         obs = page.locator("#detail .step img.obs")
         assert obs.count() == 1
-        assert obs.first.evaluate(NON_BLANK) > 5
+        # Images are files beside the page (relative URLs), loaded lazily, not inlined.
+        src = obs.first.get_attribute("src")
+        assert src.startswith("img/") and (index_dir / src).is_file() and obs.first.get_attribute("loading") == "lazy"
+        obs.first.scroll_into_view_if_needed()
+        page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=obs.first.element_handle())
+        assert "data:image" not in (index_dir / "trajectories.html").read_text()
         assert "/product/11abcdef" in steps.nth(1).text_content() and "saw 11abcdef" in steps.nth(1).text_content()
         # Filters: back-end, seed, session; the probe tab with architecture and outcome.
         page.select_option("#f-seed", "0")
@@ -133,14 +146,26 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         assert page.locator(".probe-item").count() == 1
         page.locator(".probe-item").first.click()
         detail = page.locator("#detail")
+        page.wait_for_selector("#detail table.side")
         assert "MEMORY seed 1: (1) /product/10abcdef" in detail.locator("pre.memory").first.text_content()
         assert "/product/ffffffff" in detail.text_content() and "wrong_product" in detail.text_content()
         recalled = detail.locator(".recalled img")
-        assert recalled.count() == 2 and recalled.first.evaluate(NON_BLANK) > 5
+        assert recalled.count() == 2 and all((index_dir / recalled.nth(i).get_attribute("src")).is_file() for i in range(2))
         assert detail.locator(".recalled figure.hit").count() == 1  # the target is marked
+        # Per-channel scores of each recalled item, and what the architecture wrote about the target.
+        assert detail.locator(".recalled .scores").all_text_contents() == [
+            "visual 0.910 · verbal 0.500 · fused 0.800", "visual 0.200 · verbal — · fused 0.100"]
+        wrote = detail.locator('table.side tr[data-arch="dualmem"] td.wrote').text_content()
+        assert "session 1, entry 1" in wrote and 'Memory (product page /product/10abcdef): "caption 10"' in wrote
+        # The probe links to the encoding step where its target was seen (session 1, step 2).
+        detail.locator("a.enc-link").click()
+        page.wait_for_selector("#detail .step.focus")
+        assert "seed 1 · session 1" in page.locator("#detail h2").text_content()
+        assert page.locator("#detail .step.focus").get_attribute("data-step") == "2"
+        assert "/product/10abcdef" in page.locator("#detail .step.focus").text_content()
         # A report row's link (the readable back-end name the report shows) filters to its probes.
         shown = f"{NAME} / toy-recall (stand-in)"
-        page.goto(url + "#" + urlencode({"backend": shown, "architecture": "dualmem"}), wait_until="load")
+        page.goto(url + "#" + urlencode({"backend": shown, "architecture": "dualmem", "J": 2}), wait_until="load")
         page.reload(wait_until="load")
         page.wait_for_selector("body[data-ready]")
         assert page.locator(".probe-item").count() == 2
@@ -294,8 +319,8 @@ def test_hostile_text_in_the_data_blocks_is_shown_as_text(chromium_path, tmp_pat
         assert page.evaluate("window.pwned") is None and errs == []
         page.goto(traj.as_uri(), wait_until="load")
         page.wait_for_selector("body[data-ready]")
-        data = page.evaluate("JSON.parse(document.getElementById('vdata').textContent)")
-        assert HOSTILE[0] in json.dumps(data, ensure_ascii=False) and HOSTILE[1] in json.dumps(data, ensure_ascii=False)
+        thoughts = page.locator("#detail .step p:has(i)")  # each step's "Thought: ..." line, shown as text
+        assert [t.text_content() for t in thoughts.all()] == [f"Thought: {h}" for h in HOSTILE]
         assert page.evaluate("window.pwned") is None and errs == []
     finally:
         browser.close()

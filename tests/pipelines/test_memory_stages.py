@@ -49,6 +49,28 @@ def test_banks_follow_the_replay_rules(first_run):
     assert banks.filter(pl.col("architecture") != "nomemory").group_by("j").agg(
         pl.col("bank_size").n_unique().alias("n"))["n"].to_list() == [1, 1, 1]
     assert dual["label"][0].startswith("dualmem [") and "(stand-in)" in dual["label"][0]
+    # What each architecture wrote: one entry per banked product, rendered by its injector.
+    from vismem.pipelines.dmv.protocol import BANK_ENTRIES_KEY
+
+    entries = Store.open(f"file://{tmp}/store").read_table(f"runs/{cfg.run_id}/{BANK_ENTRIES_KEY}")
+    assert entries.filter(pl.col("architecture") == "nomemory").height == 0
+    d = entries.filter(pl.col("architecture") == "dualmem").sort("position")
+    assert d.height == sizes[-1] and d["position"].to_list() == list(range(sizes[-1]))
+    assert d["session"].min() == 1 and all(c and c in w for c, w in zip(d["caption"], d["written"]))
+    t = entries.filter(pl.col("architecture") == "textonly")
+    assert t.height == sizes[-1] and all(w.startswith("Memory (verbal channel only)") for w in t["written"])
+    # Probe steps recorded the channel scores of every recalled item (the visual-only ablation: one channel).
+    import json
+
+    from vismem.pipelines.dmv.probecache import read_units
+
+    units = [tuple(p.parts[-5:-2]) for p in (tmp / "store" / "probes").rglob("*.done.json")]
+    assert units
+    raw = read_units(Store.open(f"file://{tmp}/store"), [(s, int(sd), k, "ex", 1) for s, sd, k in units
+                                                        if (tmp / "store" / "probes" / s / sd / k / "ex" / "s1.done.json").exists()])
+    by_arch = {k.split("--")[0]: json.loads(v) for k, v in zip(raw["arch_key"], raw["scores"])}
+    assert set(by_arch["dualmem"][0][0]) == {"visual", "verbal", "fused"}
+    assert set(by_arch["dualmem-vis"][0][0]) == {"visual", "fused"} and by_arch["nomemory"][0] == []
 
 
 def test_probes_table_counts_and_no_memory_scores_zero(first_run):

@@ -111,6 +111,7 @@ class DualMem(ArchitectureBase):
             return np.array([token_overlap(query.text, t) for t in self._tokens], dtype=np.float64)
         v = self._visual.scores(f.query_embedding(query.text, self._specs["visual"])) if self._uses_visual else None
         t = self._text.scores(f.query_embedding(query.text, self._specs["text"])) if self._uses_verbal else None
+        self.last_channels = {k: x for k, x in (("visual", v), ("verbal", t)) if x is not None}
         if mode == "visual":
             return v
         if mode == "verbal":

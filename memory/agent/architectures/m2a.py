@@ -85,7 +85,9 @@ class M2ALite(ArchitectureBase):
         bm25 = self._bm25.scores(query.text)
         if "visual" not in self._specs:
             w_t, w_b = TEXT_W / (TEXT_W + BM25_W), BM25_W / (TEXT_W + BM25_W)
+            self.last_channels = {"overlap": overlap, "bm25": bm25}
             return w_t * maxabs(overlap) + w_b * maxabs(bm25)
         cos = self._visual.scores(self._f.query_embedding(query.text, self._specs["visual"])).astype(np.float64)
         cos[~np.isfinite(cos)] = 0.0
+        self.last_channels = {"overlap": overlap, "bm25": bm25, "visual": cos}
         return TEXT_W * maxabs(overlap) + BM25_W * maxabs(bm25) + VISUAL_W * maxabs(cos)

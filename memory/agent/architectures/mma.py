@@ -113,6 +113,7 @@ class MMALite(ArchitectureBase):
         m = self._text.vectors().astype(np.float64)
         rel = _unit_rows(m) @ (q / qn) if qn > 0 else np.zeros(len(m))
         r = rel * (cfg.alpha * 1.0 + cfg.beta * self.temporal() + cfg.gamma * self.consensus())
+        self.last_channels = {"relevance": rel}
         if len(r) and float(np.max(r)) == 0.0:  # the best R is exactly 0: lexical re-rank
             return np.array([token_overlap(query.text, t) for t in self._fallback_tokens], dtype=np.float64)
         return r

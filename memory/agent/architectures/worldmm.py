@@ -160,7 +160,10 @@ class WorldMMLite(ArchitectureBase):
     def _scores(self, query: Query) -> np.ndarray:
         q = query.text
         if self.config.routing == "official":
-            return self.module_scores(q, route(q))
+            module = route(q)
+            scores = self.module_scores(q, module)
+            self.last_channels = {module: scores}
+            return scores
         queried: list[str] = []
         ctx: list[str] = []
         combined = np.zeros(len(self.items), dtype=np.float64)
@@ -170,6 +173,7 @@ class WorldMMLite(ArchitectureBase):
                 break
             queried.append(module)
             ms = self.module_scores(q, module)
+            self.last_channels[module] = ms
             combined += ms
             top3 = np.argsort(-ms, kind="stable")[:3]
             ctx.append(f"[{module}] " + ", ".join(f"{self.items[i].slug}={ms[i]:.1f}" for i in top3))

@@ -63,6 +63,19 @@ def test_dualmem_retrieval(variant, order, scores):
     assert [i.position for i in arch.entries()] == [0, 1, 2]
 
 
+def test_dualmem_channel_scores_per_recalled_item():
+    """The viewer's per-channel scores: raw cosines of each channel beside the fused min-max score;
+    a missing caption is None, not -inf."""
+    arch = fill(build("dualmem", dual_feats()), [obs(A, pos=0), obs(B, pos=1), obs(C, pos=2)])
+    got = arch.retrieve(Query(Q), 10)
+    assert arch.channel_scores(got) == [
+        pytest.approx({"visual": 1.0, "verbal": 0.6, "fused": 0.75}),
+        {"visual": pytest.approx(0.6), "verbal": None, "fused": pytest.approx(0.45)},
+        pytest.approx({"visual": 0.0, "verbal": 1.0, "fused": 0.25})]
+    vis = fill(build("dualmem-vis", dual_feats()), [obs(A, pos=0), obs(B, pos=1)])
+    assert set(vis.channel_scores(vis.retrieve(Query(Q), 10))[0]) == {"visual", "fused"}
+
+
 def test_dualmem_stores_caption_or_empty_and_skips_missing_image():
     f = dual_feats()
     arch = fill(build("dualmem", f), [obs(A), obs(C, image=False)])
@@ -207,6 +220,9 @@ def test_m2a_fusion_by_hand():
     assert [i.score for i in got] == pytest.approx(sorted(want, reverse=True))
     assert [i.caption for i in arch.entries()] == ["F2 caption of a", "F2 caption of b", None]
     assert arch.inject(got[:1]).images == ()                 # caption only
+    ch = {i.slug: c for i, c in zip(got, arch.channel_scores(got))}  # each channel's raw score, by item
+    assert ch[A] == pytest.approx({"overlap": 2.0, "bm25": bm[0], "visual": 0.5, "fused": want[0]})
+    assert ch[C] == pytest.approx({"overlap": 0.0, "bm25": bm[2], "visual": 0.0, "fused": want[2]})
 
 
 def test_encode_skips_a_product_already_banked():

@@ -80,6 +80,9 @@ class _Scripted:
 
         return MemoryContext(text=",".join(i.slug for i in items))
 
+    def channel_scores(self, items):
+        return [{"fused": float(i.position)} for i in items]
+
 
 def test_hook_fetches_ten_dedupes_and_keeps_five():
     items = [MemoryItem(s, None, "a chair", None, 0, n) for n, s in enumerate("a a b c b d e f g h i".split())]
@@ -89,5 +92,6 @@ def test_hook_fetches_ten_dedupes_and_keeps_five():
     assert fake.asked == [("product with red wool scarf CURRENT: /product/df5b5fde", 10)]
     assert ctx.text == "a,b,c,d,e"
     assert [i.slug for i in hook.last_items] == ["a", "b", "c", "d", "e"]
+    assert hook.last_scores == [{"fused": p} for p in (0.0, 2.0, 3.0, 5.0, 6.0)]  # one per kept item
     assert Query.probe("red cap", "/").text == "product with red cap CURRENT: /"
     assert recall(fake, Query("q"), fetch_k=3, keep_k=5) == [items[0], items[2]]
