@@ -16,12 +16,16 @@ import polars as pl
 
 from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
-from vismem.analysis.dmv_paper import with_paper
+from vismem.analysis.dmv_paper import with_paper, with_paper_wide
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.render import Figure, Section, Table
 
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
 _PAPER = "paper*: the DMV-Bench paper's number where its text states one (quoted, not measured; empty elsewhere)."
+_PAPER_TABLE2 = ("paper* columns: the paper's Table 2 number where its text states one -- DualMem's Gemini J=5 "
+                 "cell (82.7, 25 chains, n_r = 2,762) and NoMemory / TextOnly at 0 % everywhere (quoted, not "
+                 "measured); the paper's Table 2 body is not in the paper text we have, so its other cells are "
+                 "empty.")
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
 
 
@@ -145,9 +149,12 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
     col = pl.col("backend") + " J=" + pl.col("J").cast(pl.String)
     t2, ci = _wide_with_ci(cells, ["architecture"], col, t2, ["architecture"])
     shown = [c for c in t2.columns[1:] if not (c.endswith(" lo") or c.endswith(" hi"))]
+    where = {f"{b} J={J}": (b, J) for b, J in cells.select("backend", "J").unique().iter_rows()}
+    t2, quoted = with_paper_wide(t2, where)
     main.tables.append(Table("table2", "TSR (%) by back-end and chain length J", t2,
                              caption="Common probe set per (back-end, J); n_r = probes per column. "
-                                     "Bold = best per column, underline = second. " + _CI_DMV,
+                                     "Bold = best per column, underline = second. " + _CI_DMV
+                                     + (" " + _PAPER_TABLE2 if quoted else ""),
                              percent=[c for c in t2.columns[1:]], highlight=shown, ci=ci,
                              links=links.dmv(t2)))
     ci_tbl = with_paper(cells.select("backend", "J", "architecture", "n_probes", "n_chains", "tsr", "naive_low",
