@@ -124,7 +124,7 @@ def dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions, links: Links) 
 
 def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
     """Table 4 in the paper's blocks, the ablation chain subset beside the full set, with its paper column."""
-    from vismem.analysis.dmv_table4 import table4
+    from vismem.analysis.dmv_table4 import subset_caption, table4
 
     t = table4(probes, subset_chains=opt.table4_chains, n_resamples=opt.n_resamples, seed=opt.seed)
     if t.height == 0:
@@ -137,10 +137,12 @@ def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
                  percent=["tsr_subset", "cluster_low_subset", "cluster_high_subset", "tsr", "cluster_low",
                           "cluster_high", "paper"], ci=ci,
                  caption="Blocks as the paper's: alpha sweep, injection (hybrid, alpha 0.5), visual retrieval x "
-                         "injection, encoder (alpha 0.5). *_subset: the chains every Table 4 variant was probed on"
-                         + (f" (first {opt.table4_chains})" if opt.table4_chains else "") + "; the paper scores "
-                         "the first three blocks on its 7-chain subset and the encoder block on the full set. "
-                         + _CI_DMV + " " + _PAPER)
+                         "injection, encoder (alpha 0.5). *_subset: the ablation chain subset, "
+                         + subset_caption(probes, opt.table4_chains) + ": the chains every Table 4 variant was probed "
+                         "on (probes.ablation_chains" + (f", first {opt.table4_chains}" if opt.table4_chains else "")
+                         + "); the other columns: every chain of the cell, empty for a variant probed only on the "
+                         "subset. The paper scores the first three blocks on its 7-chain subset (793 probes of 25 "
+                         "chains' 2,762) and the encoder block on the full set. " + _CI_DMV + " " + _PAPER)
 
 
 def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: ReportOptions,

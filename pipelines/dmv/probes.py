@@ -58,19 +58,50 @@ def check(config: "RunConfig") -> None:
 
     if config.probes.enabled:
         recallers(config)
-        build_architectures(config)
+        names = {a.name for a in build_architectures(config)}
+        if config.probes.ablation_chains is not None:
+            _check_subset(config, names)
         workers = config.probes.workers or config.ray.concurrency
         raw = list(config.probes.backends or config.encode.backends)
         for line in fleet_shortfall(raw, config.probes.in_flight, workers):
             log.warning("probes: %s", line)
 
 
-def plan_units(config: "RunConfig", chains: list[Any], n_archs: int) -> list[dict[str, Any]]:
-    """Every (chain, architecture, recall session, set) unit the configured J values need."""
+def subset_only(config: "RunConfig", names: list[str]) -> set[int]:
+    """Indices (in ``names``, the built architectures' names) of the architectures probed only on
+    the ablation chain subset (``probes.ablation_architectures``; none without ``ablation_chains``)."""
+    if config.probes.ablation_chains is None:
+        return set()
+    return {i for i, n in enumerate(names) if n in config.probes.ablation_architectures}
+
+
+def _check_subset(config: "RunConfig", names: set[str]) -> None:
+    """The subset's chain indices exist and every ablation architecture is a known name."""
+    from vismem.core.errors import ConfigError, did_you_mean
+    from vismem.memory.agent.variants import list_variants
+    from vismem.pipelines.dmv.protocol import ablation_seeds
+
+    ablation_seeds(config)
+    known = sorted(names | set(list_variants()))
+    for i, n in enumerate(config.probes.ablation_architectures):
+        if n not in known:
+            raise ConfigError(f"probes.ablation_architectures[{i}]: unknown architecture {n!r}{did_you_mean(n, known)}")
+
+
+def plan_units(config: "RunConfig", chains: list[Any], n_archs: int,
+               subset_archs: set[int] = frozenset()) -> list[dict[str, Any]]:
+    """Every (chain, architecture, recall session, set) unit the configured J values need; an
+    architecture in ``subset_archs`` only on the chains of ``probes.ablation_chains``. A unit is
+    the same whichever chains the run probes, so a subset run's units are a full run's."""
+    from vismem.pipelines.dmv.protocol import ablation_seeds
+
     Js = config.probes.J or (config.encode.J,)
+    seeds = ablation_seeds(config)
     units = []
     for ci in range(len(chains)):
         for ai in range(n_archs):
+            if ai in subset_archs and seeds is not None and chains[ci].seed not in seeds:
+                continue
             if config.probes.mc:
                 for J in Js:
                     units += [{"chain": ci, "arch": ai, "j": j, "set": f"mc{J}"} for j in range(1, J)]
@@ -183,7 +214,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
             for a in archs]
     for i, spec in enumerate(recall):
         ctx.manifest.component(f"probes.recaller[{i}]", spec)
-    units = plan_units(cfg, chains, len(archs))
+    subset = subset_only(cfg, [a.name for a in archs])
+    units = plan_units(cfg, chains, len(archs), subset)
     caches = {(ai, ci): ProbeCache(ctx.store, c.slug, c.seed, keys[ai][c.backend])
               for ci, c in enumerate(chains) for ai in range(len(archs))}
     done = {k: c.done_units() for k, c in caches.items()}
@@ -208,7 +240,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
             finished.append((c.slug, c.seed, key, u["set"], u["j"]))
     raw = read_units(ctx.store, finished)
     summary: dict[str, Any] = {"units": len(units), "ran": len(rows) - len(failed), "cached": len(units) - len(todo),
-                               "healed": len(healed),
+                               "healed": len(healed), **_subset_summary(cfg, archs, subset),
                                "failed": [{"unit": {k: r[k] for k in ("chain", "arch", "j", "set")}, "error": r["error"]}
                                           for r in failed][:20]}
     if raw is not None:
@@ -234,10 +266,21 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     return summary
 
 
+def _subset_summary(config: "RunConfig", archs: list[Any], subset: set[int]) -> dict[str, Any]:
+    """The ablation chain subset as the summary records it (nothing when every chain is probed)."""
+    from vismem.pipelines.dmv.protocol import ablation_seeds
+
+    if not subset:
+        return {}
+    return {"ablation_chains": {"seeds": ablation_seeds(config), "architectures": [archs[i].name for i in sorted(subset)]}}
+
+
 def describe(s: dict[str, Any]) -> str:
     """One line of what ran and what was reused (the end-of-run summary)."""
     return (f"{count(s.get('units'))} probe units: {count(s.get('ran'))} ran, {count(s.get('cached'))} reused; "
-            f"{count(s.get('probes'))} probes" + (f"; {s['healed']} damaged units redone" if s.get("healed") else ""))
+            f"{count(s.get('probes'))} probes" + (f"; {s['healed']} damaged units redone" if s.get("healed") else "")
+            + (f"; {len(s['ablation_chains']['architectures'])} ablation architectures on chains (seeds) "
+               f"{s['ablation_chains']['seeds']}" if s.get("ablation_chains") else ""))
 
 
 STAGE = Stage(name="probes", describe=describe, inputs=storefront_inputs, section="probes", run=run, check=check)

@@ -113,3 +113,17 @@ def test_wide_table2_shows_the_papers_numbers_beside_each_cell_it_states() -> No
     t2l = next(t for s in build_report({"probes": local}, "r", options=ReportOptions(n_resamples=100)).sections
                if s.id == "dmv-main" for t in s.tables if t.id == "table2")
     assert not any(c.endswith(" paper") for c in t2l.df.columns) and "paper" not in t2l.caption
+
+
+def test_alpha_sweep_scores_every_point_on_the_chains_all_points_share() -> None:
+    # The ablation points (-verb, -a0.25, -vis) probed on chain 0 only (probes.ablation_chains),
+    # dualmem and dualmem-a0.5 on chains 0 and 1: the curve is chain 0's, as the paper's Fig. 7.
+    rows = _variant_rows()
+    sub = rows.filter(~(pl.col("architecture").is_in(["dualmem-verb", "dualmem-a0.25", "dualmem-vis"])
+                        & (pl.col("seed") == 1)))
+    full = rows.filter(pl.col("seed") == 0)
+    sw, ref = (dmv.alpha_sweep(x, n_resamples=100).sort("backend", "alpha") for x in (sub, full))
+    assert set(sw["n_chains"].to_list()) == {1}
+    assert sw.select("backend", "alpha", "source", "tsr").equals(ref.select("backend", "alpha", "source", "tsr"))
+    # with every point on every chain, nothing is dropped
+    assert set(dmv.alpha_sweep(rows, n_resamples=100)["n_chains"].to_list()) == {2}
