@@ -211,6 +211,17 @@ def ablation_seeds(config: "RunConfig") -> list[int] | None:
     return [seeds[i] for i in sub]
 
 
+def probed_pairs(config: "RunConfig") -> int:
+    """(chain, architecture) pairs each back-end probes: every architecture on every chain, less
+    the chains outside ``probes.ablation_chains`` for ``probes.ablation_architectures``."""
+    archs, chains = config.memory.architectures, config.encode.chains
+    sub = ablation_seeds(config)
+    if sub is None:
+        return len(archs) * chains
+    only = sum(1 for a in archs if a.name in config.probes.ablation_architectures)
+    return (len(archs) - only) * chains + only * len(sub)
+
+
 def options(config: "RunConfig") -> Any:
     from vismem.agents.session import SessionOptions
 
