@@ -141,8 +141,8 @@ def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
                          + subset_caption(probes, opt.table4_chains) + ": the chains every Table 4 variant was probed "
                          "on (probes.ablation_chains" + (f", first {opt.table4_chains}" if opt.table4_chains else "")
                          + "); the other columns: every chain of the cell, empty for a variant probed only on the "
-                         "subset. The paper scores the first three blocks on its 7-chain subset (793 probes of 25 "
-                         "chains' 2,762) and the encoder block on the full set. " + _CI_DMV + " " + _PAPER)
+                         "subset. The paper scores the first three blocks on its 7-chain subset (793 probes; the full "
+                         "set: 25 chains, 2,762 probes) and the encoder block on the full set. " + _CI_DMV + " " + _PAPER)
 
 
 def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: ReportOptions,

@@ -5,6 +5,7 @@ Usage::
     vismem run probes                              # after encode + replay: every architecture, exhaustive
     vismem run probes --set probes.J=[5,10,15]     # score several chain lengths (shared exhaustive probes)
     vismem run probes --set probes.mc=10           # Monte Carlo probes (the J = 50 pilot)
+    vismem run probes --set probes.ablation_chains=7   # Table 4's ablation variants on the first 7 chains only
 
 Probe sets follow the official generator (``vismem.agents.probes``); each probe is one recall episode
 (``vismem.agents.recall``) whose memory block comes from the architecture's bank after session ``j``
@@ -12,7 +13,9 @@ Probe sets follow the official generator (``vismem.agents.probes``); each probe 
 session, probe set) — run on a pool of Ray actors (:class:`vismem.pipelines.dmv.probes_job.ProbeWorker`),
 each with its own storefront and page env, and cached per unit (:mod:`vismem.pipelines.dmv.probecache`):
 a killed run resumes, adding an architecture runs only its units, and a second J reuses the
-exhaustive probes it shares with the first. An outage is never scored as a memory failure: a probe
+exhaustive probes it shares with the first. ``probes.ablation_architectures`` run only on the chains
+of ``probes.ablation_chains`` (the paper's Table 4 subset); a unit does not depend on the subset, so
+a subset run and a full run share every unit they both need. An outage is never scored as a memory failure: a probe
 whose episode a failed recall call cut short is run again on its own (``probes.probe_retries``)
 until it has model answers, and a unit with one still lacking them is not cached (the stage ends
 partial; a re-run retries it).
