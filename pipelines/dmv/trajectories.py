@@ -171,12 +171,17 @@ def outage_sessions(caches: list["TrajectoryCache"], keys: Iterable[tuple[int, i
                     done: list[set[tuple[int, int]]], log: Any) -> list[tuple[int, int, int]]:
     """Discard every finished session among ``keys`` (``(backend index, seed, j)``, ``done`` the
     finished ``(seed, j)`` per back-end) whose steps record a failed model call, so the stage
-    browses it again as :func:`vismem.core.cache.heal` redoes a damaged one; returns those keys."""
+    browses it again as :func:`vismem.core.cache.heal` redoes a damaged one, with every cached
+    probe unit that read it (:func:`vismem.pipelines.dmv.probecache.discard_reading`: they scored
+    the old session); returns those keys."""
+    from vismem.pipelines.dmv.probecache import discard_reading
+
     out = []
     for b, s, j in keys:
         if (s, j) in done[b] and (n := caches[b].failed_calls(s, j)):
-            log.warning("trajectories/%s/%s/%s: %d failed model call(s) recorded (an outage, not a trajectory): "
-                        "discarded, browsing again", caches[b].backend, s, j, n)
             caches[b].discard(s, j)
+            units = discard_reading(caches[b].store, caches[b].backend, s, j)
+            log.warning("trajectories/%s/%s/%s: %d failed model call(s) recorded (an outage, not a trajectory): "
+                        "discarded with %d probe units that read it, browsing again", caches[b].backend, s, j, n, units)
             out.append((b, s, j))
     return out

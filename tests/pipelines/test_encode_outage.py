@@ -35,8 +35,9 @@ def test_a_session_with_failed_calls_is_browsed_again_until_every_call_is_answer
 
 def test_a_session_cached_with_a_failed_call_is_browsed_again_and_good_ones_stay(tmp_path, ray_local):
     """A session committed before the retry rule, whose steps record a failed call (a forced
-    navigation after an outage), is not a trajectory: the next encode run discards it, browses
-    it again and counts it; the good sessions stay cached, byte for byte."""
+    navigation after an outage), is not a trajectory: the next encode run discards it (with the
+    probe units that read it), browses it again and counts it; the good sessions stay cached,
+    byte for byte."""
     import io
 
     import polars as pl
@@ -70,10 +71,19 @@ def test_a_session_cached_with_a_failed_call_is_browsed_again_and_good_ones_stay
                                ".timing.parquet": store.get_bytes(cache.timing_key(0, 1))}, legacy)
     assert cache.failed_calls(0, 1) == 1
 
+    # Probe units cached from the old session 1 (any architecture) scored it: they go with it.
+    from vismem.pipelines.dmv.probecache import ProbeCache
+
+    units = {(seed, st, j): ProbeCache(store, cache.backend, seed, "dualmem--0123456789")
+             for seed, st, j in ((0, "ex", 0), (0, "ex", 1), (0, "ex", 2), (0, "mc5", 0), (1, "ex", 2))}
+    for (seed, st, j), pc in units.items():
+        pc.write(st, j, [], meta={})
+
     again = run(cfg, progress=False)["encode"]
     assert (again["ran"], again["cached"], again["outages_redone"], again["failed"]) == (1, 2, 1, [])
     assert cache.failed_calls(0, 1) == 0
     assert store.get_bytes(cache.steps_key(0, 1)) == good[1][0]  # the deterministic stand-in's own session
+    assert {k for k, pc in units.items() if pc.is_done(k[1], k[2])} == {(0, "ex", 0), (1, "ex", 2)}
     for j in (0, 2):  # good sessions untouched
         assert (store.get_bytes(cache.steps_key(0, j)), store.get_bytes(cache.done_key(0, j))) == good[j]
     assert "1 cached with a failed call browsed again" in describe(again)
