@@ -242,6 +242,16 @@ def alpha_sweep(probes: pl.DataFrame, *, n_resamples: int = N_RESAMPLES, seed: i
                     pl.col("architecture").alias("source"), pl.lit(family).alias("architecture"),
                     pl.lit(a, pl.Float64).alias("alpha")))
     rows = pl.concat([sweep, *ends], how="vertical_relaxed") if ends else sweep
+    # One curve, one chain set: where some points were probed only on an ablation chain subset
+    # (probes.ablation_chains, as the paper's Fig. 7), every point of the curve is scored on the
+    # chains all its points have (with every point on every chain, nothing changes).
+    keep: dict[tuple[str, int, str], set[int]] = {}
+    for b, J, a, _source, seeds in rows.group_by(*CELL, "source").agg(pl.col("seed").unique()).iter_rows():
+        keep[(b, J, a)] = keep.get((b, J, a), set(seeds)) & set(seeds)
+    if keep:
+        rows = rows.filter(pl.any_horizontal([(pl.col("backend") == b) & (pl.col("J") == J)
+                                              & (pl.col("architecture") == a) & pl.col("seed").is_in(sorted(s))
+                                              for (b, J, a), s in keep.items()]))
     return rate_cells(rows, [*CELL, "alpha", "source"], n_resamples=n_resamples, seed=seed)
 
 

@@ -1,7 +1,10 @@
 """The DMV-Bench paper's own numbers, *quoted, not measured*, for a ``paper`` column beside ours.
 
 Only numbers the paper states in its text are here (its table bodies are not in the text we
-have): Table 2's Gemini J = 5 DualMem cell and the verbal baselines' 0 % "everywhere" (§5),
+have, shared/papers/dmv-bench-paper.md): Table 2's Gemini J = 5 DualMem cell (82.7, from
+Table 4's caption) and the verbal baselines' 0 % "everywhere" (§5) -- the rest of Table 2 is
+stated only relatively (J = 50: DualMem +8.5 points over M2A-lite on Qwen, a draw on Gemini) or
+as intervals (Table 9's MMA-lite J = 15 CIs), so it has no number here --
 Table 4's ablation rows (§5 "Retrieval", "Injection", "Encoder"), and Table 10's J = 50 pilots
 (App. H). Rates are proportions (the report shows percent). A cell the paper gives no number for
 gets a null ``paper`` value, never a guess.
@@ -68,3 +71,27 @@ def with_paper(df: pl.DataFrame, tables: Sequence[str], metric: str, *, on: str 
         return df.with_columns(pl.lit(None, pl.Float64).alias(name))
     mapped = df.with_columns(pl.col("backend").map_elements(paper_backend, return_dtype=pl.String).alias("_pb"))
     return mapped.join(q, on=["_pb", "J", on], how="left").drop("_pb")
+
+
+def with_paper_wide(wide: pl.DataFrame, columns: dict[str, tuple[str, int]], tables: Sequence[str] = ("table2",),
+                    metric: str = "tsr") -> tuple[pl.DataFrame, list[str]]:
+    """A wide table (one row per architecture, one column per cell; ``columns`` maps each cell
+    column to its ``(back-end, J)``) with a ``"<column> paper"`` column right after every cell
+    column for which the paper states at least one number; returns the table and the paper
+    columns added (none for back-ends that are not the paper's: such a table is unchanged)."""
+    rows = [(col, b, J, a) for col, (b, J) in columns.items() if col in wide.columns
+            for a in wide["architecture"].to_list()]
+    if not rows:
+        return wide, []
+    long = with_paper(pl.DataFrame(rows, schema={"column": pl.String, "backend": pl.String, "J": pl.Int64,
+                                                 "architecture": pl.String}, orient="row"), tables, metric)
+    added: dict[str, str] = {}
+    for col in columns:
+        vals = long.filter(pl.col("column") == col)
+        if vals.height and vals["paper"].drop_nulls().len():
+            name = f"{col} paper"
+            wide = wide.join(vals.select("architecture", pl.col("paper").alias(name)), on="architecture", how="left",
+                             maintain_order="left")
+            added[col] = name
+    order = [c for col in wide.columns if col not in added.values() for c in (col, added.get(col)) if c]
+    return wide.select(order), list(added.values())

@@ -16,12 +16,16 @@ import polars as pl
 
 from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
-from vismem.analysis.dmv_paper import with_paper
+from vismem.analysis.dmv_paper import with_paper, with_paper_wide
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.render import Figure, Section, Table
 
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
 _PAPER = "paper*: the DMV-Bench paper's number where its text states one (quoted, not measured; empty elsewhere)."
+_PAPER_TABLE2 = ("paper* columns: the paper's Table 2 number where its text states one -- DualMem's Gemini J=5 "
+                 "cell (82.7, 25 chains, n_r = 2,762) and NoMemory / TextOnly at 0 % everywhere (quoted, not "
+                 "measured); the paper's Table 2 body is not in the paper text we have, so its other cells are "
+                 "empty.")
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
 
 
@@ -120,7 +124,7 @@ def dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions, links: Links) 
 
 def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
     """Table 4 in the paper's blocks, the ablation chain subset beside the full set, with its paper column."""
-    from vismem.analysis.dmv_table4 import table4
+    from vismem.analysis.dmv_table4 import subset_caption, table4
 
     t = table4(probes, subset_chains=opt.table4_chains, n_resamples=opt.n_resamples, seed=opt.seed)
     if t.height == 0:
@@ -133,10 +137,12 @@ def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
                  percent=["tsr_subset", "cluster_low_subset", "cluster_high_subset", "tsr", "cluster_low",
                           "cluster_high", "paper"], ci=ci,
                  caption="Blocks as the paper's: alpha sweep, injection (hybrid, alpha 0.5), visual retrieval x "
-                         "injection, encoder (alpha 0.5). *_subset: the chains every Table 4 variant was probed on"
-                         + (f" (first {opt.table4_chains})" if opt.table4_chains else "") + "; the paper scores "
-                         "the first three blocks on its 7-chain subset and the encoder block on the full set. "
-                         + _CI_DMV + " " + _PAPER)
+                         "injection, encoder (alpha 0.5). *_subset: the ablation chain subset, "
+                         + subset_caption(probes, opt.table4_chains) + ": the chains every Table 4 variant was probed "
+                         "on (probes.ablation_chains" + (f", first {opt.table4_chains}" if opt.table4_chains else "")
+                         + "); the other columns: every chain of the cell, empty for a variant probed only on the "
+                         "subset. The paper scores the first three blocks on its 7-chain subset (793 probes; the full "
+                         "set: 25 chains, 2,762 probes) and the encoder block on the full set. " + _CI_DMV + " " + _PAPER)
 
 
 def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: ReportOptions,
@@ -145,9 +151,12 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
     col = pl.col("backend") + " J=" + pl.col("J").cast(pl.String)
     t2, ci = _wide_with_ci(cells, ["architecture"], col, t2, ["architecture"])
     shown = [c for c in t2.columns[1:] if not (c.endswith(" lo") or c.endswith(" hi"))]
+    where = {f"{b} J={J}": (b, J) for b, J in cells.select("backend", "J").unique().iter_rows()}
+    t2, quoted = with_paper_wide(t2, where)
     main.tables.append(Table("table2", "TSR (%) by back-end and chain length J", t2,
                              caption="Common probe set per (back-end, J); n_r = probes per column. "
-                                     "Bold = best per column, underline = second. " + _CI_DMV,
+                                     "Bold = best per column, underline = second. " + _CI_DMV
+                                     + (" " + _PAPER_TABLE2 if quoted else ""),
                              percent=[c for c in t2.columns[1:]], highlight=shown, ci=ci,
                              links=links.dmv(t2)))
     ci_tbl = with_paper(cells.select("backend", "J", "architecture", "n_probes", "n_chains", "tsr", "naive_low",

@@ -114,11 +114,14 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
                        actors) for raw in cfg.encode.backends]
         plan_stages.append(("encode", works, _offered(cfg.encode.in_flight, works, actors), {}))
     if "probes" in stages and cfg.probes.enabled:
+        from vismem.pipelines.dmv.protocol import probed_pairs
+
         A = len(cfg.memory.architectures)
+        CA = probed_pairs(cfg)  # C x A, less the ablation architectures' chains outside probes.ablation_chains
         Jp = max(cfg.probes.J or (J,))
         per_chain = (mc_per_chain(Jp, rates.products_per_session, cfg.probes.mc) if cfg.probes.mc
                      else exhaustive_per_chain(Jp, rates.products_per_session))
-        probes = B * C * A * per_chain
+        probes = B * CA * per_chain
         recall = rates.recall_steps if rates.recall_steps is not None else cfg.probes.max_steps
         actors = cfg.probes.workers or cfg.ray.concurrency
         # One recalling VLM per browsing back-end (probes.backends, one for all, or the back-ends).
@@ -132,7 +135,7 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
         # products (Monte Carlo: at most M a reach), and a chain's units go to one actor, so an
         # actor has at most A x (J - 1) units in flight (pipelines.dmv.probes_job.unit_groups).
         sets = len(cfg.probes.J or (J,)) if cfg.probes.mc else 1
-        units = C * A * (Jp - 1) * sets
+        units = CA * (Jp - 1) * sets
         longest = (Jp - 1) * min(rates.products_per_session, cfg.probes.mc or rates.products_per_session) * recall
         works = [_Work(ep, n * probes / B * recall, n * units, longest, img, rates.text_tokens,
                        rates.completion_tokens, actors, A * (Jp - 1) * sets) for ep, n in by_ep.values()]

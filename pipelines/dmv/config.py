@@ -220,6 +220,11 @@ class MemoryConfig(Frozen):
         return v
 
 
+#: The paper's Table 4 rows scored only on its 7-chain ablation subset (no other table needs them).
+ABLATION_ONLY = ("dualmem-verb", "dualmem-a0.25", "dualmem-vis", "dualmem-img", "dualmem-cap", "dualmem-vis-img",
+                 "dualmem-vis-cap")
+
+
 class ProbesConfig(Frozen):
     """Recall probes over the replayed banks (the ``probes`` stage; official f2_online_ic)."""
 
@@ -254,6 +259,32 @@ class ProbesConfig(Frozen):
         description="Times a probe whose recall episode was cut by a failed call (an outage) is run again on its own "
         "until it has model answers; one still without them fails its unit (not cached, re-run later). An outage is "
         "never scored as a memory failure. Not part of the run id.")
+
+    ablation_chains: int | tuple[int, ...] | None = Field(
+        None, description="The chain subset the architectures in probes.ablation_architectures are probed on, as the "
+        "paper's Table 4 (its ablation rows score the 7 seeded chains of the ablation sweep, a subset of the 25 behind "
+        "the Gemini J = 5 cell; the paper does not name them: the first 7, seeds 0-6 as the official runner's "
+        "--seed 0 --n-tasks 7 gives, in the `paper` preset): N = each back-end's first N chains (chain i has seed "
+        "encode.first_seed + i; fewer when the run has fewer), or a list of chain indices i. Every other architecture "
+        "is probed on every chain. A probe unit does not depend on the subset, so subset and full-set runs share "
+        "their cached units (none is probed twice). 0: no chain (the J = 50 pilot, which the paper runs without "
+        "ablations). None: every architecture on every chain.")
+    ablation_architectures: tuple[str, ...] = Field(
+        ABLATION_ONLY, description="Architectures (variant names, as in memory.architectures) probed only on "
+        "probes.ablation_chains (ignored without it). Default: the Table 4 rows above the paper's rule that no other "
+        "table needs; DualMem (Table 2) and the encoder block's dualmem-a0.5 / dualmem-clip, which the paper scores "
+        "on the full set, stay on every chain.")
+
+    @field_validator("ablation_chains")
+    @classmethod
+    def _chains(cls, v: int | tuple[int, ...] | None) -> int | tuple[int, ...] | None:
+        if isinstance(v, tuple):
+            if not v or any(i < 0 for i in v) or len(set(v)) != len(v):
+                raise ValueError("give a count N >= 0 or a non-empty list of distinct chain indices >= 0")
+            return tuple(sorted(v))
+        if v is not None and v < 0:
+            raise ValueError("give a count N >= 0 or a non-empty list of distinct chain indices >= 0")
+        return v
 
     @field_validator("J")
     @classmethod

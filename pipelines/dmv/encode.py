@@ -18,7 +18,9 @@ model variant from ``serve/models/`` by name: ``qwen2.5-vl-7b``, ``gemini-2.5-fl
 ``workers``, ``max_tokens``, ``temperature``, ``images``.
 
 What it does: lists every ``(backend, seed, j)`` key, drops those whose trajectory is already
-cached (``trajectories/<backend-slug>/<seed>/<j>.done.json``), and runs the rest on a pool of
+cached (``trajectories/<backend-slug>/<seed>/<j>.done.json``; a cached session whose steps record
+a failed model call -- an outage cached before such sessions were browsed again -- is discarded and
+browsed again, counted as ``outages_redone``), and runs the rest on a pool of
 Ray actors (:class:`vismem.pipelines.dmv.encode_job.EncodeWorker`), each with its own storefront and
 browser; sessions of one key never depend on J, so a longer chain runs only its new sessions and
 a killed run resumes. Output: ``runs/<run_id>/results/encoding.parquet`` (the analysis
@@ -175,7 +177,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     """Encode every pending session, then write the run's ``encoding`` result table."""
     from vismem.analysis.schemas import result_key, write_results
     from vismem.core.cache import heal
-    from vismem.pipelines.dmv.trajectories import TrajectoryCache
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache, outage_sessions
 
     enc = ctx.config.encode
     if not enc.enabled:
@@ -186,6 +188,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     # A finished session is trusted only whole: a damaged one is discarded and browsed again.
     healed = heal(((caches[b].units, f"{s}/{j}") for b, s, j in keys if (s, j) in done[b]), ctx.logger)
     if healed:
+        done = [c.done_keys() for c in caches]
+    # A session cached with a failed model call is an outage, not a trajectory: browsed again.
+    outages = outage_sessions(caches, keys, done, ctx.logger)
+    if outages:
         done = [c.done_keys() for c in caches]
     todo = [(b, s, j) for b, s, j in keys if (s, j) not in done[b]]
     for spec, slug in zip(specs, slugs):
@@ -205,6 +211,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         "results": key, "backends": slugs, "table3": table3(df), "healed": len(healed),
         "workers": min(enc.workers or ctx.config.ray.concurrency, max(1, len(todo))),
     }
+    if outages:  # sessions cached with a failed call (before the retry rule), browsed again
+        out["outages_redone"] = len(outages)
     if failed:
         from vismem.core.failures import failure_line
 
@@ -216,7 +224,8 @@ def describe(s: dict[str, Any]) -> str:
     """One line of what ran and what was reused (the end-of-run summary)."""
     failed = len(s.get("failed") or [])
     return (f"{count(s.get('sessions'))} sessions: {count(s.get('ran'))} browsed, {count(s.get('cached'))} reused"
-            + (f", {failed} failed" if failed else "") + (f", {s['healed']} damaged redone" if s.get("healed") else ""))
+            + (f", {failed} failed" if failed else "") + (f", {s['healed']} damaged redone" if s.get("healed") else "")
+            + (f", {s['outages_redone']} cached with a failed call browsed again" if s.get("outages_redone") else ""))
 
 
 STAGE = Stage(name="encode", describe=describe, inputs=storefront_inputs, section="encode", run=run, add_cli_args=add_cli_args,

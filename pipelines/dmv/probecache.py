@@ -121,6 +121,20 @@ class ProbeCache:
         self.units.discard(f"{set_name}/s{j}")
 
 
+def discard_reading(store: "Store", slug: str, seed: int, j: int) -> int:
+    """Forget every finished probe unit of chain ``(slug, seed)``, any architecture, that read
+    session ``j``: exhaustive units recalled at session ``j`` or later (they replay sessions
+    ``0..j'``) and every Monte Carlo unit (its draw reads the whole chain). Used when session ``j``
+    is browsed again (an outage cached before the retry rule), so no unit scores the old session;
+    returns how many were discarded."""
+    n = 0
+    for m in UnitCache(store, f"{PROBE_ROOT}/{slug}/{int(seed)}").done_units(_DONE_RE):
+        if m.group(1).startswith("mc") or int(m.group(2)) >= j:
+            store.delete(m.string)
+            n += 1
+    return n
+
+
 def read_units(store: "Store", units: Iterable[tuple[str, int, str, str, int]]) -> Any:
     """Concatenate the rows of finished units ``(slug, seed, arch_key, set, j)``."""
     import polars as pl

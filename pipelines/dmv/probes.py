@@ -5,6 +5,7 @@ Usage::
     vismem run probes                              # after encode + replay: every architecture, exhaustive
     vismem run probes --set probes.J=[5,10,15]     # score several chain lengths (shared exhaustive probes)
     vismem run probes --set probes.mc=10           # Monte Carlo probes (the J = 50 pilot)
+    vismem run probes --set probes.ablation_chains=7   # Table 4's ablation variants on the first 7 chains only
 
 Probe sets follow the official generator (``vismem.agents.probes``); each probe is one recall episode
 (``vismem.agents.recall``) whose memory block comes from the architecture's bank after session ``j``
@@ -12,7 +13,9 @@ Probe sets follow the official generator (``vismem.agents.probes``); each probe 
 session, probe set) — run on a pool of Ray actors (:class:`vismem.pipelines.dmv.probes_job.ProbeWorker`),
 each with its own storefront and page env, and cached per unit (:mod:`vismem.pipelines.dmv.probecache`):
 a killed run resumes, adding an architecture runs only its units, and a second J reuses the
-exhaustive probes it shares with the first. An outage is never scored as a memory failure: a probe
+exhaustive probes it shares with the first. ``probes.ablation_architectures`` run only on the chains
+of ``probes.ablation_chains`` (the paper's Table 4 subset); a unit does not depend on the subset, so
+a subset run and a full run share every unit they both need. An outage is never scored as a memory failure: a probe
 whose episode a failed recall call cut short is run again on its own (``probes.probe_retries``)
 until it has model answers, and a unit with one still lacking them is not cached (the stage ends
 partial; a re-run retries it).
@@ -58,19 +61,50 @@ def check(config: "RunConfig") -> None:
 
     if config.probes.enabled:
         recallers(config)
-        build_architectures(config)
+        names = {a.name for a in build_architectures(config)}
+        if config.probes.ablation_chains is not None:
+            _check_subset(config, names)
         workers = config.probes.workers or config.ray.concurrency
         raw = list(config.probes.backends or config.encode.backends)
         for line in fleet_shortfall(raw, config.probes.in_flight, workers):
             log.warning("probes: %s", line)
 
 
-def plan_units(config: "RunConfig", chains: list[Any], n_archs: int) -> list[dict[str, Any]]:
-    """Every (chain, architecture, recall session, set) unit the configured J values need."""
+def subset_only(config: "RunConfig", names: list[str]) -> set[int]:
+    """Indices (in ``names``, the built architectures' names) of the architectures probed only on
+    the ablation chain subset (``probes.ablation_architectures``; none without ``ablation_chains``)."""
+    if config.probes.ablation_chains is None:
+        return set()
+    return {i for i, n in enumerate(names) if n in config.probes.ablation_architectures}
+
+
+def _check_subset(config: "RunConfig", names: set[str]) -> None:
+    """The subset's chain indices exist and every ablation architecture is a known name."""
+    from vismem.core.errors import ConfigError, did_you_mean
+    from vismem.memory.agent.variants import list_variants
+    from vismem.pipelines.dmv.protocol import ablation_seeds
+
+    ablation_seeds(config)
+    known = sorted(names | set(list_variants()))
+    for i, n in enumerate(config.probes.ablation_architectures):
+        if n not in known:
+            raise ConfigError(f"probes.ablation_architectures[{i}]: unknown architecture {n!r}{did_you_mean(n, known)}")
+
+
+def plan_units(config: "RunConfig", chains: list[Any], n_archs: int,
+               subset_archs: set[int] = frozenset()) -> list[dict[str, Any]]:
+    """Every (chain, architecture, recall session, set) unit the configured J values need; an
+    architecture in ``subset_archs`` only on the chains of ``probes.ablation_chains``. A unit is
+    the same whichever chains the run probes, so a subset run's units are a full run's."""
+    from vismem.pipelines.dmv.protocol import ablation_seeds
+
     Js = config.probes.J or (config.encode.J,)
+    seeds = ablation_seeds(config)
     units = []
     for ci in range(len(chains)):
         for ai in range(n_archs):
+            if ai in subset_archs and seeds is not None and chains[ci].seed not in seeds:
+                continue
             if config.probes.mc:
                 for J in Js:
                     units += [{"chain": ci, "arch": ai, "j": j, "set": f"mc{J}"} for j in range(1, J)]
@@ -183,7 +217,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
             for a in archs]
     for i, spec in enumerate(recall):
         ctx.manifest.component(f"probes.recaller[{i}]", spec)
-    units = plan_units(cfg, chains, len(archs))
+    subset = subset_only(cfg, [a.name for a in archs])
+    units = plan_units(cfg, chains, len(archs), subset)
     caches = {(ai, ci): ProbeCache(ctx.store, c.slug, c.seed, keys[ai][c.backend])
               for ci, c in enumerate(chains) for ai in range(len(archs))}
     done = {k: c.done_units() for k, c in caches.items()}
@@ -208,7 +243,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
             finished.append((c.slug, c.seed, key, u["set"], u["j"]))
     raw = read_units(ctx.store, finished)
     summary: dict[str, Any] = {"units": len(units), "ran": len(rows) - len(failed), "cached": len(units) - len(todo),
-                               "healed": len(healed),
+                               "healed": len(healed), **_subset_summary(cfg, archs, subset),
                                "failed": [{"unit": {k: r[k] for k in ("chain", "arch", "j", "set")}, "error": r["error"]}
                                           for r in failed][:20]}
     if raw is not None:
@@ -234,10 +269,21 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     return summary
 
 
+def _subset_summary(config: "RunConfig", archs: list[Any], subset: set[int]) -> dict[str, Any]:
+    """The ablation chain subset as the summary records it (nothing when every chain is probed)."""
+    from vismem.pipelines.dmv.protocol import ablation_seeds
+
+    if not subset:
+        return {}
+    return {"ablation_chains": {"seeds": ablation_seeds(config), "architectures": [archs[i].name for i in sorted(subset)]}}
+
+
 def describe(s: dict[str, Any]) -> str:
     """One line of what ran and what was reused (the end-of-run summary)."""
     return (f"{count(s.get('units'))} probe units: {count(s.get('ran'))} ran, {count(s.get('cached'))} reused; "
-            f"{count(s.get('probes'))} probes" + (f"; {s['healed']} damaged units redone" if s.get("healed") else ""))
+            f"{count(s.get('probes'))} probes" + (f"; {s['healed']} damaged units redone" if s.get("healed") else "")
+            + (f"; {len(s['ablation_chains']['architectures'])} ablation architectures on chains (seeds) "
+               f"{s['ablation_chains']['seeds']}" if s.get("ablation_chains") else ""))
 
 
 STAGE = Stage(name="probes", describe=describe, inputs=storefront_inputs, section="probes", run=run, check=check)

@@ -186,10 +186,45 @@ def plan(config: "RunConfig") -> tuple[list[dict[str, Any]], list[str], list[tup
         from vismem.core.errors import ConfigError
 
         raise ConfigError(f"encode.backends has duplicate backends: {slugs}")
-    first = config.seed if enc.first_seed is None else enc.first_seed
-    seeds = [first + i for i in range(enc.chains)]
+    seeds = chain_seeds(config)
     keys = [(b, s, j) for b in range(len(specs)) for s in seeds for j in range(enc.J)]
     return specs, slugs, keys
+
+
+def chain_seeds(config: "RunConfig") -> list[int]:
+    """The seed of each chain index ``i`` of every back-end: ``encode.first_seed + i`` (the run seed first)."""
+    enc = config.encode
+    first = config.seed if enc.first_seed is None else enc.first_seed
+    return [first + i for i in range(enc.chains)]
+
+
+def ablation_seeds(config: "RunConfig") -> list[int] | None:
+    """Seeds of ``probes.ablation_chains`` (the chains ``probes.ablation_architectures`` are
+    probed on): the first N chains, or the listed chain indices; None: every chain. An index
+    the run lacks is a ConfigError naming the field."""
+    sub, seeds = config.probes.ablation_chains, chain_seeds(config)
+    if sub is None:
+        return None
+    if isinstance(sub, int):
+        return seeds[:sub]
+    bad = [i for i in sub if i >= len(seeds)]
+    if bad:
+        from vismem.core.errors import ConfigError
+
+        raise ConfigError(f"probes.ablation_chains: chain index {bad[0]} is not among the run's {len(seeds)} chains "
+                          f"(indices 0-{len(seeds) - 1}, encode.chains)")
+    return [seeds[i] for i in sub]
+
+
+def probed_pairs(config: "RunConfig") -> int:
+    """(chain, architecture) pairs each back-end probes: every architecture on every chain, less
+    the chains outside ``probes.ablation_chains`` for ``probes.ablation_architectures``."""
+    archs, chains = config.memory.architectures, config.encode.chains
+    sub = ablation_seeds(config)
+    if sub is None:
+        return len(archs) * chains
+    only = sum(1 for a in archs if a.name in config.probes.ablation_architectures)
+    return (len(archs) - only) * chains + only * len(sub)
 
 
 def options(config: "RunConfig") -> Any:

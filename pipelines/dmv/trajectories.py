@@ -12,6 +12,10 @@ only the new sessions. A session is a unit of :class:`vismem.core.cache.UnitCach
 done marker is the commit point (a session without it is re-run from scratch and its Parquet
 objects are overwritten; every write is atomic, so a run killed at any point resumes with no
 duplicate rows) and records each object's size and digest, so a damaged object is never read.
+A finished session whose steps record a failed model call (cached before the encode stage
+re-browsed such sessions) is an outage, not a trajectory: :func:`outage_sessions` finds them and
+the stage browses them again, so no cached session scores an outage as a memory failure while
+every good session stays cached (no protocol-version bump).
 
 The backend slug names the model *and* the protocol settings that change trajectories
 (:func:`vismem.pipelines.dmv.protocol.cache_slug`), so a different protocol never reads another's cache.
@@ -102,6 +106,18 @@ class TrajectoryCache:
         """One line per damaged object of a finished session (empty when whole)."""
         return self.units.verify(f"{seed}/{j}")
 
+    def failed_calls(self, seed: int, j: int) -> int:
+        """Model calls of a finished session that failed (an outage the runner turned into a
+        forced navigation): the marker's count, or the steps' ``failed`` statuses for a marker
+        that records none."""
+        n = self.read_summary(seed, j).get("failed_calls")
+        if n is None:
+            import polars as pl
+
+            steps = pl.read_parquet(io.BytesIO(self.units.read_object(f"{seed}/{j}", ".parquet")), columns=["status"])
+            n = int((steps["status"] == "failed").sum())
+        return int(n)
+
     def discard(self, seed: int, j: int) -> None:
         """Forget a finished session (a damaged one): the next encode run browses it again."""
         self.units.discard(f"{seed}/{j}")
@@ -149,3 +165,23 @@ class TrajectoryCache:
     def visited(self, seed: int, j: int) -> list[str]:
         """Distinct products the session visited, first-seen order (the recall probes)."""
         return list(self.read_summary(seed, j)["visited"])
+
+
+def outage_sessions(caches: list["TrajectoryCache"], keys: Iterable[tuple[int, int, int]],
+                    done: list[set[tuple[int, int]]], log: Any) -> list[tuple[int, int, int]]:
+    """Discard every finished session among ``keys`` (``(backend index, seed, j)``, ``done`` the
+    finished ``(seed, j)`` per back-end) whose steps record a failed model call, so the stage
+    browses it again as :func:`vismem.core.cache.heal` redoes a damaged one, with every cached
+    probe unit that read it (:func:`vismem.pipelines.dmv.probecache.discard_reading`: they scored
+    the old session); returns those keys."""
+    from vismem.pipelines.dmv.probecache import discard_reading
+
+    out = []
+    for b, s, j in keys:
+        if (s, j) in done[b] and (n := caches[b].failed_calls(s, j)):
+            caches[b].discard(s, j)
+            units = discard_reading(caches[b].store, caches[b].backend, s, j)
+            log.warning("trajectories/%s/%s/%s: %d failed model call(s) recorded (an outage, not a trajectory): "
+                        "discarded with %d probe units that read it, browsing again", caches[b].backend, s, j, n, units)
+            out.append((b, s, j))
+    return out

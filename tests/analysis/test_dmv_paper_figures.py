@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from vismem.analysis import dmv, figures
+from vismem.analysis import dmv, figures, synthetic
 from vismem.analysis.schemas import validate
 from vismem.memory.agent.variants import list_variants, load_variant
 
@@ -90,3 +90,40 @@ def test_paper_column_quotes_the_paper_where_it_has_a_number() -> None:
     assert with_paper(perm, ("table10",), "p_value", on="a")["paper"].to_list() == [0.6875, 0.0625]
     assert paper_backend("Gemini-2.5-Flash / scripted-recall") == "gemini-2.5-flash" and paper_backend("x") is None
     assert quoted().filter(pl.col("architecture").is_in(["nomemory", "textonly"]))["value"].sum() == 0
+
+
+def test_wide_table2_shows_the_papers_numbers_beside_each_cell_it_states() -> None:
+    from vismem.analysis.report import ReportOptions, build_report
+
+    probes = synthetic.probes(backends=BACKENDS, Js=(5, 10), chains=2,
+                              p={"dualmem": 0.8, "m2a-lite": 0.6, "nomemory": 0.0})
+    main = next(s for s in build_report({"probes": probes}, "r", options=ReportOptions(n_resamples=100)).sections
+                if s.id == "dmv-main")
+    t2 = next(t for t in main.tables if t.id == "table2")
+    g5 = f"{BACKENDS[0]} J=5"
+    # each paper column sits right after its cell, is a percent column, never bold
+    assert t2.shown[1:3] == [g5, f"{g5} paper"] and f"{g5} paper" in t2.percent and f"{g5} paper" not in t2.highlight
+    by = {r["architecture"]: r for r in t2.df.iter_rows(named=True)}
+    assert (by["dualmem"][f"{g5} paper"], by["nomemory"][f"{g5} paper"], by["m2a-lite"][f"{g5} paper"]) == (
+        0.827, 0.0, None)
+    assert by["dualmem"][f"{BACKENDS[1]} J=10 paper"] is None and by["nomemory"][f"{BACKENDS[1]} J=10 paper"] == 0.0
+    assert "not in the paper text we have" in t2.caption
+    # a run on other back-ends (the local stand-ins) keeps Table 2 as it was: no paper columns
+    local = synthetic.probes(backends=("scripted-shopper-stand-in-s0",), Js=(5,), chains=2, p={"dualmem": 0.8})
+    t2l = next(t for s in build_report({"probes": local}, "r", options=ReportOptions(n_resamples=100)).sections
+               if s.id == "dmv-main" for t in s.tables if t.id == "table2")
+    assert not any(c.endswith(" paper") for c in t2l.df.columns) and "paper" not in t2l.caption
+
+
+def test_alpha_sweep_scores_every_point_on_the_chains_all_points_share() -> None:
+    # The ablation points (-verb, -a0.25, -vis) probed on chain 0 only (probes.ablation_chains),
+    # dualmem and dualmem-a0.5 on chains 0 and 1: the curve is chain 0's, as the paper's Fig. 7.
+    rows = _variant_rows()
+    sub = rows.filter(~(pl.col("architecture").is_in(["dualmem-verb", "dualmem-a0.25", "dualmem-vis"])
+                        & (pl.col("seed") == 1)))
+    full = rows.filter(pl.col("seed") == 0)
+    sw, ref = (dmv.alpha_sweep(x, n_resamples=100).sort("backend", "alpha") for x in (sub, full))
+    assert set(sw["n_chains"].to_list()) == {1}
+    assert sw.select("backend", "alpha", "source", "tsr").equals(ref.select("backend", "alpha", "source", "tsr"))
+    # with every point on every chain, nothing is dropped
+    assert set(dmv.alpha_sweep(rows, n_resamples=100)["n_chains"].to_list()) == {2}

@@ -34,6 +34,11 @@ def test_table4_has_the_papers_blocks_with_the_subset_next_to_the_full_set():
     siglip = t.filter((pl.col("block") == "encoder (alpha 0.5)") & (pl.col("row") == "SigLIP-2")).row(0, named=True)
     assert siglip["architecture"] == "dualmem-a0.5" and siglip["n_chains"] == 5
     assert table4(_probes(), subset_chains=2, n_resamples=200)["n_chains_subset"].max() == 2
+    # A variant probed only on the subset has no full-set value: never its subset number as the full set's.
+    verb = t.filter(pl.col("architecture") == "dualmem-verb").row(0, named=True)
+    assert (verb["n_chains_subset"], verb["tsr_subset"] is not None, verb["n_chains"], verb["tsr"]) == (3, True, None, None)
+    dual = t.filter(pl.col("architecture") == "dualmem").row(0, named=True)  # on both: subset 3 chains, full 5
+    assert (dual["n_chains_subset"], dual["n_chains"]) == (3, 5) and dual["tsr"] != dual["tsr_subset"]
 
 
 def test_report_shows_table4_with_the_papers_numbers_per_block():
@@ -45,3 +50,12 @@ def test_report_shows_table4_with_the_papers_numbers_per_block():
     assert a05["block"].to_list() == ["alpha sweep", "injection (hybrid, alpha 0.5)", "encoder (alpha 0.5)"]
     assert a05["paper"].to_list() == [0.789, 0.789, 0.796]
     assert "7-chain subset" in t4.caption
+    assert "ablation chain subset, seeds 0-2 (3 chains)" in t4.caption  # which chains the subset is
+
+
+def test_subset_caption_names_the_chains_per_cell_when_they_differ():
+    from vismem.analysis.dmv_table4 import subset_caption
+
+    two = pl.concat([_probes(), _probes().with_columns(pl.lit("qwen2.5-vl-7b").alias("backend"))
+                     .filter(~((pl.col("seed") == 1) & (pl.col("architecture") == "dualmem-verb")))])
+    assert subset_caption(two) == "gemini-2.5-flash J=5: seeds 0-2 (3 chains); qwen2.5-vl-7b J=5: seeds 0, 2 (2 chains)"

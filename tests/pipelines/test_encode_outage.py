@@ -31,3 +31,59 @@ def test_a_session_with_failed_calls_is_browsed_again_until_every_call_is_answer
             assert summary["failed_calls"] == 0, summary  # the re-run, not the session the outage cut
         else:
             assert "2 model calls still failed after 0 re-runs of the session (encode.session_retries)" in out["error"][0]
+
+
+def test_a_session_cached_with_a_failed_call_is_browsed_again_and_good_ones_stay(tmp_path, ray_local):
+    """A session committed before the retry rule, whose steps record a failed call (a forced
+    navigation after an outage), is not a trajectory: the next encode run discards it (with the
+    probe units that read it), browses it again and counts it; the good sessions stay cached,
+    byte for byte."""
+    import io
+
+    import polars as pl
+
+    from vismem.core.store import parquet_bytes
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.dmv.encode import describe
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
+    from vismem.pipelines.runner import run
+
+    cfg = load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
+                                 "store": {"uri": f"file://{tmp_path}/store"},
+                                 "encode": {"chains": 1, "J": 3, "env": "http"}})
+    first = run(cfg, progress=False)["encode"]
+    assert (first["ran"], first["cached"]) == (3, 0) and "outages_redone" not in first
+    store = Store.open(f"file://{tmp_path}/store")
+    cache = TrajectoryCache(store, first["backends"][0])
+    good = {j: (store.get_bytes(cache.steps_key(0, j)), store.get_bytes(cache.done_key(0, j))) for j in range(3)}
+
+    # Session 1 as the old runner cached it: its second call failed and became a forced navigation.
+    steps = pl.read_parquet(io.BytesIO(good[1][0]))
+    steps = steps.with_columns(pl.when(pl.col("step") == 2).then(pl.lit("failed")).otherwise(pl.col("status"))
+                               .alias("status"))
+    summary = {**cache.read_summary(0, 1), "failed_calls": 1}
+    cache.units.commit("0/1", {".parquet": parquet_bytes(steps.drop("schema_version"), schema_version=1),
+                               ".timing.parquet": store.get_bytes(cache.timing_key(0, 1))}, summary)
+    assert cache.failed_calls(0, 1) == 1 and cache.failed_calls(0, 0) == 0
+    # A marker from before failed_calls was recorded: the steps say it.
+    legacy = {k: v for k, v in cache.read_summary(0, 1).items() if k != "failed_calls"}
+    cache.units.commit("0/1", {".parquet": store.get_bytes(cache.steps_key(0, 1)),
+                               ".timing.parquet": store.get_bytes(cache.timing_key(0, 1))}, legacy)
+    assert cache.failed_calls(0, 1) == 1
+
+    # Probe units cached from the old session 1 (any architecture) scored it: they go with it.
+    from vismem.pipelines.dmv.probecache import ProbeCache
+
+    units = {(seed, st, j): ProbeCache(store, cache.backend, seed, "dualmem--0123456789")
+             for seed, st, j in ((0, "ex", 0), (0, "ex", 1), (0, "ex", 2), (0, "mc5", 0), (1, "ex", 2))}
+    for (seed, st, j), pc in units.items():
+        pc.write(st, j, [], meta={})
+
+    again = run(cfg, progress=False)["encode"]
+    assert (again["ran"], again["cached"], again["outages_redone"], again["failed"]) == (1, 2, 1, [])
+    assert cache.failed_calls(0, 1) == 0
+    assert store.get_bytes(cache.steps_key(0, 1)) == good[1][0]  # the deterministic stand-in's own session
+    assert {k for k, pc in units.items() if pc.is_done(k[1], k[2])} == {(0, "ex", 0), (1, "ex", 2)}
+    for j in (0, 2):  # good sessions untouched
+        assert (store.get_bytes(cache.steps_key(0, j)), store.get_bytes(cache.done_key(0, j))) == good[j]
+    assert "1 cached with a failed call browsed again" in describe(again)

@@ -177,3 +177,14 @@ def test_probe_growth_with_J():
 def test_plan_bad_input_is_one_line(args, msg):
     r = _plan(*args)
     assert r.returncode != 0 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_ablation_architectures_on_a_chain_subset_count_only_their_chains():
+    # 4 chains x 3 architectures, dualmem-vis on the first 1 chain only: (2 x 4 + 1 x 1) x 20 probes
+    over = dict(stages=["probes"], memory={"architectures": ["nomemory", "dualmem", "dualmem-vis"]},
+                encode={"chains": 4, "J": 5})
+    rates = Rates(products_per_session=2, recall_steps=1, latency_s=1)
+    full = estimate(_cfg(**over), rates)
+    sub = estimate(_cfg(**over, probes={"ablation_chains": 1, "ablation_architectures": ["dualmem-vis"]}), rates)
+    assert next(s for s in full["stages"] if s["stage"] == "probes")["probes"] == 3 * 4 * 20
+    assert next(s for s in sub["stages"] if s["stage"] == "probes")["probes"] == (2 * 4 + 1) * 20
