@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 from vismem.core.lifeline import Lifeline
 from vismem.core.paths import local_dir
-from vismem.core.s3server import LocalS3Server
+from vismem.core.s3share import serving
 from vismem.core.secrets import Scrubber, ScrubFilter, is_secret_name, secret_values
 from vismem.core.store import Store
 from vismem.pipelines.config import RunConfig
@@ -31,7 +31,9 @@ log = logging.getLogger("vismem")
 @contextlib.contextmanager
 def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Store, dict[str, str]]]:
     """Yield ``(store, env)``; for ``local-s3://`` a private weed server lives for the block.
-    ``create=False`` (read-only commands): a missing folder or bucket is not made.
+    ``create=False`` (read-only commands): a missing folder or bucket is not made, and a
+    ``local-s3://`` store whose server a running vismem owns is read through that server (left
+    running) instead of being refused.
 
     ``env`` holds the variables workers need to reach the store (credentials, endpoint).
     """
@@ -40,8 +42,7 @@ def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Stor
         bucket_path = uri[len("local-s3://"):].strip("/")
         bucket = bucket_path.split("/", 1)[0]
         data_dir = local_dir(config.runs_dir) / ".s3"
-        server = LocalS3Server(data_dir=data_dir, buckets=(bucket,), region=config.store.region)
-        with server:
+        with serving(data_dir, (bucket,), config.store.region, share=not create) as server:
             env = server.env()
             store = Store.open(f"s3://{bucket_path}", endpoint_url=server.endpoint_url,
                                region=config.store.region, access_key=server.access_key,

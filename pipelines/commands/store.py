@@ -112,7 +112,7 @@ def _verify(args: argparse.Namespace) -> int:
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=not args.discard) as (store, _env):
         checked, problems = verify_store(store, args.prefix or CACHE_ROOTS, discard=args.discard)
     for line in problems:
         print(line + ("  (discarded)" if args.discard else ""))
