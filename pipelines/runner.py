@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from vismem.core import progress as progress_lines
 from vismem.core.lifeline import Lifeline
 from vismem.core.paths import local_dir
 from vismem.core.s3share import serving
@@ -119,7 +120,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
         # (models, embedders, image sources) that do not resolve.
         get_stage(name).check(config)
     run_dir = local_dir(config.runs_dir) / config.run_id
-    os.environ["VISMEM_PROGRESS"] = "1" if progress else "0"
+    restore_progress = progress_lines.for_run(progress)
     results: dict[str, Any] = {}
     partial: list[str] = []
     handler: logging.Handler | None = None
@@ -146,13 +147,15 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             manifest.begin(config, seeds={"root": config.seed})
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
-            for name in todo:
+            for i, name in enumerate(todo, 1):
                 manifest.stage(name, "running")
+                progress_lines.stage_started(name, i, len(todo))
                 t0 = time.time()
                 try:
                     summary = get_stage(name).run(ctx) or {}
                 except BaseException as err:
                     manifest.stage(name, "failed", error=scrubber.text(f"{type(err).__name__}: {err}"))
+                    progress_lines.stage_finished(name, "failed", time.time() - t0, i, len(todo))
                     raise
                 # A stage that finished with failed shards (e.g. encode sessions whose model calls
                 # kept failing) is recorded as partial, later stages still run, and the run ends
@@ -160,6 +163,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 status = "partial" if summary.get("status") == "partial" else "done"
                 manifest.stage(name, status, **{"summary": summary})
                 log.info("stage %s %s in %.1fs", name, status, time.time() - t0)
+                progress_lines.stage_finished(name, status, time.time() - t0, i, len(todo))
                 results[name] = summary
                 if status == "partial":
                     partial.append(name)
@@ -184,4 +188,5 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
         if handler is not None:
             logging.getLogger("vismem").removeHandler(handler)
             handler.close()
+        restore_progress()
     return results

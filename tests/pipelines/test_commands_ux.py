@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
 
 
-def _vismem(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+def _vismem(*args: str, cwd: Path, timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "vismem", *args], capture_output=True, text=True, cwd=cwd,
-                          env=ENV, timeout=timeout)
+                          env={**ENV, **(env or {})}, timeout=timeout)
 
 
 def _write_results(store, run_id: str) -> dict[str, pl.DataFrame]:
@@ -159,8 +159,11 @@ def test_run_prints_the_summary_and_writes_json(tmp_path):
     assert report in res.stdout and Path(report[len("file://"):]).is_file()
     assert "logging_progress" not in res.stderr and " INFO " not in res.stderr, res.stderr[-2000:]
     assert (tmp_path / "runs" / run_id / "run.log").is_file()
-    js = _vismem("run", *common, "--json", cwd=tmp_path)
+    # With progress on and stderr not a terminal: stage lines on stderr, stdout still pure JSON.
+    js = _vismem("run", *[a for a in common if a != "--no-progress"], "--json", cwd=tmp_path,
+                 env={"VISMEM_PROGRESS": "1"})
     assert js.returncode == 0, js.stderr[-3000:]
+    assert "stage 1/1 report: started" in js.stderr and "stage 1/1 report: done in" in js.stderr, js.stderr[-2000:]
     data = json.loads(js.stdout)
     assert data["_run_id"] == run_id and data["report"]["status"] == "done"
     heads = {r["architecture"]: f"{100 * r['tsr']:.1f}" for r in data["_summary"]["headline"]["dmv"]}
