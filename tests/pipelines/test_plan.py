@@ -177,3 +177,29 @@ def test_probe_growth_with_J():
 def test_plan_bad_input_is_one_line(args, msg):
     r = _plan(*args)
     assert r.returncode != 0 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_plan_measured_on_a_stand_in_run_warns_in_one_line(tmp_path, capsys, monkeypatch):
+    from vismem.core.store import Store
+    from vismem.pipelines.cli import main
+    from vismem.pipelines.commands import plan as plan_cmd
+
+    uri = f"file://{tmp_path}/store"
+    store = Store.open(uri)
+    real = {"encode.backend": {"name": "openai", "args": {"model": "qwen"}, "cache_slug": "qwen-s0--1234"},
+            "memory.textonly": {"components": {"text": {"label": "minilm", "stand_in": False}}, "stand_in": False}}
+    fake = {**real, "probes.recaller[0]": {"name": "scripted-recall", "args": {}},
+            "encode.backend": {"name": "scripted-shopper", "cache_slug": "scripted-shopper-stand-in-s0--9c94d7b2"},
+            "memory.caption": {"components": {"captioner": {"label": "catalogue/caption", "stand_in": True}}}}
+    store.put_json("runs/real-1/manifest.json", {"run_id": "real-1", "components": real})
+    store.put_json("runs/fake-1/manifest.json", {"run_id": "fake-1", "components": fake})
+    assert plan_cmd.stand_ins(fake) == ["encode.backend", "memory.caption"]
+    assert plan_cmd.stand_in_warning(store, "real-1") is None
+    monkeypatch.setattr(plan_cmd, "measure", lambda store, run_id: {"latency_s": 0.01, "steps_per_session": 9.0})
+    assert main(["plan", "--store", uri, "--measured", "fake-1", "--json"]) == 0
+    captured = capsys.readouterr()
+    warnings = [ln for ln in captured.err.splitlines() if "warning" in ln]
+    assert len(warnings) == 1 and "run fake-1 used stand-ins (encode.backend, memory.caption)" in warnings[0]
+    json.loads(captured.out)  # stdout stays the plan
+    assert main(["plan", "--store", uri, "--measured", "real-1", "--json"]) == 0
+    assert "stand-in" not in capsys.readouterr().err
