@@ -251,15 +251,18 @@ class LocalS3Server:
 
     def stop(self) -> None:
         """End weed and give the data dir back, after the attached readers finished (bounded)."""
-        if self.proc is not None:
-            self._write_state(stopping=True)  # a newcomer waits for the next owner instead of attaching
-            self._wait_for_users(USERS_GRACE_S)
-        self._stop_proc()
-        self._unpublish()
-        if self._users is not None:
-            self._users.close()
-            self._users = None
-        self._release()
+        try:
+            if self.proc is not None:
+                with contextlib.suppress(OSError):  # a full disk or a gone dir must not keep weed up
+                    self._write_state(stopping=True)  # a newcomer waits for the next owner, not for this one
+                    self._wait_for_users(USERS_GRACE_S)
+        finally:
+            self._stop_proc()
+            self._unpublish()
+            if self._users is not None:
+                self._users.close()
+                self._users = None
+            self._release()
 
     def __enter__(self) -> "LocalS3Server":
         return self.start()

@@ -70,6 +70,8 @@ def _read_shared(data_dir: Path, owner: int, users: Any) -> SharedServer | None:
     """The published server of ``owner`` (None while not published); a file that is not ours or
     that others may read, or an endpoint off loopback, is refused rather than used."""
     try:
+        if (data_dir / STATE_FILE).stat().st_uid != os.getuid():
+            raise StoreError(f"{data_dir / STATE_FILE} belongs to another user; not attaching")
         state = json.loads((data_dir / STATE_FILE).read_text())
     except (OSError, ValueError):
         return None
