@@ -14,11 +14,21 @@ One owner at a time, and never an orphan:
   by ``SIGKILL``;
 * a ``weed mini -dir=<data_dir>`` still running when the lock is free is stale by definition
   (its owner is gone: an older vismem, a lifeline killed by hand) and is ended before the start.
+
+Shared by read-only commands: once ready, the owner publishes ``<data_dir>/server.json`` (its pid,
+weed's pid, the S3 port; no secret) and the credentials of this start in
+``<data_dir>/credentials.json`` (mode 0600, the same user who owns the server's data files). A
+read-only command (``vismem runs``, ``report``, ``store ls``) on a held data dir attaches to that
+server through :func:`attach` instead of being refused, and never stops it: it holds a shared
+``users.lock`` while it reads, and the owner waits (up to :data:`USERS_GRACE_S`) for those readers
+before it ends weed. The endpoint is always ``http://127.0.0.1:<port>``; nothing else is accepted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import json
 import os
 import secrets
 import shutil
@@ -46,6 +56,27 @@ _PORT_FLAGS = (
 )
 
 
+#: Seconds a stopping owner waits for read-only commands attached to its server to finish.
+USERS_GRACE_S = 30.0
+STATE_FILE, CREDENTIALS_FILE, USERS_LOCK = "server.json", "credentials.json", "users.lock"
+
+
+class ServerBusy(StoreError):
+    """Another vismem process owns the local S3 server of this data dir."""
+
+
+def s3_env(endpoint_url: str, access_key: str, secret_key: str, region: str) -> dict[str, str]:
+    """Environment variables that point boto3, pyarrow and child processes at a local server."""
+    return {
+        "AWS_ACCESS_KEY_ID": access_key,
+        "AWS_SECRET_ACCESS_KEY": secret_key,
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "VISMEM_S3_ENDPOINT": endpoint_url,
+    }
+
+
 def _weed_binary() -> str:
     exe = Path(sys.executable).parent / "weed"
     if exe.exists():
@@ -68,6 +99,7 @@ class LocalS3Server:
     proc: Lifeline | None = None
     port: int = 0
     _lock: Any = field(default=None, repr=False)
+    _users: Any = field(default=None, repr=False)
 
     @property
     def endpoint_url(self) -> str:
@@ -75,14 +107,7 @@ class LocalS3Server:
 
     def env(self) -> dict[str, str]:
         """Environment variables that point boto3, pyarrow and child processes at this server."""
-        return {
-            "AWS_ACCESS_KEY_ID": self.access_key,
-            "AWS_SECRET_ACCESS_KEY": self.secret_key,
-            "AWS_REGION": self.region,
-            "AWS_DEFAULT_REGION": self.region,
-            "AWS_ENDPOINT_URL": self.endpoint_url,
-            "VISMEM_S3_ENDPOINT": self.endpoint_url,
-        }
+        return s3_env(self.endpoint_url, self.access_key, self.secret_key, self.region)
 
     def start(self, timeout_s: float = 30.0) -> "LocalS3Server":
         from vismem.core.storeuri import bucket_problem
@@ -95,8 +120,12 @@ class LocalS3Server:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._acquire()
         try:
-            return self._start(timeout_s)
+            self._start(timeout_s)
+            self._publish()
+            return self
         except BaseException:
+            self._stop_proc()
+            self._unpublish()
             self._release()
             raise
 
@@ -109,7 +138,7 @@ class LocalS3Server:
             fh.seek(0)
             holder = fh.read().strip() or "?"
             fh.close()
-            raise StoreError(f"another vismem run (pid {holder}) is using {self.data_dir}; wait for it to finish "
+            raise ServerBusy(f"another vismem run (pid {holder}) is using {self.data_dir}; wait for it to finish "
                              "or give this run another runs_dir") from None
         fh.seek(0)
         fh.truncate()
@@ -188,9 +217,52 @@ class LocalS3Server:
             self.proc.close()  # the lifeline ends weed (SIGTERM, then SIGKILL) and exits
             self.proc = None
 
+    def _publish(self) -> None:
+        """Write the state file and the 0600 credentials file read-only commands attach with."""
+        creds = {"access_key": self.access_key, "secret_key": self.secret_key}
+        _write_private(self.data_dir / CREDENTIALS_FILE, json.dumps(creds))
+        self._write_state(stopping=False)
+
+    def _write_state(self, *, stopping: bool) -> None:
+        state = {"owner_pid": os.getpid(), "weed_pid": self.pid, "host": "127.0.0.1", "port": self.port,
+                 "region": self.region, "buckets": list(self.buckets), "credentials": CREDENTIALS_FILE,
+                 "stopping": stopping}
+        tmp = self.data_dir / f".{STATE_FILE}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, self.data_dir / STATE_FILE)
+
+    def _unpublish(self) -> None:
+        for name in (STATE_FILE, CREDENTIALS_FILE):
+            with contextlib.suppress(OSError):
+                (self.data_dir / name).unlink()
+
+    def _wait_for_users(self, grace_s: float) -> None:
+        """Block new attachers and wait (bounded) for the read-only commands using the server."""
+        self._users = open(self.data_dir / USERS_LOCK, "a+")
+        deadline = time.monotonic() + grace_s
+        while True:
+            try:
+                fcntl.flock(self._users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return  # a reader that hangs must not keep the server (and this run) alive
+                time.sleep(0.1)
+
     def stop(self) -> None:
-        self._stop_proc()
-        self._release()
+        """End weed and give the data dir back, after the attached readers finished (bounded)."""
+        try:
+            if self.proc is not None:
+                with contextlib.suppress(OSError):  # a full disk or a gone dir must not keep weed up
+                    self._write_state(stopping=True)  # a newcomer waits for the next owner, not for this one
+                    self._wait_for_users(USERS_GRACE_S)
+        finally:
+            self._stop_proc()
+            self._unpublish()
+            if self._users is not None:
+                self._users.close()
+                self._users = None
+            self._release()
 
     def __enter__(self) -> "LocalS3Server":
         return self.start()
@@ -208,3 +280,15 @@ def stale_servers(data_dir: Path) -> list[int]:
         if len(argv) > 2 and argv[0].endswith(b"weed") and argv[1] == b"mini" and want in argv:
             out.append(pid)
     return out
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by this user only (created 0600, then renamed over)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+

@@ -4,9 +4,13 @@ Each dataset is a few files placed under the run's data dir (``data_dir`` of the
 run reads them from there by default) in the layout the loaders expect: ``locomo/locomo10.json``,
 ``dmv-bench/{seed_v2.json,cue_registry.json}``, ``longmemeval/longmemeval_{s,m,oracle}*.json``.
 Pins come from the provenance notes of the project's data (``SOURCE.md``): LoCoMo and DMV-Bench
-at fixed GitHub commits with known SHA-256s. LongMemEval lives on the Hugging Face hub at
-``main`` (no revision pinned); its SHA-256 and size are not known here, so they are recorded as
-unknown (``None``): those files are checked for nothing but being complete downloads, and
+at fixed GitHub commits with known SHA-256s. LongMemEval is read from the Hugging Face dataset
+``xiaowu0162/longmemeval-cleaned`` at revision ``98d7416c...`` (a ``resolve/<commit>/`` URL never
+changes) and pinned by the hub's LFS SHA-256 and size of each file at that revision. Those pins
+could not be checked against a download here (no network); they are the figures several public
+projects record independently for these exact files and revision (and quote from the hub's file
+pages), while re-uploads by third parties differ -- a download from anywhere else fails the check.
+A file with no pin (``None``) is checked for nothing but being a complete download, and
 ``vismem data`` says so.
 
 ``VISMEM_DATA_MIRROR`` (a base URL) replaces every file's host: ``<mirror>/<dataset>/<file>``.
@@ -25,7 +29,14 @@ __all__ = ["DATASETS", "DataFile", "Dataset", "dataset", "fetch", "fetch_hint", 
 
 _LOCOMO = "https://raw.githubusercontent.com/snap-research/locomo/3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376"
 _DMV = "https://raw.githubusercontent.com/yyyujintang/DMV-Bench/6ee8a8ea944bb0e47c7ca988e2d9aac28d6a7865"
-_LME = "https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned/resolve/main"
+_LME_REVISION = "98d7416c24c778c2fee6e6f3006e7a073259d48f"
+_LME = f"https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned/resolve/{_LME_REVISION}"
+#: file -> (LFS SHA-256, size in bytes) at ``_LME_REVISION`` (see the module docstring).
+_LME_PINS = {
+    "longmemeval_s_cleaned.json": ("d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442", 277_383_467),
+    "longmemeval_m_cleaned.json": ("9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f", 2_737_100_077),
+    "longmemeval_oracle.json": ("821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c", 15_388_478),
+}
 _LME_LICENCE = ("MIT per the hub page of the original release xiaowu0162/longmemeval (the cleaned release's own "
                 "licence was not checked); code: MIT, github.com/xiaowu0162/LongMemEval")
 
@@ -64,8 +75,8 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         DataFile("dmv-bench/LICENSE", f"{_DMV}/LICENSE",
                  "3f9371432468f698656133b31e7cf37e1b220f5254a5afe9efdbc88add9f4cf2", None)),
         note="catalogue images (Hugging Face yyyujintang/DMV-Bench-Images) are not fetched"),
-    *(Dataset(f"longmemeval-{k}", _LME_LICENCE, (DataFile(f"longmemeval/{f}", f"{_LME}/{f}", None, None),),
-              note=f"sha256 and size unknown (hub revision main, not pinned); run with "
+    *(Dataset(f"longmemeval-{k}", _LME_LICENCE, (DataFile(f"longmemeval/{f}", f"{_LME}/{f}", *_LME_PINS[f]),),
+              note=f"hub revision {_LME_REVISION[:7]}; run with "
                    f"--set memshot.dataset=longmemeval --set memshot.dataset_path=longmemeval/{f}")
       for k, f in (("s", "longmemeval_s_cleaned.json"), ("m", "longmemeval_m_cleaned.json"),
                    ("oracle", "longmemeval_oracle.json"))),

@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from vismem.core import progress as progress_lines
 from vismem.core.lifeline import Lifeline
 from vismem.core.paths import local_dir
-from vismem.core.s3server import LocalS3Server
+from vismem.core.s3share import serving
 from vismem.core.secrets import Scrubber, ScrubFilter, is_secret_name, secret_values
 from vismem.core.store import Store
 from vismem.pipelines.config import RunConfig
@@ -31,7 +32,9 @@ log = logging.getLogger("vismem")
 @contextlib.contextmanager
 def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Store, dict[str, str]]]:
     """Yield ``(store, env)``; for ``local-s3://`` a private weed server lives for the block.
-    ``create=False`` (read-only commands): a missing folder or bucket is not made.
+    ``create=False`` (read-only commands): a missing folder or bucket is not made, and a
+    ``local-s3://`` store whose server a running vismem owns is read through that server (left
+    running) instead of being refused.
 
     ``env`` holds the variables workers need to reach the store (credentials, endpoint).
     """
@@ -40,8 +43,7 @@ def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Stor
         bucket_path = uri[len("local-s3://"):].strip("/")
         bucket = bucket_path.split("/", 1)[0]
         data_dir = local_dir(config.runs_dir) / ".s3"
-        server = LocalS3Server(data_dir=data_dir, buckets=(bucket,), region=config.store.region)
-        with server:
+        with serving(data_dir, (bucket,), config.store.region, share=not create) as server:
             env = server.env()
             store = Store.open(f"s3://{bucket_path}", endpoint_url=server.endpoint_url,
                                region=config.store.region, access_key=server.access_key,
@@ -118,7 +120,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
         # (models, embedders, image sources) that do not resolve.
         get_stage(name).check(config)
     run_dir = local_dir(config.runs_dir) / config.run_id
-    os.environ["VISMEM_PROGRESS"] = "1" if progress else "0"
+    restore_progress = progress_lines.for_run(progress)
     results: dict[str, Any] = {}
     partial: list[str] = []
     handler: logging.Handler | None = None
@@ -145,13 +147,15 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             manifest.begin(config, seeds={"root": config.seed})
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
-            for name in todo:
+            for i, name in enumerate(todo, 1):
                 manifest.stage(name, "running")
+                progress_lines.stage_started(name, i, len(todo))
                 t0 = time.time()
                 try:
                     summary = get_stage(name).run(ctx) or {}
                 except BaseException as err:
                     manifest.stage(name, "failed", error=scrubber.text(f"{type(err).__name__}: {err}"))
+                    progress_lines.stage_finished(name, "failed", time.time() - t0, i, len(todo))
                     raise
                 # A stage that finished with failed shards (e.g. encode sessions whose model calls
                 # kept failing) is recorded as partial, later stages still run, and the run ends
@@ -159,6 +163,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 status = "partial" if summary.get("status") == "partial" else "done"
                 manifest.stage(name, status, **{"summary": summary})
                 log.info("stage %s %s in %.1fs", name, status, time.time() - t0)
+                progress_lines.stage_finished(name, status, time.time() - t0, i, len(todo))
                 results[name] = summary
                 if status == "partial":
                     partial.append(name)
@@ -183,4 +188,5 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
         if handler is not None:
             logging.getLogger("vismem").removeHandler(handler)
             handler.close()
+        restore_progress()
     return results

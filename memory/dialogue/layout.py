@@ -213,6 +213,7 @@ class MessageLayout:
     bubble_w: int
     bubble_h: int
     height: int  # name + gap + bubble
+    partial: bool = False  # a piece of a turn too tall for one shot (:func:`split_pair`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,3 +288,40 @@ def layout_session(conv: Conversation, session: Session, style: Style, *, header
         pairs.append(PairLayout(turns=idx, messages=msgs, height=h))
     fixed = (style.header_height if header else 0) + style.chat_pad_top + style.chat_pad_bottom - style.pair_gap
     return SessionLayout(session=session, pairs=tuple(pairs), header=header, fixed_height=fixed)
+
+
+def split_pair(pair: PairLayout, style: Style, room: int) -> list[PairLayout]:
+    """A turn-pair too tall for any shot, cut into pieces of at most ``room`` px each (``room``: a
+    shot's height less its header and paddings), packed like a long session: messages in order,
+    whole lines only; a message that does not fit in the rest of a piece goes on in the next one
+    under its speaker's name again (its bubble keeps the whole message's width)."""
+    fixed = style.name_line + style.name_gap + 2 * style.bubble_pad_y  # a message's height without lines
+    pieces: list[PairLayout] = []
+    turns: list[int] = []
+    msgs: list[MessageLayout] = []
+    used = style.pair_gap
+    for t, m in zip(pair.turns, pair.messages):
+        rows = [(ln, False) for ln in m.lines] + [(ln, True) for ln in m.caption_lines]
+        pos = 0
+        while pos < len(rows):
+            gap = style.message_gap if msgs else 0
+            fit = (room - used - gap - fixed) // style.body_line
+            if fit < 1 and msgs:  # not one more line here: start the next piece
+                pieces.append(PairLayout(tuple(turns), tuple(msgs), used))
+                turns, msgs, used = [], [], style.pair_gap
+                continue
+            take = rows[pos:pos + max(fit, 1)]
+            if len(take) == len(rows):
+                msg = m
+            else:
+                bubble_h = len(take) * style.body_line + 2 * style.bubble_pad_y
+                msg = MessageLayout(m.dia_id, m.side, m.name, tuple(ln for ln, cap in take if not cap),
+                                    tuple(ln for ln, cap in take if cap), m.bubble_w, bubble_h,
+                                    style.name_line + style.name_gap + bubble_h, partial=True)
+            turns.append(t)
+            msgs.append(msg)
+            used += gap + msg.height
+            pos += len(take)
+    if msgs:
+        pieces.append(PairLayout(tuple(turns), tuple(msgs), used))
+    return pieces

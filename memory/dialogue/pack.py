@@ -4,7 +4,10 @@
 * each new unit of a session first repeats the last ``overlap`` (2) turn-pairs of the previous
   unit, and repeats fewer only when the repeated pairs plus the next new pair do not fit;
 * a pair that does not fit even alone either grows the unit (``grow``: the paper's LongMemEval
-  rule) or is an error (``error``); pairs are never split;
+  rule) or is an error (``error``); pairs are never split here -- but a pair that would grow a
+  shot past :data:`GROW_LIMIT` x ``max_height`` is cut into pieces before packing
+  (:func:`vismem.memory.dialogue.layout.split_pair`, called by ``plan_session``), so no shot is
+  ever taller than that (a 200 KB turn once made one 54,000 px shot nobody could read);
 * ``max_height=None`` is "full session": one unit holds every pair.
 """
 
@@ -14,6 +17,10 @@ from dataclasses import dataclass
 from typing import Literal, Sequence
 
 from vismem.core.errors import DataError
+
+#: A grown shot (``oversize: grow``) is at most this many times ``max_height``; a taller pair is
+#: split over several shots of at most ``max_height`` each.
+GROW_LIMIT = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from vismem.env.dialogue.model import Conversation, Session
+from vismem.env.dialogue.model import Conversation, Session, Turn
 from vismem.memory.dialogue.draw import ImageFormat, SessionPainter
-from vismem.memory.dialogue.layout import SessionLayout, layout_session
-from vismem.memory.dialogue.pack import Span, pack
+from vismem.memory.dialogue.layout import PairLayout, SessionLayout, layout_session, split_pair
+from vismem.memory.dialogue.pack import GROW_LIMIT, Span, pack
 from vismem.memory.dialogue.png import SHOT_LEVEL
 from vismem.memory.dialogue.text import session_text, unit_text
 from vismem.memory.dialogue.variants import Variant
@@ -54,12 +54,42 @@ def plan_session(conv: Conversation, session: Session, variant: Variant) -> tupl
     """
     lay = layout_session(conv, session, variant.style, header=variant.header)
     band = variant.style.header_height if variant.packs_header and not variant.header else 0
-    spans = pack([p.height for p in lay.pairs], lay.fixed_height + band, variant.max_height,
-                  overlap=variant.overlap_pairs, oversize=variant.oversize_for(conv.dataset),
+    oversize = variant.oversize_for(conv.dataset)
+    fixed = lay.fixed_height + band
+    if variant.max_height is not None and oversize == "grow":
+        lay = _split_tall_pairs(lay, variant, fixed)
+    spans = pack([p.height for p in lay.pairs], fixed, variant.max_height,
+                  overlap=variant.overlap_pairs, oversize=oversize,
                   where=f"{conv.source or conv.dataset}: {conv.conversation_id}/{session.session_id}")
     if band:
         spans = [replace(sp, height=sp.height - band) for sp in spans]
     return lay, spans
+
+
+def _split_tall_pairs(lay: SessionLayout, variant: Variant, fixed: int) -> SessionLayout:
+    """``lay`` with every pair that would grow a shot past ``GROW_LIMIT`` x ``max_height`` cut into
+    pieces of at most ``max_height`` (the pieces are packed like pairs)."""
+    assert variant.max_height is not None
+    limit = GROW_LIMIT * variant.max_height
+    if all(fixed + p.height <= limit for p in lay.pairs):
+        return lay
+    pairs: list[PairLayout] = []
+    for p in lay.pairs:
+        pairs += split_pair(p, variant.style, variant.max_height - fixed) if fixed + p.height > limit else [p]
+    return replace(lay, pairs=tuple(pairs))
+
+
+def _shown_turns(session: Session, lay: SessionLayout, sp: Span) -> list[Turn]:
+    """The turns a unit shows, in order; a piece of a split turn as the text of its lines."""
+    out = []
+    for p in lay.pairs[sp.start:sp.end]:
+        for i, m in zip(p.turns, p.messages):
+            t = session.turns[i]
+            if m.partial:
+                t = replace(t, text="\n".join(" ".join(ln) for ln in m.lines),
+                            image_caption=t.image_caption if m.caption_lines else None)
+            out.append(t)
+    return out
 
 
 def session_units(conv: Conversation, session: Session, variant: Variant, *,
@@ -80,14 +110,13 @@ def session_units(conv: Conversation, session: Session, variant: Variant, *,
     painter = SessionPainter(lay, style, image_format, compress_level) if variant.render else None
     units = []
     for u, sp in enumerate(spans):
-        idx = [i for p in range(sp.start, sp.end) for i in lay.pairs[p].turns]
-        turns = [session.turns[i] for i in idx]
+        turns = _shown_turns(session, lay, sp)
         text = unit_text(session, turns, header=variant.header)
         image, draw_ms, enc_ms = None, 0.0, 0.0
         if painter is not None:
             image, draw_ms, enc_ms = painter.shot(sp.start, sp.end, sp.height)
         units.append(Unit(conv.conversation_id, session.session_id, session.index, u,
-                          tuple(t.dia_id for t in turns), sp.start, sp.end, sp.overlap,
+                          tuple(dict.fromkeys(t.dia_id for t in turns)), sp.start, sp.end, sp.overlap,
                           style.width, sp.height, sp.overflow, text, image,
                           layout_ms, draw_ms, enc_ms))
     return units

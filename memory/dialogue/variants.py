@@ -36,7 +36,7 @@ class Variant(Frozen):
     max_height: int | None = Field(768, ge=128, description="Maximum shot height in px; null = one unit per session ('Full Session').")
     overlap_pairs: int = Field(2, ge=0, description="Turn-pairs of the previous unit repeated at the top of the next one.")
     oversize: Literal["auto", "grow", "error"] = Field(
-        "auto", description="A turn-pair taller than max_height alone: `grow` the shot, or `error`; `auto` grows for LongMemEval (paper A.3) and errors for LoCoMo.")
+        "auto", description="A turn-pair taller than max_height alone: `grow` the shot (to at most 4 x max_height; a taller pair is split over several shots of at most max_height), or `error`; `auto` grows for LongMemEval (paper A.3) and errors for LoCoMo.")
     style: Style = Field(default_factory=Style, description="Geometry, fonts and colours of the shot.")
 
     @property

@@ -101,7 +101,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(with_stage_defaults(args))
     options = options_from(cfg)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         ta, manifest = load_run(store, args.run_a)
         tb, _ = load_run(store, args.run_b)
     seed = run_seed(args.seed, manifest, options.seed)

@@ -39,7 +39,7 @@ def _export(args: argparse.Namespace) -> int:
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):
         tables, _manifest = load_run(store, args.run_id)
         ranked_key = f"runs/{args.run_id}/memshot/ranked.parquet"
         ranked = store.read_table(ranked_key) if store.exists(ranked_key) else None

@@ -2,7 +2,8 @@
 
 Every extension point is a registry plus named variants (YAML). A user writing a config needs
 the names (``memory.architectures: [dualmem, ...]``, ``probes.backends``, ``memshot.variants``)
-without reading the source tree; this prints them, one table per kind.
+without reading the source tree; this prints them, one line per name (``--long``: one table per
+kind with the full descriptions).
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("kind", nargs="?", choices=sorted(KINDS), metavar="KIND",
                    help=f"one of: {', '.join(KINDS)}")
     p.add_argument("--json", action="store_true", help="print {kind: [{name, detail, description}]} as JSON")
+    p.add_argument("-l", "--long", "-v", action="store_true", dest="long",
+                   help="full descriptions in tables (default: one line per name)")
     p.set_defaults(func=_list)
 
 
@@ -109,6 +112,9 @@ def _list(args: argparse.Namespace) -> int:
 
         print(json.dumps({k: [dict(zip(("name", "detail", "description"), r)) for r in rows]
                           for k, rows in data.items()}, indent=2))
+        return 0
+    if not args.long:
+        _print_short(data)
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -122,3 +128,22 @@ def _list(args: argparse.Namespace) -> int:
             table.add_row(*r)
         console.print(table)
     return 0
+
+
+def _print_short(data: dict[str, Rows]) -> None:
+    """One line per name: name, detail and the description's first sentence, cut to the width
+    of the terminal (120 columns off a terminal)."""
+    import shutil
+    import sys
+
+    width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+    for k, rows in data.items():
+        print(f"{k}: {KINDS[k][0]}")
+        name_w = max((len(r[0]) for r in rows), default=0)
+        for name, detail, description in rows:
+            line = f"  {name:<{name_w}}  {detail}"
+            first = description.split(". ", 1)[0].rstrip(".")
+            if first:
+                line += f" -- {first}"
+            print(line if len(line) <= width else line[:width - 1] + "…")
+        print()

@@ -80,6 +80,35 @@ def measure(store: "Store", run_id: str) -> dict[str, float]:
     return {"latency_s": sum(lat) / len(lat), "steps_per_session": sum(steps) / len(steps)}
 
 
+def stand_ins(components: dict[str, Any]) -> list[str]:
+    """Roles of a manifest's ``components`` that built a stand-in: a spec marked ``stand_in: true``
+    at any depth, or named with ``stand-in`` (a back-end's cache slug, a label)."""
+    def marked(v: Any) -> bool:
+        if isinstance(v, dict):
+            return v.get("stand_in") is True or any(marked(x) for x in v.values())
+        if isinstance(v, list):
+            return any(marked(x) for x in v)
+        return isinstance(v, str) and "stand-in" in v
+
+    return [role for role, spec in components.items() if marked(spec)]
+
+
+def stand_in_warning(store: "Store", run_id: str) -> str | None:
+    """One line when the measured run used stand-ins (its figures are not a real model's), else None."""
+    from vismem.pipelines.manifest import read_manifest
+
+    manifest, problem = read_manifest(store, run_id)
+    if problem:
+        return f"run {run_id}'s manifest cannot be read ({problem}): whether it used stand-ins is unknown"
+    components = manifest.get("components")
+    roles = stand_ins(components if isinstance(components, dict) else {})
+    if not roles:
+        return None
+    shown = ", ".join(roles[:4]) + (f" and {len(roles) - 4} more" if len(roles) > 4 else "")
+    return (f"run {run_id} used stand-ins ({shown}): its measured latency and steps describe them, "
+            "not the models a real run would call")
+
+
 def _plan(args: argparse.Namespace) -> int:
     from vismem.pipelines.commands.run import config_from_args
     from vismem.pipelines.plan import estimate, render
@@ -93,6 +122,11 @@ def _plan(args: argparse.Namespace) -> int:
 
         with open_store(cfg, create=False) as (store, _env):
             measured = measure(store, args.measured)
+            warning = stand_in_warning(store, args.measured)
+        if warning:
+            import sys
+
+            print(f"vismem: warning: {warning}", file=sys.stderr)
     plan = estimate(cfg, rates_from(args.rate, measured), gpus=args.gpus)
     print(json.dumps(plan, indent=2) if args.json else render(plan))
     return 0

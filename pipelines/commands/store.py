@@ -2,8 +2,9 @@
 
 ``ls PREFIX`` lists keys with their sizes (and a total); ``get KEY [DEST]`` copies an object,
 or every object under a prefix, to a local path; ``cat KEY`` prints an object: Parquet as a
-table, JSON pretty-printed, anything else as it is. With the default ``local-s3://`` store each
-command starts the private S3 server on the run folder's data for the command's duration.
+table (``--columns A,B``, ``--csv``), JSON pretty-printed, anything else as it is. With the
+default ``local-s3://`` store each command starts the private S3 server on the run folder's data
+for the command's duration, or reads through the one a running run holds.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           description="Print an object: Parquet as a table (--rows rows), JSON indented, "
                                       "anything else byte for byte (--raw: always byte for byte).")
     cat.add_argument("key", help="store key, e.g. runs/RUN_ID/results/probes.parquet")
-    cat.add_argument("--rows", type=int, default=20, help="Parquet rows to show (0: all)")
+    cat.add_argument("--rows", type=int, default=None, help="Parquet rows to show (default 20, with --csv all; 0: all)")
+    cat.add_argument("--columns", metavar="A,B", help="Parquet: only these columns, in this order")
+    cat.add_argument("--csv", action="store_true",
+                     help="Parquet: print CSV (lists and structs as JSON) instead of a table")
     cat.add_argument("--raw", action="store_true", help="bytes as stored, whatever the type")
     add_config_args(cat)
     cat.set_defaults(func=_cat, stages=[])
@@ -112,7 +116,7 @@ def _verify(args: argparse.Namespace) -> int:
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg) as (store, _env):
+    with open_store(cfg, create=not args.discard) as (store, _env):
         checked, problems = verify_store(store, args.prefix or CACHE_ROOTS, discard=args.discard)
     for line in problems:
         print(line + ("  (discarded)" if args.discard else ""))
@@ -160,9 +164,13 @@ def _get(args: argparse.Namespace) -> int:
 def _cat(args: argparse.Namespace) -> int:
     import json
 
-    from vismem.core.errors import VismemError
+    from vismem.core.errors import ConfigError, VismemError
     from vismem.pipelines.runner import open_store
 
+    tabular = args.columns is not None or args.csv
+    if tabular and (args.raw or not args.key.endswith(".parquet")):
+        raise ConfigError(f"--columns and --csv apply to Parquet objects, not {args.key}" +
+                          (" printed --raw" if args.raw else ""))
     cfg = config_from_args(args)
     with open_store(cfg, create=False) as (store, _env):
         if not store.exists(args.key):
@@ -171,17 +179,44 @@ def _cat(args: argparse.Namespace) -> int:
     if args.raw:
         sys.stdout.buffer.write(data)
     elif args.key.endswith(".parquet"):
-        import io
-
-        import polars as pl
-
-        df = pl.read_parquet(io.BytesIO(data))
-        rows = df.height if args.rows == 0 else min(args.rows, df.height)
-        with pl.Config(tbl_rows=rows, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200):
-            print(df.head(rows))
-        print(f"{df.height:,} rows x {df.width} columns" + (f" ({rows} shown; --rows 0 shows all)" if rows < df.height else ""))
+        _cat_table(data, args)
     elif args.key.endswith(".json"):
         print(json.dumps(json.loads(data), indent=2, sort_keys=True))
     else:
         sys.stdout.buffer.write(data)
     return 0
+
+
+def _cat_table(data: bytes, args: argparse.Namespace) -> None:
+    """A Parquet object as a table or (``--csv``) CSV, its ``--columns`` only, ``--rows`` of it."""
+    import io
+
+    import polars as pl
+
+    from vismem.core.errors import ConfigError, did_you_mean
+
+    df = pl.read_parquet(io.BytesIO(data))
+    if args.columns is not None:
+        cols = [c.strip() for c in args.columns.split(",") if c.strip()]
+        for c in cols:
+            if c not in df.columns:
+                raise ConfigError(f"{args.key} has no column {c!r}{did_you_mean(c, df.columns)}; "
+                                  f"it has: {', '.join(df.columns)}")
+        if not cols:
+            raise ConfigError("--columns names no column (give A,B,...)")
+        df = df.select(cols)
+    want = args.rows if args.rows is not None else (0 if args.csv else 20)
+    rows = df.height if want == 0 else min(want, df.height)
+    if args.csv:
+        import json
+
+        # CSV has no nested values: lists and structs become JSON text, the rest stays as it is.
+        nested = [c for c, t in df.schema.items() if t.is_nested()]
+        out = df.head(rows).with_columns(
+            pl.Series(c, [json.dumps(v, default=str) for v in df[c].head(rows).to_list()], dtype=pl.Utf8)
+            for c in nested)
+        sys.stdout.write(out.write_csv())
+        return
+    with pl.Config(tbl_rows=rows, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200):
+        print(df.head(rows))
+    print(f"{df.height:,} rows x {df.width} columns" + (f" ({rows} shown; --rows 0 shows all)" if rows < df.height else ""))

@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
 
 
-def _vismem(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+def _vismem(*args: str, cwd: Path, timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "vismem", *args], capture_output=True, text=True, cwd=cwd,
-                          env=ENV, timeout=timeout)
+                          env={**ENV, **(env or {})}, timeout=timeout)
 
 
 def _write_results(store, run_id: str) -> dict[str, pl.DataFrame]:
@@ -159,8 +159,11 @@ def test_run_prints_the_summary_and_writes_json(tmp_path):
     assert report in res.stdout and Path(report[len("file://"):]).is_file()
     assert "logging_progress" not in res.stderr and " INFO " not in res.stderr, res.stderr[-2000:]
     assert (tmp_path / "runs" / run_id / "run.log").is_file()
-    js = _vismem("run", *common, "--json", cwd=tmp_path)
+    # With progress on and stderr not a terminal: stage lines on stderr, stdout still pure JSON.
+    js = _vismem("run", *[a for a in common if a != "--no-progress"], "--json", cwd=tmp_path,
+                 env={"VISMEM_PROGRESS": "1"})
     assert js.returncode == 0, js.stderr[-3000:]
+    assert "stage 1/1 report: started" in js.stderr and "stage 1/1 report: done in" in js.stderr, js.stderr[-2000:]
     data = json.loads(js.stdout)
     assert data["_run_id"] == run_id and data["report"]["status"] == "done"
     heads = {r["architecture"]: f"{100 * r['tsr']:.1f}" for r in data["_summary"]["headline"]["dmv"]}
@@ -376,3 +379,31 @@ def test_a_corrupt_manifest_is_flagged_and_never_hides_the_other_runs(file_store
     assert main(["report", "bad-0123456789", *st, "--no-viewers"]) == 0
     out = capsys.readouterr().out
     assert "encoding" in out.splitlines()[0] and "manifest           manifest unreadable" in out
+
+
+def test_store_cat_selects_columns_and_prints_csv(tmp_path, capsys):
+    import csv
+    import io
+
+    from vismem.core.store import Store
+    from vismem.pipelines.cli import main
+
+    uri = f"file://{tmp_path}/store"
+    store = Store.open(uri)
+    df = pl.DataFrame({"question_id": [f"q{i}" for i in range(30)], "hit": [i % 2 == 0 for i in range(30)],
+                       "units": [[f"u{i}", "u,x"] for i in range(30)], "score": [i / 10 for i in range(30)]})
+    store.write_table("runs/r/results/t.parquet", df.to_arrow())
+    key = "runs/r/results/t.parquet"
+    assert main(["store", "cat", key, "--store", uri, "--columns", "score,question_id,units", "--csv"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert rows[0] == ["score", "question_id", "units"] and len(rows) == 31  # --csv: every row by default
+    assert rows[1] == ["0.0", "q0", '["u0", "u,x"]']  # a list as JSON, quoted as one field
+    assert main(["store", "cat", key, "--store", uri, "--columns", "hit", "--rows", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "hit" in out and "question_id" not in out and "30 rows x 1 columns (3 shown" in out
+    assert main(["store", "cat", key, "--store", uri, "--columns", "questionid"]) == 2
+    err = capsys.readouterr().err
+    assert "no column 'questionid' (did you mean 'question_id'?)" in err and err.count("\n") == 1
+    store.put_json("runs/r/manifest.json", {"a": 1})
+    assert main(["store", "cat", "runs/r/manifest.json", "--store", uri, "--csv"]) == 2
+    assert "apply to Parquet objects" in capsys.readouterr().err

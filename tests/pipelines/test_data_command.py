@@ -81,3 +81,26 @@ def test_a_missing_dataset_names_the_fetch_command(tmp_path, stages, name):
                 "--store", f"file://{tmp_path}/st", cwd=tmp_path)
     errors = [x for x in r.stderr.splitlines() if x.startswith("vismem: error:")]
     assert r.returncode == 4 and len(errors) == 1 and f"`vismem data fetch {name}`" in errors[0]
+
+
+@pytest.mark.parametrize("name", ["longmemeval-s", "longmemeval-m", "longmemeval-oracle"])
+def test_longmemeval_is_pinned_at_a_hub_commit_with_sha256_and_size(name):
+    import re
+
+    (f,) = DATASETS[name].files
+    assert re.fullmatch(r"https://huggingface\.co/datasets/xiaowu0162/longmemeval-cleaned/resolve/[0-9a-f]{40}/"
+                        r"longmemeval_\w+\.json", f.url), f.url  # a commit, never `main`
+    assert f.url.endswith(Path(f.path).name) and re.fullmatch(r"[0-9a-f]{64}", f.sha256 or "") and f.size
+
+
+def test_a_longmemeval_copy_that_is_not_the_pinned_file_is_refused(tmp_path):
+    root = tmp_path / "mirror" / "longmemeval-oracle"
+    root.mkdir(parents=True)
+    (root / "longmemeval_oracle.json").write_text('[{"question_id": "q1"}]')  # a re-upload, not the pinned bytes
+    data = tmp_path / "data"
+    with serve(tmp_path / "mirror") as (url, _log):
+        r = _vismem("data", "fetch", "longmemeval-oracle", "--data-dir", str(data), cwd=tmp_path,
+                    env={"VISMEM_DATA_MIRROR": url})
+    errors = [x for x in r.stderr.splitlines() if x.startswith("vismem: error:")]
+    assert r.returncode == 4 and len(errors) == 1, r.stderr
+    assert not (data / "longmemeval" / "longmemeval_oracle.json").exists()

@@ -49,3 +49,31 @@ def test_list_unknown_kind_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         main(["list", "nope"])
     assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_list_architectures_is_one_line_each_by_default_and_long_gives_the_tables(capsys):
+    names = [r["name"] for r in _listed(capsys, "architectures")["architectures"]]
+    assert main(["list", "architectures"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert lines[0].startswith("architectures: ") and len(lines) == 1 + len(names)
+    assert [ln.split()[0] for ln in lines[1:]] == names  # one line per architecture, in order
+    assert all(len(ln) <= 120 for ln in lines[1:])
+    for flag in ("--long", "-v"):
+        assert main(["list", "architectures", flag]) == 0
+        out = capsys.readouterr().out
+        assert "description" in out and out.count("\n") > 2 * len(names)  # today's wrapped table
+
+
+def test_a_reader_that_leaves_early_is_no_traceback():
+    """`vismem list | head -1`: the pipe closes before vismem writes; it exits 141 quietly."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "vismem", "list", "architectures"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)})
+    proc.stdout.close()  # long before the child has imported anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err

@@ -188,3 +188,29 @@ def test_ablation_architectures_on_a_chain_subset_count_only_their_chains():
     sub = estimate(_cfg(**over, probes={"ablation_chains": 1, "ablation_architectures": ["dualmem-vis"]}), rates)
     assert next(s for s in full["stages"] if s["stage"] == "probes")["probes"] == 3 * 4 * 20
     assert next(s for s in sub["stages"] if s["stage"] == "probes")["probes"] == (2 * 4 + 1) * 20
+
+
+def test_plan_measured_on_a_stand_in_run_warns_in_one_line(tmp_path, capsys, monkeypatch):
+    from vismem.core.store import Store
+    from vismem.pipelines.cli import main
+    from vismem.pipelines.commands import plan as plan_cmd
+
+    uri = f"file://{tmp_path}/store"
+    store = Store.open(uri)
+    real = {"encode.backend": {"name": "openai", "args": {"model": "qwen"}, "cache_slug": "qwen-s0--1234"},
+            "memory.textonly": {"components": {"text": {"label": "minilm", "stand_in": False}}, "stand_in": False}}
+    fake = {**real, "probes.recaller[0]": {"name": "scripted-recall", "args": {}},
+            "encode.backend": {"name": "scripted-shopper", "cache_slug": "scripted-shopper-stand-in-s0--9c94d7b2"},
+            "memory.caption": {"components": {"captioner": {"label": "catalogue/caption", "stand_in": True}}}}
+    store.put_json("runs/real-1/manifest.json", {"run_id": "real-1", "components": real})
+    store.put_json("runs/fake-1/manifest.json", {"run_id": "fake-1", "components": fake})
+    assert plan_cmd.stand_ins(fake) == ["encode.backend", "memory.caption"]
+    assert plan_cmd.stand_in_warning(store, "real-1") is None
+    monkeypatch.setattr(plan_cmd, "measure", lambda store, run_id: {"latency_s": 0.01, "steps_per_session": 9.0})
+    assert main(["plan", "--store", uri, "--measured", "fake-1", "--json"]) == 0
+    captured = capsys.readouterr()
+    warnings = [ln for ln in captured.err.splitlines() if "warning" in ln]
+    assert len(warnings) == 1 and "run fake-1 used stand-ins (encode.backend, memory.caption)" in warnings[0]
+    json.loads(captured.out)  # stdout stays the plan
+    assert main(["plan", "--store", uri, "--measured", "real-1", "--json"]) == 0
+    assert "stand-in" not in capsys.readouterr().err

@@ -3,7 +3,7 @@
 Not shipped (model hub only): give its path (``memshot.dataset_path``). Prompts follow the
 official ``evaluate_qa.py``: one yes/no judge template per question type, and the abstention one
 for ids ending in ``_abs``; the reply is read as the official script reads it (``'yes' in
-reply.lower()``, ``max_tokens=10``), the stricter yes/no parse being an option. Shots of an oversized turn-pair grow (MemShot paper A.3).
+reply.lower()``, ``max_tokens=10``), the stricter yes/no parse being an option. Shots of an oversized turn-pair grow (MemShot paper A.3), to at most 4 x max_height; a taller pair is split over several shots (``memory/dialogue/pack.py``).
 """
 
 from __future__ import annotations

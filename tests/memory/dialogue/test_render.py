@@ -240,7 +240,7 @@ def test_turn_pairs_with_non_alternating_speakers():
 
 
 def _huge(dataset: str) -> Conversation:
-    long = " ".join(["word"] * 2500) + "\n\n```\n" + "x" * 3000 + "\n```"
+    long = " ".join(["word"] * 1000) + "\n\n```\n" + "x" * 1500 + "\n```"  # grows, within the grow limit
     turns = (Turn("s:1", "User", "short question", role="user"), Turn("s:2", "Assistant", long, role="assistant"),
              Turn("s:3", "User", "thanks", role="user"), Turn("s:4", "Assistant", "welcome", role="assistant"))
     s = Session("s", 1, "2023/05/20 (Sat) 02:21", None, turns)
