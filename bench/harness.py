@@ -37,6 +37,7 @@ BENCH_MODULES = (
     "vismem.bench.cluster",
     "vismem.bench.longmemeval_load",
     "vismem.bench.fleet",
+    "vismem.bench.sample_viewer",
 )
 
 
