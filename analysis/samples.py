@@ -143,9 +143,12 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
             gold = q.get("answer")
             if gold is None:  # the answers table carries the gold answer when the dataset was not read
                 gold = next((a.get("answer") for v in per.values() for a in v["ans"].values() if a.get("answer")), None)
-            for v in per.values():  # the gold answer once per question, not once per variant and k
+            for v in per.values():  # the gold answer once per question, not per variant and k; "ok" unsaid
                 for a in v["ans"].values():
                     a.pop("answer", None)
+                    for st in ("answer_status", "judge_status"):
+                        if a.get(st) in ("ok", None):
+                            a.pop(st, None)
             qs.append({"id": q["question_id"], "conv": q["conversation_id"], "q": q.get("question") or q["question_id"],
                        "gold": gold, "cat": q.get("category"), "ev": ev, "v": per})
     ks = sorted({int(k) for q in qs for v in q["v"].values() for k in (*v["recall"], *v["ans"])})

@@ -18,15 +18,19 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from vismem.analysis.viewer_common import JS_COMMON, json_block, page
+from vismem.analysis.viewer_common import JS_COMMON, gzip_block, json_block, page
 
 
 def render_samples(data: dict[str, Any], images: Mapping[str, str], *, title: str, meta: str) -> str:
     """The page for :func:`vismem.analysis.samples.sample_data`'s ``data`` and ``images`` (shot key →
-    ``src``: a relative URL or a data URI)."""
+    ``src``: a relative URL or a data URI). ``data["texts"]`` goes into a gzipped block (``stext``)."""
+    # The texts (a shot's words, its OCR text, a session's text) are most of the data and
+    # compress several-fold: gzipped, the page is smaller and the browser parses less HTML.
+    data = dict(data)
+    texts = data.pop("texts")
     body = (_FILTERS + '<div class="layout"><div class="list" id="list" tabindex="0"></div>'
             '<div class="detail" id="detail"><p class="empty">Pick a question on the left.</p></div></div>'
-            + json_block("sdata", data) + json_block("simg", dict(images)))
+            + json_block("sdata", data) + json_block("simg", dict(images)) + gzip_block("stext", texts))
     return page(title, meta, body, JS_COMMON + _SCRIPT, css=_CSS)
 
 
@@ -110,14 +114,31 @@ function itemHTML(q, k) {
     + (verdict !== null ? '<span class="badge ' + (verdict ? 'ok">correct' : 'bad">wrong') + '</span>' : '')
     + ' ' + esc(q.q) + ' <span class="muted">' + esc(q.cat || '') + '</span> ' + dots + '</div>';
 }
+// The list renders in chunks: the first when the filters change, the next when its end scrolls
+// into view (or a key or a permalink needs a question further down), so a filter over ~2,000
+// questions costs one chunk, not the whole list.
+const CHUNK = 250;
+let RENDERED = 0;
+function renderMore(upto) {
+  const list = $('#list'), k = kOf(), end = Math.min(SHOWN.length, Math.max(upto || 0, RENDERED + CHUNK));
+  if (end <= RENDERED) return;
+  const more = $('#more'); if (more) more.remove();
+  list.insertAdjacentHTML('beforeend', SHOWN.slice(RENDERED, end).map(q => itemHTML(q, k)).join('')
+    + (end < SHOWN.length ? '<div id="more" class="muted empty">' + (SHOWN.length - end) + ' more…</div>' : ''));
+  RENDERED = end;
+  if ($('#more')) MORE.observe($('#more'));
+}
+const MORE = new IntersectionObserver(es => { if (es.some(e => e.isIntersecting)) renderMore(); }, {root: $('#list'), rootMargin: '600px'});
 function renderList() {
   const list = $('#list'), qs = shown(), k = kOf();
-  SHOWN = qs;
+  SHOWN = qs; RENDERED = 0; MORE.disconnect();
   // A question without evidence turns is not scored for recall (the report leaves it out too).
   const sc = qs.filter(scored), hits = sc.filter(q => hitOf(q, variantOf(q), k)).length;
   $('#count').textContent = qs.length + ' questions; evidence in the top ' + k + ' for ' + hits + ' of ' + sc.length
     + ' scored' + (qs.length > sc.length ? '; ' + (qs.length - sc.length) + ' without evidence turns' : '');
-  list.innerHTML = qs.length ? qs.map(q => itemHTML(q, k)).join('') : '<p class="empty">No questions match the filters.</p>';
+  list.innerHTML = qs.length ? '' : '<p class="empty">No questions match the filters.</p>';
+  list.scrollTop = 0;
+  renderMore();
 }
 function chips(dia, ev) { return dia.map(d => el('span', {class: 'chip' + (ev.has(d) ? ' ev' : '')}, d)); }
 function verdictBadge(a) {
@@ -170,6 +191,7 @@ function unitCard(u, r, score, ev) {
 }
 function showQuestion(q) {
   for (const e of document.querySelectorAll('.item.sel')) e.classList.remove('sel');
+  const at = SHOWN.indexOf(q); if (at >= RENDERED) renderMore(at + 1);
   const item = document.querySelector('.item[data-key="' + CSS.escape(q.id) + '"]');
   if (item) { item.classList.add('sel'); item.scrollIntoView({block: 'nearest'}); }
   const d = $('#detail'); d.innerHTML = ''; d.scrollTop = 0; d.dataset.q = q.id;
@@ -227,6 +249,5 @@ document.addEventListener('keydown', e => {
 for (const k of ['variant', 'k', 'category', 'conversation', 'outcome', 'by', 'a', 'b']) $('#f-' + k).addEventListener('change', e => { S[k] = e.target.value; apply(); });
 $('#f-search').addEventListener('input', e => { S.search = e.target.value; apply(); });
 window.addEventListener('hashchange', load);
-load();
-document.body.dataset.ready = '1';
+inflateJSON('stext').then(t => { D.texts = t; load(); document.body.dataset.ready = '1'; });
 """

@@ -5,6 +5,8 @@ once, what each retriever embedded and where its truncation cut), the run's page
 
 from __future__ import annotations
 
+import base64
+import gzip
 import io
 import json
 import re
@@ -126,6 +128,7 @@ def test_sample_page_writes_shots_beside_it_and_reads_the_ocr_cache(file_store):
     page = sample_page(file_store, run, {"memshot_recall": recall}, {"config": cfg.model_dump(mode="json")})
     data = json.loads(re.search(r'id="sdata">(.*?)</script>', page, re.S)[1])
     imgs = json.loads(re.search(r'id="simg">(.*?)</script>', page, re.S)[1])
+    data["texts"] = json.loads(gzip.decompress(base64.b64decode(re.search(r'id="stext"[^>]*>(.*?)</script>', page, re.S)[1])))
     assert sorted(imgs.values()) == sorted(f"samples/{shot_file(s)}" for s in shots)  # files, not data URIs
     for s in shots:
         assert file_store.get_bytes(f"runs/{run}/report/samples/{shot_file(s)}") == s
@@ -300,7 +303,7 @@ def test_hostile_strings_stay_text(viewer, page):
     assert page.locator("#detail #gold").text_content() == HOSTILE[1]
     pre = page.locator('.col[data-variant="no-render"] .unit pre.embedded').first
     assert pre.text_content().startswith(HOSTILE[2] + "\n")
-    for block in ("sdata", "simg"):
+    for block in ("sdata", "simg", "stext"):
         assert not set(page.locator(f"#{block}").evaluate("e => e.textContent")) & set("<>&")
 
 
