@@ -74,6 +74,21 @@ def first_evidence_rank(dia_lists: Sequence[Sequence[str]], evidence: Sequence[s
     return next((r + 1 for r, dia in enumerate(dia_lists) if ev.intersection(dia)), None)
 
 
+def turn_spans(text: str, n_turns: int) -> list[list[int]] | None:
+    """``[start, end)`` character spans of a LoCoMo-format text unit's turn lines
+    (:mod:`vismem.memory.dialogue.text`: header lines, ``CONVERSATION:``, one line per turn in
+    dia_id order); None when the text does not have exactly ``n_turns`` such lines."""
+    head = text.find("CONVERSATION:\n")
+    if head < 0:
+        return None
+    pos, spans = head + len("CONVERSATION:\n"), []
+    for line in text[pos:].split("\n"):
+        if line:
+            spans.append([pos, pos + len(line)])
+        pos += len(line) + 1
+    return spans if len(spans) == n_turns else None
+
+
 def _unit_rows(units: pl.DataFrame, texts: _Texts,
                readings: Mapping[tuple[str, str], Mapping[str, Any]]) -> tuple[list[dict[str, Any]], dict]:
     """The page's unit records and ``(variant, unit_id) -> index``.
@@ -96,6 +111,10 @@ def _unit_rows(units: pl.DataFrame, texts: _Texts,
             rec["emb"] = r["embedded"]
             if r.get("embedded_chars") is not None:
                 rec["cut"] = int(r["embedded_chars"])
+                # Where each turn sits, so the page can say whether an evidence turn was embedded.
+                spans = turn_spans(r.get("text") or "", len(rec["dia"])) if r["embedded"] == "text" else None
+                if spans:
+                    rec["spans"] = spans
         rd = readings.get((r["variant"], r["unit_id"]))
         if rd:
             rec["read"] = {"rate": None if rd.get("read_rate") is None else round(float(rd["read_rate"]), 4),
@@ -115,7 +134,8 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
                 readings: pl.DataFrame | None = None,
                 variant_info: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The viewer's data (JSON-able): questions with every variant's ranking, first evidence rank,
-    recall and answers; units (texts by index into ``texts``); ``vinfo`` per variant (embedder,
+    the units holding evidence that the ranking left out (``evu``; needs ``conversation_id`` on
+    ``units``), recall and answers; units (texts by index into ``texts``); ``vinfo`` per variant (embedder,
     truncation limit) as ``variant_info`` gives it; ``readings``: the run's read-rate rows."""
     texts = _Texts()
     ulist, unit_index = _unit_rows(units, texts, _readings(readings))
@@ -129,6 +149,11 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
             score = None if r.get("score") is None else round(float(r["score"]), 4)
             ranks.setdefault((r["question_id"], r["variant"]), []).append([i, score])
     variants = sorted({v for _, v in ranks} | {v for _, v in ans})
+    holders: dict[tuple[str, str, str], list[int]] = {}  # (variant, conversation, dia_id) -> units holding it
+    if "conversation_id" in units.columns:
+        for i, conv in enumerate(units["conversation_id"].to_list()):
+            for d in ulist[i]["dia"]:
+                holders.setdefault((ulist[i]["variant"], conv, d), []).append(i)
     qs = []
     for q in questions.iter_rows(named=True):
         ev = list(q.get("evidence") or [])
@@ -139,6 +164,11 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
                 rk = ranks.get(key, [])
                 per[v] = {"ranked": rk, "recall": rec.get(key, {}), "ans": ans.get(key, {}),
                           "first": first_evidence_rank([ulist[i]["dia"] for i, _ in rk], ev)}
+                # Units holding an evidence turn that the ranking left out: what a miss missed.
+                missed = sorted({i for d in ev for i in holders.get((v, q["conversation_id"], d), [])}
+                                - {i for i, _ in rk})
+                if missed:
+                    per[v]["evu"] = missed[:5]
         if per:
             gold = q.get("answer")
             if gold is None:  # the answers table carries the gold answer when the dataset was not read

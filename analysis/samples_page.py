@@ -148,6 +148,17 @@ function verdictBadge(a) {
 }
 function predText(a) { return !a ? '—' : a.prediction === null ? '(no answer: ' + (a.answer_status || 'malformed') + ')' : a.prediction; }
 function firstText(q, e) { return !scored(q) ? '—' : e.first !== null ? 'rank ' + e.first : 'not in top ' + e.ranked.length; }
+// Units holding an evidence turn below the cut-off k: ranked further down ([i, score, rank]) or not at all.
+function missedEvidence(q, e, k) {
+  const ev = new Set(q.ev), out = [];
+  e.ranked.forEach(([i, score], r) => { if (r >= +k && D.units[i].dia.some(d => ev.has(d))) out.push([i, score, r]); });
+  return out.concat((e.evu || []).map(i => [i, null, null]));
+}
+function cutNote(q, e, k) {
+  const ev = new Set(q.ev), units = missedEvidence(q, e, k).map(([i]) => D.units[i]);
+  if (e.first !== null && e.first <= +k) units.push(D.units[e.ranked[e.first - 1][0]]);
+  return units.some(u => cutEvidence(u, ev).length) ? el('div', {class: 'badge warn cmp-cut'}, 'evidence past the embedder\'s cut') : null;
+}
 function order(q) { const v = variantOf(q); return [v, ...D.variants.filter(x => x !== v && q.v[x])]; }
 function compareTable(q, k) {
   const t = el('table', {class: 'compare', id: 'compare'}, el('tr', {}, ['variant', 'retriever', 'evidence@' + k,
@@ -157,7 +168,7 @@ function compareTable(q, k) {
     t.append(el('tr', {'data-variant': v, class: v === variantOf(q) ? 'focus' : null}, el('td', {}, v),
       el('td', {class: 'muted'}, (info.embedder || '') + (info.limit ? ' · ' + info.limit : '')),
       el('td', {class: 'cmp-hit'}, h === null ? '—' : el('span', {class: 'badge ' + (h ? 'ok' : 'bad')}, h ? 'hit' : 'miss')),
-      el('td', {class: 'cmp-first'}, firstText(q, e)), el('td', {class: 'cmp-pred'}, predText(a)),
+      el('td', {}, el('span', {class: 'cmp-first'}, firstText(q, e)), cutNote(q, e, k)), el('td', {class: 'cmp-pred'}, predText(a)),
       el('td', {class: 'cmp-verdict'}, verdictBadge(a)), el('td', {}, a && a.f1 !== null && a.f1 !== undefined ? a.f1.toFixed(3) : '—')));
   }
   return t;
@@ -167,11 +178,19 @@ function embeddedPre(text, cut) {
   return el('pre', {class: 'embedded truncated'}, el('span', {class: 'kept'}, text.slice(0, cut)), el('span', {class: 'dropped'}, text.slice(cut)));
 }
 function lazyImg(key, alt) { return IMG[key] ? el('img', {class: 'shot', loading: 'lazy', decoding: 'async', alt: alt, src: IMG[key]}) : null; }
+// Evidence turns of a text unit the embedder's truncation dropped: [[dia, 'past' | 'partly'], ...].
+function cutEvidence(u, ev) {
+  if (!u.spans || u.cut === undefined) return [];
+  return u.dia.map((d, j) => [d, u.spans[j]]).filter(([d]) => ev.has(d))
+    .map(([d, sp]) => [d, sp[0] >= u.cut ? 'past' : sp[1] > u.cut ? 'partly' : '']).filter(x => x[1]);
+}
 function unitCard(u, r, score, ev) {
   const isEv = u.dia.some(x => ev.has(x)), card = el('div', {class: 'card unit' + (isEv ? ' evidence' : ''), 'data-unit': u.id});
-  const body = el('div', {class: 'txt'}, el('b', {}, '#' + (r + 1) + ' ' + u.id), ' ',
+  const body = el('div', {class: 'txt'}, el('b', {}, (typeof r === 'number' ? '#' + (r + 1) : r) + ' ' + u.id), ' ',
     el('span', {class: 'muted'}, score === null ? '' : 'score ' + score), isEv ? el('span', {class: 'badge ok'}, 'evidence') : null,
-    el('div', {}, chips(u.dia, ev)));
+    el('div', {}, chips(u.dia, ev)),
+    cutEvidence(u, ev).map(([d, how]) => el('div', {class: 'badge warn evcut'}, 'evidence ' + d + (how === 'past'
+      ? ' lies past the embedder\'s cut: never embedded' : ' is cut by the embedder: only partly embedded'))));
   if (u.own_shot) body.append(lazyImg(u.shot, u.id));
   if (u.read) body.append(el('div', {class: 'muted readrate'}, 'read rate ' + pct(u.read.rate) + (u.read.missed ? ' · missed: ' + u.read.missed : '')));
   if (u.emb === 'ocr') {
@@ -216,6 +235,11 @@ function showQuestion(q) {
     const e = q.v[x], col = el('div', {class: 'col', 'data-variant': x}, el('h4', {}, x + ' · top ' + k + ' · first evidence: ' + firstText(q, e)));
     e.ranked.slice(0, +k).forEach(([i, score], rr) => col.append(unitCard(D.units[i], rr, score, ev)));
     if (!e.ranked.length) col.append(el('p', {class: 'muted'}, 'No ranking for this variant.'));
+    const missed = missedEvidence(q, e, k);
+    if (hitOf(q, x, k) === false && missed.length) {
+      col.append(el('h4', {class: 'missed'}, 'Evidence the top ' + k + ' missed'));
+      for (const [i, score, rr] of missed) col.append(unitCard(D.units[i], rr === null ? 'not in the top ' + e.ranked.length : rr, score, ev));
+    }
     cols.append(col);
   }
   d.append(qa, el('h3', {}, 'Retrieved units, every variant side by side'), cols);

@@ -67,10 +67,13 @@ def synthetic_run(seed: int = 0, **shape: Any) -> dict[str, Any]:
                 for u in range(n):
                     dia = [f"D{j + 1}:{t + 1}" for t in (range(4 * u, 4 * u + 6) if n > 1 else range(0, 4 * s["units_per_session"]))
                            if f"D{j + 1}:{t + 1}" in turns]
-                    text = "\n".join(f"{d}: {turns[d]}" for d in dia)[: 600 if v == "memocr" else None]
+                    # LoCoMo's text-unit format (vismem.memory.dialogue.text): header, one line per turn.
+                    text = (f"DATE: 1:56 pm on 8 May, 2023\nCONVERSATION:\n"
+                            + "".join(f'{"Caroline" if t % 2 else "Melanie"} said, "{turns[d]}"\n' for t, d in enumerate(dia)))
+                    text = text[:600] if v == "memocr" else text
                     unit_id = f"{cid}/s{j:03d}/u{u:03d}" + ("/mem" if v == "memocr" else "")
                     image = kind in ("ocr", "image")
-                    units.append({"variant": v, "unit_id": unit_id, "dia_ids": dia, "text": text,
+                    units.append({"variant": v, "conversation_id": cid, "unit_id": unit_id, "dia_ids": dia, "text": text,
                                   "key": f"shots/{v}/{unit_id}.png" if image else None,
                                   "ocr_text": text.replace("a", "o", 3) if kind == "ocr" else None,
                                   "embedded": "ocr" if kind == "ocr" else "text" if not image else None,

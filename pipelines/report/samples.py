@@ -249,7 +249,18 @@ def sample_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame],
     top = ranked.filter(pl.col("question_id").is_in(questions["question_id"].to_list()))
     # Only units some question's ranking holds are described (with any other variant's render of
     # the same unit: a text unit shows how memshot drew it), and only their shots written.
-    units = units.filter(pl.col("unit_id").is_in(top["unit_id"].unique().to_list()))
+    # Units holding a shown question's evidence turn come too: a miss shows what it missed.
+    ev = (questions.select("conversation_id", pl.col("evidence").alias("dia")).explode("dia").drop_nulls().unique()
+          if "evidence" in questions.columns else None)
+    holding = (units.select("variant", "unit_id", "conversation_id", pl.col("dia_ids").alias("dia")).explode("dia")
+               .join(ev, on=["conversation_id", "dia"]).select("variant", "unit_id").unique()
+               if ev is not None and ev.height and {"conversation_id", "dia_ids"} <= set(units.columns) else None)
+    if holding is None:
+        holding = pl.DataFrame(schema={"variant": pl.String, "unit_id": pl.String})
+    units = (units.join(holding.with_columns(pl.lit(True).alias("holds_evidence")), on=["variant", "unit_id"],
+                        how="left", maintain_order="left")
+             .filter(pl.col("unit_id").is_in(top["unit_id"].unique().to_list()) | pl.col("holds_evidence").is_not_null())
+             .drop("holds_evidence"))
     if "key" not in units.columns:
         units = units.with_columns(pl.lit(None, pl.String).alias("key"))
     keys = sorted(set(units["key"].drop_nulls().to_list()))

@@ -64,6 +64,66 @@ def test_sample_data_compares_variants_and_says_what_was_embedded():
     assert json.dumps(d)
 
 
+def _cut_frames():
+    """One question whose evidence turn (D1:3) sits in a no-render unit the ranking left out,
+    on a line past MiniLM's cut; memshot finds it."""
+    from vismem.memory.dialogue.text import unit_text
+    from vismem.env.dialogue.model import Session, Turn
+
+    turns = [Turn(speaker=sp, text=t, dia_id=f"D1:{i + 1}") for i, (sp, t) in
+             enumerate([("Caroline", "Hi!"), ("Melanie", "I went to a pottery class " * 30), ("Caroline", "It was in Paris.")])]
+    text = unit_text(Session(session_id="session_1", index=1, date_text="8 May 2023", date=None, turns=tuple(turns)), turns)
+    cut = text.index("Caroline said, \"It was") - 40
+    q = pl.DataFrame({"conversation_id": ["c"], "question_id": ["c:q0"], "question": ["Where was it?"],
+                      "answer": ["Paris"], "category": ["single-hop"], "evidence": [["D1:3"]]})
+    units = pl.DataFrame({"variant": ["no-render", "no-render", "memshot"], "conversation_id": ["c"] * 3,
+                          "unit_id": ["c/u0", "c/u1", "c/u1"], "dia_ids": [["D1:0"], ["D1:1", "D1:2", "D1:3"], ["D1:1", "D1:2", "D1:3"]],
+                          "text": ["Caroline said, \"Bye\"", text, text], "key": [None, None, "shot"],
+                          "embedded": ["text", "text", None], "embedded_chars": [None, cut, None]},
+                         schema_overrides={"embedded_chars": pl.Int64, "key": pl.String})
+    ranked = pl.DataFrame({"variant": ["no-render", "memshot"], "question_id": ["c:q0"] * 2, "rank": [1, 1],
+                           "unit_id": ["c/u0", "c/u1"], "score": [0.5, 0.4]})
+    recall = pl.DataFrame({"variant": ["no-render", "memshot"], "question_id": ["c:q0"] * 2, "k": [1, 1],
+                           "recall": [0.0, 1.0], "hit": [False, True]})
+    return q, units, ranked, recall, text, cut
+
+
+def test_turn_spans_and_the_evidence_a_ranking_left_out():
+    from vismem.analysis.samples import turn_spans
+
+    q, units, ranked, recall, text, cut = _cut_frames()
+    spans = turn_spans(text, 3)
+    assert [text[a:b] for a, b in spans] == text.split("CONVERSATION:\n")[1].splitlines()
+    assert spans[2][0] > cut > spans[1][0]
+    assert turn_spans(text, 4) is None and turn_spans("no header", 1) is None
+    d = sample_data(q, ranked, units, recall=recall)
+    qv = d["questions"][0]["v"]
+    missed = [d["units"][i] for i in qv["no-render"]["evu"]]
+    assert [(u["variant"], u["id"]) for u in missed] == [("no-render", "c/u1")] and missed[0]["spans"] == spans
+    assert "evu" not in qv["memshot"] and qv["memshot"]["first"] == 1
+    assert "spans" not in d["units"][0]  # no cut: nothing to place
+
+
+def test_a_miss_shows_the_evidence_unit_and_the_cut_that_dropped_it(page, tmp_path):
+    from vismem.analysis.samples import sample_viewer
+
+    q, units, ranked, recall, text, cut = _cut_frames()
+    path = tmp_path / "samples.html"
+    path.write_text(sample_viewer(q, ranked, units, shots={}, recall=recall, run_id="cut"))
+    _open(page, path, "k=1")
+    d = page.locator("#detail")
+    assert d.locator('#compare tr[data-variant="no-render"] .cmp-first').text_content() == "not in top 1"
+    assert d.locator('#compare tr[data-variant="no-render"] .cmp-cut').count() == 1
+    assert d.locator('#compare tr[data-variant="memshot"] .cmp-cut').count() == 0  # memshot reads the shot whole
+    col = d.locator('.col[data-variant="no-render"]')
+    assert col.locator("h4.missed").text_content() == "Evidence the top 1 missed"
+    card = col.locator('.unit[data-unit="c/u1"]')
+    assert "not in the top 1" in card.locator("b").first.text_content()
+    assert card.locator(".evcut").text_content() == "evidence D1:3 lies past the embedder's cut: never embedded"
+    assert card.locator("pre.embedded .kept").text_content() == text[:cut]
+    assert d.locator('.col[data-variant="memshot"] h4.missed').count() == 0
+
+
 def test_truncation_matches_the_embedders_own_tokenizer():
     """The cut the viewer marks is where sentence-transformers' truncation ends MiniLM's input;
     without the tokenizer the estimated cut is never before it."""
