@@ -109,8 +109,9 @@ function itemHTML(q, k) {
     return '<span class="vdot' + (h === true ? ' ok' : h === false ? ' bad' : '') + '" data-variant="' + esc(x) + '" title="'
       + esc(x + ': ' + (h === true ? 'hit' : h === false ? 'miss' : 'not scored') + '@' + k) + '"></span>'; }).join('');
   return '<div class="item question-item" data-key="' + esc(q.id) + '">'
-    + (scored(q) ? '<span class="badge ' + (hit ? 'ok' : 'bad') + '">' + (hit ? 'hit@' : 'miss@') + esc(k) + '</span>'
-                 : '<span class="badge muted no-evidence">no evidence</span>')
+    + (!scored(q) ? '<span class="badge muted no-evidence">no evidence</span>'
+       : hit === null ? '<span class="badge muted">no ranking</span>'
+       : '<span class="badge ' + (hit ? 'ok' : 'bad') + '">' + (hit ? 'hit@' : 'miss@') + esc(k) + '</span>')
     + (verdict !== null ? '<span class="badge ' + (verdict ? 'ok">correct' : 'bad">wrong') + '</span>' : '')
     + ' ' + esc(q.q) + ' <span class="muted">' + esc(q.cat || '') + '</span> ' + dots + '</div>';
 }
@@ -237,8 +238,9 @@ function showQuestion(q) {
     if (!e.ranked.length) col.append(el('p', {class: 'muted'}, 'No ranking for this variant.'));
     const missed = missedEvidence(q, e, k);
     if (hitOf(q, x, k) === false && missed.length) {
-      col.append(el('h4', {class: 'missed'}, 'Evidence the top ' + k + ' missed'));
-      for (const [i, score, rr] of missed) col.append(unitCard(D.units[i], rr === null ? 'not in the top ' + e.ranked.length : rr, score, ev));
+      const box = el('div', {class: 'missed-box'}, el('h4', {class: 'missed'}, 'Evidence the top ' + k + ' missed'));
+      for (const [i, score, rr] of missed) box.append(unitCard(D.units[i], rr === null ? 'not in the top ' + e.ranked.length : rr, score, ev));
+      col.append(box);
     }
     cols.append(col);
   }
@@ -250,7 +252,7 @@ function writeHash() {
   history.replaceState(null, '', '#' + h.toString());
 }
 function select(q) { S.q = q.id; writeHash(); showQuestion(q); }
-function apply() { writeHash(); renderList(); const q = BY_ID.get(S.q); if (q) showQuestion(q); }
+function apply() { writeHash(); renderList(); const q = BY_ID.get(S.q) || BY_ID.get($('#detail').dataset.q); if (q) showQuestion(q); }
 function load() {
   const h = hashParams();
   for (const k of Object.keys(S)) S[k] = h[k] || '';

@@ -303,19 +303,19 @@ def test_side_by_side_detail(viewer, page):
         first = next((r + 1 for r, x in enumerate(dia) if ev & set(x)), None)
         assert d.locator(f'#compare tr[data-variant="{v}"] .cmp-first').text_content() == (
             f"rank {first}" if first else f"not in top {len(ids)}")
-        col = d.locator(f'.col[data-variant="{v}"] .unit')
+        col = d.locator(f'.col[data-variant="{v}"] > .unit')
         assert col.evaluate_all("els => els.map(e => e.dataset.unit)") == ids[:5]
         pred = run["answers"].filter((pl.col("variant") == v) & (pl.col("question_id") == qid) & (pl.col("k") == 5))
         assert d.locator(f'#compare tr[data-variant="{v}"] .cmp-pred').text_content() == pred["prediction"][0]
     # Text units show the text they embedded, cut where MiniLM's truncation cut it.
-    text_unit = d.locator('.col[data-variant="text-rag"] .unit').first
+    text_unit = d.locator('.col[data-variant="text-rag"] > .unit').first
     assert text_unit.locator("img").count() == text_unit.locator("details.drawn img").count()  # no shot shown open
     uid = text_unit.get_attribute("data-unit")
     full = units.filter((pl.col("variant") == "text-rag") & (pl.col("unit_id") == uid))["text"][0]
     assert text_unit.locator("pre.embedded .kept").text_content() == full[:1100]
     assert text_unit.locator("pre.embedded .dropped").text_content() == full[1100:3000]
     # A pixel-read shot: its OCR text, behind a summary.
-    shot_unit = d.locator('.col[data-variant="memshot"] .unit').first
+    shot_unit = d.locator('.col[data-variant="memshot"] > .unit').first
     uid = shot_unit.get_attribute("data-unit")
     read = units.filter((pl.col("variant") == "memshot") & (pl.col("unit_id") == uid))["ocr_text"][0]
     shot_unit.locator("details.ocr summary").click()

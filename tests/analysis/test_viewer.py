@@ -210,7 +210,7 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
         assert a.locator(".prediction").text_content() == q["prediction"]
         assert ("CORRECT" if q["judge_label"] else "WRONG") in a.text_content()
         assert f"F1 {q['f1']:.3f}" in a.text_content()
-        units = d.locator('.col[data-variant="no-render"] .unit')
+        units = d.locator('.col[data-variant="no-render"] > .unit')  # the top k (not the evidence it missed)
         assert units.count() == 3
         assert units.first.locator("pre.embedded").count() == 1  # a text unit shows the text it embedded
         # ... and, on opening, the shot memshot rendered for it: a file beside the page, loaded.
