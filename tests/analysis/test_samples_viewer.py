@@ -205,6 +205,7 @@ def test_sample_page_writes_shots_beside_it_and_reads_the_ocr_cache(file_store):
 # -- in Chromium -------------------------------------------------------------------------------------
 
 HOSTILE = ["<!--<script", "</script><script>window.pwned = 1</script>", "a & b &amp; <img src=x onerror=window.pwned=2>"]
+HOSTILE_ID = 'conv-0:q3"><img src=x onerror=window.pwned=4>&amp;#\'x'
 
 
 def _hostile_run():
@@ -218,6 +219,9 @@ def _hostile_run():
     run["units"] = u.with_columns(pl.when(pl.col("ocr_text").is_not_null()).then(pl.lit(HOSTILE[0] + " read ") + pl.col("ocr_text"))
                                   .otherwise(pl.col("ocr_text")).alias("ocr_text"),
                                   (pl.lit(HOSTILE[2] + "\n") + pl.col("text")).alias("text"))
+    rename = pl.col("question_id").replace({qs["question_id"][3]: HOSTILE_ID})  # a hostile id: attribute, selector, hash
+    for name in ("questions", "ranked", "recall", "answers"):
+        run[name] = run[name].with_columns(rename)
     return run
 
 
@@ -365,6 +369,11 @@ def test_hostile_strings_stay_text(viewer, page):
     assert pre.text_content().startswith(HOSTILE[2] + "\n")
     for block in ("sdata", "simg", "stext"):
         assert not set(page.locator(f"#{block}").evaluate("e => e.textContent")) & set("<>&")
+    assert HOSTILE_ID in _keys(page)  # a list item's attribute holds the id whole
+    _open(page, path, "q=" + quote(HOSTILE_ID, safe=""))
+    assert page.locator("#detail").get_attribute("data-q") == HOSTILE_ID
+    assert page.locator(".question-item.sel").get_attribute("data-key") == HOSTILE_ID
+    assert HOSTILE_ID in page.locator("#detail > p.muted").first.text_content()
 
 
 def test_images_load_lazily_from_files_beside_the_page(page, tmp_path):
