@@ -57,7 +57,9 @@ _FILTERS = """<div class="filters">
 </select></label>
 <label><select id="f-by"><option value="">Evidence retrieved</option><option value="verdict">Judged correct</option></select>
 in<select id="f-a"></select></label><label>but not in<select id="f-b"></select></label>
-<label>Search<input id="f-search" size="18"></label><span class="muted" id="count"></span></div>"""
+<label>Search<input id="f-search" size="18"></label><span class="muted" id="count"></span>
+<span class="muted">Dots: one per variant, <span class="vdot ok"></span> evidence in the top k, <span class="vdot bad"></span> missed;
+keys j / k: next / previous question</span></div>"""
 
 _SCRIPT = r"""
 const D = JSON.parse($('#sdata').textContent), IMG = JSON.parse($('#simg').textContent);
