@@ -196,7 +196,10 @@ function unitCard(u, r, score, ev) {
       ? ' lies past the embedder\'s cut: never embedded' : ' is cut by the embedder: only partly embedded'))));
   if (u.own_shot) body.append(lazyImg(u.shot, u.id));
   if (u.read) body.append(el('div', {class: 'muted readrate'}, 'read rate ' + pct(u.read.rate) + (u.read.missed ? ' · missed: ' + u.read.missed : '')));
-  if (u.emb === 'ocr') {
+  if (u.emb === 'ocr' && u.ocr === undefined) {
+    body.append(el('div', {class: 'muted ocr-missing'}, 'Read by the pixel reader; its text of this shot was not kept '
+      + '(the OCR cache has no entry for it: a memory reads its shots at ingest, outside the cache).'));
+  } else if (u.emb === 'ocr') {
     const o = txt(u.ocr);
     body.append(el('details', {class: 'ocr'}, el('summary', {}, 'OCR text the pixel reader read and embedded (' + o.length + ' chars'
       + (u.cut !== undefined && u.cut < o.length ? ', ' + u.cut + ' embedded' : '') + ')'), embeddedPre(o, u.cut)));

@@ -79,7 +79,7 @@ def _cut_frames():
     units = pl.DataFrame({"variant": ["no-render", "no-render", "memshot"], "conversation_id": ["c"] * 3,
                           "unit_id": ["c/u0", "c/u1", "c/u1"], "dia_ids": [["D1:0"], ["D1:1", "D1:2", "D1:3"], ["D1:1", "D1:2", "D1:3"]],
                           "text": ["Caroline said, \"Bye\"", text, text], "key": [None, None, "shot"],
-                          "embedded": ["text", "text", None], "embedded_chars": [None, cut, None]},
+                          "embedded": ["text", "text", "ocr"], "embedded_chars": [None, cut, None]},
                          schema_overrides={"embedded_chars": pl.Int64, "key": pl.String})
     ranked = pl.DataFrame({"variant": ["no-render", "memshot"], "question_id": ["c:q0"] * 2, "rank": [1, 1],
                            "unit_id": ["c/u0", "c/u1"], "score": [0.5, 0.4]})
@@ -122,6 +122,9 @@ def test_a_miss_shows_the_evidence_unit_and_the_cut_that_dropped_it(page, tmp_pa
     assert card.locator(".evcut").text_content() == "evidence D1:3 lies past the embedder's cut: never embedded"
     assert card.locator("pre.embedded .kept").text_content() == text[:cut]
     assert d.locator('.col[data-variant="memshot"] h4.missed').count() == 0
+    # A shot the pixel reader read whose text the OCR cache does not hold: said, not shown empty.
+    assert d.locator('.col[data-variant="memshot"] .ocr-missing').count() == 1
+    assert d.locator('.col[data-variant="memshot"] details.ocr').count() == 0
 
 
 def test_truncation_matches_the_embedders_own_tokenizer():
