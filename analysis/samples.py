@@ -1,12 +1,13 @@
-"""The MemShot sample viewer: per question what was retrieved, answered and judged, as one static page.
+"""The MemShot sample viewer's data: per question what every variant retrieved, answered and got judged.
 
-Built from frames and shot bytes (the pipelines layer reads the run's ranking, units and answers):
-each question with its gold answer, category and evidence turns; per retrieval variant the top-k
-units with their dia_ids (evidence turns marked), shots as images (a text unit shows the shot
-the ``memshot`` variant rendered for the same unit, when there is one), and -- when the run had
-a VLM -- the prediction, the judge's verdict and token F1 at each k. Without answers the page
-shows retrieval only. Filters: variant, k, category, conversation, outcome, text search; the
-URL hash carries them (``#variant=no-render&k=5``), so report rows link to a filtered view.
+Built from frames (the pipelines layer reads the run's ranking, units, answers, the OCR texts
+its pixel reader read and the truncation its text embedder applied): each question with its gold
+answer, category and evidence turns; per retrieval variant the top-k units with their dia_ids
+(evidence turns marked), the rank of the first unit holding an evidence turn, the text the
+retriever actually embedded (a pixel reader's OCR text, a text unit's words, each cut where the
+embedder's truncation cut it) and -- when the run had a VLM -- the prediction, the judge's verdict
+and token F1 at each k. The page (:mod:`vismem.analysis.samples_page`) shows every variant side
+by side on one question.
 
 :func:`shots_gallery` is the page ``vismem shots`` writes: one conversation's shots in order.
 """
@@ -18,9 +19,10 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
-from vismem.analysis.viewer_common import JS_COMMON, data_uri, image_table, json_block, page
+from vismem.analysis.samples_page import render_samples
+from vismem.analysis.viewer_common import data_uri, page
 
-#: Characters of a text unit kept in the page.
+#: Characters of a unit's text (or OCR text) kept in the page.
 UNIT_TEXT_CAP = 3000
 
 
@@ -48,18 +50,95 @@ def _per_question(frame: pl.DataFrame | None, cols: Sequence[str]) -> dict[tuple
     return out
 
 
-def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFrame, *,
-                recall: pl.DataFrame | None = None, answers: pl.DataFrame | None = None) -> dict[str, Any]:
-    """The viewer's data (JSON-able): questions with per-variant rankings, recall and answers."""
+class _Texts:
+    """Distinct strings of the page, each stored once (``memshot`` and ``no-render`` units hold
+    the same words; a unit's OCR text is often its neighbour's overlap)."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.items: list[str] = []
+
+    def add(self, text: Any) -> int | None:
+        if not isinstance(text, str) or not text:
+            return None
+        text = text[:UNIT_TEXT_CAP]
+        if text not in self.index:
+            self.index[text] = len(self.items)
+            self.items.append(text)
+        return self.index[text]
+
+
+def first_evidence_rank(dia_lists: Sequence[Sequence[str]], evidence: Sequence[str]) -> int | None:
+    """1-based rank of the first ranked unit holding an evidence turn (None: none of them does)."""
+    ev = set(evidence)
+    return next((r + 1 for r, dia in enumerate(dia_lists) if ev.intersection(dia)), None)
+
+
+def turn_spans(text: str, n_turns: int) -> list[list[int]] | None:
+    """``[start, end)`` character spans of a LoCoMo-format text unit's turn lines
+    (:mod:`vismem.memory.dialogue.text`: header lines, ``CONVERSATION:``, one line per turn in
+    dia_id order); None when the text does not have exactly ``n_turns`` such lines."""
+    head = text.find("CONVERSATION:\n")
+    if head < 0:
+        return None
+    pos, spans = head + len("CONVERSATION:\n"), []
+    for line in text[pos:].split("\n"):
+        if line:
+            spans.append([pos, pos + len(line)])
+        pos += len(line) + 1
+    return spans if len(spans) == n_turns else None
+
+
+def _unit_rows(units: pl.DataFrame, texts: _Texts,
+               readings: Mapping[tuple[str, str], Mapping[str, Any]]) -> tuple[list[dict[str, Any]], dict]:
+    """The page's unit records and ``(variant, unit_id) -> index``.
+
+    Optional unit columns the pipelines layer adds: ``ocr_text`` (what a pixel reader read from
+    the shot), ``embedded`` (``"ocr"`` / ``"text"``: which text the retriever embedded; null:
+    the shot itself) and ``embedded_chars`` (characters of that text the embedder kept before
+    its truncation; null: all of it, or unknown)."""
     shot_of = _shot_map(units)
-    unit_index: dict[tuple[str, str], int] = {}
-    ulist: list[dict[str, Any]] = []
+    index: dict[tuple[str, str], int] = {}
+    out: list[dict[str, Any]] = []
     for r in units.iter_rows(named=True):
-        text = r.get("text")
-        unit_index[(r["variant"], r["unit_id"])] = len(ulist)
-        ulist.append({"id": r["unit_id"], "variant": r["variant"], "dia": list(r.get("dia_ids") or []),
-                      "text": text[:UNIT_TEXT_CAP] if isinstance(text, str) else None,
-                      "shot": r.get("key") or shot_of.get(r["unit_id"]), "own_shot": bool(r.get("key"))})
+        index[(r["variant"], r["unit_id"])] = len(out)
+        rec = {"id": r["unit_id"], "variant": r["variant"], "dia": list(r.get("dia_ids") or []),
+               "t": texts.add(r.get("text")), "shot": r.get("key") or shot_of.get(r["unit_id"]),
+               "own_shot": bool(r.get("key"))}
+        if r.get("ocr_text") is not None:
+            rec["ocr"] = texts.add(r["ocr_text"])
+        if r.get("embedded"):
+            rec["emb"] = r["embedded"]
+            if r.get("embedded_chars") is not None:
+                rec["cut"] = int(r["embedded_chars"])
+                # Where each turn sits, so the page can say whether an evidence turn was embedded.
+                spans = turn_spans(r.get("text") or "", len(rec["dia"])) if r["embedded"] == "text" else None
+                if spans:
+                    rec["spans"] = spans
+        rd = readings.get((r["variant"], r["unit_id"]))
+        if rd:
+            rec["read"] = {"rate": None if rd.get("read_rate") is None else round(float(rd["read_rate"]), 4),
+                           "missed": rd.get("missed") or ""}
+        out.append(rec)
+    return out, index
+
+
+def _readings(frame: pl.DataFrame | None) -> dict[tuple[str, str], dict[str, Any]]:
+    if frame is None or frame.height == 0 or not {"variant", "unit_id"} <= set(frame.columns):
+        return {}
+    return {(r["variant"], r["unit_id"]): r for r in frame.iter_rows(named=True)}
+
+
+def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFrame, *,
+                recall: pl.DataFrame | None = None, answers: pl.DataFrame | None = None,
+                readings: pl.DataFrame | None = None,
+                variant_info: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The viewer's data (JSON-able): questions with every variant's ranking, first evidence rank,
+    the units holding evidence that the ranking left out (``evu``; needs ``conversation_id`` on
+    ``units``), recall and answers; units (texts by index into ``texts``); ``vinfo`` per variant (embedder,
+    truncation limit) as ``variant_info`` gives it; ``readings``: the run's read-rate rows."""
+    texts = _Texts()
+    ulist, unit_index = _unit_rows(units, texts, _readings(readings))
     rec = _per_question(recall, ("recall", "hit"))
     ans = _per_question(answers, ("prediction", "judge_label", "f1", "answer", "answer_status", "judge_status"))
     ranks: dict[tuple[str, str], list[list[Any]]] = {}
@@ -70,48 +149,73 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
             score = None if r.get("score") is None else round(float(r["score"]), 4)
             ranks.setdefault((r["question_id"], r["variant"]), []).append([i, score])
     variants = sorted({v for _, v in ranks} | {v for _, v in ans})
+    holders: dict[tuple[str, str, str], list[int]] = {}  # (variant, conversation, dia_id) -> units holding it
+    if "conversation_id" in units.columns:
+        for i, conv in enumerate(units["conversation_id"].to_list()):
+            for d in ulist[i]["dia"]:
+                holders.setdefault((ulist[i]["variant"], conv, d), []).append(i)
     qs = []
     for q in questions.iter_rows(named=True):
+        ev = list(q.get("evidence") or [])
         per = {}
         for v in variants:
             key = (q["question_id"], v)
             if key in ranks or key in ans:
-                per[v] = {"ranked": ranks.get(key, []), "recall": rec.get(key, {}), "ans": ans.get(key, {})}
+                rk = ranks.get(key, [])
+                per[v] = {"ranked": rk, "recall": rec.get(key, {}), "ans": ans.get(key, {}),
+                          "first": first_evidence_rank([ulist[i]["dia"] for i, _ in rk], ev)}
+                # Units holding an evidence turn that the ranking left out: what a miss missed.
+                missed = sorted({i for d in ev for i in holders.get((v, q["conversation_id"], d), [])}
+                                - {i for i, _ in rk})
+                if missed:
+                    per[v]["evu"] = missed[:5]
         if per:
             gold = q.get("answer")
             if gold is None:  # the answers table carries the gold answer when the dataset was not read
                 gold = next((a.get("answer") for v in per.values() for a in v["ans"].values() if a.get("answer")), None)
+            for v in per.values():  # the gold answer once per question, not per variant and k; "ok" unsaid
+                for a in v["ans"].values():
+                    a.pop("answer", None)
+                    for st in ("answer_status", "judge_status"):
+                        if a.get(st) in ("ok", None):
+                            a.pop(st, None)
             qs.append({"id": q["question_id"], "conv": q["conversation_id"], "q": q.get("question") or q["question_id"],
-                       "gold": gold, "cat": q.get("category"), "ev": list(q.get("evidence") or []), "v": per})
+                       "gold": gold, "cat": q.get("category"), "ev": ev, "v": per})
     ks = sorted({int(k) for q in qs for v in q["v"].values() for k in (*v["recall"], *v["ans"])})
-    return {"questions": qs, "units": ulist, "variants": variants, "ks": ks}
+    vinfo = {v: dict((variant_info or {}).get(v, {})) for v in variants}
+    return {"questions": qs, "units": ulist, "texts": texts.items, "variants": variants, "ks": ks, "vinfo": vinfo}
 
 
-def sample_viewer(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFrame, *, shots: Mapping[str, bytes],
-                  recall: pl.DataFrame | None = None, answers: pl.DataFrame | None = None, run_id: str = "",
-                  note: str = "") -> str:
+def sample_viewer(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFrame, *,
+                  shots: Mapping[str, bytes] | None = None, shot_urls: Mapping[str, str] | None = None,
+                  recall: pl.DataFrame | None = None, answers: pl.DataFrame | None = None,
+                  readings: pl.DataFrame | None = None, variant_info: Mapping[str, Mapping[str, Any]] | None = None,
+                  run_id: str = "", note: str = "") -> str:
     """The viewer's HTML.
 
     ``questions``: ``conversation_id``, ``question_id``, ``question``, ``answer``, ``category``,
     ``evidence`` (dia_ids); ``ranked``: ``variant``, ``question_id``, ``rank``, ``unit_id``,
     ``score``; ``units``: ``variant``, ``unit_id``, ``dia_ids``, ``text``, ``key`` (shot key, null for
-    text units); ``shots``: shot key → image bytes; ``recall`` / ``answers``: the run's
-    ``memshot_recall`` / ``memshot_answers`` rows (optional).
+    text units), optionally ``ocr_text`` / ``embedded`` / ``embedded_chars`` (see
+    :func:`sample_data`); ``shot_urls``: shot key → URL the page loads it from (files beside the
+    page: what a run's report uses), or ``shots``: shot key → bytes, inlined as data URIs (small
+    pages); ``recall`` / ``answers``: the run's ``memshot_recall`` / ``memshot_answers`` rows.
     """
-    data = sample_data(questions, ranked, units, recall=recall, answers=answers)
+    data = sample_data(questions, ranked, units, recall=recall, answers=answers, readings=readings,
+                       variant_info=variant_info)
     max_k = max(data["ks"]) if data["ks"] else 10
-    used = {data["units"][i]["shot"] for q in data["questions"] for v in q["v"].values()
-            for i, _ in v["ranked"][:max_k] if data["units"][i]["shot"]}
-    imgs = image_table(shots, sorted(used), max_px=None)
+    used = sorted({data["units"][i]["shot"] for q in data["questions"] for v in q["v"].values()
+                   for i, _ in v["ranked"][:max_k] if data["units"][i]["shot"]})
+    if shot_urls is not None:
+        imgs = {k: shot_urls[k] for k in used if k in shot_urls}
+    else:
+        imgs = {k: data_uri(shots[k]) for k in used if k in (shots or {})}
     has_answers = any(v["ans"] for q in data["questions"] for v in q["v"].values())
     data["note"] = note
     meta = (f"Run {run_id}: {len(data['questions'])} questions, variants {', '.join(data['variants']) or 'none'}, "
             f"{len(imgs)} shots; " + ("answers and judge verdicts included." if has_answers else
                                       "retrieval only (no memshot.vlm configured, so no answers).") + f" {note}")
-    body = (_FILTERS + '<div class="layout"><div class="list" id="list"></div><div class="detail" id="detail">'
-            '<p class="empty">Pick a question on the left.</p></div></div>'
-            + json_block("sdata", data) + json_block("simg", imgs))
-    return page(f"vismem MemShot samples — {run_id}", meta, body, JS_COMMON + _SCRIPT, css=_CSS)
+    return render_samples(data, imgs, title=f"vismem MemShot samples — {run_id}", meta=meta)
 
 
 def shots_gallery(units: Sequence[Mapping[str, Any]], *, title: str, note: str = "") -> str:
@@ -125,116 +229,11 @@ def shots_gallery(units: Sequence[Mapping[str, Any]], *, title: str, note: str =
                      f'<div class="muted">{len(u.get("dia_ids") or [])} turns: {html.escape(", ".join(u.get("dia_ids") or []))}'
                      f'{" · " + str(u["height"]) + " px" if u.get("height") else ""}'
                      f'{" · overflow" if u.get("overflow") else ""}</div>{img}</div></div>')
-    return page(title, note, '<div class="detail">' + "".join(cards) + "</div>", "", css=_CSS)
+    return page(title, note, '<div class="detail">' + "".join(cards) + "</div>", "", css=_GALLERY_CSS)
 
 
-_CSS = """
+_GALLERY_CSS = """
 .unit .shot{max-width:min(100%,720px);max-height:none;border:1px solid #bbb}.unit.evidence{border-color:#2e7d32;border-width:2px}
 .chip{display:inline-block;font-family:monospace;font-size:.8em;background:#eee;border-radius:3px;padding:0 .3em;margin:1px}
 .chip.ev{background:#2e7d32;color:#fff}.qa{background:#f7f9fc;border:1px solid #dde;padding:.6em;margin:.6em 0}
-"""
-
-_FILTERS = """<div class="filters">
-<label>Variant<select id="f-variant"></select></label><label>k<select id="f-k"></select></label>
-<label>Category<select id="f-category"></select></label><label>Conversation<select id="f-conversation"></select></label>
-<label>Outcome<select id="f-outcome"><option value="">all</option><option value="hit">evidence retrieved</option>
-<option value="miss">evidence missed</option><option value="correct">judged correct</option><option value="wrong">judged wrong</option>
-</select></label><label>Search<input id="f-search" size="18"></label><span class="muted" id="count"></span></div>"""
-
-_SCRIPT = r"""
-const D = JSON.parse($('#sdata').textContent), IMG = JSON.parse($('#simg').textContent);
-const S = {variant: '', k: '', category: '', conversation: '', outcome: '', search: ''};
-const pct = x => x === null || x === undefined ? '—' : (100 * x).toFixed(1) + '%';
-function variantOf(q) { return S.variant && q.v[S.variant] ? S.variant : (q.v[D.variants[0]] ? D.variants[0] : Object.keys(q.v)[0]); }
-function kOf() { return S.k || String(D.ks.length ? D.ks[D.ks.length - 1] : 10); }
-function hitOf(q, v, k) {
-  const ev = new Set(q.ev);
-  return q.v[v].ranked.slice(0, +k).some(([i]) => D.units[i].dia.some(d => ev.has(d)));
-}
-function shown() {
-  const k = kOf(), s = S.search.toLowerCase();
-  return D.questions.filter(q => {
-    if (S.variant && !q.v[S.variant]) return false;
-    if (S.category && q.cat !== S.category) return false;
-    if (S.conversation && q.conv !== S.conversation) return false;
-    if (s && !(q.q + ' ' + (q.gold || '') + ' ' + q.id).toLowerCase().includes(s)) return false;
-    const v = variantOf(q), a = (q.v[v].ans || {})[k];
-    if (S.outcome === 'hit' && !hitOf(q, v, k)) return false;
-    if (S.outcome === 'miss' && (!scored(q) || hitOf(q, v, k))) return false;
-    if (S.outcome === 'correct' && !(a && a.judge_label === true)) return false;
-    if (S.outcome === 'wrong' && !(a && a.judge_label === false)) return false;
-    return true;
-  });
-}
-function scored(q) { return q.ev.length > 0; }
-function renderFilters() {
-  fillSelect($('#f-variant'), D.variants, S.variant);
-  fillSelect($('#f-k'), D.ks, S.k);
-  fillSelect($('#f-category'), uniq(D.questions.map(q => q.cat).filter(Boolean)), S.category);
-  fillSelect($('#f-conversation'), uniq(D.questions.map(q => q.conv)), S.conversation);
-  $('#f-outcome').value = S.outcome; $('#f-search').value = S.search;
-}
-function renderList() {
-  const list = $('#list'); list.innerHTML = '';
-  const qs = shown(), k = kOf();
-  // A question without evidence turns is not scored for recall (the report leaves it out too).
-  const sc = qs.filter(scored), hits = sc.filter(q => hitOf(q, variantOf(q), k)).length;
-  $('#count').textContent = qs.length + ' questions; evidence in the top ' + k + ' for ' + hits + ' of ' + sc.length
-    + ' scored' + (qs.length > sc.length ? '; ' + (qs.length - sc.length) + ' without evidence turns' : '');
-  if (!qs.length) list.append(el('p', {class: 'empty'}, 'No questions match the filters.'));
-  for (const q of qs.slice(0, 1000)) {
-    const v = variantOf(q), a = (q.v[v].ans || {})[k], hit = hitOf(q, v, k);
-    list.append(el('div', {class: 'item question-item', 'data-key': q.id, onclick: () => showQuestion(q)},
-      scored(q) ? el('span', {class: 'badge ' + (hit ? 'ok' : 'bad')}, hit ? 'hit@' + k : 'miss@' + k)
-                : el('span', {class: 'badge muted no-evidence'}, 'no evidence'),
-      a && a.judge_label !== null && a.judge_label !== undefined ? el('span', {class: 'badge ' + (a.judge_label ? 'ok' : 'bad')}, a.judge_label ? 'correct' : 'wrong') : null,
-      ' ', q.q, ' ', el('span', {class: 'muted'}, q.cat || '')));
-  }
-}
-function chips(dia, ev) { return dia.map(d => el('span', {class: 'chip' + (ev.has(d) ? ' ev' : '')}, d)); }
-function showQuestion(q) {
-  for (const e of document.querySelectorAll('.item')) e.classList.toggle('sel', e.dataset.key === q.id);
-  const d = $('#detail'); d.innerHTML = '';
-  const v = variantOf(q), k = kOf(), ev = new Set(q.ev), info = q.v[v];
-  d.append(el('h2', {id: 'question'}, q.q), el('p', {class: 'muted'}, q.conv + ' · ' + q.id + ' · ' + (q.cat || '')),
-    el('p', {}, 'Gold answer: ', el('b', {id: 'gold'}, q.gold === null || q.gold === undefined ? '(none)' : String(q.gold))),
-    el('p', {}, 'Evidence turns: ', q.ev.length ? chips(q.ev, ev) : el('span', {class: 'muted'}, 'none')));
-  const qa = el('div', {class: 'qa', id: 'answers'}, el('b', {}, 'Variant ' + v + ': '));
-  const r = info.recall[k];
-  if (r) qa.append('recall@' + k + ' ' + pct(r.recall) + (r.hit ? ' (hit)' : ' (miss)') + '. ');
-  const ks = Object.keys(info.ans).sort((a, b) => a - b);
-  if (!ks.length) qa.append(el('span', {class: 'muted'}, 'No answers (the run had no memshot.vlm).'));
-  for (const kk of ks) {
-    const a = info.ans[kk];
-    qa.append(el('div', {class: 'answer', 'data-k': kk}, 'top-' + kk + ': prediction ', el('b', {class: 'prediction'}, a.prediction === null ? '(no answer: ' + (a.answer_status || 'malformed') + ')' : a.prediction),
-      ' · judge ', a.judge_label === null || a.judge_label === undefined ? el('span', {class: 'badge warn'}, a.judge_status || 'not judged') : el('span', {class: 'badge ' + (a.judge_label ? 'ok' : 'bad')}, a.judge_label ? 'CORRECT' : 'WRONG'),
-      ' · F1 ' + (a.f1 === null || a.f1 === undefined ? '—' : a.f1.toFixed(3))));
-  }
-  d.append(qa, el('h3', {}, 'Top ' + k + ' retrieved units (' + v + ')'));
-  info.ranked.slice(0, +k).forEach(([i, score], r) => {
-    const u = D.units[i], isEv = u.dia.some(x => ev.has(x));
-    const shot = u.shot && IMG[u.shot] ? el('img', {class: 'shot', src: IMG[u.shot], alt: u.id}) : null;
-    d.append(el('div', {class: 'card unit' + (isEv ? ' evidence' : ''), 'data-unit': u.id}, el('div', {class: 'txt'},
-      el('b', {}, '#' + (r + 1) + ' ' + u.id), ' ', el('span', {class: 'muted'}, score === null ? '' : 'score ' + score), isEv ? el('span', {class: 'badge ok'}, 'evidence') : null,
-      el('div', {}, chips(u.dia, ev)), shot, shot && !u.own_shot ? el('div', {class: 'muted'}, 'the same unit as the memshot variant rendered it') : null,
-      !shot && u.text ? el('pre', {}, u.text) : null)));
-  });
-}
-function apply() {
-  const h = new URLSearchParams();
-  for (const k of Object.keys(S)) if (S[k]) h.set(k, S[k]);
-  history.replaceState(null, '', '#' + h.toString());
-  renderList();
-}
-function load() {
-  const h = hashParams();
-  for (const k of Object.keys(S)) S[k] = h[k] || '';
-  renderFilters(); renderList();
-  const first = document.querySelector('.item'); if (first) first.click();
-}
-for (const k of ['variant', 'k', 'category', 'conversation', 'outcome']) $('#f-' + k).addEventListener('change', e => { S[k] = e.target.value; apply(); });
-$('#f-search').addEventListener('input', e => { S.search = e.target.value; apply(); });
-window.addEventListener('hashchange', load);
-load();
-document.body.dataset.ready = '1';
 """

@@ -38,6 +38,7 @@ BENCH_MODULES = (
     "vismem.bench.longmemeval_load",
     "vismem.bench.fleet",
     "vismem.bench.trajectory_viewer",
+    "vismem.bench.sample_viewer",
 )
 
 

@@ -8,9 +8,9 @@
   sample per architecture x reach on a large run -- with their step logs and channel scores from
   the probe cache (:mod:`vismem.pipelines.dmv.probecache`) and each architecture's bank entries
   from the replay stage (``memory/bank_entries.parquet``);
-* ``samples.html`` (MemShot): the run's ranking (``runs/<id>/memshot/ranked.parquet``), its
-  units and shots, the questions (re-read from the dataset the manifest names, else from the
-  result tables) and, when present, the answers and judge verdicts.
+* ``samples.html`` (MemShot): every variant's ranking, units, answers and verdicts side by side
+  per question, the OCR text and embedded text behind each ranking, and the shots as files
+  beside it under ``samples/`` (:mod:`vismem.pipelines.report.samples`).
 
 ``copy_report`` brings a run's report folder (viewers included) out of the store to a local
 folder, so ``file://`` links open in a browser even when the store was a private S3 server.
@@ -40,8 +40,6 @@ MAX_PROBE_LOGS = 6_000
 #: Store reads / writes a viewer does at once (each is a round trip on S3; a paper-sized run's
 #: trajectory viewer reads thousands of probe units and images).
 IO_THREADS = 16
-#: Questions in the sample viewer (a full LongMemEval run has thousands; the page stays small).
-MAX_QUESTIONS = 2_000
 
 
 def _pmap(fn: Any, items: list[Any]) -> list[Any]:
@@ -166,65 +164,13 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
                              banks=banks, pairs=pairs)
 
 
-def _questions(manifest: dict[str, Any] | None, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """The run's questions: re-read from its dataset, else pieced together from the result tables."""
-    try:
-        from vismem.memory.dialogue.retrieval import questions_frame
-        from vismem.pipelines.config import load_config
-        from vismem.pipelines.context import resolve_data_dir
-        from vismem.pipelines.memshot.render import load_conversations
-
-        cfg = load_config(None, overrides=(manifest or {})["config"])
-        return questions_frame(load_conversations(cfg.memshot, resolve_data_dir(cfg)), scored_only=False)
-    except Exception as err:  # noqa: BLE001 - the dataset may live only on the cluster that ran
-        log.info("sample viewer: questions not re-read from the dataset (%s); using the result tables", err)
-    parts = []
-    for kind, cols in (("memshot_answers", ["conversation_id", "question_id", "question", "answer", "category"]),
-                       ("memshot_recall", ["conversation_id", "question_id", "category"])):
-        df = tables.get(kind)
-        if df is not None and df.height:
-            parts.append(df.select([c for c in cols if c in df.columns]).unique("question_id", maintain_order=True))
-    if not parts:
-        return pl.DataFrame(schema={"conversation_id": pl.String, "question_id": pl.String})
-    out = pl.concat(parts, how="diagonal_relaxed").unique("question_id", keep="first", maintain_order=True)
-    return out.with_columns(pl.lit([], pl.List(pl.String)).alias("evidence"))
-
-
-def _units(store: "Store", run_id: str) -> pl.DataFrame | None:
-    keys = [k for k in store.list(f"runs/{run_id}/memshot") if k.endswith("/units.parquet")]
-    parts = [store.read_table(k) for k in keys]
-    return pl.concat(parts, how="diagonal_relaxed") if parts else None
-
-
 def sample_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame],
                 manifest: dict[str, Any] | None) -> str | None:
-    """The sample viewer's HTML for a run (None: the run has no MemShot ranking)."""
-    from vismem.analysis.samples import sample_viewer
+    """The sample viewer's HTML for a run (None: the run has no MemShot ranking); its shots are
+    written beside it (:mod:`vismem.pipelines.report.samples`)."""
+    from vismem.pipelines.report.samples import sample_page as build
 
-    ranked_key = f"runs/{run_id}/memshot/ranked.parquet"
-    units = _units(store, run_id)
-    if not store.exists(ranked_key) or units is None:
-        return None
-    ranked = store.read_table(ranked_key)
-    questions = _questions(manifest, tables)
-    asked = set(ranked["question_id"].unique().to_list())
-    answers = tables.get("memshot_answers")
-    if answers is not None:
-        asked |= set(answers["question_id"].unique().to_list())
-    questions = questions.filter(pl.col("question_id").is_in(list(asked)))
-    note = ""
-    if questions.height > MAX_QUESTIONS:
-        note = f"First {MAX_QUESTIONS:,} of {questions.height:,} questions."
-        questions = questions.head(MAX_QUESTIONS)
-    top = ranked.filter(pl.col("question_id").is_in(questions["question_id"].to_list()))
-    # Only the shots some question's top-k shows are read (and inlined); the ranking holds max(k).
-    ranked_ids = top["unit_id"].unique().to_list()
-    shots: dict[str, bytes] = {}
-    if "key" in units.columns:
-        wanted = units.filter(pl.col("unit_id").is_in(ranked_ids) & pl.col("key").is_not_null())["key"].unique()
-        shots = {k: store.get_bytes(k) for k in sorted(wanted.to_list())}
-    return sample_viewer(questions, top, units, shots=shots, recall=tables.get("memshot_recall"), answers=answers,
-                         run_id=run_id, note=note)
+    return build(store, run_id, tables, manifest)
 
 
 def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | None = None,

@@ -235,10 +235,14 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
         assert a.locator(".prediction").text_content() == q["prediction"]
         assert ("CORRECT" if q["judge_label"] else "WRONG") in a.text_content()
         assert f"F1 {q['f1']:.3f}" in a.text_content()
-        units = d.locator(".unit")
+        units = d.locator('.col[data-variant="no-render"] > .unit')  # the top k (not the evidence it missed)
         assert units.count() == 3
-        shot = d.locator(".unit img.shot").first
-        assert shot.evaluate(NON_BLANK) > 5  # no-render units show the shot memshot rendered for them
+        assert units.first.locator("pre.embedded").count() == 1  # a text unit shows the text it embedded
+        # ... and, on opening, the shot memshot rendered for it: a file beside the page, loaded.
+        units.first.locator("details.drawn summary").click()
+        shot = units.first.locator("img.shot")
+        assert shot.get_attribute("src").startswith("samples/") and shot.get_attribute("loading") == "lazy"
+        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=shot.element_handle())
         ranked = all_ranked.filter(
             (pl.col("variant") == "no-render") & (pl.col("question_id") == q["question_id"])).sort("rank")
         assert [units.nth(i).get_attribute("data-unit") for i in range(3)] == ranked["unit_id"].to_list()[:3]

@@ -109,4 +109,10 @@ def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_loc
     assert len(memo) == SESSIONS and all(u["shot"] for u in memo)
     ranked = [v[MEMOCR]["ranked"] for q in data["questions"] for v in [q["v"]] if MEMOCR in v]
     assert ranked and all(score is None for r in ranked for _, score in r)
+    # What each retriever saw: the OCR text the pixel reader read from each shot (from the OCR
+    # cache), and Text RAG's session texts cut where MiniLM's 256 word pieces end.
+    shots = [u for u in data["units"] if u["variant"] == "memshot" and u["own_shot"]]
+    assert shots and all(u["emb"] == "ocr" and "ocr" in u for u in shots)
+    assert any(u.get("cut") for u in data["units"] if u["variant"] == "text-rag")
+    assert data["vinfo"]["text-rag"]["limit"] == "embeds the first 256 word pieces"
 

@@ -1,0 +1,36 @@
+"""The sample-viewer benchmark at a small size: registered, the synthetic run's shape, its records."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from vismem.bench.harness import load_all
+from vismem.bench.sample_viewer import NAME, TARGET_HTML_MB, TARGET_OPEN_S, VARIANTS, measure, synthetic_run, write_viewer
+
+
+def test_registered_with_the_bench_command():
+    assert NAME in load_all()
+
+
+def test_synthetic_run_has_the_asked_shape():
+    run = synthetic_run(conversations=3, sessions=4, units_per_session=2, questions=20, top=4)
+    assert run["questions"].height == 20 and run["questions"]["conversation_id"].n_unique() == 3
+    assert set(run["ranked"]["variant"]) == set(VARIANTS)
+    assert run["ranked"].group_by("variant", "question_id").len()["len"].to_list() == [4] * 20 * len(VARIANTS)
+    assert run["recall"].height == run["answers"].height == 20 * len(VARIANTS) * 2
+    # The recall rows agree with the ranking (the page recomputes hits from it).
+    units = run["units"].select("variant", "unit_id", "dia_ids")
+    top = (run["ranked"].filter(pl.col("rank") <= 4).join(units, on=["variant", "unit_id"])
+           .join(run["questions"].select("question_id", "evidence"), on="question_id")
+           .with_columns(pl.col("dia_ids").list.set_intersection("evidence").list.len().gt(0).alias("has"))
+           .group_by("variant", "question_id").agg(pl.col("has").any()))
+    got = top.join(run["recall"].filter(pl.col("k") == 5), on=["variant", "question_id"])
+    assert (got["has"] == got["hit"]).all() and got["hit"].any() and not got["hit"].all()
+
+
+def test_measure_in_chromium(tmp_path, chromium_path):
+    path = write_viewer(tmp_path, synthetic_run(conversations=2, sessions=3, units_per_session=3, questions=30, top=6))
+    recs = {r["metric"]: r for r in measure(path, chromium_path)}
+    assert recs["open_s"]["target"] == TARGET_OPEN_S and 0 < recs["open_s"]["value"] < 30
+    assert recs["html_mb"]["target"] == TARGET_HTML_MB and recs["html_mb"]["value"] == path.stat().st_size / 1e6
+    assert recs["questions"]["value"] == 30 and recs["next_question_ms"]["value"] > 0 and recs["filter_ms"]["value"] > 0
