@@ -18,6 +18,7 @@ from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
 from vismem.analysis.dmv_paper import with_paper
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
+from vismem.analysis.paper_order import order_rows
 from vismem.analysis.render import Figure, Section, Table
 
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
@@ -101,6 +102,7 @@ def dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions, links: Links) 
     if ab.height:
         abt = with_paper(ab.select("backend", "J", "architecture", "variant", "n_probes", "n_chains", "tsr",
                                    "cluster_low", "cluster_high", "note"), ("table4", "table4-encoder"), "tsr")
+        abt = _table4_order(abt)
         abl.tables.append(Table("ablations", "Ablations: TSR (%) per variant", abt, percent=_pct(abt),
                                 highlight=["tsr"], links=links.dmv(abt), caption=_CI_DMV + " " + _PAPER))
     t4 = _table4(probes, opt)
@@ -129,14 +131,45 @@ def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
     t = pl.concat([with_paper(t.filter(~enc), ("table4",), "tsr"), with_paper(t.filter(enc), ("table4-encoder",), "tsr")],
                   how="vertical_relaxed").sort("backend", "J", "order").drop("order")
     ci = {"tsr_subset": ("cluster_low_subset", "cluster_high_subset"), "tsr": ("cluster_low", "cluster_high")}
+    if t["backend"].n_unique() > 1 or t["J"].n_unique() > 1:
+        # one heading per (back-end, J, block): the block alone would merge cells
+        t = t.with_columns((pl.col("block") + " — " + pl.col("backend") + ", J=" + pl.col("J").cast(pl.String))
+                           .alias("block"))
     return Table("table4", "Table 4: DualMem ablations by block (TSR %, ablation chain subset | full set)", t,
                  percent=["tsr_subset", "cluster_low_subset", "cluster_high_subset", "tsr", "cluster_low",
-                          "cluster_high", "paper"], ci=ci,
+                          "cluster_high", "paper"], ci=ci, group="block",
                  caption="Blocks as the paper's: alpha sweep, injection (hybrid, alpha 0.5), visual retrieval x "
                          "injection, encoder (alpha 0.5). *_subset: the chains every Table 4 variant was probed on"
                          + (f" (first {opt.table4_chains})" if opt.table4_chains else "") + "; the paper scores "
                          "the first three blocks on its 7-chain subset and the encoder block on the full set. "
                          + _CI_DMV + " " + _PAPER)
+
+
+def _table4_order(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows by (back-end, J) and then Table 4's row order (variants it lacks last, by name)."""
+    from vismem.analysis.dmv_table4 import TABLE4
+
+    first: dict[str, int] = {}
+    for i, (_, _, v) in enumerate(TABLE4):
+        first.setdefault(v, i)
+    rank = pl.col("architecture").replace_strict(first, default=len(TABLE4), return_dtype=pl.Int64)
+    return df.with_columns(rank.alias("_r")).sort("backend", "J", "_r", "architecture").drop("_r")
+
+
+def table2_paper(t2: pl.DataFrame, cells: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """Table 2 with a ``paper: <back-end> J=<J>`` column beside each column whose back-end is one
+    of the paper's and for which the paper states a number (quoted; null where it states none)."""
+    added: list[str] = []
+    for backend, J in cells.select("backend", "J").unique().sort("backend", "J").rows():
+        col = f"{backend} J={J}"
+        names = pl.DataFrame({"architecture": t2["architecture"], "backend": [backend] * t2.height,
+                              "J": [J] * t2.height}, schema={"architecture": pl.String, "backend": pl.String,
+                                                             "J": pl.Int64})
+        vals = with_paper(names, ("table2",), "tsr")["paper"]
+        if col in t2.columns and vals.null_count() < vals.len():
+            t2 = t2.with_columns(vals.alias(f"paper: {col}"))
+            added.append(f"paper: {col}")
+    return t2, added
 
 
 def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: ReportOptions,
@@ -145,16 +178,21 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
     col = pl.col("backend") + " J=" + pl.col("J").cast(pl.String)
     t2, ci = _wide_with_ci(cells, ["architecture"], col, t2, ["architecture"])
     shown = [c for c in t2.columns[1:] if not (c.endswith(" lo") or c.endswith(" hi"))]
+    t2, paper_cols = table2_paper(order_rows(t2, "architecture"), cells)
     main.tables.append(Table("table2", "TSR (%) by back-end and chain length J", t2,
-                             caption="Common probe set per (back-end, J); n_r = probes per column. "
-                                     "Bold = best per column, underline = second. " + _CI_DMV,
-                             percent=[c for c in t2.columns[1:]], highlight=shown, ci=ci,
-                             links=links.dmv(t2)))
+                             caption="Rows in the paper's order (Table 7), by family. Common probe set per "
+                                     "(back-end, J); n_r = probes per column. Bold = best per column, underline = "
+                                     "second. " + _CI_DMV + (" " + _PAPER if paper_cols else ""),
+                             percent=[c for c in t2.columns[1:] if c != "family"], highlight=shown, ci=ci,
+                             links=links.dmv(t2), group="family"))
+    main.figures.append(Figure("tsr-bars", "TSR by architecture", *figures.render(figures.tsr_bars(cells)),
+                               caption="bars in the paper's row order; error bars: 95% chain-cluster bootstrap CI"))
     ci_tbl = with_paper(cells.select("backend", "J", "architecture", "n_probes", "n_chains", "tsr", "naive_low",
                                      "naive_high", "cluster_low", "cluster_high", "note"), ("table2",), "tsr")
+    ci_tbl = order_rows(ci_tbl, "architecture", before=["backend", "J"])
     main.tables.append(Table("bootstrap", "95% CIs: naive (probe iid) vs cluster (chain) bootstrap", ci_tbl,
                              caption=f"{opt.n_resamples:,} resamples; 2.5/97.5 percentiles. " + _PAPER,
-                             percent=_pct(ci_tbl),
+                             percent=_pct(ci_tbl), group="family",
                              links=links.dmv(ci_tbl)))
     pair = opt.compare or dmv.top_two(cells)
     if pair:
@@ -170,12 +208,13 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
     base = dmv.study(probes, "main")
     lpm = fit_lpm(dmv.common_probes(base) if opt.common_probes else base)
     if lpm is not None:
-        main.tables.append(Table("lpm", "LPM: estimated marginal means at the mean bank size", lpm.emm,
+        emm = order_rows(lpm.emm, "architecture", before=["backend", "J"], family=None)
+        main.tables.append(Table("lpm", "LPM: estimated marginal means at the mean bank size", emm,
                                  caption=f"correct ~ architecture x backend x J x bank_size, chain-clustered SEs "
                                          f"({lpm.n_clusters} clusters, {lpm.n_obs} probes, mean bank size "
                                          f"{lpm.mean_bank_size:.1f}).", percent=["emm", "se", "low", "high"],
-                                 ci={"emm": ("low", "high")} if {"low", "high"} <= set(lpm.emm.columns) else {},
-                                 links=links.dmv(lpm.emm)))
+                                 ci={"emm": ("low", "high")} if {"low", "high"} <= set(emm.columns) else {},
+                                 links=links.dmv(emm)))
     else:
         main.notes.append("LPM not fitted: fewer than two chains or too few probes.")
 
@@ -185,6 +224,7 @@ def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Li
     ret = dmv.retention(probes, common=opt.common_probes, n_resamples=opt.n_resamples, seed=opt.seed)
     rt = dmv.reach_table(ret)
     rt, ci = _wide_with_ci(ret, dmv.CELL, pl.lit("r=") + pl.col("reach").cast(pl.String), rt, dmv.CELL)
+    rt = order_rows(rt, "architecture", before=["backend", "J"], family=None)
     curves.tables.append(Table("reach", "TSR (%) by recall reach r", rt, percent=rt.columns[3:], ci=ci,
                                caption="Per-reach breakdown; reach = recall session - visit session. " + _CI_DMV,
                                links=links.dmv(rt)))
@@ -281,8 +321,9 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
     for ds in sorted(ans["dataset"].unique().to_list()):
         t = memshot.category_table(ans.filter(pl.col("dataset") == ds), exclude_categories=ex)
         t, ci = _answer_ci(scored.filter(pl.col("dataset") == ds), t, by, "category", lambda m: "{} " + m, opt)
+        t = order_rows(t, "variant", "memshot", before=["dataset", "model"], after=["embedder", "k", "max_height"])
         main.tables.append(Table(f"memshot-{ds}", f"{ds}: Acc / F1 (%) per category", t, percent=_pct(t),
-                                 highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t),
+                                 highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t), group="family",
                                  caption=f"Excluded categories: {', '.join(ex) or 'none'}. " + _f1_caption(ans)
                                  + _CI_MEMSHOT))
     unj = int(ans["judge_label"].null_count())
@@ -292,8 +333,11 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
     rows = [c for c in ("dataset", "model", "variant", "max_height") if c in ans.columns]
     at = memshot.ablation_table(ans, exclude_categories=ex)
     at, ci = _answer_ci(scored, at, rows, "k", lambda m: "Top-{} " + m, opt)
+    at = order_rows(at, "variant", "memshot-table3", before=["dataset", "model"], after=["embedder", "max_height"],
+                    family="block")
     abl.tables.append(Table("memshot-ablations", "Variants by top-k: Acc / F1 (%)", at, percent=_pct(at), ci=ci,
-                            links=links.memshot(at), caption=_CI_MEMSHOT))
+                            links=links.memshot(at), group="block",
+                            caption="Rows in Table 3's order and blocks. " + _CI_MEMSHOT))
     ht = memshot.height_table(ans, exclude_categories=ex)
     if ht.height:
         ht, ci = _answer_ci(scored, ht, rows, "k", lambda m: "Top-{} " + m, opt)
@@ -318,8 +362,9 @@ def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | 
         if value in src.columns:
             rt, c = attach(rt, cluster_ci_long(src, [*by, "k"], value, opt), [*by, "k"], None, name)
             ci |= c
+    rt = order_rows(rt, "variant", "memshot", before=["dataset"], after=["embedder", "max_height", "k"])
     rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt, percent=["recall", "hit"],
-                             ci=ci, links=links.memshot(rt), caption=CI_RECALL))
+                             ci=ci, links=links.memshot(rt), caption=CI_RECALL, group="family"))
     rsec.figures.append(Figure("memshot-recall", "Evidence recall@k", *figures.render(figures.recall_at_k(rt))))
     ct = memshot.recall_category_table(rec)
     if ct.height:
@@ -327,9 +372,10 @@ def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | 
         long = cluster_ci_long(rec, [*cby, "category"], "recall", opt, overall="category")
         cols = [c for c in ct.columns if c not in ("dataset", "variant", "embedder", "k", "n")]
         ct, cci = attach(ct, long, cby, "category", "{}")
+        ct = order_rows(ct, "variant", "memshot", before=["dataset"], after=["embedder", "k"])
         rsec.tables.append(Table("memshot-recall-category", "Evidence recall@k per category (%)", ct,
                                  percent=cols + [x for p in cci.values() for x in p], ci=cci,
-                                 links=links.memshot(ct), caption=CI_RECALL))
+                                 links=links.memshot(ct), caption=CI_RECALL, group="family"))
 
 
 __all__ = ["Links", "ReportOptions", "dmv_sections", "encoding_section", "memshot_sections", "ci_names"]
