@@ -20,10 +20,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from vismem.analysis.render import PNG_SCALE  # noqa: E402
+
 plt.rcParams.update({"svg.hashsalt": "vismem", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
 
-#: PNG resolution: 2x a 100-dpi screen, so figures stay sharp on high-density displays.
-DPI = 200
+#: PNG resolution: 2x a 100-dpi screen, so figures stay sharp on high-density displays (the
+#: report shows each PNG at its size in inches x 100 px, :data:`vismem.analysis.render.PNG_SCALE`).
+DPI = 100 * PNG_SCALE
 
 #: Stable colours per architecture (paper order), others cycle.
 ARCH_COLORS = {"dualmem": "#d62728", "m2a-lite": "#1f77b4", "mma-lite": "#2ca02c", "worldmm-lite": "#9467bd",
@@ -51,11 +54,12 @@ def _legend_outside(fig: Any, axes: Any, fontsize: float = 7) -> None:
         for h, label in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(label, h)
     if seen:
-        fig.legend(list(seen.values()), list(seen), loc="outside right upper", fontsize=fontsize, frameon=False)
+        # Right of the axes, vertically centred: clear of the data and of the figure's title.
+        fig.legend(list(seen.values()), list(seen), loc="outside right center", fontsize=fontsize, frameon=False)
 
 
-def _integer_x(ax: Any) -> None:
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+def _integer_x(ax: Any, nbins: int = 6) -> None:
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=nbins, integer=True))
 
 
 def _grid(n: int, nrows: int = 1) -> tuple[Any, Any]:
@@ -66,7 +70,10 @@ def _grid(n: int, nrows: int = 1) -> tuple[Any, Any]:
 
 
 def _lines(ax: Any, df: pl.DataFrame, x: str, y: str = "tsr", low: str | None = None, high: str | None = None) -> None:
-    for i, arch in enumerate(sorted(df["architecture"].unique().to_list())):
+    from vismem.analysis.paper_order import paper_rank
+
+    # Paper order (Table 7), so the legend reads as the tables do.
+    for i, arch in enumerate(sorted(df["architecture"].unique().to_list(), key=lambda a: (paper_rank(a), a))):
         d = df.filter(pl.col("architecture") == arch).sort(x)
         xs, ys = d[x].to_numpy(), d[y].to_numpy() * 100
         ax.plot(xs, ys, marker="o", ms=3, lw=1.4, label=arch, color=_color(arch, i))
@@ -125,8 +132,9 @@ def tsr_bars(cells: pl.DataFrame) -> Any:
         err = [[max(0.0, y - l * 100) if l is not None and l == l else 0.0 for y, l in zip(ys, lo)],
                [max(0.0, h * 100 - y) if h is not None and h == h else 0.0 for y, h in zip(ys, hi)]]
         ax.bar(xs, ys, color=[_color(archs[i], i) for i in xs], yerr=err, capsize=3, ecolor="#333", lw=0)
-        for x, y in zip(xs, ys):
-            ax.annotate(f"{y:.1f}", (x, y), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=6)
+        for x, y, up in zip(xs, ys, err[1]):
+            # above the whisker, so the label never sits on the interval
+            ax.annotate(f"{y:.1f}", (x, y + up), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=6)
         ax.set_xticks(range(len(archs)), archs, rotation=35, ha="right", fontsize=7)
         ax.set_ylim(0, 105)
         ax.set_title(_wrap(f"{backend}, J={j}"), fontsize=8)
@@ -202,7 +210,7 @@ def recall_at_k(rec: pl.DataFrame) -> Any:
         ax.plot(d["k"].to_numpy(), d[metric].to_numpy() * 100, marker="o", label=f"{variant} ({ds})", color=f"C{i}")
     ax.set_xlabel("k (units retrieved)")
     ax.set_ylabel(f"evidence {metric}@k (%)")
-    _integer_x(ax)
+    ax.set_xticks(sorted(rec["k"].unique().to_list()))
     ax.set_title(f"Evidence {metric}@k")
     _legend_outside(fig, ax)
     return fig

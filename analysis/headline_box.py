@@ -53,7 +53,10 @@ def _nan(v: float) -> float | None:
 
 def _paired_row(a_vals: np.ndarray, b_vals: np.ndarray, clusters: np.ndarray, *, n_resamples: int,
                 seed: int) -> dict[str, Any]:
-    """A, B (cluster CIs) and A - B (paired cluster bootstrap CI) over paired items."""
+    """A, B (cluster CIs) and A - B (paired cluster bootstrap CI) over paired items; items are
+    their own clusters when there is one cluster (one chain, one conversation), as the tables do."""
+    if np.unique(clusters).size < 2:
+        clusters = np.arange(len(clusters))
     labels, inv = np.unique(clusters, return_inverse=True)
     counts = np.bincount(inv, minlength=labels.size).astype(np.float64)
     out: dict[str, Any] = {}

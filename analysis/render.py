@@ -63,6 +63,19 @@ class Table:
         return out
 
 
+#: Figures are drawn at this multiple of a 100-dpi screen and shown at 1/PNG_SCALE of their
+#: pixel width: sharp on high-density displays, the intended size everywhere.
+PNG_SCALE = 2
+
+
+def png_display_width(png: bytes) -> int | None:
+    """The CSS width (px) to show a figure PNG at: its pixel width / :data:`PNG_SCALE` (None when
+    the bytes are not a PNG)."""
+    if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    return max(1, round(int.from_bytes(png[16:20], "big") / PNG_SCALE))
+
+
 @dataclass
 class Figure:
     id: str
@@ -278,7 +291,9 @@ def _section_html(s: Section, svg_dir: str, cls: str = "") -> list[str]:
         out.append(table_html(t))
     for f in s.figures:
         uri = "data:image/png;base64," + base64.b64encode(f.png).decode()
-        out.append(f'<figure id="fig-{f.id}"><img src="{uri}" alt="{html.escape(f.title)}">'
+        w = png_display_width(f.png)
+        size = f' width="{w}"' if w else ""
+        out.append(f'<figure id="fig-{f.id}"><img src="{uri}"{size} alt="{html.escape(f.title)}">'
                    f'<figcaption>{html.escape(f.title)}{": " + html.escape(f.caption) if f.caption else ""} '
                    f'(<a href="{svg_dir}/{f.id}.svg">SVG</a>)</figcaption></figure>')
     out.append("</section>")

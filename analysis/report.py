@@ -141,7 +141,8 @@ def headline_section(tables: dict[str, pl.DataFrame], options: ReportOptions) ->
         "headline", "Central contrasts (%; A − B in points)", t, percent=list(hb.PERCENT), ci=dict(hb.CI),
         group="study",
         caption="A and B over the items both were scored on (95% CI: chain-cluster bootstrap for DMV-Bench, "
-                "conversation-cluster for MemShot); A − B: paired bootstrap of the same clusters. paper A / B / "
+                "conversation-cluster for MemShot; item-level where there is one chain or conversation); A − B: "
+                "paired bootstrap of the same clusters. paper A / B / "
                 "A − B: the paper's numbers where its text states them, in the setting named (quoted, not measured; "
                 "another back-end or J than this run's where the setting says so)."))
     return sec

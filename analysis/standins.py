@@ -100,9 +100,30 @@ def _recallers(backends: Iterable[str]) -> list[str]:
     return out
 
 
-def equal_rows_note(probes: pl.DataFrame | None, architectures: Iterable[str]) -> str:
+def _same_stand_in(probes: pl.DataFrame, groups: list[list[str]],
+                   runs: dict[str, dict[str, tuple[str, bool]]]) -> list[str]:
+    """``encoder=a and encoder=b both ran x (stand-in)`` for equal rows whose paper encoders differ
+    but ran one stand-in (e.g. SigLIP-2 and CLIP rows, both pocket-clip here)."""
+    if "encoder" not in probes.columns:
+        return []
+    enc = dict(probes.select("architecture", "encoder").unique("architecture").iter_rows())
+    out = []
+    for names in groups:
+        ran: dict[str, set[str]] = {}
+        for a in names:
+            v = runs.get(a, {}).get("visual")
+            if v and v[1] and enc.get(a):
+                ran.setdefault(v[0], set()).add(str(enc[a]))
+        out += [f"encoder={' and encoder='.join(sorted(labels))} both ran {label} (stand-in)"
+                for label, labels in ran.items() if len(labels) > 1]
+    return list(dict.fromkeys(out))
+
+
+def equal_rows_note(probes: pl.DataFrame | None, architectures: Iterable[str],
+                    runs: dict[str, dict[str, tuple[str, bool]]] | None = None) -> str:
     """Name the rows among ``architectures`` that are equal probe by probe in some (back-end, J)
-    block whose recall back-end is a stand-in; '' when there are none."""
+    block whose recall back-end is a stand-in; '' when there are none. ``runs``
+    (:func:`component_runs`) adds which paper encoders ran one and the same stand-in."""
     archs = list(dict.fromkeys(str(a) for a in architectures))
     if probes is None or probes.height == 0 or len(archs) < 2:
         return ""
@@ -114,19 +135,19 @@ def equal_rows_note(probes: pl.DataFrame | None, architectures: Iterable[str]) -
     p = p.filter(pl.col("backend").str.contains("(stand-in)", literal=True))
     sig = (p.sort("seed", "probe_id").group_by("backend", "J", "architecture", maintain_order=True)
            .agg(pl.format("{}:{}:{}", "seed", "probe_id", pl.col("correct").cast(pl.Int8)).str.join(",").alias("sig")))
-    groups: list[str] = []
+    groups: list[list[str]] = []
     for (_, _, _), g in sig.group_by("backend", "J", "sig", maintain_order=True):
         names = sorted(g["architecture"].to_list(), key=archs.index)
-        if len(names) > 1:
-            text = " = ".join(names)
-            if text not in groups:
-                groups.append(text)
+        if len(names) > 1 and names not in groups:
+            groups.append(names)
     if not groups:
         return ""
-    return (f"Equal probe by probe in this run: {'; '.join(groups)}. The recall back-end "
+    same = _same_stand_in(p, groups, runs or {})
+    return (f"Equal probe by probe in this run: {'; '.join(' = '.join(g) for g in groups)}. The recall back-end "
             f"({', '.join(recs)}) is a scripted stand-in that opens the first recalled item, so rows that recall "
-            "the same first item -- e.g. variants differing only in what they inject -- score the same by "
-            "construction here; with a real VLM they can differ.")
+            "the same first item -- e.g. variants differing only in what they inject"
+            + (f", or whose paper encoders ran one stand-in ({'; '.join(same)})" if same else "")
+            + " -- score the same by construction here; with a real VLM they can differ.")
 
 
 #: Tables whose rows are ablation variants: equal rows there are said to be equal by construction.
@@ -164,7 +185,7 @@ def annotate(tables: Iterable[Any], probes: pl.DataFrame | None, manifest: dict[
         archs = table_architectures(t, probes)
         notes = [stand_in_note(runs, archs) or _captioner_note(t, runs)]
         if t.id in ABLATION_TABLES:
-            notes.append(equal_rows_note(probes, archs))
+            notes.append(equal_rows_note(probes, archs, runs))
         if runs and "variant" in t.df.columns and "architecture" in t.df.columns:
             t.df = t.df.with_columns(pl.struct("variant", "architecture").map_elements(
                 lambda r: relabel(r["variant"], r["architecture"], runs), return_dtype=pl.String).alias("variant"))
