@@ -31,10 +31,6 @@ _BACKEND_NAMES = {"gemini-2.5-flash": "Gemini 2.5 Flash", "qwen2.5-vl-7b": "Qwen
 _VERBAL = DMV_FAMILIES[0][1]
 SINGLE_CHANNEL = ("dualmem-vis", "dualmem-verb")
 
-#: Table 3's top-5 Acc (LoCoMo; the paper's Table 1 is top-10), per (backbone, method), quoted.
-TABLE3_TOP5_ACC = {("Qwen3-VL-2B-Instruct", "MemShot"): 0.6422, ("Qwen3-VL-2B-Instruct", "Text RAG"): 0.5461,
-                   ("Qwen3-VL-8B-Instruct", "MemShot"): 0.7273, ("Qwen3-VL-8B-Instruct", "Text RAG"): 0.6786}
-
 SCHEMA = {"study": pl.String, "contrast": pl.String, "setting": pl.String, "metric": pl.String,
           "A": pl.String, "A value": pl.Float64, "A lo": pl.Float64, "A hi": pl.Float64,
           "B": pl.String, "B value": pl.Float64, "B lo": pl.Float64, "B hi": pl.Float64,
@@ -157,34 +153,42 @@ def _memshot_pairs(df: pl.DataFrame, value: str, cell: list[str], opt: Any, metr
                     continue
                 row = _paired_row(pairs["a"].to_numpy(), pairs["b"].to_numpy(), pairs["conversation_id"].to_numpy(),
                                   n_resamples=opt.n_resamples, seed=opt.seed)
-                p_a, p_b, p_set = paper(ctx) if paper else (None, None, None)
+                p_a, p_b, p_set, *p_d = paper(ctx) if paper else (None, None, None)
+                diff = p_a - p_b if p_a is not None and p_b is not None else (p_d[0] if p_d else None)
                 setting = ", ".join(f"{k}={v}" if k == "k" else str(v) for k, v in ctx.items() if v is not None)
                 rows.append({"study": "MemShot", "contrast": "memory shots vs Text RAG", "setting": setting,
                              "metric": metric, "A": a_label, "B": b_label, **row, "paper A": p_a, "paper B": p_b,
-                             "paper A − B": p_a - p_b if p_a is not None and p_b is not None else None,
-                             "paper setting": p_set})
+                             "paper A − B": diff, "paper setting": p_set})
     return rows
+
+
+def _paper_hit(ctx: dict[str, Any]) -> tuple[Any, ...]:
+    """§5.3 on Fig. 4a: MemShot retrieves the evidence about 5 points more often than Text RAG at
+    the same budget (top-10; LoCoMo, Qwen3-VL-Embedding-8B retriever) -- a difference only."""
+    if ctx.get("dataset") != "locomo" or ctx.get("k") != 10:
+        return None, None, None
+    return None, None, "≈ +5 points: LoCoMo, top-10, Qwen3-VL-Embedding-8B retriever (§5.3, Fig. 4a)", 0.05
 
 
 def _paper_acc(ctx: dict[str, Any]) -> tuple[float | None, float | None, str | None]:
     """The paper's Overall Acc of MemShot and Text RAG for the run's answering model (LoCoMo:
     Table 1 at top-10, Table 3 at top-5); none for a model the paper did not run."""
     from vismem.analysis.memshot_paper import quoted_rows
+    from vismem.analysis.memshot_paper_cols import paper_backbone, quoted_by_k
 
-    model = str(ctx.get("model") or "").lower()
-    if ctx.get("dataset") != "locomo" or "stand-in" in model:
+    backbone = paper_backbone(ctx.get("model"))
+    if ctx.get("dataset") != "locomo" or backbone is None:
         return None, None, None
-    t1 = quoted_rows().filter((pl.col("table") == "Table 1") & (pl.col("category") == "Overall"))
-    for backbone in t1["backbone"].unique().sort().to_list():
-        key = backbone.lower().replace("-instruct", "")
-        if "(llm)" in key or key not in model:
-            continue
-        if ctx.get("k") == 10:
-            acc = dict(t1.filter(pl.col("backbone") == backbone).select("method", "acc").iter_rows())
-            return acc.get("MemShot"), acc.get("Text RAG"), f"{backbone}, LoCoMo, top-10 (Table 1)"
-        if ctx.get("k") == 5 and (backbone, "MemShot") in TABLE3_TOP5_ACC:
-            return (TABLE3_TOP5_ACC[(backbone, "MemShot")], TABLE3_TOP5_ACC[(backbone, "Text RAG")],
-                    f"{backbone}, LoCoMo, top-5 (Table 3)")
+    if ctx.get("k") == 10:
+        t1 = quoted_rows().filter((pl.col("table") == "Table 1") & (pl.col("category") == "Overall")
+                                  & (pl.col("backbone") == backbone))
+        acc = dict(t1.select("method", "acc").iter_rows())
+        return acc.get("MemShot"), acc.get("Text RAG"), f"{backbone}, LoCoMo, top-10 (Table 1)"
+    t3 = quoted_by_k().filter((pl.col("table") == "Table 3") & (pl.col("backbone") == backbone)
+                              & (pl.col("k") == ctx.get("k")))
+    acc = dict(t3.select("variant", "acc").iter_rows())
+    if "memshot" in acc and "text-rag" in acc:
+        return acc["memshot"], acc["text-rag"], f"{backbone}, LoCoMo, top-{ctx.get('k')} (Table 3)"
     return None, None, None
 
 
@@ -199,6 +203,8 @@ def headline_table(tables: dict[str, pl.DataFrame], opt: Any) -> pl.DataFrame:
     rec = tables.get("memshot_recall")
     if rec is not None and rec.height:
         rows += _memshot_pairs(rec, "recall", ["dataset", "k"], opt, "evidence recall@k")
+        if "hit" in rec.columns:
+            rows += _memshot_pairs(rec, "hit", ["dataset", "k"], opt, "evidence hit@k", paper=_paper_hit)
     ans = tables.get("memshot_answers")
     if ans is not None and ans.height:
         from vismem.analysis.memshot import with_outcome

@@ -17,6 +17,7 @@ import polars as pl
 from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
 from vismem.analysis.dmv_paper import with_paper
+from vismem.analysis.memshot_paper_cols import with_paper_by_k, with_paper_overall
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.paper_order import order_rows
 from vismem.analysis.render import Figure, Section, Table
@@ -24,6 +25,8 @@ from vismem.analysis.render import Figure, Section, Table
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
 _PAPER = "paper*: the DMV-Bench paper's number where its text states one (quoted, not measured; empty elsewhere)."
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
+_PAPER_MS = ("paper *: the MemShot paper's number for the row's backbone and variant (Tables 1-5; Tables 1, 2, 4 at "
+             "its top-10), quoted, not measured; empty for a model or variant the paper did not run.")
 
 
 @dataclass(frozen=True)
@@ -322,10 +325,12 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
         t = memshot.category_table(ans.filter(pl.col("dataset") == ds), exclude_categories=ex)
         t, ci = _answer_ci(scored.filter(pl.col("dataset") == ds), t, by, "category", lambda m: "{} " + m, opt)
         t = order_rows(t, "variant", "memshot", before=["dataset", "model"], after=["embedder", "k", "max_height"])
+        t = with_paper_overall(t, ds)
         main.tables.append(Table(f"memshot-{ds}", f"{ds}: Acc / F1 (%) per category", t, percent=_pct(t),
                                  highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t), group="family",
-                                 caption=f"Excluded categories: {', '.join(ex) or 'none'}. " + _f1_caption(ans)
-                                 + _CI_MEMSHOT))
+                                 caption=f"Rows in the paper's order, by family. Excluded categories: "
+                                 f"{', '.join(ex) or 'none'}. " + _f1_caption(ans) + _CI_MEMSHOT
+                                 + (" " + _PAPER_MS if "paper Overall Acc" in t.columns else "")))
     unj = int(ans["judge_label"].null_count())
     if unj:
         main.notes.append(f"{unj} answers have no judge verdict (unanswered, judge failure or no judge); "
@@ -335,14 +340,19 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
     at, ci = _answer_ci(scored, at, rows, "k", lambda m: "Top-{} " + m, opt)
     at = order_rows(at, "variant", "memshot-table3", before=["dataset", "model"], after=["embedder", "max_height"],
                     family="block")
+    at = with_paper_by_k(at, "Table 3")
     abl.tables.append(Table("memshot-ablations", "Variants by top-k: Acc / F1 (%)", at, percent=_pct(at), ci=ci,
                             links=links.memshot(at), group="block",
-                            caption="Rows in Table 3's order and blocks. " + _CI_MEMSHOT))
+                            caption="Rows in Table 3's order and blocks. " + _CI_MEMSHOT
+                            + (" " + _PAPER_MS if any(c.startswith("paper ") for c in at.columns) else "")))
     ht = memshot.height_table(ans, exclude_categories=ex)
     if ht.height:
         ht, ci = _answer_ci(scored, ht, rows, "k", lambda m: "Top-{} " + m, opt)
+        ht = with_paper_by_k(ht, "Table 5")
         abl.tables.append(Table("memshot-height", "Maximum rendering height by top-k: Acc / F1 (%)", ht,
-                                percent=_pct(ht), ci=ci, links=links.memshot(ht), caption=_CI_MEMSHOT))
+                                percent=_pct(ht), ci=ci, links=links.memshot(ht),
+                                caption=_CI_MEMSHOT + (" " + _PAPER_MS if any(c.startswith("paper ")
+                                                                            for c in ht.columns) else "")))
     else:
         abl.notes.append("No rendering-height sweep (fewer than two max_height values).")
 

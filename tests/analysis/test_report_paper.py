@@ -253,3 +253,49 @@ def test_figures_shown_at_half_their_pixel_width():
     for data, width in imgs:
         px = Image.open(io.BytesIO(base64.b64decode(data))).size[0]
         assert int(width) == round(px / 2)
+
+
+def _answers(model: str) -> pl.DataFrame:
+    v = {"memshot": 0.7, "text-rag": 0.6, "no-render": 0.55, "no-header": 0.65, "full-session": 0.6}
+    return validate(synthetic.memshot_answers(variants=v, questions=8, model=model), "memshot_answers")
+
+
+def test_memshot_tables_carry_the_papers_numbers_for_its_backbones():
+    rep = build_report({"memshot_answers": _answers("qwen3-vl-8b")}, "p", options=FAST)
+    loc = _table(rep, "memshot-locomo")
+    paper = {(r["variant"], r["k"]): r["paper Overall Acc"] for r in loc.df.iter_rows(named=True)}
+    assert paper[("memshot", 10)] == pytest.approx(0.7513) and paper[("text-rag", 10)] == pytest.approx(0.7039)
+    assert paper[("memshot", 5)] is None and paper[("no-render", 10)] is None  # Table 1 is top-10, no ablations
+    assert "paper Overall Acc" in loc.percent and "quoted, not measured" in loc.caption
+    abl = _table(rep, "memshot-ablations").df
+    row = {r["variant"]: r for r in abl.iter_rows(named=True)}
+    assert row["memshot"]["paper Top-5 Acc"] == pytest.approx(0.7273)
+    assert row["text-rag"]["paper Top-10 F1"] == pytest.approx(0.5328)
+    assert row["no-header"]["paper Top-5 Acc"] == pytest.approx(0.7071)
+    head = _table(rep, "headline").df.filter(pl.col("metric") == "Acc")
+    k10 = head.filter(pl.col("setting").str.ends_with("k=10")).row(0, named=True)
+    assert (k10["paper A"], k10["paper B"]) == (pytest.approx(0.7513), pytest.approx(0.7039))
+    assert k10["paper setting"] == "Qwen3-VL-8B-Instruct, LoCoMo, top-10 (Table 1)"
+    k5 = head.filter(pl.col("setting").str.ends_with("k=5")).row(0, named=True)
+    assert k5["paper A − B"] == pytest.approx(0.7273 - 0.6786) and "(Table 3)" in k5["paper setting"]
+    # A stand-in answering model takes no paper number anywhere.
+    stand = build_report({"memshot_answers": _answers("tiny-qwen3-vl-8b (stand-in)")}, "p", options=FAST)
+    assert not any(c.startswith("paper ") for t in stand.tables() if t.id.startswith("memshot") for c in t.df.columns)
+
+
+def test_height_sweep_rows_take_only_their_own_height():
+    from vismem.analysis.memshot_paper_cols import with_paper_by_k
+
+    t = pl.DataFrame({"dataset": ["locomo"] * 3, "model": ["qwen3-vl-8b"] * 3, "variant": ["memshot", "memshot", "h512"],
+                      "max_height": [512, 768, None], "Top-5 Acc": [0.5, 0.6, 0.7]})
+    got = with_paper_by_k(t, "Table 5")["paper Top-5 Acc"].to_list()
+    assert got[0] is None and got[1] == pytest.approx(0.7273) and got[2] == pytest.approx(0.7019)
+
+
+def test_headline_hit_rate_row_quotes_the_papers_retrieval_gain():
+    rep = build_report(_tables(), "h", options=FAST)
+    hit = _table(rep, "headline").df.filter(pl.col("metric") == "evidence hit@k")
+    by_k = {r["setting"]: r for r in hit.iter_rows(named=True)}
+    assert by_k["locomo, k=10"]["paper A − B"] == pytest.approx(0.05) and "Fig. 4a" in by_k["locomo, k=10"][
+        "paper setting"]
+    assert by_k["locomo, k=5"]["paper A − B"] is None
