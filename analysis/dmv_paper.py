@@ -2,8 +2,8 @@
 
 Only numbers the paper states in its text are here (its table bodies are not in the text we
 have): Table 2's Gemini J = 5 DualMem cell and the verbal baselines' 0 % "everywhere" (§5),
-Table 4's ablation rows (§5 "Retrieval", "Injection", "Encoder"), and Table 10's J = 50 pilots
-(App. H). Rates are proportions (the report shows percent). A cell the paper gives no number for
+Table 4's ablation rows (§5 "Retrieval", "Injection", "Encoder"), Table 10's J = 50 pilots
+(App. H), and Table 3's per-session breadth as §5 states it in words. Rates are proportions (the report shows percent). A cell the paper gives no number for
 gets a null ``paper`` value, never a guess.
 """
 
@@ -68,3 +68,35 @@ def with_paper(df: pl.DataFrame, tables: Sequence[str], metric: str, *, on: str 
         return df.with_columns(pl.lit(None, pl.Float64).alias(name))
     mapped = df.with_columns(pl.col("backend").map_elements(paper_backend, return_dtype=pl.String).alias("_pb"))
     return mapped.join(q, on=["_pb", "J", on], how="left").drop("_pb")
+
+
+def table2_paper(t2: pl.DataFrame, cells: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """Table 2 with a ``paper: <back-end> J=<J>`` column beside each column whose back-end is one
+    of the paper's and for which the paper states a number (quoted; null where it states none)."""
+    added: list[str] = []
+    for backend, J in cells.select("backend", "J").unique().sort("backend", "J").rows():
+        col = f"{backend} J={J}"
+        names = pl.DataFrame({"architecture": t2["architecture"], "backend": [backend] * t2.height,
+                              "J": [J] * t2.height}, schema={"architecture": pl.String, "backend": pl.String,
+                                                             "J": pl.Int64})
+        vals = with_paper(names, ("table2",), "tsr")["paper"]
+        if col in t2.columns and vals.null_count() < vals.len():
+            t2 = t2.with_columns(vals.alias(f"paper: {col}"))
+            added.append(f"paper: {col}")
+    return t2, added
+
+
+#: §5 ("Why n_r varies") on Table 3, per paper back-end: distinct products per session and the
+#: share of sessions that opened at least three collections -- stated in words ("roughly").
+_ENCODING_PAPER = {"gemini-2.5-flash": (11.0, 1.0), "qwen2.5-vl-7b": (4.0, 0.5)}
+
+
+def encoding_paper(st: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+    """Table 3 with ``paper products_mean`` / ``paper share_styles_ge3`` for the paper's back-ends
+    (null for any other, e.g. a stand-in); unchanged when no row is one of them."""
+    vals = [_ENCODING_PAPER.get(paper_backend(b) or "") for b in st["backend"].to_list()]
+    if not any(vals):
+        return st, False
+    return st.with_columns(pl.Series("paper products_mean", [v[0] if v else None for v in vals], dtype=pl.Float64),
+                           pl.Series("paper share_styles_ge3", [v[1] if v else None for v in vals],
+                                     dtype=pl.Float64)), True

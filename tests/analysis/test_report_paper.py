@@ -299,3 +299,12 @@ def test_headline_hit_rate_row_quotes_the_papers_retrieval_gain():
     assert by_k["locomo, k=10"]["paper A − B"] == pytest.approx(0.05) and "Fig. 4a" in by_k["locomo, k=10"][
         "paper setting"]
     assert by_k["locomo, k=5"]["paper A − B"] is None
+
+
+def test_encoding_table_quotes_the_papers_breadth_for_its_back_ends_only():
+    enc = validate(synthetic.encoding(backends=("gemini-2.5-flash", "qwen2.5-vl-7b", "scripted-shopper (stand-in)"),
+                                      chains=2, J=3), "encoding")
+    t = _table(build_report({"encoding": enc}, "e", options=FAST), "encoding")
+    got = {r["backend"]: (r["paper products_mean"], r["paper share_styles_ge3"]) for r in t.df.iter_rows(named=True)}
+    assert got == {"gemini-2.5-flash": (11.0, 1.0), "qwen2.5-vl-7b": (4.0, 0.5), "scripted-shopper (stand-in)": (None, None)}
+    assert "paper share_styles_ge3" in t.percent and "quoted, not measured" in t.caption
