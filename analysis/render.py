@@ -271,7 +271,7 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 td.best{font-weight:bold}td.second{text-decoration:underline}.ci{color:#777;font-size:.85em;white-space:nowrap}
 a.row-link{color:#1a4f9c;text-decoration:none}a.row-link:hover{text-decoration:underline}
 .caption,.note{color:#555;font-size:.85em}.empty{background:#fff6e0;border:1px solid #f0d080;padding:.6em}
-.error{background:#fde8e8;border:1px solid #e0a0a0;padding:.6em}figure{display:inline-block;margin:.5em 1em .5em 0}
+.error{background:#fde8e8;border:1px solid #e0a0a0;padding:.6em}figure{display:inline-block;vertical-align:top;margin:.5em 1em .5em 0}
 figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
 .viewers{background:#eef4ff;border:1px solid #b8ccee;padding:.6em}.viewers a{font-weight:bold;margin-right:1.5em}
 .table-wrap{overflow-x:auto}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
