@@ -1,10 +1,12 @@
 """The run report: read whatever result tables a run has, score them, render HTML + Markdown.
 
 ``load_results`` finds ``runs/<id>/results/<kind>.parquet`` (or a folder of parts) for every
-kind in :mod:`vismem.analysis.schemas`; ``build_report`` turns them into sections of tables and
-figures (a section with no data says what is missing); ``write_report`` puts
-``report/index.html``, ``report/summary.md``, ``report/figures/*.{png,svg}`` and
-``report/tables/*.csv`` under the run's prefix.
+kind in :mod:`vismem.analysis.schemas`; ``build_report`` turns them into a headline box (each
+paper's central contrast, :mod:`vismem.analysis.headline_box`) and sections of tables and figures
+(a section with no data says what is missing; DMV-Bench captions name the stand-ins the run
+recorded, :mod:`vismem.analysis.standins`); ``write_report`` puts ``report/index.html``,
+``report/summary.md``, ``report/figures/*.{png,svg}`` and ``report/tables/*.csv`` (in the page's
+units, linked beside each table) under the run's prefix.
 """
 
 from __future__ import annotations

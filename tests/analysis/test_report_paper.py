@@ -80,7 +80,7 @@ def test_headline_box_measures_each_papers_contrast_with_paired_cis_and_paper_nu
     for r in t.iter_rows(named=True):
         assert r["A − B"] == pytest.approx(r["A value"] - r["B value"])
         assert r["A − B lo"] <= r["A − B"] <= r["A − B hi"] and r["A lo"] <= r["A value"] <= r["A hi"]
-    mem = t.filter(pl.col("study") == "MemShot")
+    mem = t.filter((pl.col("study") == "MemShot") & (pl.col("metric") == "evidence recall@k"))
     assert sorted(mem["setting"].to_list()) == ["locomo, k=10", "locomo, k=5"]
     assert set(mem["A"].to_list()) == {"memshot"} and set(mem["B"].to_list()) == {"text-rag"}
     html = to_html(rep)
@@ -308,3 +308,21 @@ def test_encoding_table_quotes_the_papers_breadth_for_its_back_ends_only():
     got = {r["backend"]: (r["paper products_mean"], r["paper share_styles_ge3"]) for r in t.df.iter_rows(named=True)}
     assert got == {"gemini-2.5-flash": (11.0, 1.0), "qwen2.5-vl-7b": (4.0, 0.5), "scripted-shopper (stand-in)": (None, None)}
     assert "paper share_styles_ge3" in t.percent and "quoted, not measured" in t.caption
+
+
+def test_recorded_labels_are_escaped_and_the_report_stays_self_contained():
+    tables = _tables(REC)
+    man = _manifest(tables["probes"]["architecture"].unique())
+    evil = '<img src=x onerror="alert(1)">'
+    for rec in man["components"].values():
+        if "visual" in rec["components"]:
+            rec["components"]["visual"]["label"] = evil
+    rep = build_report(tables, "x", options=FAST, manifest=man)
+    assert evil in _table(rep, "table2").caption
+    html = to_html(rep)
+    assert evil not in html and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
+    # Self-contained: figures inline, the only relative links are the CSV / SVG files written beside it.
+    srcs = re.findall(r'<img src="([^"]+)"', html)
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    hrefs = {h for h in re.findall(r'href="([^"#][^"]*)"', html)}
+    assert hrefs and all(h.startswith(("tables/", "figures/")) for h in hrefs), hrefs
