@@ -326,3 +326,41 @@ def test_recorded_labels_are_escaped_and_the_report_stays_self_contained():
     assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
     hrefs = {h for h in re.findall(r'href="([^"#][^"]*)"', html)}
     assert hrefs and all(h.startswith(("tables/", "figures/")) for h in hrefs), hrefs
+
+
+def test_in_chromium_headline_first_family_rows_span_the_table_and_csv_links_resolve(file_store, chromium_path):
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import CHROMIUM_ARGS
+
+    tables = _tables(REC)
+    rep = build_report(tables, "ch", options=FAST, manifest=_manifest(tables["probes"]["architecture"].unique()))
+    keys = write_report(file_store, "runs/ch", rep)
+    url = file_store.url(keys["html"])
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(url, wait_until="load")
+            got = page.evaluate("""() => ({
+                first: document.querySelector('section').id,
+                boxTop: document.querySelector('#sec-headline').getBoundingClientRect().top,
+                navTop: document.querySelector('nav').getBoundingClientRect().top,
+                groups: Array.from(document.querySelectorAll('#tbl-table2 tr.group th')).map(
+                    th => [th.textContent, Math.round(th.getBoundingClientRect().width)]),
+                tableWidth: Math.round(document.querySelector('#tbl-table2').getBoundingClientRect().width),
+                csv: document.querySelector('#csv-table2').href,
+                imgs: Array.from(document.images).map(i => [i.naturalWidth, i.getBoundingClientRect().width]),
+            })""")
+        finally:
+            browser.close()
+    assert got["first"] == "sec-headline" and got["boxTop"] < got["navTop"]
+    assert [g[0] for g in got["groups"]][0] == "Reference baselines (verbal; no visual code)"
+    assert all(abs(w - got["tableWidth"]) <= 3 for _, w in got["groups"])
+    # The link, resolved by the browser, names the CSV written beside the page.
+    assert Path(got["csv"][len("file://"):]).read_text().startswith("architecture,family,")
+    # Shown at half the pixel width (2x PNGs; + the 1 px border), narrower only where the page is.
+    assert all(shown <= natural / 2 + 3 for natural, shown in got["imgs"] if shown), got["imgs"]
+    assert any(abs(shown - natural / 2) <= 3 for natural, shown in got["imgs"])
