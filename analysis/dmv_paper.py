@@ -5,9 +5,9 @@ have, shared/papers/dmv-bench-paper.md): Table 2's Gemini J = 5 DualMem cell (82
 Table 4's caption) and the verbal baselines' 0 % "everywhere" (§5) -- the rest of Table 2 is
 stated only relatively (J = 50: DualMem +8.5 points over M2A-lite on Qwen, a draw on Gemini) or
 as intervals (Table 9's MMA-lite J = 15 CIs), so it has no number here --
-Table 4's ablation rows (§5 "Retrieval", "Injection", "Encoder"), and Table 10's J = 50 pilots
-(App. H). Rates are proportions (the report shows percent). A cell the paper gives no number for
-gets a null ``paper`` value, never a guess.
+Table 4's ablation rows (§5 "Retrieval", "Injection", "Encoder"), Table 10's J = 50 pilots
+(App. H), and Table 3's per-session breadth as §5 states it in words. Rates are proportions (the
+report shows percent). A cell the paper gives no number for gets a null ``paper`` value, never a guess.
 """
 
 from __future__ import annotations
@@ -95,3 +95,19 @@ def with_paper_wide(wide: pl.DataFrame, columns: dict[str, tuple[str, int]], tab
             added[col] = name
     order = [c for col in wide.columns if col not in added.values() for c in (col, added.get(col)) if c]
     return wide.select(order), list(added.values())
+
+
+#: §5 ("Why n_r varies") on Table 3, per paper back-end: distinct products per session and the
+#: share of sessions that opened at least three collections -- stated in words ("roughly").
+_ENCODING_PAPER = {"gemini-2.5-flash": (11.0, 1.0), "qwen2.5-vl-7b": (4.0, 0.5)}
+
+
+def encoding_paper(st: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+    """Table 3 with ``paper products_mean`` / ``paper share_styles_ge3`` for the paper's back-ends
+    (null for any other, e.g. a stand-in); unchanged when no row is one of them."""
+    vals = [_ENCODING_PAPER.get(paper_backend(b) or "") for b in st["backend"].to_list()]
+    if not any(vals):
+        return st, False
+    return st.with_columns(pl.Series("paper products_mean", [v[0] if v else None for v in vals], dtype=pl.Float64),
+                           pl.Series("paper share_styles_ge3", [v[1] if v else None for v in vals],
+                                     dtype=pl.Float64)), True

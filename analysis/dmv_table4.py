@@ -137,11 +137,15 @@ def add_extra_tables(parts: list, tables: dict[str, pl.DataFrame]) -> None:
         probes = tables.get("probes")
         if probes is not None:
             shown = probes.filter(pl.col("study") == "main")["architecture"].unique().to_list() or None
-        t7 = table7(arch, shown)
+        from vismem.analysis.paper_order import order_rows
+
+        t7 = order_rows(table7(arch, shown), "architecture")
         if t7.height:
             main.tables.append(Table("table7", "Table 7: architectures as choices over encode / retrieve / inject", t7,
-                                     caption="encode: the features the bank stores (component as run); retrieve and "
-                                             "inject: the variant's mechanisms; paper: the paper rows it reproduces."))
+                                     group="family",
+                                     caption="Rows in the paper's order, by family. encode: the features the bank "
+                                             "stores (component as run); retrieve and inject: the variant's "
+                                             "mechanisms; paper: the paper rows it reproduces."))
             main.empty = ""
     caps = tables.get("dmv_captions")
     abl = by_id.get("dmv-ablations")

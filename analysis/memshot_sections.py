@@ -15,6 +15,7 @@ import polars as pl
 
 from vismem.analysis import figures, memshot
 from vismem.analysis.memshot_paper import EXTERNAL, QUOTED, quoted_table
+from vismem.analysis.paper_order import order_rows
 from vismem.analysis.render import Figure, Section, Table
 
 #: Side tables of the memshot stage (``runs/<id>/results/<name>.parquet``), not schema kinds.
@@ -77,6 +78,7 @@ def fig4_section(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Any, l
     s = Section("memshot-fig4", "MemShot: retrieval vs generation and unit size (Fig. 4)")
     if ans is not None and ans.height:
         t = memshot.retrieval_conditioned(ans, exclude_categories=opt.exclude_categories)
+        t = order_rows(t, "variant", "memshot", before=["dataset", "model"], after=["embedder", "k"], family=None)
         if t.height:
             s.tables.append(Table("memshot-fig4a", "Acc conditioned on retrieval (%)", t,
                                   percent=["hit_rate", "acc", "acc_given_hit", "acc_given_miss"],
@@ -101,14 +103,14 @@ def fig4_section(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Any, l
 def pixels_section(readings: pl.DataFrame | None, latency: pl.DataFrame | None, dataset: str | None = None) -> Section:
     """The pixel reader's read rate per variant and construction latency per variant."""
     s = Section("memshot-construction", "MemShot: read rate of the shots and construction latency")
-    rt = readrate_table(readings)
+    rt = order_rows(readrate_table(readings), "variant", "memshot", family=None)
     if rt.height:
         s.tables.append(Table("memshot-readrate", "Read rate: share of each shot's words the OCR text holds (%)",
                               rt, percent=["read_rate", "mean_shot", "min_shot", "share_at_goal"],
                               caption=f"Goal: {GOAL:.0%} of the words; share_at_goal = shots at or above it. "
                                       "Measured by the pixel reader (ocr-minilm, a stand-in for the paper's "
                                       "multimodal embedder): it also checks the shots are legible."))
-    lt = latency_table(latency, dataset)
+    lt = order_rows(latency_table(latency, dataset), "variant", "memshot", after=["embedder"], family=None)
     if lt.height:
         s.tables.append(Table("memshot-latency", "Memory-construction latency per conversation (s)", lt,
                               caption="render + unit embedding (OCR included for a pixel reader, so a stand-in's "

@@ -24,7 +24,9 @@ class Table:
     (rows whose first column is in ``skip_rows`` are ignored); ``ci``: ``{column: (lo column,
     hi column)}`` -- the interval is shown in the value's cell and its columns are not shown on
     their own (the CSV keeps them); ``links``: one href per row (None: no link), put on the
-    row's first cell (the viewers, filtered to that row)."""
+    row's first cell (the viewers, filtered to that row); ``group``: a column naming each row's
+    family -- not shown as a column, but as a heading row wherever its value changes (the CSV keeps
+    it); rows should come sorted by it (the paper's order)."""
 
     id: str
     title: str
@@ -35,12 +37,43 @@ class Table:
     skip_rows: Sequence[str] = ("n_r",)
     ci: dict[str, tuple[str, str]] = field(default_factory=dict)
     links: Sequence[str | None] | None = None
+    group: str | None = None
 
     @property
     def shown(self) -> list[str]:
         """The columns shown as columns (interval bounds live inside their value's cell)."""
-        hidden = {c for pair in self.ci.values() for c in pair}
+        hidden = {c for pair in self.ci.values() for c in pair} | ({self.group} if self.group else set())
         return [c for c in self.df.columns if c not in hidden]
+
+    @property
+    def percent_columns(self) -> list[str]:
+        """Columns shown x100: ``percent`` and the interval bounds of a percent value."""
+        pct = set(self.percent) | {b for c, pair in self.ci.items() if c in self.percent for b in pair}
+        return [c for c in self.df.columns if c in pct]
+
+    def groups(self) -> list[str | None]:
+        """Per row: the family heading that starts before it (None: the row continues its group)."""
+        if not self.group or self.group not in self.df.columns:
+            return [None] * self.df.height
+        out: list[str | None] = []
+        prev: Any = object()
+        for v in self.df[self.group].to_list():
+            out.append(None if v == prev or v is None or v == "" else str(v))
+            prev = v
+        return out
+
+
+#: Figures are drawn at this multiple of a 100-dpi screen and shown at 1/PNG_SCALE of their
+#: pixel width: sharp on high-density displays, the intended size everywhere.
+PNG_SCALE = 2
+
+
+def png_display_width(png: bytes) -> int | None:
+    """The CSS width (px) to show a figure PNG at: its pixel width / :data:`PNG_SCALE` (None when
+    the bytes are not a PNG)."""
+    if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    return max(1, round(int.from_bytes(png[16:20], "big") / PNG_SCALE))
 
 
 @dataclass
@@ -75,12 +108,16 @@ class Report:
     errors: dict[str, str] = field(default_factory=dict)
     generated: str = ""
     viewers: dict[str, str] = field(default_factory=dict)  # title -> relative href
+    headline: Section | None = None  # the box at the top: each paper's central contrast, measured
+
+    def _all(self) -> list[Section]:
+        return ([self.headline] if self.headline is not None else []) + list(self.sections)
 
     def figures(self) -> list[Figure]:
-        return [f for s in self.sections for f in s.figures]
+        return [f for s in self._all() for f in s.figures]
 
     def tables(self) -> list[Table]:
-        return [t for s in self.sections for t in s.tables]
+        return [t for s in self._all() for t in s.tables]
 
 
 _COLOUR_ORDERS = {
@@ -151,13 +188,35 @@ def _cell_text(t: Table, row: dict[str, Any], c: str) -> tuple[str, str]:
     return text, ("" if "—" in (lo, hi) else f"[{lo}, {hi}]")
 
 
-def table_html(t: Table) -> str:
-    """One table as HTML: CIs inside their value's cell, a row's link on its first cell."""
+def table_csv(t: Table) -> bytes:
+    """One table as CSV in the page's units: every column of ``df`` (interval bounds and the
+    family column included), percent columns x100 (rows in ``skip_rows`` keep their counts)."""
+    import io
+
+    df = t.df
+    first = df.columns[0] if df.width else None
+    keep = pl.col(first).cast(pl.String).is_in(list(t.skip_rows)) if first else pl.lit(False)
+    scale = [pl.when(keep).then(pl.col(c).cast(pl.Float64)).otherwise((pl.col(c).cast(pl.Float64) * 100).round(4))
+             .alias(c) for c in t.percent_columns if df.schema[c].is_numeric()]
+    buf = io.BytesIO()
+    (df.with_columns(scale) if scale else df).write_csv(buf)
+    return buf.getvalue()
+
+
+def _csv_href(t: Table, csv_dir: str | None) -> str | None:
+    return f"{csv_dir}/{t.id}.csv" if csv_dir else None
+
+
+def table_html(t: Table, *, csv_dir: str | None = "tables") -> str:
+    """One table as HTML: CIs inside their value's cell, a row's link on its first cell, a family
+    heading row where ``group`` changes, and a link to the table's CSV (``csv_dir``/<id>.csv)."""
     ranks = _ranks(t)
     cols = t.shown
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
     body = []
-    for i, row in enumerate(t.df.iter_rows(named=True)):
+    for i, (row, grp) in enumerate(zip(t.df.iter_rows(named=True), t.groups())):
+        if grp is not None:
+            body.append(f'<tr class="group"><th colspan="{len(cols)}" scope="colgroup">{html.escape(grp)}</th></tr>')
         cells = []
         for j, c in enumerate(cols):
             value, ci = _cell_text(t, row, c)
@@ -171,21 +230,28 @@ def table_html(t: Table) -> str:
             cells.append(f'<td class="{cls}">{inner}</td>' if cls else f"<td>{inner}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     cap = f'<p class="caption">{html.escape(t.caption)}</p>' if t.caption else ""
-    return (f'<div class="table-wrap"><h3>{html.escape(t.title)}</h3>{cap}'
+    href = _csv_href(t, csv_dir)
+    csv = (f' <a class="csv" id="csv-{html.escape(t.id)}" href="{html.escape(href)}" '
+           f'title="this table as CSV, in the units shown">CSV</a>' if href else "")
+    return (f'<div class="table-wrap"><h3>{html.escape(t.title)}{csv}</h3>{cap}'
             f'<table id="tbl-{t.id}" data-rows="{t.df.height}"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
-def table_markdown(t: Table) -> str:
-    """One table as Markdown (intervals as ``v [lo, hi]``; best bold, runner-up italic)."""
+def table_markdown(t: Table, *, csv_dir: str | None = "tables") -> str:
+    """One table as Markdown (intervals as ``v [lo, hi]``; best bold, runner-up italic; a family
+    heading row where ``group`` changes; a link to its CSV)."""
     ranks = _ranks(t)
     cols = t.shown
-    lines = [f"**{t.title}**", ""]
+    href = _csv_href(t, csv_dir)
+    lines = [f"**{t.title}**" + (f" ([CSV]({href}))" if href else ""), ""]
     if t.caption:
         lines += [t.caption, ""]
     lines.append("| " + " | ".join(str(c) for c in cols) + " |")
     lines.append("|" + "---|" * len(cols))
-    for i, row in enumerate(t.df.iter_rows(named=True)):
+    for i, (row, grp) in enumerate(zip(t.df.iter_rows(named=True), t.groups())):
+        if grp is not None:
+            lines.append("| " + " | ".join([f"_{grp.replace('|', chr(92) + '|')}_"] + [""] * (len(cols) - 1)) + " |")
         cells = []
         for c in cols:
             value, ci = _cell_text(t, row, c)
@@ -205,22 +271,29 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 td.best{font-weight:bold}td.second{text-decoration:underline}.ci{color:#777;font-size:.85em;white-space:nowrap}
 a.row-link{color:#1a4f9c;text-decoration:none}a.row-link:hover{text-decoration:underline}
 .caption,.note{color:#555;font-size:.85em}.empty{background:#fff6e0;border:1px solid #f0d080;padding:.6em}
-.error{background:#fde8e8;border:1px solid #e0a0a0;padding:.6em}figure{display:inline-block;margin:.5em 1em .5em 0}
+.error{background:#fde8e8;border:1px solid #e0a0a0;padding:.6em}figure{display:inline-block;vertical-align:top;margin:.5em 1em .5em 0}
 figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
 .viewers{background:#eef4ff;border:1px solid #b8ccee;padding:.6em}.viewers a{font-weight:bold;margin-right:1.5em}
 .table-wrap{overflow-x:auto}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
+tr.group th{background:#fafafa;text-align:left;font-style:italic;font-weight:normal;color:#444}
+a.csv{font-size:.75em;font-weight:normal;margin-left:.6em;color:#1a4f9c}
+.headline{background:#f4f8ff;border:2px solid #1a4f9c;border-radius:6px;padding:.4em 1em;margin:1em 0}
+.headline h2{margin-top:.3em;border:none}
 """
 
 
-def _section_html(s: Section, svg_dir: str) -> list[str]:
-    out = [f'<section id="sec-{s.id}"><h2>{html.escape(s.title)}</h2>']
+def _section_html(s: Section, svg_dir: str, cls: str = "") -> list[str]:
+    attr = f' class="{cls}"' if cls else ""
+    out = [f'<section id="sec-{s.id}"{attr}><h2>{html.escape(s.title)}</h2>']
     for n in s.notes:
         out.append(f'<p class="note">{html.escape(n)}</p>')
     for t in s.tables:
         out.append(table_html(t))
     for f in s.figures:
         uri = "data:image/png;base64," + base64.b64encode(f.png).decode()
-        out.append(f'<figure id="fig-{f.id}"><img src="{uri}" alt="{html.escape(f.title)}">'
+        w = png_display_width(f.png)
+        size = f' width="{w}"' if w else ""
+        out.append(f'<figure id="fig-{f.id}"><img src="{uri}"{size} alt="{html.escape(f.title)}">'
                    f'<figcaption>{html.escape(f.title)}{": " + html.escape(f.caption) if f.caption else ""} '
                    f'(<a href="{svg_dir}/{f.id}.svg">SVG</a>)</figcaption></figure>')
     out.append("</section>")
@@ -259,6 +332,8 @@ def to_html(rep: Report, *, svg_dir: str = "figures") -> str:
     if rep.viewers:
         out.append('<p class="viewers" id="viewers">Browse the run: ' + "".join(
             f'<a href="{html.escape(href)}">{html.escape(title)}</a>' for title, href in rep.viewers.items()) + "</p>")
+    if rep.headline is not None and rep.headline.has_data:
+        out += _section_html(rep.headline, svg_dir, cls="headline")
     out.append("<nav><ul>" + "".join(f'<li><a href="#sec-{s.id}">{html.escape(s.title)}</a></li>' for s in full)
                + ('<li><a href="#sec-empty">Sections without data</a></li>' if empty else "")
                + '<li><a href="#sec-manifest">Run manifest</a></li></ul></nav>')
@@ -283,7 +358,8 @@ def to_markdown(rep: Report, *, fig_dir: str = "figures") -> str:
         out += ["Browse the run: " + " · ".join(f"[{t}]({h})" for t, h in rep.viewers.items()), ""]
     for kind, err in rep.errors.items():
         out += [f"> **{kind}** could not be used: {err}", ""]
-    for s in (s for s in rep.sections if s.has_data):
+    head = [rep.headline] if rep.headline is not None and rep.headline.has_data else []
+    for s in [*head, *(s for s in rep.sections if s.has_data)]:
         out += [f"## {s.title}", ""]
         out += [f"_{n}_\n" for n in s.notes]
         for t in s.tables:

@@ -1,15 +1,16 @@
 """The run report: read whatever result tables a run has, score them, render HTML + Markdown.
 
 ``load_results`` finds ``runs/<id>/results/<kind>.parquet`` (or a folder of parts) for every
-kind in :mod:`vismem.analysis.schemas`; ``build_report`` turns them into sections of tables and
-figures (a section with no data says what is missing); ``write_report`` puts
-``report/index.html``, ``report/summary.md``, ``report/figures/*.{png,svg}`` and
-``report/tables/*.csv`` under the run's prefix.
+kind in :mod:`vismem.analysis.schemas`; ``build_report`` turns them into a headline box (each
+paper's central contrast, :mod:`vismem.analysis.headline_box`) and sections of tables and figures
+(a section with no data says what is missing; DMV-Bench captions name the stand-ins the run
+recorded, :mod:`vismem.analysis.standins`); ``write_report`` puts ``report/index.html``,
+``report/summary.md``, ``report/figures/*.{png,svg}`` and ``report/tables/*.csv`` (in the page's
+units, linked beside each table) under the run's prefix.
 """
 
 from __future__ import annotations
 
-import io
 import time
 from typing import Any, Sequence
 
@@ -17,7 +18,7 @@ import polars as pl
 
 from vismem.analysis import dmv
 from vismem.analysis.intervals import ci_bounds, mean_ci
-from vismem.analysis.render import Report, catalogue_settings, to_html, to_markdown
+from vismem.analysis.render import Report, Section, Table, catalogue_settings, table_csv, to_html, to_markdown
 from vismem.analysis.dmv_runs import run_protocol
 from vismem.analysis.report_sections import Links, ReportOptions, dmv_sections, encoding_section, memshot_sections
 from vismem.analysis.schemas import KINDS, SchemaError, result_key, result_prefix, validate
@@ -112,6 +113,11 @@ def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict
         for s in dmv_parts:
             if s.has_data:
                 s.notes.insert(0, cs["line"])
+    head = headline_section(tables, options)
+    from vismem.analysis.standins import annotate
+
+    # Stand-ins named in every DMV-Bench table from what the run recorded (manifest components).
+    annotate([t for s in dmv_parts for t in s.tables] + (head.tables if head else []), tables.get("probes"), manifest)
     sections = [*dmv_parts, *memshot_sections(tables.get("memshot_answers"), tables.get("memshot_recall"),
                                               options, links, extras=tables)]
     found = ", ".join(k for k in KINDS if k in tables) or "none"
@@ -120,7 +126,28 @@ def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict
     return Report(title=f"vismem report — {run_id}", run_id=run_id, sections=sections, manifest=manifest,
                   errors=dict(errors or {}), viewers={titles.get(k, k): v for k, v in viewers.items()},
                   generated=f"Result tables found: {found}. Seed {options.seed}, "
-                            f"{options.n_resamples:,} bootstrap resamples.")
+                            f"{options.n_resamples:,} bootstrap resamples.",
+                  headline=head)
+
+
+def headline_section(tables: dict[str, pl.DataFrame], options: ReportOptions) -> Section | None:
+    """The box at the top of the report: each paper's central contrast, measured, with its paper
+    number (:mod:`vismem.analysis.headline_box`); None when the run has none of them."""
+    from vismem.analysis import headline_box as hb
+
+    t = hb.headline_table(tables, options)
+    if t.height == 0:
+        return None
+    sec = Section("headline", "Headline: each paper's central contrast, measured")
+    sec.tables.append(Table(
+        "headline", "Central contrasts (%; A − B in points)", t, percent=list(hb.PERCENT), ci=dict(hb.CI),
+        group="study",
+        caption="A and B over the items both were scored on (95% CI: chain-cluster bootstrap for DMV-Bench, "
+                "conversation-cluster for MemShot; item-level where there is one chain or conversation); A − B: "
+                "paired bootstrap of the same clusters. paper A / B / "
+                "A − B: the paper's numbers where its text states them, in the setting named (quoted, not measured; "
+                "another back-end or J than this run's where the setting says so)."))
+    return sec
 
 
 def _dmv_captions(parts: list[Any], probes: pl.DataFrame | None, protocol: str | None) -> None:
@@ -203,10 +230,9 @@ def write_report(store: Any, run_prefix: str, rep: Report) -> dict[str, Any]:
             store.put_bytes(k, data, content_type=ctype)
             keys["figures"].append(k)
     for t in rep.tables():
-        buf = io.BytesIO()
-        t.df.write_csv(buf)
+        # In the page's units (percent where the page shows percent), linked beside each table.
         k = f"{base}/tables/{t.id}.csv"
-        store.put_bytes(k, buf.getvalue(), content_type="text/csv")
+        store.put_bytes(k, table_csv(t), content_type="text/csv")
         keys["tables"].append(k)
     # The HTML goes last: its presence means the report is complete.
     store.put_bytes(f"{base}/summary.md", to_markdown(rep).encode(), content_type="text/markdown")

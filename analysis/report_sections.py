@@ -16,8 +16,10 @@ import polars as pl
 
 from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
-from vismem.analysis.dmv_paper import with_paper, with_paper_wide
+from vismem.analysis.dmv_paper import encoding_paper, with_paper, with_paper_wide
+from vismem.analysis.memshot_paper_cols import with_paper_by_k, with_paper_overall
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
+from vismem.analysis.paper_order import order_rows
 from vismem.analysis.render import Figure, Section, Table
 
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
@@ -27,6 +29,8 @@ _PAPER_TABLE2 = ("paper* columns: the paper's Table 2 number where its text stat
                  "measured); the paper's Table 2 body is not in the paper text we have, so its other cells are "
                  "empty.")
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
+_PAPER_MS = ("paper *: the MemShot paper's number for the row's backbone and variant (Tables 1-5; Tables 1, 2, 4 at "
+             "its top-10), quoted, not measured; empty for a model or variant the paper did not run.")
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ def dmv_sections(probes: pl.DataFrame | None, opt: ReportOptions, links: Links) 
     if ab.height:
         abt = with_paper(ab.select("backend", "J", "architecture", "variant", "n_probes", "n_chains", "tsr",
                                    "cluster_low", "cluster_high", "note"), ("table4", "table4-encoder"), "tsr")
+        abt = _table4_order(abt)
         abl.tables.append(Table("ablations", "Ablations: TSR (%) per variant", abt, percent=_pct(abt),
                                 highlight=["tsr"], links=links.dmv(abt), caption=_CI_DMV + " " + _PAPER))
     t4 = _table4(probes, opt)
@@ -133,9 +138,13 @@ def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
     t = pl.concat([with_paper(t.filter(~enc), ("table4",), "tsr"), with_paper(t.filter(enc), ("table4-encoder",), "tsr")],
                   how="vertical_relaxed").sort("backend", "J", "order").drop("order")
     ci = {"tsr_subset": ("cluster_low_subset", "cluster_high_subset"), "tsr": ("cluster_low", "cluster_high")}
+    if t["backend"].n_unique() > 1 or t["J"].n_unique() > 1:
+        # one heading per (back-end, J, block): the block alone would merge cells
+        t = t.with_columns((pl.col("block") + " — " + pl.col("backend") + ", J=" + pl.col("J").cast(pl.String))
+                           .alias("block"))
     return Table("table4", "Table 4: DualMem ablations by block (TSR %, ablation chain subset | full set)", t,
                  percent=["tsr_subset", "cluster_low_subset", "cluster_high_subset", "tsr", "cluster_low",
-                          "cluster_high", "paper"], ci=ci,
+                          "cluster_high", "paper"], ci=ci, group="block",
                  caption="Blocks as the paper's: alpha sweep, injection (hybrid, alpha 0.5), visual retrieval x "
                          "injection, encoder (alpha 0.5). *_subset: the ablation chain subset, "
                          + subset_caption(probes, opt.table4_chains) + ": the chains every Table 4 variant was probed "
@@ -145,6 +154,17 @@ def _table4(probes: pl.DataFrame, opt: ReportOptions) -> Table | None:
                          "set: 25 chains, 2,762 probes) and the encoder block on the full set. " + _CI_DMV + " " + _PAPER)
 
 
+def _table4_order(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows by (back-end, J) and then Table 4's row order (variants it lacks last, by name)."""
+    from vismem.analysis.dmv_table4 import TABLE4
+
+    first: dict[str, int] = {}
+    for i, (_, _, v) in enumerate(TABLE4):
+        first.setdefault(v, i)
+    rank = pl.col("architecture").replace_strict(first, default=len(TABLE4), return_dtype=pl.Int64)
+    return df.with_columns(rank.alias("_r")).sort("backend", "J", "_r", "architecture").drop("_r")
+
+
 def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: ReportOptions,
                  links: Links) -> None:
     t2 = dmv.table2(cells)
@@ -152,18 +172,21 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
     t2, ci = _wide_with_ci(cells, ["architecture"], col, t2, ["architecture"])
     shown = [c for c in t2.columns[1:] if not (c.endswith(" lo") or c.endswith(" hi"))]
     where = {f"{b} J={J}": (b, J) for b, J in cells.select("backend", "J").unique().iter_rows()}
-    t2, quoted = with_paper_wide(t2, where)
+    t2, quoted = with_paper_wide(order_rows(t2, "architecture"), where)
     main.tables.append(Table("table2", "TSR (%) by back-end and chain length J", t2,
-                             caption="Common probe set per (back-end, J); n_r = probes per column. "
-                                     "Bold = best per column, underline = second. " + _CI_DMV
-                                     + (" " + _PAPER_TABLE2 if quoted else ""),
-                             percent=[c for c in t2.columns[1:]], highlight=shown, ci=ci,
-                             links=links.dmv(t2)))
+                             caption="Rows in the paper's order (Table 7), by family. Common probe set per "
+                                     "(back-end, J); n_r = probes per column. Bold = best per column, underline = "
+                                     "second. " + _CI_DMV + (" " + _PAPER_TABLE2 if quoted else ""),
+                             percent=[c for c in t2.columns[1:] if c != "family"], highlight=shown, ci=ci,
+                             links=links.dmv(t2), group="family"))
+    main.figures.append(Figure("tsr-bars", "TSR by architecture", *figures.render(figures.tsr_bars(cells)),
+                               caption="bars in the paper's row order; error bars: 95% chain-cluster bootstrap CI"))
     ci_tbl = with_paper(cells.select("backend", "J", "architecture", "n_probes", "n_chains", "tsr", "naive_low",
                                      "naive_high", "cluster_low", "cluster_high", "note"), ("table2",), "tsr")
+    ci_tbl = order_rows(ci_tbl, "architecture", before=["backend", "J"])
     main.tables.append(Table("bootstrap", "95% CIs: naive (probe iid) vs cluster (chain) bootstrap", ci_tbl,
                              caption=f"{opt.n_resamples:,} resamples; 2.5/97.5 percentiles. " + _PAPER,
-                             percent=_pct(ci_tbl),
+                             percent=_pct(ci_tbl), group="family",
                              links=links.dmv(ci_tbl)))
     pair = opt.compare or dmv.top_two(cells)
     if pair:
@@ -179,12 +202,13 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
     base = dmv.study(probes, "main")
     lpm = fit_lpm(dmv.common_probes(base) if opt.common_probes else base)
     if lpm is not None:
-        main.tables.append(Table("lpm", "LPM: estimated marginal means at the mean bank size", lpm.emm,
+        emm = order_rows(lpm.emm, "architecture", before=["backend", "J"], family=None)
+        main.tables.append(Table("lpm", "LPM: estimated marginal means at the mean bank size", emm,
                                  caption=f"correct ~ architecture x backend x J x bank_size, chain-clustered SEs "
                                          f"({lpm.n_clusters} clusters, {lpm.n_obs} probes, mean bank size "
                                          f"{lpm.mean_bank_size:.1f}).", percent=["emm", "se", "low", "high"],
-                                 ci={"emm": ("low", "high")} if {"low", "high"} <= set(lpm.emm.columns) else {},
-                                 links=links.dmv(lpm.emm)))
+                                 ci={"emm": ("low", "high")} if {"low", "high"} <= set(emm.columns) else {},
+                                 links=links.dmv(emm)))
     else:
         main.notes.append("LPM not fitted: fewer than two chains or too few probes.")
 
@@ -194,6 +218,7 @@ def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Li
     ret = dmv.retention(probes, common=opt.common_probes, n_resamples=opt.n_resamples, seed=opt.seed)
     rt = dmv.reach_table(ret)
     rt, ci = _wide_with_ci(ret, dmv.CELL, pl.lit("r=") + pl.col("reach").cast(pl.String), rt, dmv.CELL)
+    rt = order_rows(rt, "architecture", before=["backend", "J"], family=None)
     curves.tables.append(Table("reach", "TSR (%) by recall reach r", rt, percent=rt.columns[3:], ci=ci,
                                caption="Per-reach breakdown; reach = recall session - visit session. " + _CI_DMV,
                                links=links.dmv(rt)))
@@ -225,8 +250,13 @@ def encoding_section(enc: pl.DataFrame | None, opt: ReportOptions, links: Links)
     share = dmv.rate_cells(enc.with_columns((pl.col("styles") >= 3).alias("correct")), ["backend"],
                            n_resamples=opt.n_resamples, seed=opt.seed)
     st, ci = attach(st, ci_bounds(share), ["backend"], None, "share_styles_ge3")
-    s.tables.append(Table("encoding", "Per-session encoding statistics", st, percent=["share_styles_ge3"], ci=ci,
-                          caption="share_styles_ge3: sessions that opened at least 3 styles. " + _CI_DMV,
+    st, quoted = encoding_paper(st)
+    s.tables.append(Table("encoding", "Per-session encoding statistics", st,
+                          percent=["share_styles_ge3", "paper share_styles_ge3"], ci=ci,
+                          caption="share_styles_ge3: sessions that opened at least 3 styles. " + _CI_DMV
+                          + (" paper *: §5 'Why n_r varies' in words (roughly 11 vs 4 distinct products per session; "
+                             "Gemini never short of 3 collections, about half of Qwen's sessions short), quoted, not "
+                             "measured." if quoted else ""),
                           links=links.dmv(st)))
     s.figures.append(Figure("encoding", "Distinct products per session", *figures.render(figures.encoding(enc))))
     return s
@@ -290,10 +320,13 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
     for ds in sorted(ans["dataset"].unique().to_list()):
         t = memshot.category_table(ans.filter(pl.col("dataset") == ds), exclude_categories=ex)
         t, ci = _answer_ci(scored.filter(pl.col("dataset") == ds), t, by, "category", lambda m: "{} " + m, opt)
+        t = order_rows(t, "variant", "memshot", before=["dataset", "model"], after=["embedder", "k", "max_height"])
+        t = with_paper_overall(t, ds)
         main.tables.append(Table(f"memshot-{ds}", f"{ds}: Acc / F1 (%) per category", t, percent=_pct(t),
-                                 highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t),
-                                 caption=f"Excluded categories: {', '.join(ex) or 'none'}. " + _f1_caption(ans)
-                                 + _CI_MEMSHOT))
+                                 highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t), group="family",
+                                 caption=f"Rows in the paper's order, by family. Excluded categories: "
+                                 f"{', '.join(ex) or 'none'}. " + _f1_caption(ans) + _CI_MEMSHOT
+                                 + (" " + _PAPER_MS if "paper Overall Acc" in t.columns else "")))
     unj = int(ans["judge_label"].null_count())
     if unj:
         main.notes.append(f"{unj} answers have no judge verdict (unanswered, judge failure or no judge); "
@@ -301,13 +334,21 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
     rows = [c for c in ("dataset", "model", "variant", "max_height") if c in ans.columns]
     at = memshot.ablation_table(ans, exclude_categories=ex)
     at, ci = _answer_ci(scored, at, rows, "k", lambda m: "Top-{} " + m, opt)
+    at = order_rows(at, "variant", "memshot-table3", before=["dataset", "model"], after=["embedder", "max_height"],
+                    family="block")
+    at = with_paper_by_k(at, "Table 3")
     abl.tables.append(Table("memshot-ablations", "Variants by top-k: Acc / F1 (%)", at, percent=_pct(at), ci=ci,
-                            links=links.memshot(at), caption=_CI_MEMSHOT))
+                            links=links.memshot(at), group="block",
+                            caption="Rows in Table 3's order and blocks. " + _CI_MEMSHOT
+                            + (" " + _PAPER_MS if any(c.startswith("paper ") for c in at.columns) else "")))
     ht = memshot.height_table(ans, exclude_categories=ex)
     if ht.height:
         ht, ci = _answer_ci(scored, ht, rows, "k", lambda m: "Top-{} " + m, opt)
+        ht = with_paper_by_k(ht, "Table 5")
         abl.tables.append(Table("memshot-height", "Maximum rendering height by top-k: Acc / F1 (%)", ht,
-                                percent=_pct(ht), ci=ci, links=links.memshot(ht), caption=_CI_MEMSHOT))
+                                percent=_pct(ht), ci=ci, links=links.memshot(ht),
+                                caption=_CI_MEMSHOT + (" " + _PAPER_MS if any(c.startswith("paper ")
+                                                                            for c in ht.columns) else "")))
     else:
         abl.notes.append("No rendering-height sweep (fewer than two max_height values).")
 
@@ -327,8 +368,9 @@ def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | 
         if value in src.columns:
             rt, c = attach(rt, cluster_ci_long(src, [*by, "k"], value, opt), [*by, "k"], None, name)
             ci |= c
+    rt = order_rows(rt, "variant", "memshot", before=["dataset"], after=["embedder", "max_height", "k"])
     rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt, percent=["recall", "hit"],
-                             ci=ci, links=links.memshot(rt), caption=CI_RECALL))
+                             ci=ci, links=links.memshot(rt), caption=CI_RECALL, group="family"))
     rsec.figures.append(Figure("memshot-recall", "Evidence recall@k", *figures.render(figures.recall_at_k(rt))))
     ct = memshot.recall_category_table(rec)
     if ct.height:
@@ -336,9 +378,10 @@ def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | 
         long = cluster_ci_long(rec, [*cby, "category"], "recall", opt, overall="category")
         cols = [c for c in ct.columns if c not in ("dataset", "variant", "embedder", "k", "n")]
         ct, cci = attach(ct, long, cby, "category", "{}")
+        ct = order_rows(ct, "variant", "memshot", before=["dataset"], after=["embedder", "k"])
         rsec.tables.append(Table("memshot-recall-category", "Evidence recall@k per category (%)", ct,
                                  percent=cols + [x for p in cci.values() for x in p], ci=cci,
-                                 links=links.memshot(ct), caption=CI_RECALL))
+                                 links=links.memshot(ct), caption=CI_RECALL, group="family"))
 
 
 __all__ = ["Links", "ReportOptions", "dmv_sections", "encoding_section", "memshot_sections", "ci_names"]
