@@ -58,6 +58,9 @@ _PORT_FLAGS = (
 
 #: Seconds a stopping owner waits for read-only commands attached to its server to finish.
 USERS_GRACE_S = 30.0
+#: How long a run waits for a read-only command's own server to be let go (such commands are short;
+#: a run that found a run holding the dir is refused at once instead).
+READER_WAIT_S = 60.0
 STATE_FILE, CREDENTIALS_FILE, USERS_LOCK = "server.json", "credentials.json", "users.lock"
 
 
@@ -96,6 +99,9 @@ class LocalS3Server:
     secret_key: str = field(default_factory=lambda: secrets.token_hex(20))
     buckets: tuple[str, ...] = ("vismem",)
     region: str = "us-east-1"
+    #: Started for a read-only command (``vismem runs``, ``store ls``...): a run that finds the
+    #: data dir held by one waits for it (:data:`READER_WAIT_S`) instead of being refused.
+    read_only: bool = False
     proc: Lifeline | None = None
     port: int = 0
     _lock: Any = field(default=None, repr=False)
@@ -132,17 +138,24 @@ class LocalS3Server:
     def _acquire(self) -> None:
         """Take the data dir's owner lock, or say who holds it; end stale servers on it."""
         fh = open(self.data_dir / "owner.lock", "a+")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "?"
-            fh.close()
-            raise ServerBusy(f"another vismem run (pid {holder}) is using {self.data_dir}; wait for it to finish "
-                             "or give this run another runs_dir") from None
+        deadline = time.monotonic() + READER_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                fh.seek(0)
+                pid, _, role = fh.read().strip().partition(" ")
+                if role == "read-only" and not self.read_only and time.monotonic() < deadline:
+                    time.sleep(0.2)  # a read-only command's server ends with the command
+                    continue
+                fh.close()
+                who = "a read-only vismem command" if role == "read-only" else "another vismem run"
+                raise ServerBusy(f"{who} (pid {pid or '?'}) is using {self.data_dir}; wait for it to finish "
+                                 "or give this run another runs_dir") from None
         fh.seek(0)
         fh.truncate()
-        fh.write(f"{os.getpid()}\n")
+        fh.write(f"{os.getpid()}{' read-only' if self.read_only else ''}\n")
         fh.flush()
         self._lock = fh
         stale = stale_servers(self.data_dir)

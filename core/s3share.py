@@ -49,7 +49,7 @@ class SharedServer:
 def _owner_pid(data_dir: Path) -> int | None:
     """The pid written in the owner lock when that process is alive, else None."""
     try:
-        text = (data_dir / "owner.lock").read_text().strip()
+        text = (data_dir / "owner.lock").read_text().split(" ")[0].strip()  # "<pid>[ read-only]"
     except OSError:
         return None
     return int(text) if text.isdigit() and alive(int(text)) else None
@@ -138,7 +138,7 @@ def serving(data_dir: Path, buckets: tuple[str, ...], region: str, *,
                 finally:
                     shared.detach()
                 return
-        server = LocalS3Server(data_dir=data_dir, buckets=buckets, region=region)
+        server = LocalS3Server(data_dir=data_dir, buckets=buckets, region=region, read_only=share)
         try:
             server.start()
         except ServerBusy:

@@ -103,3 +103,27 @@ def test_runs_and_store_ls_share_a_running_local_s3_run_s_server(tmp_path, capsy
     finally:
         owner.communicate("", timeout=60)
     assert owner.returncode == 0
+
+
+def test_a_run_waits_for_a_read_only_command_s_own_server_and_is_refused_by_a_run_s(tmp_path, monkeypatch):
+    import vismem.core.s3server as s3server
+
+    reader = LocalS3Server(data_dir=tmp_path / "s3", read_only=True).start()
+    assert (tmp_path / "s3" / "owner.lock").read_text().split() == [str(os.getpid()), "read-only"]
+    threading.Timer(1.0, reader.stop).start()  # the read-only command ends a moment later
+    t0 = time.monotonic()
+    run = LocalS3Server(data_dir=tmp_path / "s3").start()  # waits instead of being refused
+    try:
+        assert time.monotonic() - t0 >= 0.9 and run.proc is not None and run.proc.poll() is None
+        assert (tmp_path / "s3" / "owner.lock").read_text().split() == [str(os.getpid())]
+        with pytest.raises(StoreError, match=r"another vismem run \(pid \d+\) is using"):
+            LocalS3Server(data_dir=tmp_path / "s3").start()  # a run's server: refused at once
+    finally:
+        run.stop()
+    monkeypatch.setattr(s3server, "READER_WAIT_S", 0.5)
+    reader = LocalS3Server(data_dir=tmp_path / "s3", read_only=True).start()
+    try:
+        with pytest.raises(StoreError, match=rf"a read-only vismem command \(pid {os.getpid()}\) is using"):
+            LocalS3Server(data_dir=tmp_path / "s3").start()
+    finally:
+        reader.stop()
