@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vismem.core.errors import StoreError
-from vismem.core.lifeline import Lifeline, end_pids, proc_files
+from vismem.core.lifeline import Lifeline, alive, end_pids, proc_files
 from vismem.core.ports import free_ports
 
 # weed mini opens many listeners; every one we know of gets a free port so that several
@@ -68,6 +68,7 @@ class LocalS3Server:
     proc: Lifeline | None = None
     port: int = 0
     _lock: Any = field(default=None, repr=False)
+    _died: bool = field(default=False, repr=False)  # it had exited on its own when it was stopped
 
     @property
     def endpoint_url(self) -> str:
@@ -183,8 +184,15 @@ class LocalS3Server:
         """The weed process's pid (None when not running)."""
         return self.proc.child_pid if self.proc is not None else None
 
+    def died(self) -> bool:
+        """Whether the server, once started, exited on its own (killed, crashed), stopped or not."""
+        if self.proc is None:
+            return self._died
+        return self.proc.poll() is not None or not (self.pid and alive(self.pid))
+
     def _stop_proc(self) -> None:
         if self.proc is not None:
+            self._died = self.died()
             self.proc.close()  # the lifeline ends weed (SIGTERM, then SIGKILL) and exits
             self.proc = None
 

@@ -12,6 +12,7 @@ can be shipped to Ray workers as is.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -24,9 +25,27 @@ from urllib.parse import unquote, urlparse
 
 from vismem.core import s3client
 from vismem.core.blobref import parse_ref
-from vismem.core.errors import StoreError
+from vismem.core.errors import StoreError, StoreUnreachable, no_space
 from vismem.core.secrets import strip_userinfo
 from vismem.core.storeuri import StoreSpec, validate_uri
+
+def _guarded(method: Any) -> Any:
+    """Store failures as one-line errors: a full disk as ``NoSpace`` naming the object, an S3
+    endpoint that stopped answering as ``StoreUnreachable`` (workers pass these on instead of
+    recording a unit failure, and the CLI prints them in one line)."""
+
+    @functools.wraps(method)
+    def wrapper(self: "Store", key: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, key, *args, **kwargs)
+        except Exception as err:
+            fault = self.fault(err, key)
+            if fault is None:
+                raise
+            raise fault from None
+
+    return wrapper
+
 
 @dataclass
 class Store:
@@ -159,7 +178,25 @@ class Store:
         key = self._clean(key)
         return bucket, f"{prefix}/{key}" if prefix else key
 
+    def fault(self, err: BaseException, key: str) -> StoreError | None:
+        """The one-line store error ``err`` stands for (a full disk, an endpoint gone), else None."""
+        try:
+            name = self.url(key) if key else self.uri
+        except StoreError:
+            name = f"{self.uri}/{key}"
+        full = no_space(err, name)
+        if full is not None or not self.is_s3:
+            return full
+        from botocore.exceptions import ConnectionClosedError, ConnectionError as BotoConnectionError
+
+        if isinstance(err, (BotoConnectionError, ConnectionClosedError)):
+            where = strip_userinfo(self.spec.endpoint_url) if self.spec.endpoint_url else "AWS"
+            return StoreUnreachable(f"the store's S3 endpoint {where} stopped answering "
+                                    f"({type(err).__name__} on {name})")
+        return None
+
     # -- blobs --------------------------------------------------------------------------------
+    @_guarded
     def put_bytes(self, key: str, data: bytes, *, content_type: str | None = None) -> None:
         """Write a blob atomically (overwrites)."""
         if self.is_s3:
@@ -174,13 +211,16 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    @_guarded
     def put_file(self, key: str, path: str | Path) -> None:
         """Write a (possibly large) file atomically, streamed: S3 multipart upload, or a local copy
         renamed into place."""
@@ -198,6 +238,7 @@ class Store:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    @_guarded
     def get_bytes(self, key: str) -> bytes:
         """Read a blob, or the byte range a ``vismem.core.blobref`` reference names; a missing key raises
         ``FileNotFoundError`` naming it."""
@@ -219,6 +260,7 @@ class Store:
             raise FileNotFoundError(self.url(key))
         return path.read_bytes()
 
+    @_guarded
     def _get_range(self, key: str, offset: int, length: int) -> bytes:
         if length == 0:
             return b"" if self.exists(key) else self.get_bytes(key)  # the latter raises, naming it
@@ -248,6 +290,7 @@ class Store:
                              "that a reference names")
         return data
 
+    @_guarded
     def exists(self, key: str) -> bool:
         """True when the blob exists (used by every stage to skip finished work); for a
         ``vismem.core.blobref`` reference, whether the object it points into exists."""
@@ -292,10 +335,17 @@ class Store:
         full = "/".join(p for p in (root, prefix.strip("/")) if p)
         cut = len(root) + 1 if root else 0
         pages = self._s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=full + "/" if full else "")
-        for page in pages:
-            for obj in page.get("Contents", []):
-                yield obj["Key"][cut:], obj
+        try:
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    yield obj["Key"][cut:], obj
+        except Exception as err:
+            fault = self.fault(err, prefix.strip("/"))
+            if fault is None:
+                raise
+            raise fault from None
 
+    @_guarded
     def delete(self, key: str) -> None:
         """Delete one blob (missing is fine)."""
         if self.is_s3:
@@ -371,6 +421,13 @@ class Store:
         if not self.exists(key):
             url = url.rstrip("/") + "/**/*.parquet"
         return pl.scan_parquet(url, storage_options=self.polars_storage_options())
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (the one low-level write of local objects)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def parquet_bytes(table: Any, *, schema_version: int | None = None) -> bytes:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from vismem.core.errors import NoSpace, StoreUnreachable, VismemError, user_error
 from vismem.core.lifeline import Lifeline
 from vismem.core.paths import local_dir
 from vismem.core.s3server import LocalS3Server
@@ -23,15 +24,18 @@ from vismem.core.store import Store
 from vismem.pipelines.config import RunConfig
 from vismem.pipelines.context import RunContext
 from vismem.pipelines.lease import RunLease
-from vismem.pipelines.manifest import Manifest
+from vismem.pipelines.manifest import PENDING_STATE, Manifest, flush_pending
 
 log = logging.getLogger("vismem")
 
 
 @contextlib.contextmanager
-def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Store, dict[str, str]]]:
-    """Yield ``(store, env)``; for ``local-s3://`` a private weed server lives for the block.
-    ``create=False`` (read-only commands): a missing folder or bucket is not made.
+def open_store(config: RunConfig, *, create: bool = True,
+               on_server: Callable[[LocalS3Server], Any] | None = None) -> Iterator[tuple[Store, dict[str, str]]]:
+    """Yield ``(store, env)``; for ``local-s3://`` a private weed server lives for the block
+    (``on_server`` is given it). ``create=False`` (read-only commands): a missing folder or
+    bucket is not made. The final states of runs that this store could not take when they
+    ended (it had died, its disk was full) are written to it first (:func:`flush_pending`).
 
     ``env`` holds the variables workers need to reach the store (credentials, endpoint).
     """
@@ -42,13 +46,17 @@ def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Stor
         data_dir = local_dir(config.runs_dir) / ".s3"
         server = LocalS3Server(data_dir=data_dir, buckets=(bucket,), region=config.store.region)
         with server:
+            if on_server is not None:
+                on_server(server)
             env = server.env()
             store = Store.open(f"s3://{bucket_path}", endpoint_url=server.endpoint_url,
                                region=config.store.region, access_key=server.access_key,
                                secret_key=server.secret_key)
+            flush_pending(store, config.store.uri, local_dir(config.runs_dir))
             yield store, env
         return
     store = Store.open(uri, endpoint_url=config.store.endpoint_url, region=config.store.region, create=create)
+    flush_pending(store, config.store.uri, local_dir(config.runs_dir))
     env: dict[str, str] = {}
     if store.is_s3:
         env = {"AWS_ACCESS_KEY_ID": store.spec.access_key or "", "AWS_SECRET_ACCESS_KEY": store.spec.secret_key or "",
@@ -125,8 +133,10 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     started_ray = False
     lifeline: Lifeline | None = None
     scrubber = Scrubber(secret_values(config.model_dump(mode="json")))
+    servers: list[LocalS3Server] = []
+    where = ["at the start of the run"]  # what the run was doing, for a store that dies
     try:
-        with open_store(config) as (store, env), contextlib.ExitStack() as keep:
+        with open_store(config, on_server=servers.append) as (store, env), contextlib.ExitStack() as keep:
             scrubber.add(v for k, v in env.items() if is_secret_name(k))
             # One run of this id per store at a time, taken before anything (its log included) is written.
             keep.enter_context(RunLease(store, config.run_id))
@@ -141,17 +151,19 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             if started_ray:
                 lifeline = _ray_lifeline()
             init_ray(config.ray, env_vars=env)
-            manifest = Manifest(store, config.run_id, scrubber=scrubber)
+            manifest = Manifest(store, config.run_id, scrubber=scrubber, pending=run_dir / PENDING_STATE,
+                                store_name=config.store.uri)
             manifest.begin(config, seeds={"root": config.seed})
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
             for name in todo:
+                where[0] = f"during stage {name}"
                 manifest.stage(name, "running")
                 t0 = time.time()
                 try:
                     summary = get_stage(name).run(ctx) or {}
                 except BaseException as err:
-                    manifest.stage(name, "failed", error=scrubber.text(f"{type(err).__name__}: {err}"))
+                    _record_failure(manifest, name, err, servers, where[0], scrubber)
                     raise
                 # A stage that finished with failed shards (e.g. encode sessions whose model calls
                 # kept failing) is recorded as partial, later stages still run, and the run ends
@@ -164,6 +176,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                     partial.append(name)
                     if summary.get("failure"):
                         log.error("stage %s: %s", name, summary["failure"])
+            where[0] = "at the end of the run"
             results["_store"] = store.uri
             results["_run_id"] = config.run_id
             if partial:
@@ -172,6 +185,11 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 results["_failures"] = {n: results[n].get("failure") or "failed shards" for n in partial}
             if after is not None:
                 results["_after"] = after(store, results)
+    except Exception as err:
+        fault = store_failure(err, servers, where[0])
+        if fault is None or fault is err:
+            raise
+        raise fault from None  # one line, the cause named (the CLI prints it and exits by its kind)
     finally:
         from vismem.pipelines.rayctx import shutdown_ray
 
@@ -184,3 +202,31 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             logging.getLogger("vismem").removeHandler(handler)
             handler.close()
     return results
+
+
+def store_failure(err: BaseException, servers: list[LocalS3Server], doing: str) -> VismemError | None:
+    """The one-line error a failure stands for: the local S3 server's death (whatever error its
+    absence caused), a full disk or an unreachable store (from this process or a Ray worker's
+    traceback), any other ``VismemError`` a worker raised; None for anything else."""
+    for server in servers:
+        if server.died():
+            return StoreUnreachable(f"the store's S3 server (weed, pid {server.pid}) died {doing}; "
+                                    f"its log: {server.data_dir / 'weed.log'}")
+    found = user_error(err)
+    if isinstance(found, (NoSpace, StoreUnreachable)):
+        return type(found)(f"{found} {doing}")
+    return found
+
+
+def _record_failure(manifest: Manifest, name: str, err: BaseException, servers: list[LocalS3Server],
+                    doing: str, scrubber: Scrubber) -> None:
+    """Record stage ``name`` as failed, with the cause the user is told; a store that cannot take
+    it leaves it in the run's pending-state file (written to the store by a later command)."""
+    fault = store_failure(err, servers, doing)
+    if any(s.died() for s in servers):
+        manifest.offline()  # no store to try: straight to the local file
+    error = str(fault) if fault is not None else f"{type(err).__name__}: {err}"
+    try:
+        manifest.stage(name, "failed", error=scrubber.text(error))
+    except Exception as save_err:  # noqa: BLE001 - the stage's own failure is what the run reports
+        log.warning("stage %s: its failure is kept locally until the store takes it (%s)", name, save_err)
