@@ -68,7 +68,7 @@ class LocalS3Server:
     proc: Lifeline | None = None
     port: int = 0
     _lock: Any = field(default=None, repr=False)
-    _died: bool = field(default=False, repr=False)  # it had exited on its own when it was stopped
+    _died: int = field(default=0, repr=False)  # its pid, when it had exited on its own before it was stopped
 
     @property
     def endpoint_url(self) -> str:
@@ -184,11 +184,13 @@ class LocalS3Server:
         """The weed process's pid (None when not running)."""
         return self.proc.child_pid if self.proc is not None else None
 
-    def died(self) -> bool:
-        """Whether the server, once started, exited on its own (killed, crashed), stopped or not."""
+    def died(self) -> int:
+        """The pid of the server when it exited on its own (killed, crashed) -- noticed while it ran
+        or when it was stopped -- else 0."""
         if self.proc is None:
             return self._died
-        return self.proc.poll() is not None or not (self.pid and alive(self.pid))
+        pid = self.proc.child_pid
+        return pid if self.proc.poll() is not None or not alive(pid) else 0
 
     def _stop_proc(self) -> None:
         if self.proc is not None:

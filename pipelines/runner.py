@@ -209,8 +209,9 @@ def store_failure(err: BaseException, servers: list[LocalS3Server], doing: str) 
     absence caused), a full disk or an unreachable store (from this process or a Ray worker's
     traceback), any other ``VismemError`` a worker raised; None for anything else."""
     for server in servers:
-        if server.died():
-            return StoreUnreachable(f"the store's S3 server (weed, pid {server.pid}) died {doing}; "
+        pid = server.died()
+        if pid:
+            return StoreUnreachable(f"the store's S3 server (weed, pid {pid}) died {doing}; "
                                     f"its log: {server.data_dir / 'weed.log'}")
     found = user_error(err)
     if isinstance(found, (NoSpace, StoreUnreachable)):
