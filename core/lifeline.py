@@ -8,7 +8,8 @@ process's files) — the watchdog
 1. ends its child command, if it was given one (``SIGTERM``, then ``SIGKILL`` after a grace), and
 2. ends every process whose *initial environment* holds ``NAME=VALUE`` (``sweep_env``): a token
    the owner put into its environment before starting Ray, so every Ray process it started
-   (GCS, raylet, agents, workers, and what they spawn) carries it and nothing else does;
+   (GCS, raylet, agents, workers, and what they spawn) carries it and nothing else does -- and
+   every process below those (one that renamed itself no longer shows the token);
 
 then exits. If the child exits first, the watchdog exits with its status (the owner sees it as
 the child's death). Thread-independent, unlike ``PR_SET_PDEATHSIG``, and it works for a whole
@@ -118,13 +119,19 @@ def _sweep(spec: str | None, grace_s: float, exclude: set[int], budget_s: float 
         return
     name, _, value = spec.partition("=")
     deadline = time.monotonic() + budget_s
+
+    def marked() -> list[int]:
+        # And every process below a marked one: a process that renames itself (setproctitle, as
+        # Ray's agents do) overwrites the environment /proc shows, the mark with it.
+        return [p for p in descendants(pids_with_env(name, value, exclude=exclude)) if p not in exclude]
+
     while time.monotonic() < deadline:
-        pids = pids_with_env(name, value, exclude=exclude)
+        pids = marked()
         if pids:
             end_pids(pids, grace_s)
             continue
         time.sleep(0.5)
-        if not pids_with_env(name, value, exclude=exclude):
+        if not marked():
             return
 
 
