@@ -12,7 +12,6 @@ can be shipped to Ray workers as is.
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import os
@@ -25,27 +24,10 @@ from urllib.parse import unquote, urlparse
 
 from vismem.core import s3client
 from vismem.core.blobref import parse_ref
-from vismem.core.errors import StoreError, StoreUnreachable, no_space
+from vismem.core.errors import StoreError
+from vismem.core.storefault import guarded, store_fault, write_all
 from vismem.core.secrets import strip_userinfo
 from vismem.core.storeuri import StoreSpec, validate_uri
-
-def _guarded(method: Any) -> Any:
-    """Store failures as one-line errors: a full disk as ``NoSpace`` naming the object, an S3
-    endpoint that stopped answering as ``StoreUnreachable`` (workers pass these on instead of
-    recording a unit failure, and the CLI prints them in one line)."""
-
-    @functools.wraps(method)
-    def wrapper(self: "Store", key: str, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, key, *args, **kwargs)
-        except Exception as err:
-            fault = self.fault(err, key)
-            if fault is None:
-                raise
-            raise fault from None
-
-    return wrapper
-
 
 @dataclass
 class Store:
@@ -180,23 +162,10 @@ class Store:
 
     def fault(self, err: BaseException, key: str) -> StoreError | None:
         """The one-line store error ``err`` stands for (a full disk, an endpoint gone), else None."""
-        try:
-            name = self.url(key) if key else self.uri
-        except StoreError:
-            name = f"{self.uri}/{key}"
-        full = no_space(err, name)
-        if full is not None or not self.is_s3:
-            return full
-        from botocore.exceptions import ConnectionClosedError, ConnectionError as BotoConnectionError
-
-        if isinstance(err, (BotoConnectionError, ConnectionClosedError)):
-            where = strip_userinfo(self.spec.endpoint_url) if self.spec.endpoint_url else "AWS"
-            return StoreUnreachable(f"the store's S3 endpoint {where} stopped answering "
-                                    f"({type(err).__name__} on {name})")
-        return None
+        return store_fault(self, err, key)
 
     # -- blobs --------------------------------------------------------------------------------
-    @_guarded
+    @guarded
     def put_bytes(self, key: str, data: bytes, *, content_type: str | None = None) -> None:
         """Write a blob atomically (overwrites)."""
         if self.is_s3:
@@ -212,7 +181,7 @@ class Store:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
             finally:
                 os.close(fd)
             os.replace(tmp, path)
@@ -220,7 +189,7 @@ class Store:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    @_guarded
+    @guarded
     def put_file(self, key: str, path: str | Path) -> None:
         """Write a (possibly large) file atomically, streamed: S3 multipart upload, or a local copy
         renamed into place."""
@@ -238,7 +207,7 @@ class Store:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    @_guarded
+    @guarded
     def get_bytes(self, key: str) -> bytes:
         """Read a blob, or the byte range a ``vismem.core.blobref`` reference names; a missing key raises
         ``FileNotFoundError`` naming it."""
@@ -260,7 +229,7 @@ class Store:
             raise FileNotFoundError(self.url(key))
         return path.read_bytes()
 
-    @_guarded
+    @guarded
     def _get_range(self, key: str, offset: int, length: int) -> bytes:
         if length == 0:
             return b"" if self.exists(key) else self.get_bytes(key)  # the latter raises, naming it
@@ -290,7 +259,7 @@ class Store:
                              "that a reference names")
         return data
 
-    @_guarded
+    @guarded
     def exists(self, key: str) -> bool:
         """True when the blob exists (used by every stage to skip finished work); for a
         ``vismem.core.blobref`` reference, whether the object it points into exists."""
@@ -345,7 +314,7 @@ class Store:
                 raise
             raise fault from None
 
-    @_guarded
+    @guarded
     def delete(self, key: str) -> None:
         """Delete one blob (missing is fine)."""
         if self.is_s3:
@@ -421,13 +390,6 @@ class Store:
         if not self.exists(key):
             url = url.rstrip("/") + "/**/*.parquet"
         return pl.scan_parquet(url, storage_options=self.polars_storage_options())
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write every byte of ``data`` to ``fd`` (the one low-level write of local objects)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def parquet_bytes(table: Any, *, schema_version: int | None = None) -> bytes:

@@ -68,9 +68,17 @@ def open_store(config: RunConfig, *, create: bool = True,
     yield store, env
 
 
+class _QuietFileHandler(logging.FileHandler):
+    """A run log that cannot be written (a full disk) loses those records, never prints a
+    "--- Logging error ---" traceback per record on the terminal."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
 def _setup_logging(run_dir: Path, scrubber: Scrubber) -> logging.Handler:
     run_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(run_dir / "run.log")
+    handler = _QuietFileHandler(run_dir / "run.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(ScrubFilter(scrubber))  # no secret of the config or the store reaches the log
     root = logging.getLogger("vismem")
