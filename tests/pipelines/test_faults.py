@@ -263,10 +263,10 @@ def test_a_disk_filling_during_encode_is_one_line_and_the_manifest_ends_failed(t
     assert store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["encode"]["status"] == "running"
 
     mark.unlink()  # room again, and no fake: the next command against the store writes it
-    del env["VISMEM_FAKE_FULL_ROOT"]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     listed = subprocess.run([sys.executable, "-m", "vismem", "runs", "--config", str(tmp_path / "cfg.yaml"), "--json",
                              "--no-headline"], capture_output=True, text=True, timeout=300, env=env)
-    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert listed.returncode == 0 and listed.stderr == "", listed.stderr[-2000:]
     (row,) = json.loads(listed.stdout)
     assert (row["run_id"], row["status"], row["stages"]) == (cfg.run_id, "failed", {"encode": "failed"})
     entry = store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["encode"]
