@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from typing import Any
 
-from vismem.core.errors import StoreError, StoreUnreachable, no_space
+from vismem.core.errors import NoSpace, StoreError, StoreUnreachable, no_space
 from vismem.core.secrets import strip_userinfo
 
 
@@ -25,12 +26,19 @@ def store_fault(store: Any, err: BaseException, key: str) -> StoreError | None:
     full = no_space(err, name)
     if full is not None or not store.is_s3:
         return full
-    from botocore.exceptions import ConnectionClosedError, ConnectionError as BotoConnectionError
+    from botocore.exceptions import ClientError, ConnectionClosedError, ConnectionError as BotoConnectionError
 
+    where = strip_userinfo(store.spec.endpoint_url) if store.spec.endpoint_url else "AWS"
     if isinstance(err, (BotoConnectionError, ConnectionClosedError)):
-        where = strip_userinfo(store.spec.endpoint_url) if store.spec.endpoint_url else "AWS"
         return StoreUnreachable(f"the store's S3 endpoint {where} stopped answering ({type(err).__name__} on {name})")
+    if isinstance(err, ClientError) and _FULL_REPLY.search(str(err)):
+        # An S3 server (the local weed) out of disk answers 500 with its own words for it.
+        return NoSpace(f"no space left on device writing {name} (the store's S3 server {where} is full)")
     return None
+
+
+#: How S3 servers say their disk is full in an error reply.
+_FULL_REPLY = re.compile(r"no space left|no (free|writable) volumes?|not enough (free )?space|disk (is )?full", re.I)
 
 
 def guarded(method: Any) -> Any:

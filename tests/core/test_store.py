@@ -245,3 +245,20 @@ def test_user_error_recovers_a_workers_store_error_and_a_raw_full_disk():
     assert str(user_error(chained)) == "no space left on device writing /runs/r/run.log"
     cfg = ConfigError("bad")
     assert user_error(cfg) is cfg and user_error(ValueError("x")) is None
+
+
+def test_an_s3_server_out_of_disk_is_no_space_and_other_replies_stay_as_they_are():
+    from botocore.exceptions import ClientError
+
+    from vismem.core.errors import NoSpace
+    from vismem.core.storefault import store_fault
+
+    s3 = Store.open("s3://vismem-test/p", endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b",
+                    check=False)
+    full = ClientError({"Error": {"Code": "InternalError", "Message": "write data: No space left on device"}},
+                       "PutObject")
+    found = store_fault(s3, full, "k/x.bin")
+    assert isinstance(found, NoSpace) and str(found) == ("no space left on device writing s3://vismem-test/p/k/x.bin "
+                                                         "(the store's S3 server http://127.0.0.1:9 is full)")
+    denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "PutObject")
+    assert store_fault(s3, denied, "k/x.bin") is None
