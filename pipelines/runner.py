@@ -143,6 +143,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     scrubber = Scrubber(secret_values(config.model_dump(mode="json")))
     servers: list[LocalS3Server] = []
     where = ["at the start of the run"]  # what the run was doing, for a store that dies
+    now: dict[str, Any] = {}  # the manifest and the stage in progress, for a failure between stages
     try:
         with open_store(config, on_server=servers.append) as (store, env), contextlib.ExitStack() as keep:
             scrubber.add(v for k, v in env.items() if is_secret_name(k))
@@ -161,16 +162,19 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             init_ray(config.ray, env_vars=env)
             manifest = Manifest(store, config.run_id, scrubber=scrubber, pending=run_dir / PENDING_STATE,
                                 store_name=config.store.uri)
+            now["manifest"] = manifest
             manifest.begin(config, seeds={"root": config.seed})
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
             for name in todo:
                 where[0] = f"during stage {name}"
+                now["stage"] = name
                 manifest.stage(name, "running")
                 t0 = time.time()
                 try:
                     summary = get_stage(name).run(ctx) or {}
                 except BaseException as err:
+                    now.pop("stage")
                     _record_failure(manifest, name, err, servers, where[0], scrubber)
                     raise
                 # A stage that finished with failed shards (e.g. encode sessions whose model calls
@@ -178,6 +182,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 # with an error so scripts notice; a re-run retries only what is missing.
                 status = "partial" if summary.get("status") == "partial" else "done"
                 manifest.stage(name, status, **{"summary": summary})
+                now.pop("stage")
                 log.info("stage %s %s in %.1fs", name, status, time.time() - t0)
                 results[name] = summary
                 if status == "partial":
@@ -195,6 +200,8 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 results["_after"] = after(store, results)
     except Exception as err:
         fault = store_failure(err, servers, where[0])
+        if fault is not None and "stage" in now:  # the store failed as a stage began or ended
+            _record_failure(now["manifest"], now["stage"], err, servers, where[0], scrubber)
         if fault is None or fault is err:
             raise
         raise fault from None  # one line, the cause named (the CLI prints it and exits by its kind)

@@ -82,3 +82,40 @@ def test_replay_after_a_partial_encode_names_it_instead_of_asking_for_the_stage(
     ctx.manifest = SimpleNamespace(data={"stages": {}})  # no encode in this run: run it first
     with pytest.raises(ConfigError, match="run the encode stage first"):
         load_run_chains(ctx)
+
+
+def test_a_disk_that_fills_as_a_stage_ends_still_ends_the_run_failed(tmp_path, ray_local, monkeypatch):
+    """The stage's work is done but its "done" cannot be recorded: one NoSpace line, and the
+    stage ends failed (kept locally, then written by the next command), never left 'running'."""
+    import errno
+    import os
+
+    import vismem.pipelines.stage as stages
+    from vismem.pipelines.runner import open_store, run
+
+    root = str(tmp_path / "st")
+    write = os.write
+
+    def full_under_store(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(root + "/"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write(fd, data)
+
+    def stage(ctx):
+        ctx.store.put_bytes(f"{ctx.run_prefix}/out.txt", b"ok")
+        monkeypatch.setattr(os, "write", full_under_store)  # the disk fills as the stage ends
+        return {"status": "done"}
+
+    monkeypatch.setattr(stages, "get_stage", lambda name: stages.Stage(name, None, stage))
+    cfg = load_config(overrides={"stages": ["report"], "store": {"uri": f"file://{root}"},
+                                 "runs_dir": str(tmp_path / "runs")})
+    with pytest.raises(NoSpace, match=rf"^no space left on device writing file://{root}/runs/{cfg.run_id}/"
+                                      r"manifest\.json during stage report$"):
+        run(cfg, progress=False)
+    monkeypatch.setattr(os, "write", write)
+    pending = tmp_path / "runs" / cfg.run_id / PENDING_STATE
+    assert json.loads(pending.read_text())["manifest"]["stages"]["report"]["status"] == "failed"
+    with open_store(cfg, create=False) as (store, _env):
+        entry = store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["report"]
+    assert entry["status"] == "failed" and entry["error"].startswith("no space left on device writing")
+    assert not pending.exists()
