@@ -158,8 +158,8 @@ def load_run_chains(ctx: "RunContext") -> dict[Any, list[Any]]:
             # This run's encode left them out (its failures were reported): not a missing stage.
             from vismem.core.errors import VismemError
 
-            raise VismemError(f"{lacks}: this run's encode stage ended {encode['status']} without them "
-                              f"({encode.get('error') or (encode.get('summary') or {}).get('failure') or 'see its failures'}); "
+            why = encode.get("error") or (encode.get("summary") or {}).get("failure") or "see its failures"
+            raise VismemError(f"{lacks}: this run's encode stage ended {encode['status']} without them ({why}); "
                               "re-run to retry them")
         raise ConfigError(f"{lacks}; run the encode stage first")
     return {c: chain_observations(ctx.store, c, J) for c in chains}
