@@ -8,11 +8,14 @@ process's files) — the watchdog
 1. ends its child command, if it was given one (``SIGTERM``, then ``SIGKILL`` after a grace), and
 2. ends every process whose *initial environment* holds ``NAME=VALUE`` (``sweep_env``): a token
    the owner put into its environment before starting Ray, so every Ray process it started
-   (GCS, raylet, agents, workers, and what they spawn) carries it and nothing else does;
+   (GCS, raylet, agents, workers, and what they spawn) carries it and nothing else does -- and
+   every process below those (one that renamed itself no longer shows the token);
 
 then exits. If the child exits first, the watchdog exits with its status (the owner sees it as
 the child's death). Thread-independent, unlike ``PR_SET_PDEATHSIG``, and it works for a whole
-process tree, not just one child.
+process tree, not just one child. The child itself is started with ``PR_SET_PDEATHSIG`` (Linux)
+pointing at the watchdog, so a watchdog killed by hand takes its child along instead of leaving
+it to the next vismem command's stale-server check.
 
 Command line (what :class:`Lifeline` runs)::
 
@@ -116,14 +119,40 @@ def _sweep(spec: str | None, grace_s: float, exclude: set[int], budget_s: float 
         return
     name, _, value = spec.partition("=")
     deadline = time.monotonic() + budget_s
+
+    def marked() -> list[int]:
+        # And every process below a marked one: a process that renames itself (setproctitle, as
+        # Ray's agents do) overwrites the environment /proc shows, the mark with it.
+        return [p for p in descendants(pids_with_env(name, value, exclude=exclude)) if p not in exclude]
+
     while time.monotonic() < deadline:
-        pids = pids_with_env(name, value, exclude=exclude)
+        pids = marked()
         if pids:
             end_pids(pids, grace_s)
             continue
         time.sleep(0.5)
-        if not pids_with_env(name, value, exclude=exclude):
+        if not marked():
             return
+
+
+def _die_with_parent(parent: int) -> Any:
+    """A ``preexec_fn``: the child gets SIGTERM when the process that started it dies (Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere None). If that process is already gone, the child exits."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:  # loaded here, not between fork and exec
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def arm() -> None:
+        prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the watchdog died before the signal was armed
+            os._exit(1)
+
+    return arm
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,12 +171,16 @@ def main(argv: list[str] | None = None) -> int:
     child = None
     if cmd:
         log = open(a.log, "ab") if a.log else subprocess.DEVNULL
-        child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                 preexec_fn=_die_with_parent(os.getpid()))
     print(child.pid if child else 0, flush=True)
 
     def watch() -> None:
+        # os.read, not sys.stdin's buffered reader: this daemon thread is still blocked here when
+        # the watchdog exits after its child died, and a thread holding a buffered reader's lock
+        # at interpreter shutdown is a "Fatal Python error" printed to the owner's terminal.
         try:
-            while sys.stdin.buffer.read(65536):
+            while os.read(0, 65536):
                 pass
         except OSError:
             pass

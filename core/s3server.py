@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from vismem.core.errors import StoreError
-from vismem.core.lifeline import Lifeline, end_pids, proc_files
+from vismem.core.lifeline import Lifeline, alive, end_pids, proc_files
 from vismem.core.ports import free_ports
 
 # weed mini opens many listeners; every one we know of gets a free port so that several
@@ -106,6 +106,7 @@ class LocalS3Server:
     port: int = 0
     _lock: Any = field(default=None, repr=False)
     _users: Any = field(default=None, repr=False)
+    _died: int = field(default=0, repr=False)  # its pid, when it had exited on its own before it was stopped
 
     @property
     def endpoint_url(self) -> str:
@@ -225,8 +226,17 @@ class LocalS3Server:
         """The weed process's pid (None when not running)."""
         return self.proc.child_pid if self.proc is not None else None
 
+    def died(self) -> int:
+        """The pid of the server when it exited on its own (killed, crashed) -- noticed while it ran
+        or when it was stopped -- else 0."""
+        if self.proc is None:
+            return self._died
+        pid = self.proc.child_pid
+        return pid if self.proc.poll() is not None or not alive(pid) else 0
+
     def _stop_proc(self) -> None:
         if self.proc is not None:
+            self._died = self.died()
             self.proc.close()  # the lifeline ends weed (SIGTERM, then SIGKILL) and exits
             self.proc = None
 

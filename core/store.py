@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlparse
 from vismem.core import s3client
 from vismem.core.blobref import parse_ref
 from vismem.core.errors import StoreError
+from vismem.core.storefault import guarded, store_fault, write_all
 from vismem.core.secrets import strip_userinfo
 from vismem.core.storeuri import StoreSpec, validate_uri
 
@@ -159,7 +160,12 @@ class Store:
         key = self._clean(key)
         return bucket, f"{prefix}/{key}" if prefix else key
 
+    def fault(self, err: BaseException, key: str) -> StoreError | None:
+        """The one-line store error ``err`` stands for (a full disk, an endpoint gone), else None."""
+        return store_fault(self, err, key)
+
     # -- blobs --------------------------------------------------------------------------------
+    @guarded
     def put_bytes(self, key: str, data: bytes, *, content_type: str | None = None) -> None:
         """Write a blob atomically (overwrites)."""
         if self.is_s3:
@@ -174,13 +180,16 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            try:
+                write_all(fd, data)
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    @guarded
     def put_file(self, key: str, path: str | Path) -> None:
         """Write a (possibly large) file atomically, streamed: S3 multipart upload, or a local copy
         renamed into place."""
@@ -198,6 +207,7 @@ class Store:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    @guarded
     def get_bytes(self, key: str) -> bytes:
         """Read a blob, or the byte range a ``vismem.core.blobref`` reference names; a missing key raises
         ``FileNotFoundError`` naming it."""
@@ -219,6 +229,7 @@ class Store:
             raise FileNotFoundError(self.url(key))
         return path.read_bytes()
 
+    @guarded
     def _get_range(self, key: str, offset: int, length: int) -> bytes:
         if length == 0:
             return b"" if self.exists(key) else self.get_bytes(key)  # the latter raises, naming it
@@ -248,6 +259,7 @@ class Store:
                              "that a reference names")
         return data
 
+    @guarded
     def exists(self, key: str) -> bool:
         """True when the blob exists (used by every stage to skip finished work); for a
         ``vismem.core.blobref`` reference, whether the object it points into exists."""
@@ -292,10 +304,17 @@ class Store:
         full = "/".join(p for p in (root, prefix.strip("/")) if p)
         cut = len(root) + 1 if root else 0
         pages = self._s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=full + "/" if full else "")
-        for page in pages:
-            for obj in page.get("Contents", []):
-                yield obj["Key"][cut:], obj
+        try:
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    yield obj["Key"][cut:], obj
+        except Exception as err:
+            fault = self.fault(err, prefix.strip("/"))
+            if fault is None:
+                raise
+            raise fault from None
 
+    @guarded
     def delete(self, key: str) -> None:
         """Delete one blob (missing is fine)."""
         if self.is_s3:

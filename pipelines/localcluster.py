@@ -10,8 +10,9 @@ behave like a cluster of separate machines, and leave nothing behind:
 * **Every process is tracked**: ``ray start`` runs with a fresh token in its environment
   (``VISMEM_LOCALCLUSTER``), which every process it spawns inherits (GCS, raylets, dashboard and
   runtime-env agents, workers, job drivers and what they start, Chromium included), and nothing
-  else carries. :meth:`LocalRayCluster.stop` ends them by that token -- SIGTERM, then SIGKILL,
-  repeated while any remain (agents re-parented to init ignore SIGTERM) -- and a lifeline
+  else carries, and with them every process below them (the agents rename themselves, which
+  hides the token). :meth:`LocalRayCluster.stop` ends them -- SIGTERM, then SIGKILL, repeated
+  while any remain (agents re-parented to init ignore SIGTERM) -- and a lifeline
   (:mod:`vismem.core.lifeline`) does the same if the owner dies without stopping it.
 * **Every listener on 127.0.0.1**, the Ray Client server included (it follows the node IP,
   which Ray would otherwise turn into the machine's outward address: see ``_LOOPBACK_ENV``);
@@ -32,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vismem.core.lifeline import Lifeline, alive, end_pids, pids_with_env
+from vismem.core.lifeline import Lifeline, alive, descendants, end_pids, pids_with_env
 from vismem.core.ports import free_ports
 
 #: Environment variable carrying a cluster's token into every one of its processes.
@@ -174,9 +175,16 @@ class LocalRayCluster:
         return sum(1 for n in summary if n.get("raylet", {}).get("state") == "ALIVE")
 
     def pids(self) -> list[int]:
-        """Live processes of this cluster (by token); every pid ever seen is remembered for stop()."""
-        lifeline = {self._lifeline.pid} if self._lifeline is not None else set()
-        found = [p for p in pids_with_env(TOKEN_VAR, self.token, exclude={os.getpid(), *lifeline}) if alive(p)]
+        """Live processes of this cluster: those carrying its token and every process below them;
+        every pid ever seen is remembered for stop().
+
+        The token alone misses Ray's dashboard and runtime-env agents: they rename themselves
+        (``setproctitle``), which overwrites the environment /proc shows. They are the raylets'
+        children, found while their raylet lives and ended with it.
+        """
+        mine = {os.getpid(), *((self._lifeline.pid,) if self._lifeline is not None else ())}
+        found = [p for p in descendants(pids_with_env(TOKEN_VAR, self.token, exclude=mine))
+                 if p not in mine and alive(p)]
         self._seen.update(found)
         return found
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata as md
+import json
+import logging
 import os
 import platform
 import subprocess
@@ -18,6 +20,12 @@ if TYPE_CHECKING:
     from vismem.pipelines.config import RunConfig
 
 MANIFEST_SCHEMA_VERSION = 1
+
+#: The manifest a store could not take (it died, its disk filled), kept in the run's local folder
+#: until a later command against that store writes it (:func:`flush_pending`).
+PENDING_STATE = "pending-state.json"
+
+log = logging.getLogger("vismem")
 
 _PACKAGES = ("ray", "polars", "pyarrow", "pillow", "torch", "transformers", "sentence-transformers",
              "playwright", "boto3", "fastapi", "pydantic", "numpy", "scipy", "statsmodels", "vllm",
@@ -81,12 +89,17 @@ class Manifest:
     ``***`` and the known secret values (``scrubber``) are cut out of any text, such as an error.
     """
 
-    def __init__(self, store: Store, run_id: str, *, scrubber: Scrubber | None = None) -> None:
+    def __init__(self, store: Store, run_id: str, *, scrubber: Scrubber | None = None,
+                 pending: Path | None = None, store_name: str | None = None) -> None:
         self.store = store
+        self.run_id = run_id
         self.key = f"runs/{run_id}/manifest.json"
         self.scrubber = scrubber or Scrubber()
-        self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
+        # Where the state goes when the store cannot take it, and the store URI it belongs to.
+        self.pending, self.store_name = pending, store_name or store.uri
+        self._offline = False
         self._watch: PeakWatch | None = None  # the running stage's memory watch
+        self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
 
     def begin(self, config: "RunConfig", *, seeds: dict[str, int]) -> None:
         previous = self.data.get("stages", {})
@@ -152,7 +165,71 @@ class Manifest:
             serving["used"] = True
             serving.setdefault("endpoints", {})[role] = rec
 
+    def offline(self) -> None:
+        """The store is known to be gone: later saves go straight to the pending file."""
+        self._offline = True
+
     def save(self) -> None:
+        """Write the manifest to the store; when the store fails, keep it locally (and raise)."""
         # Scrubbed in memory too: readers of ``data`` (the report embeds it) see no secret either.
         self.data = self.scrubber.obj(self.data)
-        self.store.put_json(self.key, self.data)
+        if self._offline:
+            self.keep_pending()
+            return
+        try:
+            self.store.put_json(self.key, self.data)
+        except BaseException:
+            self.keep_pending()
+            raise
+        if self.pending is not None and self.pending.exists():
+            self.pending.unlink(missing_ok=True)  # the store has the newest state again
+
+    def keep_pending(self) -> bool:
+        """Write the state to the local pending file; False when there is none to keep or it
+        could not be written (a full local disk too)."""
+        if self.pending is None or not self.data:
+            return False
+        try:
+            self.pending.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.pending.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"store": self.store_name, "run_id": self.run_id, "manifest": self.data},
+                                      sort_keys=True, default=str))
+            os.replace(tmp, self.pending)
+            return True
+        except OSError as err:
+            log.warning("the run's state could not be kept locally either: %s", err)
+            return False
+
+
+def flush_pending(store: Store, store_name: str, runs_root: Path) -> list[str]:
+    """Write the manifests kept in ``runs_root/<run>/pending-state.json`` for this store (named
+    ``store_name``, as the config gives it) and drop the files; returns the run ids written.
+
+    A stage entry replaces the store's only when it is not older (``started``): a later run of
+    the same id that reached the store is never undone. A store that still fails keeps them.
+    """
+    done: list[str] = []
+    for path in sorted(Path(runs_root).glob(f"*/{PENDING_STATE}")):
+        try:
+            pending = json.loads(path.read_text())
+            kept, run_id = pending["manifest"], pending["run_id"]
+            if pending.get("store") != store_name:
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        try:
+            current, problem = read_manifest(store, run_id)
+            if current and not problem:
+                stages = current.setdefault("stages", {})
+                for name, entry in (kept.get("stages") or {}).items():
+                    have = stages.get(name)
+                    if not isinstance(have, dict) or float(entry.get("started", 0)) >= float(have.get("started", 0)):
+                        stages[name] = entry
+                kept = current
+            store.put_json(f"runs/{run_id}/manifest.json", kept)
+        except Exception as err:  # noqa: BLE001 - the store still cannot take it: kept for the next command
+            log.warning("run %s: its kept state is not written yet: %s", run_id, err)
+            continue
+        path.unlink(missing_ok=True)
+        done.append(run_id)
+    return done

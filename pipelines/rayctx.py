@@ -35,31 +35,69 @@ def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = 
     if address is None and os.environ.get("RAY_ADDRESS"):
         address = os.environ["RAY_ADDRESS"]
     # ray.init installs SIGTERM handlers (Python: exit 15; the core worker's C++ one: a stack dump)
-    # over the CLI's, which unwinds the run like Ctrl-C: a Python handler set before is put back.
+    # over the CLI's, which unwinds the run like Ctrl-C: a Python handler set before is kept in
+    # force, during the start too (see _sigterm_kept).
     sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
-        if address:
-            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, ignore_reinit_error=True)
-        else:
-            with _loopback_only():
-                ray.init(
-                    num_cpus=cfg.num_cpus or os.cpu_count() or 2,
-                    object_store_memory=cfg.object_store_mb * 1024 * 1024,
-                    include_dashboard=False,
-                    _node_ip_address="127.0.0.1",
-                    runtime_env=runtime_env,
-                    log_to_driver=False,
-                    ignore_reinit_error=True,
-                    configure_logging=True,
-                    logging_level="warning",
-                )
+        with _sigterm_kept(sigterm):
+            _start(cfg, address, runtime_env)
     except ConnectionError as err:
         raise VismemError(f"cannot reach Ray at {address!r}: {err}") from None
-    finally:
-        if callable(sigterm):
-            signal.signal(signal.SIGTERM, sigterm)
     _quiet_data_context()
     return ray.cluster_resources()
+
+
+def _start(cfg: RayConfig, address: str | None, runtime_env: dict[str, Any] | None) -> None:
+    import ray
+
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, ignore_reinit_error=True)
+        return
+    with _loopback_only():
+        ray.init(
+            num_cpus=cfg.num_cpus or os.cpu_count() or 2,
+            object_store_memory=cfg.object_store_mb * 1024 * 1024,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            runtime_env=runtime_env,
+            log_to_driver=False,
+            ignore_reinit_error=True,
+            configure_logging=True,
+            logging_level="warning",
+        )
+
+
+@contextmanager
+def _sigterm_kept(handler: Any) -> Iterator[None]:
+    """While Ray starts in a process whose SIGTERM handler is a Python one (the CLI's): a SIGTERM
+    reaches that handler, never Ray's.
+
+    Ray's Python handler (``sys.exit(15)``, set as ``ray.init`` begins) shows up here as
+    ``SystemExit(15)`` and is handed to ``handler``; the core worker's C++ failure-signal handler
+    (a stack dump, then exit 15) is not installed in this driver (read when ``ray.init`` creates
+    the core worker; crash dumps of Ray's other processes are unaffected). Afterwards ``handler``
+    is put back over Ray's.
+    """
+    if not callable(handler):
+        yield
+        return
+    import ray._private.ray_constants as ray_constants
+
+    saved = ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER
+    ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code != signal.SIGTERM:
+            raise
+        signal.signal(signal.SIGTERM, handler)
+        handler(signal.SIGTERM, None)  # the CLI's raises (and ignores a second SIGTERM meanwhile)
+        raise
+    finally:
+        ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = saved
+        # Only Ray's is replaced: the CLI's own may have changed itself (to ignore a second SIGTERM).
+        if str(getattr(signal.getsignal(signal.SIGTERM), "__module__", "") or "").startswith("ray"):
+            signal.signal(signal.SIGTERM, handler)
 
 
 @contextmanager

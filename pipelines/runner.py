@@ -16,25 +16,30 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from vismem.core import progress as progress_lines
+from vismem.core.errors import NoSpace, StoreUnreachable, VismemError, user_error
 from vismem.core.lifeline import Lifeline
 from vismem.core.paths import local_dir
+from vismem.core.s3server import LocalS3Server
 from vismem.core.s3share import serving
 from vismem.core.secrets import Scrubber, ScrubFilter, is_secret_name, secret_values
 from vismem.core.store import Store
 from vismem.pipelines.config import RunConfig
 from vismem.pipelines.context import RunContext
 from vismem.pipelines.lease import RunLease
-from vismem.pipelines.manifest import Manifest
+from vismem.pipelines.manifest import PENDING_STATE, Manifest, flush_pending
 
 log = logging.getLogger("vismem")
 
 
 @contextlib.contextmanager
-def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Store, dict[str, str]]]:
-    """Yield ``(store, env)``; for ``local-s3://`` a private weed server lives for the block.
-    ``create=False`` (read-only commands): a missing folder or bucket is not made, and a
-    ``local-s3://`` store whose server a running vismem owns is read through that server (left
-    running) instead of being refused.
+def open_store(config: RunConfig, *, create: bool = True,
+               on_server: Callable[[LocalS3Server], Any] | None = None) -> Iterator[tuple[Store, dict[str, str]]]:
+    """Yield ``(store, env)``; for ``local-s3://`` a private weed server lives for the block
+    (``on_server`` is given it). ``create=False`` (read-only commands): a missing folder or
+    bucket is not made, and a ``local-s3://`` store whose server a running vismem owns is read
+    through that server (left running) instead of being refused. The final states of runs that
+    this store could not take when they ended (it had died, its disk was full) are written to it
+    first (:func:`flush_pending`).
 
     ``env`` holds the variables workers need to reach the store (credentials, endpoint).
     """
@@ -44,13 +49,17 @@ def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Stor
         bucket = bucket_path.split("/", 1)[0]
         data_dir = local_dir(config.runs_dir) / ".s3"
         with serving(data_dir, (bucket,), config.store.region, share=not create) as server:
+            if on_server is not None and isinstance(server, LocalS3Server):
+                on_server(server)
             env = server.env()
             store = Store.open(f"s3://{bucket_path}", endpoint_url=server.endpoint_url,
                                region=config.store.region, access_key=server.access_key,
                                secret_key=server.secret_key)
+            flush_pending(store, config.store.uri, local_dir(config.runs_dir))
             yield store, env
         return
     store = Store.open(uri, endpoint_url=config.store.endpoint_url, region=config.store.region, create=create)
+    flush_pending(store, config.store.uri, local_dir(config.runs_dir))
     env: dict[str, str] = {}
     if store.is_s3:
         env = {"AWS_ACCESS_KEY_ID": store.spec.access_key or "", "AWS_SECRET_ACCESS_KEY": store.spec.secret_key or "",
@@ -62,9 +71,17 @@ def open_store(config: RunConfig, *, create: bool = True) -> Iterator[tuple[Stor
     yield store, env
 
 
+class _QuietFileHandler(logging.FileHandler):
+    """A run log that cannot be written (a full disk) loses those records, never prints a
+    "--- Logging error ---" traceback per record on the terminal."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
 def _setup_logging(run_dir: Path, scrubber: Scrubber) -> logging.Handler:
     run_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(run_dir / "run.log")
+    handler = _QuietFileHandler(run_dir / "run.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(ScrubFilter(scrubber))  # no secret of the config or the store reaches the log
     root = logging.getLogger("vismem")
@@ -127,8 +144,11 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     started_ray = False
     lifeline: Lifeline | None = None
     scrubber = Scrubber(secret_values(config.model_dump(mode="json")))
+    servers: list[LocalS3Server] = []
+    where = ["at the start of the run"]  # what the run was doing, for a store that dies
+    now: dict[str, Any] = {}  # the manifest and the stage in progress, for a failure between stages
     try:
-        with open_store(config) as (store, env), contextlib.ExitStack() as keep:
+        with open_store(config, on_server=servers.append) as (store, env), contextlib.ExitStack() as keep:
             scrubber.add(v for k, v in env.items() if is_secret_name(k))
             # One run of this id per store at a time, taken before anything (its log included) is written.
             keep.enter_context(RunLease(store, config.run_id))
@@ -143,18 +163,23 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             if started_ray:
                 lifeline = _ray_lifeline()
             init_ray(config.ray, env_vars=env)
-            manifest = Manifest(store, config.run_id, scrubber=scrubber)
+            manifest = Manifest(store, config.run_id, scrubber=scrubber, pending=run_dir / PENDING_STATE,
+                                store_name=config.store.uri)
+            now["manifest"] = manifest
             manifest.begin(config, seeds={"root": config.seed})
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
             for i, name in enumerate(todo, 1):
+                where[0] = f"during stage {name}"
+                now["stage"] = name
                 manifest.stage(name, "running")
                 progress_lines.stage_started(name, i, len(todo))
                 t0 = time.time()
                 try:
                     summary = get_stage(name).run(ctx) or {}
                 except BaseException as err:
-                    manifest.stage(name, "failed", error=scrubber.text(f"{type(err).__name__}: {err}"))
+                    now.pop("stage")
+                    _record_failure(manifest, name, err, servers, where[0], scrubber)
                     progress_lines.stage_finished(name, "failed", time.time() - t0, i, len(todo))
                     raise
                 # A stage that finished with failed shards (e.g. encode sessions whose model calls
@@ -162,6 +187,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 # with an error so scripts notice; a re-run retries only what is missing.
                 status = "partial" if summary.get("status") == "partial" else "done"
                 manifest.stage(name, status, **{"summary": summary})
+                now.pop("stage")
                 log.info("stage %s %s in %.1fs", name, status, time.time() - t0)
                 progress_lines.stage_finished(name, status, time.time() - t0, i, len(todo))
                 results[name] = summary
@@ -169,6 +195,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                     partial.append(name)
                     if summary.get("failure"):
                         log.error("stage %s: %s", name, summary["failure"])
+            where[0] = "at the end of the run"
             results["_store"] = store.uri
             results["_run_id"] = config.run_id
             if partial:
@@ -177,6 +204,13 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                 results["_failures"] = {n: results[n].get("failure") or "failed shards" for n in partial}
             if after is not None:
                 results["_after"] = after(store, results)
+    except Exception as err:
+        fault = store_failure(err, servers, where[0])
+        if fault is not None and "stage" in now:  # the store failed as a stage began or ended
+            _record_failure(now["manifest"], now["stage"], err, servers, where[0], scrubber)
+        if fault is None or fault is err:
+            raise
+        raise fault from None  # one line, the cause named (the CLI prints it and exits by its kind)
     finally:
         from vismem.pipelines.rayctx import shutdown_ray
 
@@ -190,3 +224,32 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             handler.close()
         restore_progress()
     return results
+
+
+def store_failure(err: BaseException, servers: list[LocalS3Server], doing: str) -> VismemError | None:
+    """The one-line error a failure stands for: the local S3 server's death (whatever error its
+    absence caused), a full disk or an unreachable store (from this process or a Ray worker's
+    traceback), any other ``VismemError`` a worker raised; None for anything else."""
+    for server in servers:
+        pid = server.died()
+        if pid:
+            return StoreUnreachable(f"the store's S3 server (weed, pid {pid}) died {doing}; "
+                                    f"its log: {server.data_dir / 'weed.log'}")
+    found = user_error(err)
+    if isinstance(found, (NoSpace, StoreUnreachable)):
+        return type(found)(f"{found} {doing}")
+    return found
+
+
+def _record_failure(manifest: Manifest, name: str, err: BaseException, servers: list[LocalS3Server],
+                    doing: str, scrubber: Scrubber) -> None:
+    """Record stage ``name`` as failed, with the cause the user is told; a store that cannot take
+    it leaves it in the run's pending-state file (written to the store by a later command)."""
+    fault = store_failure(err, servers, doing)
+    if any(s.died() for s in servers):
+        manifest.offline()  # no store to try: straight to the local file
+    error = str(fault) if fault is not None else f"{type(err).__name__}: {err}"
+    try:
+        manifest.stage(name, "failed", error=scrubber.text(error))
+    except Exception as save_err:  # noqa: BLE001 - the stage's own failure is what the run reports
+        log.warning("stage %s: its failure is kept locally until the store takes it (%s)", name, save_err)

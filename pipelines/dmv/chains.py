@@ -151,6 +151,15 @@ def load_run_chains(ctx: "RunContext") -> dict[Any, list[Any]]:
     missing = missing_sessions(ctx.store, chains, J)
     if missing:
         shown = ", ".join(f"{s} seed {seed} j={j}" for s, seed, j in missing[:5])
-        raise ConfigError(f"replay needs {len(missing)} encoding session(s) the trajectory cache lacks ({shown}"
-                          f"{', ...' if len(missing) > 5 else ''}); run the encode stage first")
+        lacks = (f"replay needs {len(missing)} encoding session(s) the trajectory cache lacks ({shown}"
+                 f"{', ...' if len(missing) > 5 else ''})")
+        encode = ctx.manifest.data.get("stages", {}).get("encode", {}) if ctx.manifest is not None else {}
+        if encode.get("status") in ("partial", "failed"):
+            # This run's encode left them out (its failures were reported): not a missing stage.
+            from vismem.core.errors import VismemError
+
+            why = encode.get("error") or (encode.get("summary") or {}).get("failure") or "see its failures"
+            raise VismemError(f"{lacks}: this run's encode stage ended {encode['status']} without them ({why}); "
+                              "re-run to retry them")
+        raise ConfigError(f"{lacks}; run the encode stage first")
     return {c: chain_observations(ctx.store, c, J) for c in chains}

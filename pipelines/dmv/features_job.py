@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from vismem.core.errors import NoSpace, StoreUnreachable
+
 if TYPE_CHECKING:
     from vismem.core.store import Store
 
@@ -57,6 +59,8 @@ def _caption(model: Any, it: dict[str, Any], read_blob: Callable[[str], bytes]) 
         image = read_blob(it["image_key"]) if it.get("image_key") else None
         return {"content_id": it["content_id"], "caption": model.caption(image, url_hash=it.get("url_hash")),
                 "vector": None, "error": None}
+    except (NoSpace, StoreUnreachable):  # the store failed, not this item: the stage stops
+        raise
     except Exception as e:  # noqa: BLE001 - this item's failure, retried by the next run
         return {"content_id": it["content_id"], "caption": None, "vector": None, "error": f"{type(e).__name__}: {e}"[:300]}
 
@@ -81,6 +85,8 @@ def feature_batch(kind: str, model: Any, items: list[dict[str, Any]], read_blob:
             vecs = model.embed_images([read_blob(it["image_key"]) for it in items])
         else:
             vecs = model.embed_texts([it["text"] for it in items])
+    except (NoSpace, StoreUnreachable):
+        raise
     except Exception as e:  # noqa: BLE001 - the batch failed: every item is reported, none stored
         return [{"content_id": it["content_id"], "caption": None, "vector": None,
                  "error": f"{type(e).__name__}: {e}"[:300]} for it in items]

@@ -15,6 +15,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, TypeVar
 
+from vismem.core.errors import NoSpace, StoreUnreachable
 from vismem.core.failures import UnitFailed
 
 log = logging.getLogger("vismem.shop")
@@ -84,6 +85,8 @@ class ShopWorker:
         failed unit (its done marker is never written), so a re-run retries it."""
         try:
             return run(), None
+        except (NoSpace, StoreUnreachable):  # the store failed, not this unit: the stage stops
+            raise
         except UnitFailed as e:  # the model's calls failed; the page env is fine
             log.error("%s failed: %s", what, e)
             return None, str(e)[: self.error_cap]

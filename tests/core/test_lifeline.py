@@ -161,3 +161,31 @@ def test_bad_bucket_fails_at_once():
     with pytest.raises(StoreError, match="bucket name 'Bad_Bucket'"):
         LocalS3Server(data_dir="/tmp/never-used", buckets=("Bad_Bucket",)).start()
     assert time.monotonic() - t0 < 1 and not Path("/tmp/never-used").exists()
+
+
+def test_weed_dies_with_its_sigkilled_watchdog(tmp_path):
+    """The owner lives on but its lifeline is killed by hand: weed must not stay behind it."""
+    srv = LocalS3Server(data_dir=tmp_path / "s3").start()
+    try:
+        weed, watchdog = srv.pid, srv.proc.pid
+        assert alive(weed) and stale_servers(tmp_path / "s3") == [weed]
+        os.kill(watchdog, signal.SIGKILL)
+        assert _wait_gone([weed], 5.0) == [], "weed outlived its killed watchdog"
+    finally:
+        srv.stop()
+
+
+def test_a_watchdog_whose_child_died_exits_quietly(tmp_path):
+    """A child that dies first (the S3 server killed) ends the watchdog with the child's status and
+    nothing on the owner's terminal (its pipe-reading thread once made interpreter shutdown
+    print a "Fatal Python error")."""
+    owner = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys, time
+        from vismem.core.lifeline import Lifeline
+        line = Lifeline([sys.executable, "-c", "import sys; sys.exit(7)"])
+        deadline = time.monotonic() + 20
+        while line.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(line.poll())
+    """)], cwd=REPO, capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert owner.stdout.strip() == "7" and owner.stderr == "", owner.stderr

@@ -198,3 +198,67 @@ def test_read_many_reads_each_pack_once_in_order(store):
 
     assert read_many(get, keys) == [b"bbb", b"plain", b"yz", b"AAAA", b"CC"]
     assert sorted(calls) == sorted([make_ref("p/a.pack", 0, 9), "p/plain.bin", make_ref("p/b.pack", 1, 2)])
+
+
+def test_a_full_disk_is_one_error_naming_the_object_and_leaves_no_temp_file(file_store, monkeypatch):
+    import errno
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)  # the call that writes a local object's bytes
+    from vismem.core.errors import NoSpace
+
+    with pytest.raises(NoSpace, match=r"^no space left on device writing file://\S+/runs/r/manifest\.json$"):
+        file_store.put_json("runs/r/manifest.json", {"a": 1})
+    monkeypatch.undo()
+    assert file_store.list() == [] and not any(p.name.endswith(".tmp") for p in file_store._local_root().rglob("*"))
+
+
+def test_an_s3_endpoint_that_stopped_answering_is_store_unreachable(s3_server):
+    from vismem.core.errors import StoreUnreachable
+    from vismem.core.ports import free_ports
+
+    (port,) = free_ports(1)  # nothing listens there: what a dead local server looks like
+    dead = Store.open("s3://vismem-test/gone", endpoint_url=f"http://127.0.0.1:{port}", check=False,
+                      access_key=s3_server.access_key, secret_key=s3_server.secret_key)
+    for op in (lambda: dead.put_bytes("k/a.bin", b"x"), lambda: dead.get_bytes("k/a.bin"),
+               lambda: dead.exists("k/a.bin"), lambda: dead.list("k")):
+        with pytest.raises(StoreUnreachable, match=rf"^the store's S3 endpoint http://127.0.0.1:{port} stopped "
+                                                   r"answering \(EndpointConnectionError on s3://vismem-test/gone/k"):
+            op()
+
+
+def test_user_error_recovers_a_workers_store_error_and_a_raw_full_disk():
+    import errno
+
+    from vismem.core.errors import ConfigError, NoSpace, user_error
+
+    ray_text = ("ray::MapWorker(MapBatches(EncodeWorker)).submit() (pid=1)\n  File \"x.py\", line 3, in put\n"
+                "vismem.core.errors.NoSpace: no space left on device writing file:///s/trajectories/a.parquet\n")
+    found = user_error(RuntimeError(ray_text))
+    assert isinstance(found, NoSpace) and str(found) == "no space left on device writing file:///s/trajectories/a.parquet"
+    raw = user_error(RuntimeError("boom\nOSError: [Errno 28] No space left on device: '/tmp/ray/spill/x'\n"))
+    assert isinstance(raw, NoSpace) and str(raw) == "no space left on device writing /tmp/ray/spill/x"
+    chained = RuntimeError("wrapped")
+    chained.__cause__ = OSError(errno.ENOSPC, "No space left on device", "/runs/r/run.log")
+    assert str(user_error(chained)) == "no space left on device writing /runs/r/run.log"
+    cfg = ConfigError("bad")
+    assert user_error(cfg) is cfg and user_error(ValueError("x")) is None
+
+
+def test_an_s3_server_out_of_disk_is_no_space_and_other_replies_stay_as_they_are():
+    from botocore.exceptions import ClientError
+
+    from vismem.core.errors import NoSpace
+    from vismem.core.storefault import store_fault
+
+    s3 = Store.open("s3://vismem-test/p", endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b",
+                    check=False)
+    full = ClientError({"Error": {"Code": "InternalError", "Message": "write data: No space left on device"}},
+                       "PutObject")
+    found = store_fault(s3, full, "k/x.bin")
+    assert isinstance(found, NoSpace) and str(found) == ("no space left on device writing s3://vismem-test/p/k/x.bin "
+                                                         "(the store's S3 server http://127.0.0.1:9 is full)")
+    denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "PutObject")
+    assert store_fault(s3, denied, "k/x.bin") is None

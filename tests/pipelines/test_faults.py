@@ -4,6 +4,8 @@ OpenAI-compatible server (HTTP 500 on every call), then the same server healed."
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -204,3 +206,69 @@ def test_probe_step_logs_are_capped():
     out = _capped_step(step)
     assert len(out["reply"]) == REPLY_CAP and out["reply_truncated"] is True
     assert _capped_step({"status": "ok", "reply": "short"}) == {"status": "ok", "reply": "short"}
+
+
+# A disk that fills during encode, in every process of the run (the driver and Ray's workers, which
+# inherit PYTHONPATH): os.write -- the call that writes a local store's objects -- fails with ENOSPC
+# for files under the store once the first trajectory object is being written, the way a real
+# full disk fails that call. Nothing outside the store (the run's local folder) is affected.
+_FULL_DISK = '''
+import errno, os
+_root, _full = os.environ["VISMEM_FAKE_FULL_ROOT"], os.environ["VISMEM_FAKE_FULL_MARK"]
+_write = os.write
+
+def _fake_write(fd, data):
+    try:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        path = ""
+    if path.startswith(_root + "/"):
+        if path.startswith(_root + "/trajectories/") and not os.path.exists(_full):
+            open(_full, "w").close()
+        if os.path.exists(_full):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return _write(fd, data)
+
+os.write = _fake_write
+'''
+
+
+def test_a_disk_filling_during_encode_is_one_line_and_the_manifest_ends_failed(tmp_path):
+    """Not 'run the encode stage first' (exit 2) from the next stage, nor a traceback: one line
+    naming the object that could not be written, exit 3, and the failure recorded in the
+    manifest once the disk has room again (it is kept locally meanwhile)."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_FULL_DISK)
+    store_dir, mark = tmp_path / "store", tmp_path / "disk-full"
+    data = _base(tmp_path, name="fulldisk", stages=["encode", "replay"],
+                 encode={"chains": 1, "J": 2, "env": "http", "workers": 1},
+                 memory={"architectures": ["textonly"], "components": {}})
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
+    cfg = load_config(tmp_path / "cfg.yaml")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]),
+           "VISMEM_FAKE_FULL_ROOT": str(store_dir), "VISMEM_FAKE_FULL_MARK": str(mark), "RAY_AUTH_MODE": "disabled"}
+    r = subprocess.run([sys.executable, "-m", "vismem", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert mark.exists(), "the disk never filled: the fake was not in force"
+    assert r.returncode == 3, (r.returncode, r.stderr[-3000:])
+    assert "Traceback" not in r.stderr and "encode stage first" not in r.stderr, r.stderr[-3000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("vismem:")]
+    assert len(lines) == 1 and lines[0] == r.stderr.strip().splitlines()[-1], r.stderr[-3000:]
+    assert re.fullmatch(rf"vismem: error: no space left on device writing file://{store_dir}/\S+ "
+                        r"during stage encode", lines[0]), lines[0]
+    pending = tmp_path / "runs" / cfg.run_id / "pending-state.json"
+    store = Store.open(f"file://{store_dir}")
+    assert pending.exists()  # the store could not take the final state: kept beside the run's log
+    assert store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["encode"]["status"] == "running"
+
+    mark.unlink()  # room again, and no fake: the next command against the store writes it
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    listed = subprocess.run([sys.executable, "-m", "vismem", "runs", "--config", str(tmp_path / "cfg.yaml"), "--json",
+                             "--no-headline"], capture_output=True, text=True, timeout=300, env=env)
+    assert listed.returncode == 0 and listed.stderr == "", listed.stderr[-2000:]
+    (row,) = json.loads(listed.stdout)
+    assert (row["run_id"], row["status"], row["stages"]) == (cfg.run_id, "failed", {"encode": "failed"})
+    entry = store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["encode"]
+    assert entry["status"] == "failed" and entry["error"] == lines[0][len("vismem: error: "):]
+    assert not pending.exists()

@@ -49,8 +49,9 @@ def _cmdlines(pids: list[int]) -> dict[int, str]:
     return out
 
 
-def _done_markers(mark: str, slug: str) -> int:
-    """Done markers the marked run's weed server holds (read with the credentials weed was given)."""
+def _done_markers(mark: str, slug: str | None) -> int:
+    """Done markers the marked run's weed server holds (read with the credentials weed was given),
+    of one back-end's cache (``slug``) or of any (None)."""
     import boto3
 
     for pid in _marked(mark):
@@ -67,11 +68,21 @@ def _done_markers(mark: str, slug: str) -> int:
                           aws_access_key_id=environ["AWS_ACCESS_KEY_ID"],
                           aws_secret_access_key=environ["AWS_SECRET_ACCESS_KEY"])
         try:
-            keys = s3.list_objects_v2(Bucket="vismem", Prefix=f"trajectories/{slug}/").get("Contents", [])
+            keys = s3.list_objects_v2(Bucket="vismem", Prefix=f"trajectories/{slug}/" if slug else "trajectories/").get("Contents", [])
         except Exception:  # noqa: BLE001 - not up yet
             return 0
         return sum(1 for k in keys if k["Key"].endswith(".done.json"))
     return 0
+
+
+def _weed_pid(mark: str) -> int | None:
+    for pid in _marked(mark):
+        try:
+            if open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0].endswith(b"weed"):
+                return pid
+        except OSError:
+            continue
+    return None
 
 
 def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orphan(tmp_path, ray_local):
@@ -120,3 +131,50 @@ def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orpha
             assert store.get_bytes(cache.steps_key(seed, j)) == ref_store.get_bytes(ref_cache.steps_key(seed, j))
         table = store.read_table(out["results"]).drop("wall_s", "schema_version")
     assert table.equals(ref_store.read_table(ref["results"]).drop("wall_s", "schema_version"))
+
+
+def test_the_store_server_dying_mid_stage_is_one_line_and_the_manifest_ends_failed(tmp_path):
+    """weed killed while encode runs: one line naming the dead server and the stage, exit 3 (a store
+    error), no traceback nor a watchdog's "Fatal Python error"; the manifest, which the dead store
+    cannot take, is kept locally and written by the next command (`vismem runs`), as failed."""
+    data = {"name": "weeddies", "stages": ["encode", "replay"], "runs_dir": str(tmp_path / "runs"),
+            "encode": {**ENCODE, "backends": [{"name": "scripted-shopper", "args": {"sleep_s": 0.1}}]},
+            "memory": {"architectures": ["textonly"], "components": {}}}
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
+    cfg = load_config(tmp_path / "cfg.yaml")
+    mark = secrets.token_hex(6)
+    env = {**os.environ, "VISMEM_TEST_MARK": mark}
+    cmd = [sys.executable, "-m", "vismem", "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and _done_markers(mark, None) < 1:  # mid-stage: one session stored
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.3)
+        weed = _weed_pid(mark)
+        assert proc.poll() is None and weed is not None, "the run ended before weed was killed"
+        os.kill(weed, signal.SIGKILL)
+        _out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 3, (proc.returncode, err[-3000:])
+    assert "Traceback" not in err and "Fatal Python error" not in err, err[-3000:]
+    lines = [ln for ln in err.splitlines() if ln.startswith("vismem:")]
+    assert len(lines) == 1 and lines[0] == err.strip().splitlines()[-1], err[-3000:]
+    assert lines[0] == (f"vismem: error: the store's S3 server (weed, pid {weed}) died during stage encode; "
+                        f"its log: {tmp_path / 'runs' / '.s3' / 'weed.log'}"), lines[0]
+    pending = tmp_path / "runs" / cfg.run_id / "pending-state.json"
+    assert pending.exists()
+    assert _wait_no_marked(mark) == []  # nothing of the run outlived it
+
+    listed = subprocess.run([sys.executable, "-m", "vismem", "runs", "--config", str(tmp_path / "cfg.yaml"), "--json",
+                             "--no-headline"], capture_output=True, text=True, timeout=300, env=env)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    (row,) = json.loads(listed.stdout)
+    assert (row["run_id"], row["status"], row["stages"]) == (cfg.run_id, "failed", {"encode": "failed"})
+    assert not pending.exists()
+    with open_store(cfg, create=False) as (store, _env):
+        entry = store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["encode"]
+    assert entry["status"] == "failed" and entry["error"] == lines[0][len("vismem: error: "):]

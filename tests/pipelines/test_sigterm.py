@@ -61,3 +61,41 @@ def test_sigterm_mid_run_is_one_line_exit_143_and_leaves_nothing_running(tmp_pat
     while _marked(mark) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert _marked(mark) == [], {p: _cmdline(p)[:120] for p in _marked(mark)}
+
+
+# The real CLI in a process whose ray.init sends SIGTERM to itself once the driver's core worker is
+# up (Ray's own handlers in force: its Python one exits 15, its C++ one printed a stack dump).
+_TERM_IN_INIT = """
+import os, signal, sys, time
+import ray._private.worker as w
+connect = w.connect
+def connect_then_term(*args, **kwargs):
+    connect(*args, **kwargs)
+    open(sys.argv[1], "w").close()
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(2)  # still inside ray.init when the signal is handled
+w.connect = connect_then_term
+from vismem.pipelines.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_sigterm_while_ray_starts_is_one_line_exit_143_and_leaves_nothing_running(tmp_path):
+    data = {"name": "terminit", "stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
+            "store": {"uri": f"file://{tmp_path}/store"}, "ray": {"num_cpus": 2, "object_store_mb": 256},
+            "encode": {"chains": 1, "J": 1, "env": "http", "workers": 1}}
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
+    mark = secrets.token_hex(6)
+    env = {**os.environ, "VISMEM_TEST_MARK": mark, "RAY_AUTH_MODE": "disabled"}
+    sent = tmp_path / "sent"
+    cmd = [sys.executable, "-c", _TERM_IN_INIT, str(sent), "run", "--config", str(tmp_path / "cfg.yaml"), "--no-progress"]
+    r = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert sent.exists(), "ray.init never reached the driver's connect"
+    assert r.returncode == 143, (r.returncode, r.stderr[-3000:])
+    assert "SIGTERM received" not in r.stderr and "*** " not in r.stderr and "Traceback" not in r.stderr, r.stderr[-3000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines[-1] == "vismem: terminated" and sum(ln.startswith("vismem:") for ln in lines) == 1, r.stderr[-3000:]
+    deadline = time.monotonic() + 60
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _marked(mark) == [], {p: _cmdline(p)[:120] for p in _marked(mark)}

@@ -1,0 +1,121 @@
+"""A run's final state outlives a store that cannot take it: kept in the run's local folder and
+written by the next command against that store; and a later stage that lacks what a failed one
+should have made names that failure, not a missing stage."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from vismem.core.errors import ConfigError, NoSpace, VismemError
+from vismem.core.store import Store
+from vismem.pipelines.config import load_config
+from vismem.pipelines.manifest import PENDING_STATE, Manifest, flush_pending
+
+
+def _failing_store(store: Store, monkeypatch) -> None:
+    def full(key, obj):
+        raise NoSpace(f"no space left on device writing {store.url(key)}")
+
+    monkeypatch.setattr(store, "put_json", full)
+
+
+def test_a_failed_save_keeps_the_state_locally_and_the_next_command_writes_it(tmp_path, file_store, monkeypatch):
+    pending = tmp_path / "runs" / "r1" / PENDING_STATE
+    m = Manifest(file_store, "r1", pending=pending, store_name="local-s3://vismem")
+    m.data = {"run_id": "r1", "stages": {}}
+    m.stage("encode", "running")
+    assert not pending.exists()  # the store took it
+    _failing_store(file_store, monkeypatch)
+    with pytest.raises(NoSpace):
+        m.stage("encode", "failed", error="no space left on device writing x")
+    kept = json.loads(pending.read_text())
+    assert kept["store"] == "local-s3://vismem" and kept["manifest"]["stages"]["encode"]["status"] == "failed"
+    assert file_store.get_json("runs/r1/manifest.json")["stages"]["encode"]["status"] == "running"
+
+    monkeypatch.undo()
+    assert flush_pending(file_store, "file:///elsewhere", tmp_path / "runs") == []  # another store's: left
+    assert pending.exists()
+    assert flush_pending(file_store, "local-s3://vismem", tmp_path / "runs") == ["r1"]
+    entry = file_store.get_json("runs/r1/manifest.json")["stages"]["encode"]
+    assert entry["status"] == "failed" and entry["error"] == "no space left on device writing x"
+    assert not pending.exists()
+
+
+def test_a_kept_state_never_undoes_a_later_run_of_the_same_id(tmp_path, file_store):
+    runs = tmp_path / "runs"
+    (runs / "r2").mkdir(parents=True)
+    old = {"status": "failed", "started": 100.0, "error": "server died"}
+    (runs / "r2" / PENDING_STATE).write_text(json.dumps(
+        {"store": "s", "run_id": "r2", "manifest": {"run_id": "r2", "stages": {"encode": old, "replay": old}}}))
+    newer = {"status": "done", "started": 200.0}
+    file_store.put_json("runs/r2/manifest.json", {"run_id": "r2", "stages": {"encode": newer}})
+    assert flush_pending(file_store, "s", runs) == ["r2"]
+    stages = file_store.get_json("runs/r2/manifest.json")["stages"]
+    assert stages == {"encode": newer, "replay": old}
+
+
+def test_a_manifest_the_store_never_got_is_written_whole(tmp_path, file_store):
+    runs = tmp_path / "runs"
+    (runs / "r3").mkdir(parents=True)
+    kept = {"run_id": "r3", "stages": {"encode": {"status": "failed", "started": 1.0}}}
+    (runs / "r3" / PENDING_STATE).write_text(json.dumps({"store": "s", "run_id": "r3", "manifest": kept}))
+    (runs / "junk").mkdir()
+    (runs / "junk" / PENDING_STATE).write_text("{torn")  # unreadable: skipped, not fatal
+    assert flush_pending(file_store, "s", runs) == ["r3"]
+    assert file_store.get_json("runs/r3/manifest.json") == kept
+
+
+def test_replay_after_a_partial_encode_names_it_instead_of_asking_for_the_stage(tmp_path, file_store):
+    from vismem.pipelines.dmv.chains import load_run_chains
+
+    cfg = load_config(overrides={"stages": ["encode", "replay"], "runs_dir": str(tmp_path / "runs"),
+                                 "store": {"uri": file_store.uri}, "encode": {"chains": 1, "J": 2}})
+    partial = {"stages": {"encode": {"status": "partial", "summary": {"failure": "2 of 2 sessions run failed"}}}}
+    ctx = SimpleNamespace(config=cfg, store=file_store, manifest=SimpleNamespace(data=partial))
+    with pytest.raises(VismemError) as got:
+        load_run_chains(ctx)
+    assert not isinstance(got.value, ConfigError) and got.value.exit_code == 1
+    assert "this run's encode stage ended partial without them (2 of 2 sessions run failed)" in str(got.value)
+    ctx.manifest = SimpleNamespace(data={"stages": {}})  # no encode in this run: run it first
+    with pytest.raises(ConfigError, match="run the encode stage first"):
+        load_run_chains(ctx)
+
+
+def test_a_disk_that_fills_as_a_stage_ends_still_ends_the_run_failed(tmp_path, ray_local, monkeypatch):
+    """The stage's work is done but its "done" cannot be recorded: one NoSpace line, and the
+    stage ends failed (kept locally, then written by the next command), never left 'running'."""
+    import errno
+    import os
+
+    import vismem.pipelines.stage as stages
+    from vismem.pipelines.runner import open_store, run
+
+    root = str(tmp_path / "st")
+    write = os.write
+
+    def full_under_store(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(root + "/"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write(fd, data)
+
+    def stage(ctx):
+        ctx.store.put_bytes(f"{ctx.run_prefix}/out.txt", b"ok")
+        monkeypatch.setattr(os, "write", full_under_store)  # the disk fills as the stage ends
+        return {"status": "done"}
+
+    monkeypatch.setattr(stages, "get_stage", lambda name: stages.Stage(name, None, stage))
+    cfg = load_config(overrides={"stages": ["report"], "store": {"uri": f"file://{root}"},
+                                 "runs_dir": str(tmp_path / "runs")})
+    with pytest.raises(NoSpace, match=rf"^no space left on device writing file://{root}/runs/{cfg.run_id}/"
+                                      r"manifest\.json during stage report$"):
+        run(cfg, progress=False)
+    monkeypatch.setattr(os, "write", write)
+    pending = tmp_path / "runs" / cfg.run_id / PENDING_STATE
+    assert json.loads(pending.read_text())["manifest"]["stages"]["report"]["status"] == "failed"
+    with open_store(cfg, create=False) as (store, _env):
+        entry = store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["report"]
+    assert entry["status"] == "failed" and entry["error"].startswith("no space left on device writing")
+    assert not pending.exists()
