@@ -282,6 +282,9 @@ def fleet_records(results: dict[str, Any], name: str = "fleet") -> list[dict[str
                  # calls/s the slots take at this service time x CPU a call: cores the bench needs
                  record(name, f"{part}.cores_to_fill", st["slots"] / st["mean_service_s"] * st["cpu_per_call_s"]
                         if st["mean_service_s"] else float("nan"), "cores"),
+                 # the cores the bench's processes got while the fleet had work (a shared machine gives less)
+                 record(name, f"{part}.cores_obtained", st["cpu_s"] / st["wall_s"] if st["wall_s"] else float("nan"),
+                        "cores"),
                  record(name, f"{part}.measured_wall_s", st["wall_s"], "s"),
                  record(name, f"{part}.plan_wall_s", r["plan_s"], "s"),
                  record(name, f"{part}.plan_error", err, "fraction", target=PLAN_TOLERANCE),

@@ -141,19 +141,19 @@ def test_streams_per_gpu_from_kv_capacity():
 
 
 def test_a_fleet_the_client_cannot_fill_is_one_warning_line():
-    # 64 sessions, 16 in flight (the stage's in_flight): Serve scales to ceil(16 / 32) = 1 of 4 replicas
+    # 64 sessions, 16 in flight (the stage's in_flight): Serve scales to ceil(16 / 256) = 1 of 4 replicas
     cfg = _cfg(encode={"chains": 8, "J": 8, "backends": ["qwen2.5-vl-7b"], "in_flight": 16})
     plan = estimate(cfg, SMALL, gpus=4)
     e = _ep(plan, "encode")
     assert e["bound_by"] == "offered" and e["wall_s"] == pytest.approx(640 / 16)
     assert len(plan["warnings"]) == 1 and plan["warnings"][0].startswith("encode: qwen2.5-vl-7b: 16 calls in flight")
-    assert "keep 1 of its 4 replicas busy" in plan["warnings"][0] and "= 128)" in plan["warnings"][0]
+    assert "keep 1 of its 4 replicas busy" in plan["warnings"][0] and "= 1024)" in plan["warnings"][0]
     # a target above what the KV cache holds at the request size says so
     huge = estimate(cfg, Rates(steps_per_session=10, text_tokens=200_000, **NOCPU), gpus=4)
-    assert any("target_ongoing_requests 32 exceeds the 4 requests a replica serves at once (KV cache at 200,446"
+    assert any("target_ongoing_requests 256 exceeds the 4 requests a replica serves at once (KV cache at 200,446"
                in w for w in huge["warnings"])
-    full = estimate(_cfg(encode={"chains": 8, "J": 8, "backends": ["qwen2.5-vl-7b"], "in_flight": 128}),
-                    Rates(steps_per_session=10, streams_per_gpu=32, **NOCPU), gpus=4)
+    full = estimate(_cfg(encode={"chains": 32, "J": 32, "backends": ["qwen2.5-vl-7b"], "in_flight": 1024, "workers": 16}),
+                    Rates(steps_per_session=10, streams_per_gpu=256, **NOCPU), gpus=4)
     assert full["warnings"] == [] and _ep(full, "encode")["bound_by"] in ("offered", "fleet", "units")
 
 
