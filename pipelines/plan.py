@@ -80,8 +80,12 @@ class Rates:
     streams_per_gpu: float | None = None  # None: from KV capacity (model YAML serving:), else this
     endpoint_slots: float | None = None  # requests a hosted endpoint serves at once (rate limit, simulator); None: no limit
     # Client CPU seconds per call (page env, memory retrieval, prompt and request building, reply
-    # parsing; the shop actor's own storefront included), measured by `vismem bench fleet` (see
-    # README, Benchmarks): the client's side of each call, which no endpoint can take off it.
+    # parsing; the shop actor's own storefront included): the client's side of each call, which
+    # no endpoint can take off it. Measured on 2 cores (2026-12-02) in the actor process against
+    # the simulator in another: encode 3.7 ms at 32 sessions at once, probes at most 7.4 ms at 17
+    # units (start-up included), answers at most 3.3 ms (the bench, simulator included); `vismem
+    # bench fleet` measures every process of
+    # the bench (the simulator's own CPU too) and gives the plan that instead.
     encode_cpu_s: float = 0.004          # an encode step (HTTP env)
     probe_cpu_s: float = 0.008           # a recall step (HTTP env, 17 architectures' retrieval)
     answer_cpu_s: float = 0.002          # a MemShot answer request (k shots)
