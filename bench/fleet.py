@@ -15,16 +15,22 @@ requests in flight, and the plan's wall beside the measured one. The measured wa
 fleet's (first request to last reply); the plan is :func:`vismem.pipelines.plan.estimate` on the
 same config, given what it cannot know beforehand from the run itself: the mean service time
 (``latency_s``), steps per session / recall steps per probe / products per session (so the plan's
-call count is the run's), and the endpoint's slots. It therefore checks the plan's concurrency
-model -- in-flight limits, independent sessions, probe groups, critical paths -- not its guesses
-of per-call figures. Targets (issue 25): utilisation >= 0.85 for encode and probes once enough
+call count is the run's), the endpoint's slots, and the CPU seconds a call cost on this machine
+(every process of the bench -- driver, simulator, local Ray and its actors -- over the calls:
+the client's CPU and the simulator's share the same cores; the plan takes them at
+``ray.num_cpus``). It therefore checks the plan's concurrency and CPU model -- in-flight limits,
+independent sessions, probe groups, critical paths, the client-CPU bound -- not its guesses
+of per-call figures. ``cores_to_fill`` is the CPU the slots would need at that service time
+(slots / service time x CPU a call): above the cores there are, no client fills the fleet. Targets (issue 25): utilisation >= 0.85 for encode and probes once enough
 episodes are queued, >= 0.9 for answers; plan wall within +-20 % of the measured.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -83,12 +89,83 @@ def _config(tmp: Path, stages: list[str], encode: dict[str, Any], probes: dict[s
     return load_config(overrides=over)
 
 
+def _proc_cpu(pid: int) -> float | None:
+    """CPU seconds of a process and of its children it has waited for (``/proc``), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            f = fh.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuWatch:
+    """CPU seconds this process and every process it started (a local Ray: raylet, actors) spent,
+    sampled every ``interval_s`` into a cumulative series, so that :meth:`between` gives the CPU
+    of a time window (a process that ends between samples loses at most that much; one reaped by
+    a watched parent is counted in the parent's; one born while watched counts from its start)."""
+
+    def __init__(self, interval_s: float = 0.25) -> None:
+        self.interval_s = interval_s
+        self._first: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+        self.series: list[tuple[float, float]] = []  # (monotonic time, CPU seconds so far)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cpu-watch", daemon=True)
+
+    def _sample(self) -> None:
+        from vismem.core.peakmem import tree_pids
+
+        born = bool(self.series)
+        for pid in {os.getpid(), *tree_pids()}:
+            cpu = _proc_cpu(pid)
+            if cpu is not None:
+                self._first.setdefault(pid, 0.0 if born else cpu)
+                self._last[pid] = cpu
+        self.series.append((time.monotonic(), sum(self._last[p] - self._first[p] for p in self._last)))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def __enter__(self) -> "CpuWatch":
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def at(self, t: float) -> float:
+        """CPU seconds spent up to time ``t`` (linear between samples)."""
+        pts = self.series
+        if t <= pts[0][0]:
+            return pts[0][1]
+        for (t0, c0), (t1, c1) in zip(pts, pts[1:]):
+            if t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c1
+        return pts[-1][1]
+
+    def between(self, a: float, b: float) -> float:
+        """CPU seconds spent from ``a`` to ``b``."""
+        return self.at(b) - self.at(a)
+
+
 def _measure(srv: Any, fn: Any) -> tuple[dict[str, Any], float, Any]:
-    """Run ``fn()`` against ``srv``'s fleet from fresh stats: (fleet stats, driver seconds, result)."""
+    """Run ``fn()`` against ``srv``'s fleet from fresh stats: (fleet stats with the CPU seconds
+    every process of the bench spent while the fleet had work, driver seconds, result)."""
     srv.fleet.stats.reset()
     t0 = time.perf_counter()
-    out = fn()
-    return srv.fleet.stats.snapshot(), time.perf_counter() - t0, out
+    with CpuWatch() as cpu:
+        out = fn()
+    stats = srv.fleet.stats.snapshot()
+    fs = srv.fleet.stats
+    # The fleet's window (first request to last reply): actors starting up before it are not calls' CPU.
+    stats["cpu_s"] = cpu.between(fs.first, fs.last) if fs.first is not None else 0.0
+    stats["cpu_per_call_s"] = stats["cpu_s"] / stats["calls"] if stats["calls"] else 0.0
+    return stats, time.perf_counter() - t0, out
 
 
 def _planned(cfg: Any, stage: str, **rates: float) -> float:
@@ -110,7 +187,7 @@ def run_encode(tmp: Path, scale: FleetScale) -> dict[str, Any]:
         stats, driver_s, _ = _measure(srv, lambda: run(cfg, progress=False))
     sessions = enc["chains"] * enc["J"]
     plan = _planned(cfg, "encode", steps_per_session=stats["calls"] / sessions, latency_s=stats["mean_service_s"],
-                    endpoint_slots=scale.fleet.slots)
+                    endpoint_slots=scale.fleet.slots, encode_cpu_s=stats["cpu_per_call_s"])
     return {"stats": stats, "driver_s": driver_s, "plan_s": plan, "units": sessions}
 
 
@@ -132,7 +209,8 @@ def run_probes(tmp: Path, scale: FleetScale) -> dict[str, Any]:
     A = len(cfg.memory.architectures)
     products = probes / (enc["chains"] * A * exhaustive_per_chain(enc["J"], 1))
     plan = _planned(cfg, "probes", products_per_session=products, recall_steps=stats["calls"] / max(1, probes),
-                    latency_s=stats["mean_service_s"], endpoint_slots=scale.fleet.slots)
+                    latency_s=stats["mean_service_s"], endpoint_slots=scale.fleet.slots,
+                    probe_cpu_s=stats["cpu_per_call_s"])
     return {"stats": stats, "driver_s": driver_s, "plan_s": plan, "units": probes}
 
 
@@ -171,7 +249,7 @@ def run_answers(tmp: Path, scale: FleetScale) -> dict[str, Any]:
     if (out["answer_status"] != "ok").any():
         raise RuntimeError(f"answers failed: {out['answer_status'].value_counts().to_dicts()}")
     plan = _planned(cfg, "memshot answers", questions_per_conversation=n, latency_s=stats["mean_service_s"],
-                    endpoint_slots=scale.fleet.slots)
+                    endpoint_slots=scale.fleet.slots, answer_cpu_s=stats["cpu_per_call_s"])
     return {"stats": stats, "driver_s": driver_s, "plan_s": plan, "units": n}
 
 
@@ -200,6 +278,13 @@ def fleet_records(results: dict[str, Any], name: str = "fleet") -> list[dict[str
                  record(name, f"{part}.mean_in_flight", st["mean_in_flight"], "requests", better="higher"),
                  record(name, f"{part}.mean_queue_wait_s", st["mean_queue_wait_s"], "s"),
                  record(name, f"{part}.mean_service_s", st["mean_service_s"], "s"),
+                 record(name, f"{part}.cpu_per_call_s", st["cpu_per_call_s"], "s"),
+                 # calls/s the slots take at this service time x CPU a call: cores the bench needs
+                 record(name, f"{part}.cores_to_fill", st["slots"] / st["mean_service_s"] * st["cpu_per_call_s"]
+                        if st["mean_service_s"] else float("nan"), "cores"),
+                 # the cores the bench's processes got while the fleet had work (a shared machine gives less)
+                 record(name, f"{part}.cores_obtained", st["cpu_s"] / st["wall_s"] if st["wall_s"] else float("nan"),
+                        "cores"),
                  record(name, f"{part}.measured_wall_s", st["wall_s"], "s"),
                  record(name, f"{part}.plan_wall_s", r["plan_s"], "s"),
                  record(name, f"{part}.plan_error", err, "fraction", target=PLAN_TOLERANCE),

@@ -13,14 +13,17 @@ status, title, description, product image and click targets, all read inside ``<
 head -- is a function of its path alone: the shop's session state (the recently-viewed strip and
 cart count outside ``<main>``) never reaches it. A probe worker asks for ``/`` and the same few
 product pages thousands of times; each fetch costs the shop a template render (~5 ms on 2 busy
-cores), so pages are fetched once per env. The session pages (wishlist, cart, checkout) list
-session state and are always fetched.
+cores), so pages are fetched once per cache. The session pages (wishlist, cart, checkout) list
+session state and are always fetched. Envs on the same shop may share one :class:`PageCache`
+(``env.cache = other.cache``): a shop actor running 32 episodes at once has 32 envs, and
+fetching and parsing every page once per env was most of its page work.
 """
 
 from __future__ import annotations
 
 import html as _html
 import re
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -83,22 +86,65 @@ class _Page:
     targets: list[str] | None = None      # click_targets, computed on first use
 
 
+class _LRU:
+    """A bounded mapping, least recently used out first; thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._d: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._d
+
+    def keys(self) -> list[str]:
+        """The keys, least recently used first."""
+        with self._lock:
+            return list(self._d)
+
+    def get(self, key: str) -> Any:
+        with self._lock:
+            value = self._d.get(key)
+            if value is not None:
+                self._d.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._d[key] = value
+            self._d.move_to_end(key)
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+
+
+class PageCache:
+    """Pages by path and product images by src of one shop (see the module doc); shared by
+    the envs of one shop actor's threads."""
+
+    #: Product images kept (the shop's images are static; a probe revisits them often).
+    IMAGE_CACHE = 256
+    #: Pages kept (the whole shop is ~1,100 pages; a probe unit reads a few dozen).
+    PAGE_CACHE = 1024
+
+    def __init__(self) -> None:
+        self.pages = _LRU(self.PAGE_CACHE)
+        self.images = _LRU(self.IMAGE_CACHE)
+
+
 class HttpEnv(BasePageEnv):
     """The browser contract over plain HTTP (``product_image`` observations only)."""
 
-    #: Product images kept per env (the shop's images are static; a probe revisits them often).
-    IMAGE_CACHE = 256
-    #: Pages kept per env (the whole shop is ~1,100 pages; a probe unit reads a few dozen).
-    PAGE_CACHE = 1024
-
-    def __init__(self, base_url: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, base_url: str, *, timeout_s: float = 30.0, cache: PageCache | None = None) -> None:
         super().__init__()
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._client: Any = None
         self._page = _Page("/", None, "", ("", "", None))
-        self._images: OrderedDict[str, bytes | None] = OrderedDict()
-        self._pages: OrderedDict[str, _Page] = OrderedDict()
+        #: Pages and images of this shop already read (assign another env's to share it).
+        self.cache = cache or PageCache()
         #: Page requests actually sent (the rest came from the page cache).
         self.fetches = 0
 
@@ -118,19 +164,15 @@ class HttpEnv(BasePageEnv):
         return self.observe()
 
     def _goto(self, path: str) -> int | None:
-        page = self._pages.get(path)
-        if page is not None:
-            self._pages.move_to_end(path)
-        else:
+        page = self.cache.pages.get(path)
+        if page is None:
             r = self._client.get(path)
             self.fetches += 1
             u = urlsplit(str(r.url))
             url = u.path + (f"?{u.query}" if u.query else "")
             page = _Page(url, r.status_code, r.text, page_fields(r.text))
             if r.status_code < 500 and _cacheable(path) and _cacheable(url):  # a server error is retried
-                self._pages[path] = page
-                while len(self._pages) > self.PAGE_CACHE:
-                    self._pages.popitem(last=False)
+                self.cache.pages.put(path, page)
         self._page = page
         return page.status
 
@@ -144,15 +186,13 @@ class HttpEnv(BasePageEnv):
         return list(page.targets)
 
     def _image(self, src: str) -> bytes | None:
-        if src in self._images:
-            self._images.move_to_end(src)
-            return self._images[src]
+        data = self.cache.images.get(src)
+        if data is not None:
+            return data
         r = self._client.get(src)
         data = r.content if r.status_code == 200 else None
         if data is not None:  # a failed fetch is retried next time
-            self._images[src] = data
-            while len(self._images) > self.IMAGE_CACHE:
-                self._images.popitem(last=False)
+            self.cache.images.put(src, data)
         return data
 
     def observe(self) -> Observation:

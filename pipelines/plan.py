@@ -28,7 +28,8 @@ OpenAI-compatible endpoint; calls, tokens, requests per minute needed and, with 
 * what the stage offers it: ``encode.in_flight`` / ``probes.in_flight`` (default: the clients'
   ``max_concurrency`` summed, or one per actor for stand-ins), shared between back-ends in
   proportion to their calls, and never more than their independent sessions / probe units;
-  MemShot's ``request_concurrency`` (threads) or ``ray.concurrency x max_concurrency`` (ray-data);
+  MemShot's ``request_concurrency`` (threads) or, for ``ray-data``, the processor's actors x its
+  batch (:func:`ray_data_flight`: ``min(ray.concurrency, cores - 1) x max_concurrency``);
 * for probes, the actors' groups: a chain's units go to one actor, so ``actors x A x (J - 1)``;
 * a hosted endpoint's own limit when one is given (``--rate endpoint_slots``: a rate limit, or
   the simulated fleet of ``vismem bench fleet``);
@@ -37,7 +38,13 @@ OpenAI-compatible endpoint; calls, tokens, requests per minute needed and, with 
   GPUs / tensor_parallel_size)``, streams from KV capacity (:func:`vismem.serve.budget.kv_streams`,
   or ``--rate streams_per_gpu``; its ``target_ongoing_requests`` when the YAML has no ``serving:``).
 
-An endpoint's wall is ``max(calls * latency_s / in_flight, critical path)``: sessions are
+An endpoint's wall is ``max(calls * (latency_s + cpu) / in_flight, critical path, client CPU)``:
+each call also costs the client ``cpu`` seconds of its own work (``encode_cpu_s``,
+``probe_cpu_s``, ``answer_cpu_s``: page env, retrieval, request building; measured by ``vismem
+bench fleet``), which no endpoint takes off it, so a stage cannot finish before ``calls x cpu /
+cores``, ``cores`` = ``min(actors, client_cores or ray.num_cpus)`` (an actor is one Python
+process: one core at most), and a stage it bounds says so (``bound: client-cpu`` and a warning).
+Calls bound by the endpoint's own slots cost it ``latency_s`` each. Sessions are
 independent, so encoding's critical path is one session (``steps`` calls), the probes' is their
 longest unit (session ``J - 1``: ``(J - 1) x P`` probes in sequence, each ``recall`` calls), an
 answer's one call. Probes run in groups (a chain's units on one actor, finished before the
@@ -72,6 +79,22 @@ class Rates:
     latency_s: float = 2.0               # seconds per VLM call at the planned load (measured: a run's mean)
     streams_per_gpu: float | None = None  # None: from KV capacity (model YAML serving:), else this
     endpoint_slots: float | None = None  # requests a hosted endpoint serves at once (rate limit, simulator); None: no limit
+    # Client CPU seconds per call (page env, memory retrieval, prompt and request building, reply
+    # parsing; the shop actor's own storefront included): the client's side of each call, which
+    # no endpoint can take off it. Measured on 2 cores (2026-12-02) in the actor process against
+    # the simulator in another: encode 3.7 ms at 32 sessions at once, probes at most 7.4 ms at 17
+    # units (start-up included), answers at most 3.3 ms (the bench, simulator included); `vismem
+    # bench fleet` measures every process of
+    # the bench (the simulator's own CPU too) and gives the plan that instead.
+    encode_cpu_s: float = 0.004          # an encode step (HTTP env)
+    probe_cpu_s: float = 0.008           # a recall step (HTTP env, 17 architectures' retrieval)
+    answer_cpu_s: float = 0.002          # a MemShot answer request (k shots)
+    client_cores: float | None = None    # cores the stage's actors share; None: ray.num_cpus, else one per actor
+
+    def cpu_s(self, stage: str) -> float:
+        """Client CPU seconds per call of ``stage`` (0 for a stage without a measured figure)."""
+        return {"encode": self.encode_cpu_s, "probes": self.probe_cpu_s,
+                "memshot answers": self.answer_cpu_s}.get(stage, 0.0)
 
     def as_dict(self) -> dict[str, float | None]:
         return asdict(self)
@@ -147,17 +170,19 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
         answers = per_k * len(ms.k)
         mean_k = sum(ms.k) / len(ms.k) if ms.k else 0.0
         ep = endpoint_of(ms.vlm)
-        # threads: request_concurrency calls through one client; ray-data: each of ray.concurrency
-        # actors keeps its client's max_concurrency (8 without one) in flight.
+        # threads: request_concurrency calls through one client; ray-data: the processor's actors
+        # (see ray_data_flight), each one batch of its client's max_concurrency requests at a time.
         ray_data = ms.batch_inference == "ray-data"
-        copies = cfg.ray.concurrency if ray_data else 1
-        offered = copies * (ep.client_cap or 8) if ray_data else ms.request_concurrency
+        copies, offered = ray_data_flight(cfg, ep, rates) if ray_data else (1, ms.request_concurrency)
         plan_stages.append(("memshot answers", [_Work(ep, answers, answers, 1, mean_k, rates.answer_text_tokens,
                                                       rates.completion_tokens, copies)], offered, {}))
         if ms.judge is not None:
-            plan_stages.append(("memshot judge", [_Work(endpoint_of(ms.judge), answers, answers, 1, 0, 400.0, 10.0)],
-                                ms.request_concurrency, {}))
-    rows = [_stage_row(name, works, offered, rates, gpus, extra) for name, works, offered, extra in plan_stages]
+            jep = endpoint_of(ms.judge)
+            jcopies, joffered = ray_data_flight(cfg, jep, rates) if ray_data else (1, ms.request_concurrency)
+            plan_stages.append(("memshot judge", [_Work(jep, answers, answers, 1, 0, 400.0, 10.0, jcopies)],
+                                joffered, {}))
+    cores = rates.client_cores or cfg.ray.num_cpus
+    rows = [_stage_row(name, works, offered, rates, gpus, extra, cores) for name, works, offered, extra in plan_stages]
     wall_s = sum(r["wall_s"] for r in rows)
     eps = [e for r in rows for e in r["endpoints"]]
     hosted = [e for e in eps if e["kind"] == "hosted"]
@@ -171,6 +196,22 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
             "growth": growth(cfg, rates)}
 
 
+def ray_data_flight(cfg: Any, ep: Endpoint, rates: Rates) -> tuple[int, float]:
+    """``(actors, requests in flight)`` of a ``ray.data.llm`` HTTP processor
+    (``memshot.batch_inference: ray-data``, :mod:`vismem.pipelines.memshot.batch_llm`).
+
+    Its config: ``concurrency = ray.concurrency`` actors (an autoscaling pool from one), batches
+    of the client's ``max_concurrency`` rows (8 without one), every request of a batch started
+    together. Measured against the fleet simulator, an actor keeps one batch in flight at a time
+    (Ray 2.60), and each actor holds a CPU (the stage's default), one of which the request-
+    building tasks before it need: on ``C`` client cores at most ``C - 1`` actors."""
+    actors = max(1, int(cfg.ray.concurrency))
+    cores = rates.client_cores or cfg.ray.num_cpus
+    if cores:
+        actors = max(1, min(actors, int(cores) - 1))
+    return actors, float(actors * (ep.client_cap or 8))
+
+
 def _offered(in_flight: int | None, works: list[_Work], actors: int) -> float:
     """Units the stage keeps in flight: its ``in_flight``, else the clients' caps summed (a
     stand-in without one counts one per actor), as :func:`vismem.pipelines.dmv.protocol.episodes_per_actor`."""
@@ -182,17 +223,28 @@ def _offered(in_flight: int | None, works: list[_Work], actors: int) -> float:
 
 
 def _stage_row(stage: str, works: list[_Work], offered: float, rates: Rates, gpus: int,
-               extra: dict[str, float]) -> dict[str, Any]:
+               extra: dict[str, float], cores: float | None = None) -> dict[str, Any]:
     total = sum(w.calls for w in works) or 1.0
     n_gpu_eps = max(1, len({w.endpoint.name for w in works if w.endpoint.kind == "gpu"}))
-    eps = [_endpoint_row(w, offered * w.calls / total, rates, max(1, gpus // n_gpu_eps)) for w in works]
+    # The stage's client CPU: every call of every back-end on the same actors, each a Python
+    # process (one core at most: its threads share one interpreter lock).
+    cpu = rates.cpu_s(stage)
+    actors = float(max(1, max((w.copies for w in works), default=1)))
+    usable = min(actors, float(cores)) if cores else actors
+    cpu_wall = sum(w.calls for w in works) * cpu / usable
+    eps = [_endpoint_row(w, offered * w.calls / total, rates, max(1, gpus // n_gpu_eps), cpu, cpu_wall) for w in works]
+    warnings = [f"{stage}: {w}" for e in eps for w in e.pop("warnings")]
+    if eps and all(e["bound_by"] == "client-cpu" for e in eps):
+        warnings.append(f"{stage}: the client's CPU bounds it: {sum(w.calls for w in works):,.0f} calls x "
+                        f"{cpu * 1000:.1f} ms / {usable:g} cores = {cpu_wall:,.0f} s; give it more actors or cores")
     return {"stage": stage, "calls": sum(e["calls"] for e in eps), "tokens": sum(e["tokens"] for e in eps),
             "gpu_hours": sum(e["gpu_hours"] for e in eps), "wall_s": max((e["wall_s"] for e in eps), default=0.0),
-            "in_flight": offered, "endpoints": eps, "warnings": [f"{stage}: {w}" for e in eps for w in e.pop("warnings")],
-            **extra}
+            "in_flight": offered, "endpoints": eps, "client_cpu_s": sum(w.calls for w in works) * cpu,
+            "client_cores": usable, "cpu_wall_s": cpu_wall, "warnings": warnings, **extra}
 
 
-def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int) -> dict[str, Any]:
+def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float = 0.0,
+                  cpu_wall: float = 0.0) -> dict[str, Any]:
     ep = w.endpoint
     prompt = w.text + w.images * image_tokens(ep, rates.image_px, rates.image_tokens)
     tokens_per_call = prompt + w.completion
@@ -211,15 +263,21 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int) -> dict[str
     in_flight = max(1.0, min(limits.values()))
     bound = min(limits, key=lambda k: limits[k])
     latency = rates.latency_s
-    wall = max(w.calls * latency / in_flight, w.unit_calls * latency) if w.calls else 0.0
+    # An episode's step is the call and the client's own work on it; calls waiting for an
+    # endpoint's slot (the endpoint or fleet bound) cost the endpoint only its service time.
+    cycle = latency + cpu
+    per_call = latency if bound in ("endpoint", "fleet") else cycle
+    wall = max(w.calls * per_call / in_flight, w.unit_calls * cycle) if w.calls else 0.0
     if w.per_actor is not None and w.calls:
         # Each actor takes its groups one at a time and finishes a group before the next.
         groups, actors = w.units / w.per_actor, max(1, w.copies)
         while groups % actors and groups < w.units:  # unit_groups halves the largest until they divide evenly
             groups += 1
         per_actor = in_flight / actors
-        group_wall = max(w.calls / groups * latency / max(1.0, min(per_actor, w.per_actor)), w.unit_calls * latency)
+        group_wall = max(w.calls / groups * cycle / max(1.0, min(per_actor, w.per_actor)), w.unit_calls * cycle)
         wall = max(wall, math.ceil(groups / actors) * group_wall)
+    if w.calls and cpu_wall > wall:  # the client cannot issue the calls faster than its CPU allows
+        wall, bound = cpu_wall, "client-cpu"
     row: dict[str, Any] = {"endpoint": ep.name, "kind": ep.kind, "calls": w.calls,
                            "prompt_tokens": w.calls * prompt, "completion_tokens": w.calls * w.completion,
                            "tokens": w.calls * tokens_per_call, "in_flight": in_flight, "bound_by": bound,
@@ -237,7 +295,7 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int) -> dict[str
                             f"{fleet['streams_per_replica']:.0f} requests a replica serves at once "
                             f"({fleet['streams_from']})")
     elif ep.kind == "hosted":
-        row["requests_per_min"] = in_flight / latency * 60
+        row["requests_per_min"] = (w.calls / wall if bound == "client-cpu" else in_flight / latency) * 60
         if ep.price:
             row["cost_usd"] = (row["prompt_tokens"] * float(ep.price.get("input", 0))
                                + row["completion_tokens"] * float(ep.price.get("output", 0))) / 1e6
@@ -257,12 +315,12 @@ def render(plan: dict[str, Any]) -> str:
     """The plan as plain text (stages by endpoint, totals, warnings, growth, assumptions)."""
     out = [f"plan for {plan['config']} ({plan['run_id']}) on {plan['gpus']} GPU(s)", "",
            f"{'stage':<17}{'endpoint':<22}{'kind':<7}{'calls':>12}{'tokens':>15}{'in flight':>10}"
-           f"{'bound':>9}{'wall h':>9}{'GPU-h':>9}{'rpm':>8}{'USD':>10}"]
+           f"{'bound':>11}{'wall h':>9}{'GPU-h':>9}{'rpm':>8}{'USD':>10}"]
     for r in plan["stages"]:
         for e in r["endpoints"]:
             cost = e.get("cost_usd")
             out.append(f"{r['stage']:<17}{e['endpoint'][:21]:<22}{e['kind']:<7}{e['calls']:>12,.0f}{e['tokens']:>15,.0f}"
-                       f"{e['in_flight']:>10,.0f}{e['bound_by']:>9}{e['wall_s'] / 3600:>9,.2f}{e['gpu_hours']:>9,.2f}"
+                       f"{e['in_flight']:>10,.0f}{e['bound_by']:>11}{e['wall_s'] / 3600:>9,.2f}{e['gpu_hours']:>9,.2f}"
                        f"{e.get('requests_per_min', 0):>8,.0f}{'' if cost is None else f'{cost:,.2f}':>10}")
     cost = plan["hosted_cost_usd"]
     out += [f"total: {plan['calls']:,.0f} calls ({plan['gpu_calls']:,.0f} on GPUs, {plan['hosted_calls']:,.0f} hosted), "

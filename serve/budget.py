@@ -19,8 +19,10 @@ vLLM gives the KV cache what is left of ``gpu_memory_utilization`` of the replic
 the weights and the activation/CUDA-graph overhead; a request of ``T`` tokens (prompt + reply)
 holds ``T x kv_bytes_per_token`` of it, so ``kv_tokens // T`` requests fit at once, capped by
 vLLM's ``max_num_seqs``. A deployment's ``target_ongoing_requests`` should not exceed that count
-at the workload's request size (more would queue in the engine, not batch); setting it near that
-count lets Serve add a replica only when the KV cache of the ones running is full.
+at the workload's request size (more would queue in the engine, not batch); setting it to that
+count lets Serve add a replica only when the KV cache of the ones running is full. So each model
+YAML's target (and ``max_ongoing_requests``) is :func:`kv_target`: that count at the typical
+request its ``serving.request_tokens`` names (a test checks every YAML against it).
 """
 
 from __future__ import annotations
@@ -171,3 +173,18 @@ def kv_streams(ms: ModelSpec, tokens_per_request: float) -> dict[str, float] | N
     seqs = int(ek.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS)
     per_replica = float(min(seqs, int(kv_tokens // max(1.0, float(tokens_per_request)))))
     return {"tp": tp, "kv_tokens": kv_tokens, "per_replica": per_replica, "per_gpu": per_replica / tp}
+
+
+def kv_target(ms: ModelSpec) -> int | None:
+    """The autoscaling target of ``ms``'s deployment: the requests one replica holds at once at its
+    typical request (``serving.request_tokens``); None without a ``serving:`` block."""
+    sv = ms.serving
+    if not sv:
+        return None
+    try:
+        tokens = float(sv["request_tokens"])
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(f"model {ms.variant!r}: serving needs a numeric request_tokens (the typical "
+                          f"request's prompt + reply tokens)") from None
+    kv = kv_streams(ms, tokens)
+    return max(1, int(kv["per_replica"])) if kv else None

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from vismem.serve.layouts import TEXT_JOIN, Turn, apply_layout
@@ -40,8 +42,44 @@ def image_mime(data: bytes) -> str:
     return f"image/{image_kind(data) or 'png'}"
 
 
+class _DataURLs:
+    """Data URLs of recently sent images (LRU, bounded in characters; thread-safe).
+
+    A probe step sends the same few memory images as every other step of its chain: encoding
+    them once per process instead of once per call saves ~0.07 ms of client CPU per 100 KB
+    image. Keyed by the bytes themselves: their hash is computed once per bytes object (and the
+    page env and blob caches hand out the same objects), so a hit costs a dict lookup.
+    """
+
+    def __init__(self, max_chars: int = 64 << 20) -> None:
+        self.max_chars = max_chars
+        self._urls: OrderedDict[bytes, str] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, data: bytes) -> str:
+        with self._lock:
+            url = self._urls.get(data)
+            if url is not None:
+                self._urls.move_to_end(data)
+                return url
+        url = f"data:{image_mime(data)};base64,{base64.b64encode(data).decode('ascii')}"
+        with self._lock:
+            if data not in self._urls:
+                self._urls[data] = url
+                self._chars += len(url)
+                while self._chars > self.max_chars and len(self._urls) > 1:
+                    _, old = self._urls.popitem(last=False)
+                    self._chars -= len(old)
+        return url
+
+
+_DATA_URLS = _DataURLs()
+
+
 def to_data_url(data: bytes) -> str:
-    return f"data:{image_mime(data)};base64,{base64.b64encode(data).decode('ascii')}"
+    """``data:image/<kind>;base64,...`` of encoded image bytes (memoised per process)."""
+    return _DATA_URLS(bytes(data))
 
 
 def from_data_url(url: str) -> bytes:

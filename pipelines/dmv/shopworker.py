@@ -4,7 +4,7 @@ A worker owns a storefront of its own (or uses a running one), runs up to ``epis
 once (threads: an episode spends nearly all its time waiting for a model, so one actor keeps
 many requests in flight), gives each thread its own page env (Playwright's sync API is bound to
 the thread that started it, and a Ray actor may call its UDF from another thread than its
-constructor's), builds each model client once (clients are shared by the threads and cap their
+constructor's; HTTP envs share one page cache), builds each model client once (clients are shared by the threads and cap their
 own in-flight requests), runs its units under one failure rule and closes what it started.
 """
 
@@ -49,6 +49,7 @@ class ShopWorker:
         self._local = threading.local()
         self._envs: list[tuple[int, Any]] = []  # (owner thread, env) for close()
         self._envs_lock = threading.Lock()
+        self._env_cache: Any = None  # the page cache the worker's envs share, when they have one
         self._models: dict[int, Any] = {}
         self._models_lock = threading.Lock()
         self.episodes = max(1, int(episodes))
@@ -62,6 +63,12 @@ class ShopWorker:
             env = self._local.env = self._factory(self.shop_url, **self._env_kwargs)
             with self._envs_lock:
                 self._envs.append((threading.get_ident(), env))
+                # An env that caches the shop's pages (the HTTP env) shares one cache with the
+                # worker's other envs: the pages are the same shop's, read once per actor.
+                if getattr(env, "cache", None) is not None:
+                    if self._env_cache is None:
+                        self._env_cache = env.cache
+                    env.cache = self._env_cache
         return env
 
     def _map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +111,41 @@ def check(config: "RunConfig") -> None:
             raise ConfigError(f"memshot.batch_inference: ray-data asks an OpenAI-compatible endpoint; memshot.{name} "
                               f"is {VLMS.resolve(spec)['name']!r} (use an openai spec or a served variant, or threads)")
     check_dataset_file(config)
+    for line in answer_shortfall(config):
+        logging.getLogger("vismem.memshot").warning("memshot: %s", line)
+
+
+def answer_shortfall(config: "RunConfig") -> list[str]:
+    """One line per deployed answering / judging model the stage cannot fill: the requests it
+    keeps in flight (``request_concurrency`` on threads; ``ray.concurrency`` x the client's
+    ``max_concurrency`` on ray-data, at most) are fewer than ``max_replicas`` x
+    ``target_ongoing_requests``, so Serve never scales the model to its ``max_replicas``."""
+    from vismem.serve.hosting import deployable
+    from vismem.serve.models import list_models
+    from vismem.serve.registry import registered
+
+    cfg = config.memshot
+    out = []
+    for name in ("vlm", "judge"):
+        key = getattr(getattr(cfg, name), "key", None)
+        if key not in list_models("vlm"):
+            continue
+        try:
+            d = deployable(key, registered())
+        except Exception:  # noqa: BLE001 - a hosted API (nothing deployed): no fleet to fill
+            continue
+        st = d.settings
+        fill = int(st.max_replicas * st.target_ongoing_requests)
+        if cfg.batch_inference == "ray-data":
+            sent = config.ray.concurrency * int(d.client_args.get("max_concurrency") or 8)
+            knob = "ray.concurrency x the client's max_concurrency"
+        else:
+            sent, knob = cfg.request_concurrency, "memshot.request_concurrency"
+        if sent < fill:
+            out.append(f"memshot.{name} {key}: {sent} requests in flight keep {sent / st.target_ongoing_requests:.1f} "
+                       f"of its {st.max_replicas} replicas busy (max_replicas {st.max_replicas} x "
+                       f"target_ongoing_requests {st.target_ongoing_requests:g} = {fill}): raise {knob} to {fill}")
+    return out
 
 
 def check_image_budgets(cfg: Any) -> None:

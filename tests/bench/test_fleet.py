@@ -43,10 +43,14 @@ def test_encode_stage_on_local_ray_against_the_fleet():
     st = res["stats"]
     _consistent(st, 4)
     # 4 sessions of the scripted shopper (~25 steps each), one call a step; the plan is given the
-    # measured steps per session and service time, so its call count is the run's and its wall is
-    # at least one session (sessions are independent: not J x steps)
+    # measured steps per session, service time and CPU a call (every bench process while the
+    # fleet had work), so its call count is the run's; each of the 4 sessions in flight steps at
+    # service + client CPU, and the 2 cores must do every call's CPU (sessions are independent:
+    # not J x steps)
     assert res["units"] == 4 and 80 <= st["calls"] <= 120
-    assert res["plan_s"] == pytest.approx(st["calls"] / 4 * st["mean_service_s"], rel=0.01)
+    assert 0 < st["cpu_per_call_s"] == pytest.approx(st["cpu_s"] / st["calls"]) and st["cpu_s"] < 2 * st["wall_s"] + 1
+    cycle = st["mean_service_s"] + st["cpu_per_call_s"]
+    assert res["plan_s"] == pytest.approx(max(st["calls"] / 4 * cycle, st["calls"] * st["cpu_per_call_s"] / 2), rel=0.01)
     assert 0 < st["max_in_flight"] <= 4
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vismem.env.http_env import HttpEnv, page_fields
+from vismem.env.http_env import HttpEnv, PageCache, page_fields
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +46,9 @@ def test_images_are_fetched_once_and_every_reset_wipes_the_session(shop, catalog
     v = catalog.variants[5]
     obs = env.reset(f"/product/{v.url_hash}")
     assert obs.image[:4] == b"\x89PNG" and obs.url_hash == v.url_hash
-    assert list(env._images) == [f"/images/{v.url_hash}.png"]
+    assert env.cache.images.keys() == [f"/images/{v.url_hash}.png"]
     again = env.reset(f"/product/{v.url_hash}")
-    assert again.image == obs.image and len(env._images) == 1
+    assert again.image == obs.image and len(env.cache.images) == 1
     # /cart is a session page, never served from the page cache: each reset asks the shop again.
     env.reset("/cart")
     first = dict(env._client.cookies)
@@ -79,8 +79,9 @@ def test_page_cache_serves_what_the_shop_would_and_fetches_each_page_once(shop, 
     steps = [f'navigate("/product/{v.url_hash}")', "click_index(0)", "click_index(3)", "click_index(0)",
              f'navigate("/category/{v.cat}")', "click_index(1)", 'navigate("/nope")', 'navigate("/search?q=chair")',
              'navigate("/wishlist")', 'navigate("/cart")']
-    cached, plain = HttpEnv(shop.url), HttpEnv(shop.url)
-    plain.PAGE_CACHE = 0  # keeps nothing: every step is fetched
+    nothing = PageCache()
+    nothing.pages.size = 0  # keeps nothing: every step is fetched
+    cached, plain = HttpEnv(shop.url), HttpEnv(shop.url, cache=nothing)
     try:
         for episode in range(2):
             before = cached.fetches
@@ -92,8 +93,42 @@ def test_page_cache_serves_what_the_shop_would_and_fetches_each_page_once(shop, 
                 assert _obs_tuple(cached, ra.observation) == _obs_tuple(plain, rb.observation), s
             if episode == 1:
                 assert cached.fetches - before == 2  # only /wishlist and /cart
-        assert plain.fetches == 2 * (len(steps) + 1) and not plain._pages
-        assert "/wishlist" not in cached._pages and "/cart" not in cached._pages
+        assert plain.fetches == 2 * (len(steps) + 1) and not len(plain.cache.pages)
+        assert "/wishlist" not in cached.cache.pages and "/cart" not in cached.cache.pages
     finally:
         cached.close()
         plain.close()
+
+
+def test_envs_sharing_a_page_cache_fetch_each_page_once_and_see_the_same_pages(shop, catalog):
+    """A shop actor's envs (one per episode thread) share one page cache: a page one env read is
+    never fetched again by another, and what the second env observes is what a fresh env sees."""
+    import threading
+
+    from vismem.env.actions import parse_action
+
+    v = catalog.variants[7]
+    steps = ["click_index(0)", "click_index(2)", f'navigate("/product/{v.url_hash}")', f'navigate("/category/{v.cat}")']
+    first, fresh = HttpEnv(shop.url), HttpEnv(shop.url)
+    second = HttpEnv(shop.url, cache=first.cache)
+    try:
+        first.reset(f"/category/{v.cat}")
+        for s in steps:
+            first.step(parse_action(f"Action: {s}"))
+        assert first.fetches >= 4
+        seen = []
+
+        def walk(env):  # another thread, as an episode thread of the actor
+            out = [_obs_tuple(env, env.reset(f"/category/{v.cat}"))]
+            out += [_obs_tuple(env, env.step(parse_action(f"Action: {s}")).observation) for s in steps]
+            seen.append(out)
+
+        for env in (second, fresh):
+            t = threading.Thread(target=walk, args=(env,))
+            t.start()
+            t.join()
+        assert second.fetches == 0 and fresh.fetches == first.fetches
+        assert seen[0] == seen[1]
+    finally:
+        for env in (first, second, fresh):
+            env.close()

@@ -169,14 +169,14 @@ def test_a_client_that_cannot_fill_the_fleet_is_named_before_the_run(caplog) -> 
     from vismem.pipelines.dmv.protocol import fleet_shortfall
 
     paper = load_config(preset="paper")
-    assert paper.encode.in_flight == paper.probes.in_flight == 256  # 128 for each of the two back-ends
+    assert paper.encode.in_flight == paper.probes.in_flight == 2048  # 1,024 for each of the two back-ends
     assert fleet_shortfall(list(paper.encode.backends), paper.encode.in_flight, 16) == []  # the preset fills it
-    lines = fleet_shortfall(list(paper.encode.backends), None, 16)  # the client's own 32
-    assert len(lines) == 1 and lines[0].startswith("qwen2.5-vl-7b: 32 requests in flight")
-    assert "= 128" in lines[0]  # max_replicas 4 x target_ongoing_requests 32
+    lines = fleet_shortfall(list(paper.encode.backends), None, 16)  # the client's own 64
+    assert len(lines) == 1 and lines[0].startswith("qwen2.5-vl-7b: 64 requests in flight")
+    assert "= 1024" in lines[0]  # max_replicas 4 x target_ongoing_requests 256 (its KV capacity)
     assert fleet_shortfall(["scripted-shopper"], None, 4) == []  # no fleet to fill
-    assert fleet_shortfall(list(paper.encode.backends), 144, 16)[0].startswith("qwen2.5-vl-7b: 72 requests")
+    assert fleet_shortfall(list(paper.encode.backends), 1152, 16)[0].startswith("qwen2.5-vl-7b: 576 requests")
     short = load_config(preset="paper", overrides={"encode": {"in_flight": 40}})
     with caplog.at_level("WARNING", logger="vismem.encode"):
         encode.check(short)
-    assert "raise the stage's in_flight to 128" in caplog.text
+    assert "raise the stage's in_flight to 1024" in caplog.text

@@ -326,3 +326,21 @@ def test_unreadable_shots_mark_the_stage_partial_in_one_line(file_store, tmp_pat
     file_store.write_table(f"{ctx.run_prefix}/results/memshot_readrate.parquet", rows.filter(pl.col("unit_id") != "u2"))
     unreadable(ctx, fine)
     assert fine == {"status": "done", "unreadable_shots": 0}
+
+
+def test_answers_that_cannot_fill_the_answering_fleet_are_named_in_one_line(caplog):
+    from vismem.pipelines.memshot.stage import answer_shortfall, check
+
+    paper = load_config(preset="paper")
+    # 32 driver threads against Qwen3-VL-8B's 4 replicas x 139 (its KV capacity)
+    (line,) = answer_shortfall(paper)
+    assert line.startswith("memshot.vlm qwen3-vl-8b: 32 requests in flight keep 0.2 of its 4 replicas busy")
+    assert line.endswith("raise memshot.request_concurrency to 556")
+    assert answer_shortfall(load_config(preset="paper", overrides={"memshot": {"request_concurrency": 556}})) == []
+    rd = load_config(preset="paper", overrides={"memshot": {"batch_inference": "ray-data"}, "ray": {"concurrency": 8}})
+    (line,) = answer_shortfall(rd)
+    assert "256 requests in flight" in line and "raise ray.concurrency x the client's max_concurrency to 556" in line
+    with caplog.at_level("WARNING", logger="vismem.memshot"):
+        check(paper.model_copy(update={"stages": ["memshot"]}))
+    assert "memshot: memshot.vlm qwen3-vl-8b: 32 requests in flight" in caplog.text
+    assert answer_shortfall(load_config()) == []  # the local preset's stand-ins have no fleet

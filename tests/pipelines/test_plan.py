@@ -15,9 +15,11 @@ from vismem.pipelines.config import load_config
 from vismem.pipelines.plan import Rates, estimate, exhaustive_per_chain, mc_per_chain
 
 REPO = Path(__file__).resolve().parents[2]
+# The endpoint model by hand: the client's own CPU per call is 0 here (tested apart below).
+NOCPU = {"encode_cpu_s": 0.0, "probe_cpu_s": 0.0, "answer_cpu_s": 0.0}
 RATES = ["steps_per_session=10", "products_per_session=2", "questions_per_conversation=4", "latency_s=1",
-         "text_tokens=100", "image_tokens=50", "completion_tokens=10"]
-SMALL = Rates(steps_per_session=10, products_per_session=2, latency_s=1, text_tokens=100, completion_tokens=10)
+         "text_tokens=100", "image_tokens=50", "completion_tokens=10"] + [f"{k}=0" for k in NOCPU]
+SMALL = Rates(steps_per_session=10, products_per_session=2, latency_s=1, text_tokens=100, completion_tokens=10, **NOCPU)
 HOSTED = {"name": "openai", "args": {"model": "m", "base_url": "http://127.0.0.1:9/v1", "max_concurrency": 4}}
 
 
@@ -86,7 +88,7 @@ def test_probe_units_run_their_probes_in_sequence_and_a_chain_on_one_actor():
     cfg = _cfg(stages=["probes"], memory={"architectures": ["nomemory", "dualmem"]},
                probes={"backends": [{**HOSTED, "args": {**HOSTED["args"], "max_concurrency": 64}}], "in_flight": 64},
                encode={"chains": 3, "J": 5})
-    plan = estimate(cfg, Rates(products_per_session=2, recall_steps=2, latency_s=1))
+    plan = estimate(cfg, Rates(products_per_session=2, recall_steps=2, latency_s=1, **NOCPU))
     e = _ep(plan, "probes")
     assert e["bound_by"] == "groups" and e["in_flight"] == 16
     # 240 calls / 16 = 15 s if nothing waited; but a group's longest unit (session 4: 4 reaches x 2
@@ -95,7 +97,7 @@ def test_probe_units_run_their_probes_in_sequence_and_a_chain_on_one_actor():
     assert e["calls"] == 240 and e["wall_s"] == pytest.approx(32)
     # with one chain per actor (2 chains), one round: the longest unit
     cfg2 = cfg.model_copy(update={"encode": cfg.encode.model_copy(update={"chains": 2})})
-    assert _ep(estimate(cfg2, Rates(products_per_session=2, recall_steps=2, latency_s=1)), "probes")["wall_s"] == 16
+    assert _ep(estimate(cfg2, Rates(products_per_session=2, recall_steps=2, latency_s=1, **NOCPU)), "probes")["wall_s"] == 16
 
 
 def test_gpu_and_hosted_endpoints_apart_with_image_tokens_per_family_and_cost():
@@ -139,19 +141,19 @@ def test_streams_per_gpu_from_kv_capacity():
 
 
 def test_a_fleet_the_client_cannot_fill_is_one_warning_line():
-    # 64 sessions, 16 in flight (the stage's in_flight): Serve scales to ceil(16 / 32) = 1 of 4 replicas
+    # 64 sessions, 16 in flight (the stage's in_flight): Serve scales to ceil(16 / 256) = 1 of 4 replicas
     cfg = _cfg(encode={"chains": 8, "J": 8, "backends": ["qwen2.5-vl-7b"], "in_flight": 16})
     plan = estimate(cfg, SMALL, gpus=4)
     e = _ep(plan, "encode")
     assert e["bound_by"] == "offered" and e["wall_s"] == pytest.approx(640 / 16)
     assert len(plan["warnings"]) == 1 and plan["warnings"][0].startswith("encode: qwen2.5-vl-7b: 16 calls in flight")
-    assert "keep 1 of its 4 replicas busy" in plan["warnings"][0] and "= 128)" in plan["warnings"][0]
+    assert "keep 1 of its 4 replicas busy" in plan["warnings"][0] and "= 1024)" in plan["warnings"][0]
     # a target above what the KV cache holds at the request size says so
-    huge = estimate(cfg, Rates(steps_per_session=10, text_tokens=200_000), gpus=4)
-    assert any("target_ongoing_requests 32 exceeds the 4 requests a replica serves at once (KV cache at 200,446"
+    huge = estimate(cfg, Rates(steps_per_session=10, text_tokens=200_000, **NOCPU), gpus=4)
+    assert any("target_ongoing_requests 256 exceeds the 4 requests a replica serves at once (KV cache at 200,446"
                in w for w in huge["warnings"])
-    full = estimate(_cfg(encode={"chains": 8, "J": 8, "backends": ["qwen2.5-vl-7b"], "in_flight": 128}),
-                    Rates(steps_per_session=10, streams_per_gpu=32), gpus=4)
+    full = estimate(_cfg(encode={"chains": 32, "J": 32, "backends": ["qwen2.5-vl-7b"], "in_flight": 1024, "workers": 16}),
+                    Rates(steps_per_session=10, streams_per_gpu=256, **NOCPU), gpus=4)
     assert full["warnings"] == [] and _ep(full, "encode")["bound_by"] in ("offered", "fleet", "units")
 
 
@@ -214,3 +216,53 @@ def test_plan_measured_on_a_stand_in_run_warns_in_one_line(tmp_path, capsys, mon
     json.loads(captured.out)  # stdout stays the plan
     assert main(["plan", "--store", uri, "--measured", "real-1", "--json"]) == 0
     assert "stand-in" not in capsys.readouterr().err
+
+
+def test_the_clients_own_cpu_per_call_bounds_a_stage_and_says_so():
+    # 4 chains x J=5 x 10 steps = 200 calls, 64 in flight on a 64-slot endpoint at 1 s a call:
+    # 20 sessions at once, the wall is one session (10 x (1 s + 5 ms))
+    cfg = _cfg(encode={"chains": 4, "J": 5, "backends": [{**HOSTED, "args": {**HOSTED["args"], "max_concurrency": 64}}],
+                       "in_flight": 64, "workers": 2})
+    fast = estimate(cfg, Rates(**{**SMALL.as_dict(), "encode_cpu_s": 0.005, "endpoint_slots": 64}))
+    e = _ep(fast, "encode")
+    assert e["bound_by"] == "units" and e["wall_s"] == pytest.approx(10 * 1.005)
+    st = next(s for s in fast["stages"] if s["stage"] == "encode")
+    assert st["client_cpu_s"] == pytest.approx(200 * 0.005) and st["client_cores"] == 2
+    # 0.2 s of client CPU a call on 2 actors: 200 x 0.2 / 2 = 20 s > the endpoint's 12 s
+    slow = estimate(cfg, Rates(**{**SMALL.as_dict(), "encode_cpu_s": 0.2, "endpoint_slots": 64}))
+    e = _ep(slow, "encode")
+    assert e["bound_by"] == "client-cpu" and e["wall_s"] == pytest.approx(200 * 0.2 / 2)
+    assert e["requests_per_min"] == pytest.approx(200 / 20 * 60)
+    assert any(w.startswith("encode: the client's CPU bounds it: 200 calls x 200.0 ms / 2 cores = 20 s")
+               for w in slow["warnings"])
+    # an actor is one Python process: 4 cores do not help 2 actors; 1 core halves them
+    assert _ep(estimate(cfg, Rates(**{**SMALL.as_dict(), "encode_cpu_s": 0.2, "client_cores": 4})), "encode")["wall_s"] \
+        == pytest.approx(20)
+    assert _ep(estimate(cfg, Rates(**{**SMALL.as_dict(), "encode_cpu_s": 0.2, "client_cores": 1})), "encode")["wall_s"] \
+        == pytest.approx(40)
+    # without an endpoint bound, each episode's step is the call and the client's work on it
+    cfg8 = _cfg(encode={"chains": 8, "J": 8, "backends": [HOSTED], "workers": 2})  # 4 in flight (client cap)
+    e = _ep(estimate(cfg8, Rates(**{**SMALL.as_dict(), "encode_cpu_s": 0.01})), "encode")
+    assert e["bound_by"] in ("offered", "client") and e["wall_s"] == pytest.approx(640 * 1.01 / 4)
+
+
+def test_ray_data_answers_and_verdicts_keep_the_processors_batches_in_flight():
+    from vismem.pipelines.plan import ray_data_flight
+    from vismem.pipelines.planfleet import endpoint_of
+
+    judge = {"name": "openai", "args": {"model": "j", "base_url": "http://127.0.0.1:9/v1", "max_concurrency": 16}}
+    over = {"stages": ["memshot"], "memshot": {"vlm": {**HOSTED, "args": {**HOSTED["args"], "max_concurrency": 32}},
+                                               "judge": judge, "request_concurrency": 32, "conversations": 1}}
+    threads = estimate(_cfg(**over), SMALL)
+    assert [s["in_flight"] for s in threads["stages"]] == [32, 32]
+    # ray-data: 6 processor actors on 8 cores (ray.concurrency 6), each one batch of its
+    # client's max_concurrency at a time -- not the driver's request_concurrency
+    cluster = {**over, "ray": {"concurrency": 6, "num_cpus": 8}}
+    rd = estimate(_cfg(**{**cluster, "memshot": {**over["memshot"], "batch_inference": "ray-data"}}), SMALL)
+    ans, jud = rd["stages"]
+    assert (ans["in_flight"], jud["in_flight"]) == (6 * 32, 6 * 16)
+    assert _ep(rd, "memshot answers")["wall_s"] == pytest.approx(max(ans["calls"] / (6 * 32), 1))
+    # on 2 cores, one actor (the other core builds the requests): one batch in flight
+    small = _cfg(**{**over, "ray": {"concurrency": 2, "num_cpus": 2}})
+    assert ray_data_flight(small, endpoint_of(over["memshot"]["vlm"]), SMALL) == (1, 32.0)
+    assert ray_data_flight(small, endpoint_of("scripted"), SMALL) == (1, 8.0)  # no client limit: Ray's 8

@@ -46,7 +46,7 @@ def test_config_has_autoscaling_accelerators_and_one_vllm_gateway(capsys, tmp_pa
     first = llm["args"]["llm_configs"][0]
     assert first["accelerator_type"] == "A100" and first["engine_kwargs"]["limit_mm_per_prompt"] == {"image": 8}
     assert first["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 3,
-                                                                "target_ongoing_requests": 32.0}
+                                                                "target_ongoing_requests": 256.0}
     assert mini["route_prefix"] == "/minilm" and mini["import_path"] == "vismem.serve.apps:model_app"
     dep = mini["deployments"][0]
     assert dep["name"] == "OpenAIModelServer" and dep["ray_actor_options"]["accelerator_type"] == "A100"

@@ -22,7 +22,7 @@ def test_llm_config_from_model_spec():
     assert "placement_group_config" not in cfg  # one GPU: Ray's default bundle
     assert cfg["engine_kwargs"]["limit_mm_per_prompt"] == {"image": 8}
     assert cfg["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 4,
-                                                              "target_ongoing_requests": 32.0}
+                                                              "target_ongoing_requests": 256.0}
     assert cfg["accelerator_type"] == "H100"
     assert deployable("minilm", registered()).settings.engine == "vismem"
 

@@ -76,3 +76,24 @@ def test_every_vllm_model_and_embedder_is_bounded_within_its_context():
         assert check_image_budget(ms, (side, side), k).fits and max_model_len(ms), name
         checked.append(name)
     assert {"qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3-vl-embedding-8b", "jina-embeddings-v4"} <= set(checked)
+
+
+def test_every_deployed_models_autoscaling_target_is_its_kv_capacity():
+    """target_ongoing_requests (and max_ongoing_requests) in each model YAML with a serving: block
+    is what the KV rule gives at the model's typical request: the streams one replica holds."""
+    from vismem.serve.budget import kv_streams, kv_target
+    from vismem.serve.models import list_models, load_model_spec
+
+    checked = []
+    for name in list_models():
+        ms = load_model_spec(name)
+        if not ms.serving or not ms.deploy:
+            continue
+        rule = kv_target(ms)
+        assert rule == int(kv_streams(ms, float(ms.serving["request_tokens"]))["per_replica"]) >= 1
+        assert ms.deploy["target_ongoing_requests"] == rule, name
+        assert ms.deploy["max_ongoing_requests"] == rule, name
+        checked.append((name, rule))
+    # Qwen2.5-VL at a recall step (3,276 tokens) fills vLLM's 256 sequences; Qwen3-VL-8B at a
+    # MemShot answer (2,455) holds 139
+    assert ("qwen2.5-vl-7b", 256) in checked and ("qwen3-vl-8b", 139) in checked and len(checked) >= 4

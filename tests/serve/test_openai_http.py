@@ -220,3 +220,23 @@ def test_credentials_echoed_by_the_endpoint_never_leave_the_client(monkeypatch):
     for text in (str(ei.value), str(edge.value), reply, str(by_url.value)):
         assert key not in text and key[:10] not in text and "url-canary-77" not in text, text
     assert reply == "you sent Bearer *** via https://user:pw-canary-42@example.org"  # a reply keeps its URLs
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_an_endpoint_refusing_calls_in_flight_is_backed_off_and_no_call_is_lost(status):
+    # 8 threads at once through one client; the endpoint refuses the first 6 requests it sees
+    # (rate limit / overload): each refused call waits and is sent again, every call gets its
+    # answer, and the refusals are what the endpoint counted beyond the 8 answers
+    backend = build_vlm({"name": "scripted", "args": {"replies": ["ok"], "fail_first": 6, "fail_status": status}})
+    with LocalOpenAIServer(vlm=backend) as srv:
+        client = _client(srv, max_retries=6, max_concurrency=8)
+        out: list[str] = []
+        threads = [threading.Thread(target=lambda: out.append(client.chat([Message("user", "x")]).text))
+                   for _ in range(8)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert out == ["ok"] * 8 and backend.calls == 8 + 6
+    assert time.perf_counter() - t0 >= 0.01  # the refused calls waited (backoff_s) before their retry
