@@ -230,7 +230,7 @@ def cluster_is_here(dashboard: str) -> bool:
     try:
         ips = cluster_node_ips(dashboard)
     except Exception as err:  # noqa: BLE001 - refused, not a dashboard, an old Ray
-        raise VismemError(f"cannot ask the cluster at {dashboard} where its nodes run: "
+        raise VismemError(f"cannot reach the Ray job server at {dashboard!r} to ask where its nodes run: "
                           f"{' '.join(str(err).split())[:200]}") from None
     return bool(ips) and all(_is_local(ip.lower()) for ip in ips)
 

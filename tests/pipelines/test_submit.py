@@ -120,5 +120,5 @@ def test_a_dashboard_that_does_not_answer_is_one_error(monkeypatch):
     from vismem.core.ports import free_ports
 
     url = f"http://127.0.0.1:{free_ports(1)[0]}"
-    with pytest.raises(VismemError, match=f"cannot ask the cluster at {url} where its nodes run"):
+    with pytest.raises(VismemError, match=f"cannot reach the Ray job server at {url!r} to ask where its nodes run"):
         jobs.cluster_is_here(url)
