@@ -16,7 +16,7 @@ import polars as pl
 
 from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
-from vismem.analysis.dmv_paper import encoding_paper, with_paper, with_paper_wide
+from vismem.analysis.dmv_paper import encoding_paper, with_paper, with_paper_intervals, with_paper_wide
 from vismem.analysis.memshot_paper_cols import with_paper_by_k, with_paper_overall
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.paper_order import order_rows
@@ -76,7 +76,8 @@ class Links:
 
 def _pct(df: pl.DataFrame) -> list[str]:
     keep = {"tsr", "naive_low", "naive_high", "cluster_low", "cluster_high", "emm", "low", "high", "se", "d_bar",
-            "recall", "hit", "acc", "f1", "share_styles_ge3", "paper", "paper_d_bar"}
+            "recall", "hit", "acc", "f1", "share_styles_ge3", "paper", "paper_d_bar", "paper naive_low",
+            "paper naive_high", "paper cluster_low", "paper cluster_high"}
     return [c for c in df.columns if c in keep or c.endswith(" Acc") or c.endswith(" F1")
             or c.endswith(" lo") or c.endswith(" hi")]
 
@@ -183,7 +184,7 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
                                caption="bars in the paper's row order; error bars: 95% chain-cluster bootstrap CI"))
     ci_tbl = with_paper(cells.select("backend", "J", "architecture", "n_probes", "n_chains", "tsr", "naive_low",
                                      "naive_high", "cluster_low", "cluster_high", "note"), ("table2",), "tsr")
-    ci_tbl = order_rows(ci_tbl, "architecture", before=["backend", "J"])
+    ci_tbl = order_rows(with_paper_intervals(ci_tbl), "architecture", before=["backend", "J"])
     main.tables.append(Table("bootstrap", "95% CIs: naive (probe iid) vs cluster (chain) bootstrap", ci_tbl,
                              caption=f"{opt.n_resamples:,} resamples; 2.5/97.5 percentiles. " + _PAPER,
                              percent=_pct(ci_tbl), group="family",

@@ -127,3 +127,17 @@ def test_alpha_sweep_scores_every_point_on_the_chains_all_points_share() -> None
     assert sw.select("backend", "alpha", "source", "tsr").equals(ref.select("backend", "alpha", "source", "tsr"))
     # with every point on every chain, nothing is dropped
     assert set(dmv.alpha_sweep(rows, n_resamples=100)["n_chains"].to_list()) == {2}
+
+
+def test_bootstrap_table_quotes_table9s_one_stated_interval() -> None:
+    from vismem.analysis.dmv_paper import with_paper_intervals
+
+    cells = pl.DataFrame({"backend": [BACKENDS[0], BACKENDS[0], BACKENDS[1]], "J": [15, 5, 15],
+                          "architecture": ["mma-lite", "mma-lite", "mma-lite"], "tsr": [0.36, 0.4, 0.3]})
+    out = with_paper_intervals(cells)
+    row = out.row(0, named=True)
+    assert (row["paper naive_low"], row["paper naive_high"], row["paper cluster_low"], row["paper cluster_high"]) == (
+        0.352, 0.364, 0.313, 0.394)
+    assert out["paper cluster_low"].null_count() == 2  # J=5 and the other back-end: no number stated
+    local = cells.with_columns(pl.lit("scripted-shopper (stand-in)").alias("backend"))
+    assert with_paper_intervals(local).columns == local.columns  # no stated interval: the table is unchanged
