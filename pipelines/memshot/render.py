@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from vismem.env.dialogue.model import Conversation, session_from_dict, session_t
 from vismem.memory.dialogue.png import SHOT_LEVEL
 from vismem.memory.dialogue.variants import Variant
 from vismem.core.blobref import make_ref
-from vismem.core.errors import ConfigError, DataError, VismemError
+from vismem.core.errors import ConfigError, DataError, user_error
 from vismem.core.keys import key_part
 
 if TYPE_CHECKING:
@@ -218,30 +217,6 @@ def _check_variant(store: "Store", prefix: str, variant: Variant, image_format: 
     store.put_json(key, spec)
 
 
-def _user_error(err: BaseException) -> VismemError | None:
-    """The ``VismemError`` inside a Ray-wrapped worker exception, if there is one."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [err]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, VismemError):
-            return type(e)(str(e))
-        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
-    # Ray Data keeps only the worker's formatted traceback (UserCodeException): recover the
-    # error's class and message from its last line so the CLI prints one line and exits 3/4.
-    import vismem.core.errors as errors
-
-    found = re.findall(r"core\.errors\.(\w+): (.+)", str(err))
-    if found:
-        cls = getattr(errors, found[-1][0], None)
-        if isinstance(cls, type) and issubclass(cls, VismemError):
-            return cls(found[-1][1].strip())
-    return None
-
-
 def _list_shards(store: "Store", prefix: str) -> list[str]:
     """Keys of the finished sessions' shards (``Store.list`` returns keys from the store root)."""
     return [k for k in store.list(f"{prefix}/shards") if k.endswith(".json")]
@@ -281,7 +256,7 @@ def render_units(store: "Store", conversations: Iterable[Conversation], variant:
         try:
             results = out.take_all()
         except Exception as err:  # a DataError raised in a worker reaches us wrapped by Ray
-            raise _user_error(err) or err
+            raise user_error(err) or err
         if len(results) != len(todo):  # one output row per input row, or the stage is broken
             raise RuntimeError(f"render job returned {len(results)} rows for {len(todo)} sessions")
     elif todo:
