@@ -16,7 +16,7 @@ from typing import Any, Callable
 from vismem.core.registry import Registry
 from vismem.serve.deployed import deployed_spec
 from vismem.serve.embed import Embedder
-from vismem.serve.hosting import DEPLOYED_PREFIX
+from vismem.serve.hosting import DEPLOYED_PREFIX, Deployable, deployable
 from vismem.serve.models import list_models, variant_spec
 from vismem.serve.vlm import VLM
 
@@ -43,3 +43,15 @@ EMBEDDERS: Registry[Embedder] = Registry("embedder", package="vismem.serve.embed
 def registered() -> dict[str, list[str]]:
     """The registered names per kind: ``{"vlm": [...], "embedder": [...]}`` (plugins loaded)."""
     return {"vlm": VLMS.names(), "embedder": EMBEDDERS.names()}
+
+
+def fleet_of(raw: Any) -> Deployable | None:
+    """The deployment a configured VLM back-end runs on: a named model variant with a ``deploy:``
+    block. None for anything else -- a hosted API or a bare spec has no fleet to fill."""
+    key = getattr(raw, "key", raw if isinstance(raw, str) else None)
+    if key not in list_models("vlm"):
+        return None
+    try:
+        return deployable(key, registered())
+    except Exception:  # noqa: BLE001 - a hosted API (nothing deployed): no fleet to fill
+        return None

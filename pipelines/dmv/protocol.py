@@ -267,19 +267,14 @@ def fleet_shortfall(raw_specs: list[Any], in_flight: int | None, actors: int) ->
     ``raw_specs``: the stage's back-ends as configured; only named model variants with a
     ``deploy:`` block have a fleet (a hosted API or a bare spec has none to fill).
     """
-    from vismem.serve.hosting import deployable
-    from vismem.serve.models import list_models
-    from vismem.serve.registry import registered
+    from vismem.serve.registry import fleet_of
 
     out = []
     for raw in raw_specs:
+        d = fleet_of(raw)
+        if d is None:
+            continue
         key = getattr(raw, "key", raw if isinstance(raw, str) else None)
-        if key not in list_models("vlm"):
-            continue
-        try:
-            d = deployable(key, registered())
-        except Exception:  # noqa: BLE001 - a hosted API (nothing deployed): no fleet to fill
-            continue
         capacity = int(d.settings.max_replicas * d.settings.target_ongoing_requests)
         cap = int(d.client_args.get("max_concurrency") or 0)
         # The stage's units interleave its back-ends: each gets its share of in_flight (as the plan counts).

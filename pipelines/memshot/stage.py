@@ -120,20 +120,15 @@ def answer_shortfall(config: "RunConfig") -> list[str]:
     keeps in flight (``request_concurrency`` on threads; ``ray.concurrency`` x the client's
     ``max_concurrency`` on ray-data, at most) are fewer than ``max_replicas`` x
     ``target_ongoing_requests``, so Serve never scales the model to its ``max_replicas``."""
-    from vismem.serve.hosting import deployable
-    from vismem.serve.models import list_models
-    from vismem.serve.registry import registered
+    from vismem.serve.registry import fleet_of
 
     cfg = config.memshot
     out = []
     for name in ("vlm", "judge"):
+        d = fleet_of(getattr(cfg, name))
+        if d is None:
+            continue
         key = getattr(getattr(cfg, name), "key", None)
-        if key not in list_models("vlm"):
-            continue
-        try:
-            d = deployable(key, registered())
-        except Exception:  # noqa: BLE001 - a hosted API (nothing deployed): no fleet to fill
-            continue
         st = d.settings
         fill = int(st.max_replicas * st.target_ongoing_requests)
         if cfg.batch_inference == "ray-data":
