@@ -19,10 +19,19 @@ from typing import Iterable, Mapping
 IMAGE_DIR = "img"
 
 
+def image_ext(data: bytes) -> str:
+    """The file extension an image's bytes say (``png``, ``jpg``, ``webp``; ``bin`` otherwise)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "jpg"
+    return "webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else "bin"
+
+
 def shrink(data: bytes, max_px: int | None, *, quality: int = 85) -> tuple[bytes, str]:
     """``(bytes, extension)``: images larger than ``max_px`` on their longest side become a JPEG
     of that size; anything else (small, or not decodable) is kept as it is."""
-    ext = "png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "jpg" if data[:3] == b"\xff\xd8\xff" else "bin"
+    ext = image_ext(data)
     if max_px is None:
         return data, ext
     try:
@@ -56,4 +65,4 @@ def image_files(images: Mapping[str, bytes], keys: Iterable[str], *, max_px: int
     return refs, files
 
 
-__all__ = ["IMAGE_DIR", "image_files", "shrink"]
+__all__ = ["IMAGE_DIR", "image_ext", "image_files", "shrink"]

@@ -47,9 +47,9 @@ _MIME = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp"}
 
 def shot_file(data: bytes) -> str:
     """A shot's file name: its content's SHA-256 and the extension its bytes say."""
-    ext = "png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "jpg" if data[:3] == b"\xff\xd8\xff" else \
-        "webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else "bin"
-    return f"{hashlib.sha256(data).hexdigest()}.{ext}"
+    from vismem.analysis.viewer_files import image_ext
+
+    return f"{hashlib.sha256(data).hexdigest()}.{image_ext(data)}"
 
 
 class Truncation:
