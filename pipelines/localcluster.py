@@ -24,6 +24,7 @@ Never ``ray stop``: it kills every Ray on the machine, other sessions' included.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -33,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vismem.core.lifeline import Lifeline, alive, descendants, end_pids, pids_with_env
+from vismem.core.lifeline import Lifeline, alive, descendants, end_pids, pids_with_env, proc_files
 from vismem.core.ports import free_ports
 
 #: Environment variable carrying a cluster's token into every one of its processes.
@@ -292,6 +293,22 @@ def listening_sockets(pids: list[int]) -> list[tuple[int, str, int]]:
             if link.startswith("socket:[") and int(link[8:-1]) in inodes:
                 out.append((pid, *inodes[int(link[8:-1])]))
     return sorted(set(out))
+
+
+_RAY_CMD = re.compile(r"(^|[\s/])ray(::|-|/)")
+
+
+def ray_port_holders(ports: list[int]) -> list[int]:
+    """Pids of Ray processes (``ray::Name``, ``ray-dashboard``, or a program under a ``ray/``
+    folder) listening on any of ``ports``.
+
+    A process that renamed itself and was re-parented to init carries neither the cluster's
+    token nor a parent below it; the port it still holds is how it is found.
+    """
+    wanted = set(ports)
+    pids = [pid for pid, _ in proc_files("stat")]
+    return sorted({pid for pid, _, port in listening_sockets(pids)
+                   if port in wanted and _RAY_CMD.search(_cmdline(pid))})
 
 
 def is_loopback(addr: str) -> bool:

@@ -324,9 +324,14 @@ def _teardown(state: dict[str, Any]) -> None:
     if cluster is not None:
         # Every process of the cluster carries its token (Serve replicas and the proxy too); the
         # process tree below them is taken down as well, for anything that dropped its env.
-        tree = [p for p in descendants(cluster.pids()) if p != os.getpid()]
+        from vismem.pipelines.localcluster import ray_port_holders
+
+        ports = [state["local_ray"]["gcs_port"], state["local_ray"]["dashboard_port"],
+                 *([state["http"]["port"]] if state.get("http") else [])]
+        tree = sorted({*descendants(cluster.pids()), *ray_port_holders(ports)} - {os.getpid()})
         cluster.stop()
         _kill(tree)
+        _kill([p for p in ray_port_holders(ports) if p != os.getpid()])  # nothing left on its ports
     clear_state()
 
 

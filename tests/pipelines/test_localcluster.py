@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import socket
 
-from vismem.pipelines.localcluster import LocalRayCluster, is_loopback, listening_sockets
+from vismem.pipelines.localcluster import LocalRayCluster, is_loopback, listening_sockets, ray_port_holders
 
 
 def test_failed_start_removes_its_dirs_and_processes():
@@ -38,6 +38,25 @@ def test_listening_sockets_of_a_process():
         assert ("127.0.0.1", lo.getsockname()[1]) in found and ("0.0.0.0", anyaddr.getsockname()[1]) in found
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("::ffff:127.0.0.1")
     assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("192.0.2.2")
+
+
+def test_ray_port_holders_finds_a_ray_process_by_its_port_only():
+    """A renamed Ray process re-parented to init is found by the port it holds; others are not."""
+    import subprocess
+    import sys
+
+    code = "import socket,sys,time; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)"
+    procs = [subprocess.Popen([sys.executable, "-c", code, tag], stdout=subprocess.PIPE, text=True)
+             for tag in ("ray::ServeProxy", "plain")]
+    try:
+        ray_port, plain_port = (int(p.stdout.readline()) for p in procs)
+        assert ray_port_holders([ray_port, plain_port]) == [procs[0].pid]
+        assert ray_port_holders([plain_port]) == []
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert ray_port_holders([ray_port]) == []
 
 
 def test_every_port_of_a_cluster_is_distinct():

@@ -186,7 +186,11 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
     finally:
         rc = main(["serve", "down"])
     assert rc == 0 and not state.exists()
-    assert not _listening(port) and not _listening(st["local_ray"]["dashboard_port"])
+    from vismem.pipelines.localcluster import listening_sockets, ray_port_holders
+
+    for p in (port, st["local_ray"]["dashboard_port"], st["local_ray"]["gcs_port"]):
+        holders = listening_sockets(ray_port_holders([p]))
+        assert not holders and not _listening(p), f"port {p} still held: {holders}"
     assert [p for p in tree if _running(p)] == []
     capsys.readouterr()
     assert main(["serve", "status"]) == 1 and "nothing deployed" in capsys.readouterr().out
