@@ -30,7 +30,8 @@ OpenAI-compatible endpoint; calls, tokens, requests per minute needed and, with 
   proportion to their calls, and never more than their independent sessions / probe units;
   MemShot's ``request_concurrency`` (threads) or, for ``ray-data``, the processor's actors x its
   batch (:func:`ray_data_flight`: ``min(ray.concurrency, cores - 1) x max_concurrency``);
-* for probes, the actors' groups: a chain's units go to one actor, so ``actors x A x (J - 1)``;
+* for probes, the actors' groups: a chain's units go to one actor, which runs two chains at
+  once, so ``actors x 2 x`` a chain's probes;
 * a hosted endpoint's own limit when one is given (``--rate endpoint_slots``: a rate limit, or
   the simulated fleet of ``vismem bench fleet``);
 * the client's own cap (``max_concurrency``, per actor);
@@ -45,11 +46,8 @@ bench fleet``), which no endpoint takes off it, so a stage cannot finish before 
 cores``, ``cores`` = ``min(actors, client_cores or ray.num_cpus)`` (an actor is one Python
 process: one core at most), and a stage it bounds says so (``bound: client-cpu`` and a warning).
 Calls bound by the endpoint's own slots cost it ``latency_s`` each. Sessions are
-independent, so encoding's critical path is one session (``steps`` calls), the probes' is their
-longest unit (session ``J - 1``: ``(J - 1) x P`` probes in sequence, each ``recall`` calls), an
-answer's one call. Probes run in groups (a chain's units on one actor, finished before the
-actor takes the next): ``ceil(groups / actors)`` rounds of ``max(group calls x latency_s /
-in flight per actor, longest unit)``. GPU-hours count the GPUs Serve holds: ``ceil(in_flight /
+independent, so encoding's critical path is one session (``steps`` calls); a probe unit's probes
+run at once, so the probes' is one probe (``recall`` calls); an answer's one call. GPU-hours count the GPUs Serve holds: ``ceil(in_flight /
 target_ongoing_requests)`` replicas (at most the fleet) for the endpoint's wall.
 """
 
@@ -137,7 +135,7 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
                        actors) for raw in cfg.encode.backends]
         plan_stages.append(("encode", works, _offered(cfg.encode.in_flight, works, actors), {}))
     if "probes" in stages and cfg.probes.enabled:
-        from vismem.pipelines.dmv.protocol import probed_pairs
+        from vismem.pipelines.dmv.protocol import GROUPS_AT_ONCE, probed_pairs
 
         A = len(cfg.memory.architectures)
         CA = probed_pairs(cfg)  # C x A, less the ablation architectures' chains outside probes.ablation_chains
@@ -154,14 +152,13 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
         for raw in rb:
             ep = endpoint_of(raw)
             by_ep.setdefault(ep.name, [ep, 0])[1] += 1
-        # A unit (chain, architecture, session j) runs its probes one after another: j reaches x P
-        # products (Monte Carlo: at most M a reach), and a chain's units go to one actor, so an
-        # actor has at most A x (J - 1) units in flight (pipelines.dmv.probes_job.unit_groups).
-        sets = len(cfg.probes.J or (J,)) if cfg.probes.mc else 1
-        units = CA * (Jp - 1) * sets
-        longest = (Jp - 1) * min(rates.products_per_session, cfg.probes.mc or rates.products_per_session) * recall
-        works = [_Work(ep, n * probes / B * recall, n * units, longest, img, rates.text_tokens,
-                       rates.completion_tokens, actors, A * (Jp - 1) * sets) for ep, n in by_ep.values()]
+        # A unit's probes run at once (they read one replayed bank), so every probe is independent
+        # and one probe (``recall`` calls) is the critical path. A chain's units go to one actor
+        # (pipelines.dmv.probes_job.unit_groups), which runs two chains at once (the next starts
+        # while the last probes of the current finish): at most two chains' probes in flight.
+        works = [_Work(ep, n * probes / B * recall, n * probes / B, recall, img, rates.text_tokens,
+                       rates.completion_tokens, actors, GROUPS_AT_ONCE * probes / CA * A)
+                 for ep, n in by_ep.values()]
         plan_stages.append(("probes", works, _offered(cfg.probes.in_flight, works, actors), {"probes": probes}))
     if "memshot" in stages and cfg.memshot.enabled and cfg.memshot.vlm is not None:
         ms = cfg.memshot
@@ -268,14 +265,6 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float 
     cycle = latency + cpu
     per_call = latency if bound in ("endpoint", "fleet") else cycle
     wall = max(w.calls * per_call / in_flight, w.unit_calls * cycle) if w.calls else 0.0
-    if w.per_actor is not None and w.calls:
-        # Each actor takes its groups one at a time and finishes a group before the next.
-        groups, actors = w.units / w.per_actor, max(1, w.copies)
-        while groups % actors and groups < w.units:  # unit_groups halves the largest until they divide evenly
-            groups += 1
-        per_actor = in_flight / actors
-        group_wall = max(w.calls / groups * cycle / max(1.0, min(per_actor, w.per_actor)), w.unit_calls * cycle)
-        wall = max(wall, math.ceil(groups / actors) * group_wall)
     if w.calls and cpu_wall > wall:  # the client cannot issue the calls faster than its CPU allows
         wall, bound = cpu_wall, "client-cpu"
     row: dict[str, Any] = {"endpoint": ep.name, "kind": ep.kind, "calls": w.calls,

@@ -135,12 +135,23 @@ def _quiet_data_context() -> None:
     ctx.execution_options.preserve_order = True
 
 
-def actor_pool(cfg: RayConfig, *, size: int | None = None) -> dict[str, Any]:
-    """``map_batches`` kwargs for an actor stage: fractional CPUs so tasks still get a CPU."""
+def actor_pool(cfg: RayConfig, *, size: int | None = None, overlap: int = 1) -> dict[str, Any]:
+    """``map_batches`` kwargs for an actor stage: fractional CPUs so tasks still get a CPU.
+
+    ``overlap`` > 1: an actor runs that many batches at once, in threads. For workers that run
+    a batch's episodes on their own thread pool: the next batch's episodes start while the last
+    ones of the current batch finish, instead of the pool draining to one episode before each
+    batch (episodes differ in length; the drained tail left most of a fleet idle).
+    """
     from ray.data import ActorPoolStrategy
 
     n = size or cfg.concurrency
-    return {"compute": ActorPoolStrategy(min_size=1, max_size=n), "num_cpus": cfg.actor_cpus}
+    if overlap > 1:
+        strategy = ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=overlap,
+                                     max_concurrent_calls_per_actor=overlap, enable_true_multi_threading=True)
+    else:
+        strategy = ActorPoolStrategy(min_size=1, max_size=n)
+    return {"compute": strategy, "num_cpus": cfg.actor_cpus}
 
 
 def task_pool(cfg: RayConfig) -> dict[str, Any]:

@@ -8,6 +8,7 @@ architecture's injector writes the memory block; its images follow the current p
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from vismem.agents.memory import MemoryContext
@@ -35,6 +36,19 @@ def recall(arch: MemoryArchitecture, query: Query, *, fetch_k: int = FETCH_K, ke
     return out
 
 
+_LOCKS_GUARD = threading.Lock()
+
+
+def recall_lock(arch: MemoryArchitecture) -> "threading.Lock":
+    """The lock held while ``arch`` retrieves (one per architecture instance): a retrieval
+    leaves per-channel scores on the architecture (``last_channels``) that the next one replaces."""
+    with _LOCKS_GUARD:
+        lock = arch.__dict__.get("_recall_lock")
+        if lock is None:
+            lock = arch.__dict__["_recall_lock"] = threading.Lock()
+    return lock
+
+
 def _path(url: str) -> str:
     # The official observation URL is site-relative with the query string stripped (``_rel``).
     if "://" in url:
@@ -60,6 +74,9 @@ class ArchitectureHook:
                 subtask: str = "") -> MemoryContext:
         """The memory block for the step that starts on ``url``."""
         self.last_query = Query.probe(self.cue, _path(url))
-        self.last_items = recall(self.arch, self.last_query, fetch_k=self.fetch_k, keep_k=self.keep_k)
-        self.last_scores = self.arch.channel_scores(self.last_items)
+        # Probes of one bank may run at once: a retrieval and the channel scores it leaves on
+        # the architecture are read together.
+        with recall_lock(self.arch):
+            self.last_items = recall(self.arch, self.last_query, fetch_k=self.fetch_k, keep_k=self.keep_k)
+            self.last_scores = self.arch.channel_scores(self.last_items)
         return self.arch.inject(self.last_items)

@@ -133,7 +133,7 @@ def run_keys(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str],
     ds = ray.data.from_items([{"backend": b, "seed": s, "j": j} for b, s, j in todo],
                              override_num_blocks=-(-len(todo) // episodes))
     ds = ds.map_batches(EncodeWorker, fn_constructor_kwargs=worker_kwargs(ctx, specs, slugs, episodes=episodes),
-                        batch_size=episodes, **actor_pool(ctx.config.ray, size=n))
+                        batch_size=episodes, **actor_pool(ctx.config.ray, size=n, overlap=2))
     return ds.take_all()
 
 

@@ -48,20 +48,24 @@ class BlobCache:
         self._data: "OrderedDict[str, bytes]" = OrderedDict()
         self._bytes = 0
         self.hits = self.misses = 0
+        self._lock = threading.Lock()
 
     def __call__(self, key: str) -> bytes:
-        data = self._data.get(key)
-        if data is not None:
-            self._data.move_to_end(key)
-            self.hits += 1
-            return data
+        with self._lock:  # a worker's episodes read at once
+            data = self._data.get(key)
+            if data is not None:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return data
         data = self.read(key)
-        self.misses += 1
-        self._data[key] = data
-        self._bytes += len(data)
-        while self._bytes > self.max_bytes and len(self._data) > 1:
-            _, old = self._data.popitem(last=False)
-            self._bytes -= len(old)
+        with self._lock:
+            self.misses += 1
+            if key not in self._data:
+                self._data[key] = data
+                self._bytes += len(data)
+            while self._bytes > self.max_bytes and len(self._data) > 1:
+                _, old = self._data.popitem(last=False)
+                self._bytes -= len(old)
         return data
 
 
@@ -182,10 +186,12 @@ class ProbeWorker(ShopWorker):
         for fs in a.required_features():
             if fs.kind != "caption" and len(a):
                 self.features.prefetch_queries(first, fs)
-        rows, bank = [], bank_size_at(obs, j)  # the probe's bank size, the same for every architecture
-        for p in probes:
-            rows.append({**self._probe(a, p, vlm).row(), "bank_size": bank,
-                         "encoding_position": first_pos.get(p.target_hash)})
+        bank = bank_size_at(obs, j)  # the probe's bank size, the same for every architecture
+        # The probes of a unit read one replayed bank and nothing else they share: they run at
+        # once (a unit's probes in sequence made the longest unit the stage's wall, the fleet
+        # idle behind it); the rows keep the official order.
+        rows = [{**res.row(), "bank_size": bank, "encoding_position": first_pos.get(p.target_hash)}
+                for p, res in zip(probes, self._map(lambda p: self._probe(a, p, vlm), probes, inner=True))]
         failed = [s.get("error") for r in rows for s in r["log"] if s["status"] == "failed"]
         failed_calls = len(failed)
         # A unit whose recall calls mostly failed is an outage: not cached, no probe retried.
@@ -316,13 +322,14 @@ def run_units(units: list[dict[str, Any]], worker_kwargs: dict[str, Any], *, on_
     import pyarrow as pa
     import ray.data
 
+    from vismem.pipelines.dmv.protocol import GROUPS_AT_ONCE
     from vismem.pipelines.rayctx import actor_pool
 
     groups = unit_groups(units, workers)
     # One block per group, each block one batch: a group runs on one actor (from_blocks keeps them).
     ds = ray.data.from_blocks([pa.Table.from_pylist(g) for g in groups])
     ds = ds.map_batches(ProbeWorker, fn_constructor_kwargs=worker_kwargs, batch_size=None,
-                        **actor_pool(ray_cfg, size=min(workers, len(groups))))
+                        **actor_pool(ray_cfg, size=min(workers, len(groups)), overlap=GROUPS_AT_ONCE))
     rows = ds.take_all()
     if len(rows) != len(units):
         raise RuntimeError(f"probe job returned {len(rows)} rows for {len(units)} units")

@@ -243,6 +243,11 @@ def storefront_inputs(config: "RunConfig", data_dir: Path) -> dict[str, Path]:
     return {f"dmv-bench/{SEED_FILE}": d / SEED_FILE, f"dmv-bench/{CUE_FILE}": d / CUE_FILE}
 
 
+#: Probe unit groups (a chain's units) an actor runs at once: the next chain's probes start
+#: while the last ones of the current finish, so the fleet never drains to a chain's tail.
+GROUPS_AT_ONCE = 2
+
+
 def episodes_per_actor(in_flight: int | None, specs: list[dict[str, Any]], actors: int) -> int:
     """Units one actor runs at once so that ``actors`` together keep ``in_flight`` in flight.
 

@@ -53,7 +53,8 @@ class ShopWorker:
         self._models: dict[int, Any] = {}
         self._models_lock = threading.Lock()
         self.episodes = max(1, int(episodes))
-        self._pool: ThreadPoolExecutor | None = None
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._pools_lock = threading.Lock()
 
     @property
     def env(self) -> Any:
@@ -71,14 +72,21 @@ class ShopWorker:
                     env.cache = self._env_cache
         return env
 
-    def _map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        """``fn`` over ``items``, up to ``episodes`` at once; results in input order."""
+    def _map(self, fn: Callable[[T], R], items: Iterable[T], *, inner: bool = False) -> list[R]:
+        """``fn`` over ``items``, up to ``episodes`` at once; results in input order.
+
+        ``inner``: on the second pool, for the episodes of a unit that the first pool runs (a
+        probe unit's probes): a unit waiting on its episodes never holds a thread they need.
+        """
         items = list(items)
         if self.episodes == 1 or len(items) < 2:
             return [fn(x) for x in items]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.episodes, thread_name_prefix="episode")
-        return list(self._pool.map(fn, items))
+        name = "inner" if inner else "episode"
+        with self._pools_lock:
+            pool = self._pools.get(name)
+            if pool is None:
+                pool = self._pools[name] = ThreadPoolExecutor(self.episodes, thread_name_prefix=name)
+        return list(pool.map(fn, items))
 
     def _model(self, i: int, build: Callable[[], Any]) -> Any:
         """Model client ``i``, built once per worker (shared by its threads)."""
@@ -122,13 +130,14 @@ class ShopWorker:
             closer = getattr(model, "close", None)
             if closer:
                 closer()
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
+        with self._pools_lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
             # One task per pool thread (the barrier holds each until all have one), so every
             # thread closes the env it made.
             barrier = threading.Barrier(self.episodes)
 
-            def close_here(_i: int) -> None:
+            def close_here(_i: int, barrier: threading.Barrier = barrier) -> None:
                 try:
                     barrier.wait(timeout=10)
                 except threading.BrokenBarrierError:

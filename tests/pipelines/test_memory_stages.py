@@ -226,3 +226,30 @@ def test_probe_units_in_flight_give_the_sequential_table(first_run, tmp_path):
         return df.select([c for c in cols if c in df.columns]).sort([c for c in cols if c in df.columns])
 
     assert table(tmp_path).equals(table(tmp))
+
+    def steps(root):
+        # every probe's step log (pages, replies, recalled items; not the call's latency) and
+        # channel scores, unit by unit: a unit's probes ran at once over one bank, each
+        # retrieval with its own scores
+        import json
+
+        import polars as pl
+
+        out = {}
+        for f in sorted((root / "store" / "probes").rglob("*.parquet")):
+            rows = pl.read_parquet(f).sort("probe_id").iter_rows(named=True)
+            out[f.relative_to(root).as_posix()] = [
+                (r["probe_id"], [{k: v for k, v in st.items() if k != "latency_s"} for st in json.loads(r["log"])],
+                 json.loads(r["scores"])) for r in rows]
+        return out
+
+    def flat(scores):  # a query embedded in another batch may differ in the last printed digit
+        return [v for step in scores for item in step for v in item.values() if v is not None]
+
+    seq, conc = steps(tmp), steps(tmp_path)
+    assert seq.keys() == conc.keys() and len(seq) >= 4
+    assert {k: [r[:2] for r in rows] for k, rows in conc.items()} == {k: [r[:2] for r in rows] for k, rows in seq.items()}
+    assert sum(len(r[1]) for rows in seq.values() for r in rows) > 8
+    for k in seq:
+        for a, b in zip(seq[k], conc[k]):
+            assert flat(b[2]) == pytest.approx(flat(a[2]), abs=2e-6) and len(flat(a[2])) == len(flat(b[2]))

@@ -82,22 +82,22 @@ def test_sessions_are_independent_the_critical_path_is_one_session():
     assert e["in_flight"] == 10 and e["bound_by"] == "units" and e["wall_s"] == pytest.approx(10 * 1)
 
 
-def test_probe_units_run_their_probes_in_sequence_and_a_chain_on_one_actor():
-    # 3 chains x 2 architectures x (J - 1 = 4) sessions = 24 units; a chain's 8 units go to one of
-    # the 2 actors, so 64 in flight cannot be reached: 2 x 8 = 16 at most
+def test_a_units_probes_run_at_once_and_an_actor_runs_two_chains():
+    # J=3, P=2: a chain's architecture has 2 x 3 = 6 probes; 6 chains x 2 architectures = 72 probes,
+    # 144 calls. A chain's units go to one of the 2 actors, which runs two chains at once: at most
+    # 2 actors x 2 chains x 12 probes = 48 in flight, though 64 are offered
+    rates = Rates(products_per_session=2, recall_steps=2, latency_s=1, **NOCPU)
     cfg = _cfg(stages=["probes"], memory={"architectures": ["nomemory", "dualmem"]},
                probes={"backends": [{**HOSTED, "args": {**HOSTED["args"], "max_concurrency": 64}}], "in_flight": 64},
-               encode={"chains": 3, "J": 5})
-    plan = estimate(cfg, Rates(products_per_session=2, recall_steps=2, latency_s=1, **NOCPU))
-    e = _ep(plan, "probes")
-    assert e["bound_by"] == "groups" and e["in_flight"] == 16
-    # 240 calls / 16 = 15 s if nothing waited; but a group's longest unit (session 4: 4 reaches x 2
-    # products = 8 probes x 2 calls = 16 s in sequence) holds its actor, and the 3 chains make 4
-    # groups (one halved so 2 actors share them evenly): 2 rounds of 16 s
-    assert e["calls"] == 240 and e["wall_s"] == pytest.approx(32)
-    # with one chain per actor (2 chains), one round: the longest unit
-    cfg2 = cfg.model_copy(update={"encode": cfg.encode.model_copy(update={"chains": 2})})
-    assert _ep(estimate(cfg2, Rates(products_per_session=2, recall_steps=2, latency_s=1, **NOCPU)), "probes")["wall_s"] == 16
+               encode={"chains": 6, "J": 3})
+    e = _ep(estimate(cfg, rates), "probes")
+    assert e["bound_by"] == "groups" and e["in_flight"] == 48
+    assert e["calls"] == 144 and e["wall_s"] == pytest.approx(144 / 48)
+    # one chain: its 12 probes all at once, the wall is one probe (2 calls), not the longest
+    # unit's probes one after another (session 2: 2 reaches x 2 products x 2 calls = 8 s)
+    cfg1 = cfg.model_copy(update={"encode": cfg.encode.model_copy(update={"chains": 1})})
+    e1 = _ep(estimate(cfg1, rates), "probes")
+    assert e1["bound_by"] == "units" and e1["in_flight"] == 12 and e1["wall_s"] == pytest.approx(2)
 
 
 def test_gpu_and_hosted_endpoints_apart_with_image_tokens_per_family_and_cost():

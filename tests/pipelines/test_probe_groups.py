@@ -27,3 +27,18 @@ def test_every_unit_once_in_plan_order_and_groups_fill_the_actors(chains, per_ch
     # as many groups as the actors can share evenly, unless there are too few units to split
     assert len(groups) % workers == 0 or all(len(g) == 1 for g in groups)
     assert len(groups) >= min(workers, len(units))
+
+
+def test_probe_and_encode_actors_run_two_batches_at_once_on_a_fixed_pool():
+    """An actor takes the next chain's units while the current chain's last probes finish (the
+    plan counts two chains in flight per actor); the pool is started whole."""
+    from vismem.pipelines.config import RayConfig
+    from vismem.pipelines.dmv.protocol import GROUPS_AT_ONCE
+    from vismem.pipelines.rayctx import actor_pool
+
+    kw = actor_pool(RayConfig(), size=3, overlap=GROUPS_AT_ONCE)
+    s = kw["compute"]
+    assert (s.min_size, s.max_size, s.max_concurrent_calls_per_actor, s.max_tasks_in_flight_per_actor) == (3, 3, 2, 2)
+    assert s.enable_true_multi_threading and GROUPS_AT_ONCE == 2
+    one = actor_pool(RayConfig(), size=3)["compute"]
+    assert one.max_concurrent_calls_per_actor is None and not one.enable_true_multi_threading

@@ -27,3 +27,36 @@ def test_episode_threads_have_their_own_envs_sharing_one_page_cache(tmp_path, sh
         assert 0 < len(w._env_cache.pages) <= sum(e.fetches for e in envs)
     finally:
         w.close()
+
+
+def test_a_units_episodes_run_at_once_on_the_inner_pool_and_every_pool_thread_closes_its_env():
+    """Units on the episode pool each wait for their own episodes (a probe unit's probes) on the
+    inner pool: all of them in flight at once, no unit holding a thread its episodes need."""
+    import threading
+
+    from vismem.pipelines.dmv.shopworker import ShopWorker
+
+    closed = []
+
+    class _Env:
+        def close(self):
+            closed.append(threading.get_ident())
+
+    w = ShopWorker()
+    w._start(shop_url="http://127.0.0.1:9", shop={}, env_factory=lambda url, **kw: _Env(), env_kwargs={}, episodes=3)
+    # 3 units x 3 episodes: the inner pool holds 3 at once; a barrier of 3 passes only if the
+    # episodes of a unit (or of several) really overlap
+    barrier = threading.Barrier(3, timeout=10)
+
+    def episode(x):
+        w.env  # an env per inner-pool thread
+        barrier.wait()
+        return x * 10
+
+    def unit(u):
+        return w._map(episode, [u, u + 1, u + 2], inner=True)
+
+    assert w._map(unit, [0, 3, 6]) == [[0, 10, 20], [30, 40, 50], [60, 70, 80]]
+    assert set(w._pools) == {"episode", "inner"}
+    w.close()
+    assert len(closed) == 3 and w._pools == {}  # the inner pool's three threads closed their envs
