@@ -85,3 +85,59 @@ def test_the_run_config_names_the_in_job_weights_root_outside_the_run_id():
     assert cfg.model_source == "s3://bucket/models/Qwen3-VL-8B-Instruct"
     with pytest.raises(ConfigError, match=r"memshot\.engine_weights: weights root 'bucket/models'"):
         load_config(preset="paper", overrides={"memshot": {"engine_weights": "bucket/models"}})
+
+
+def test_with_an_s3_root_the_cpu_tokenizer_stages_fetch_the_synced_tokenizer_files_only(s3_server, tmp_path,
+                                                                                        monkeypatch):
+    """Ray's tokenize stage, built as the processor builds it from the in-job engine's config, over
+    weights `vismem weights sync` put on the local S3 server: it copies only the tokenizer files
+    (what the chat-template and detokenize stages fetch too) into the node's HF cache, with the
+    engine's environment (HF hub offline), and tokenizes with them."""
+    import asyncio
+    import shutil
+
+    import huggingface_hub.constants as hf
+    from ray.llm._internal.batch.stages.tokenize_stage import TokenizeUDF
+    from ray.llm._internal.common.utils.download_utils import NodeModelDownloadable, download_model_files
+    from transformers import AutoTokenizer
+
+    from vismem.pipelines.commands import weights as W
+    from vismem.serve.testing import tiny_model_path
+
+    # The tiny Qwen3-VL checkpoint stands in for Qwen3-VL-8B's synced folder (tokenizer, chat
+    # template, processor and model configs, and weights).
+    for k, v in s3_server.env().items():  # the node's own credentials and endpoint
+        monkeypatch.setenv(k, v)
+    (w,) = [w for w in W.needed_weights(load_config(preset="paper")) if w.variant == "qwen3-vl-8b"]
+    shutil.copytree(tiny_model_path("qwen3-vl"), tmp_path / "src" / w.folder)
+    root = f"s3://vismem-test/engine-weights-{tmp_path.name}"
+    W.sync([w], root, source=tmp_path / "src", log=lambda _l: None)
+
+    cfg = engine_processor_config("qwen3-vl-8b", weights=root)
+    for k, v in {**cfg.runtime_env["env_vars"], "HOME": str(tmp_path / "home"),
+                 "TORCH_HOME": str(tmp_path / "torch")}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(hf, "HF_HUB_CACHE", str(tmp_path / "hf"))  # the node's HF cache
+    (tmp_path / "home").mkdir()
+
+    stage = TokenizeUDF(data_column="__data", expected_input_keys=["prompt"], model=cfg.model_source)
+
+    async def tokenize(prompts):
+        return [r async for r in stage.udf([{stage.IDX_IN_BATCH_COLUMN: i, "prompt": p}
+                                           for i, p in enumerate(prompts)])]
+
+    local = tiny_model_path("qwen3-vl")
+    expected = AutoTokenizer.from_pretrained(str(local))("which shop sold the red kettle?")["input_ids"]
+    (row,) = asyncio.run(tokenize(["which shop sold the red kettle?"]))
+    assert row["tokenized_prompt"] == expected
+    # What the chat-template stage reads (the same download): the tokenizer files, no weights.
+    path = download_model_files(model_id=cfg.model_source, mirror_config=None,
+                                download_model=NodeModelDownloadable.TOKENIZER_ONLY, download_extra_files=False)
+    got = {p.name for p in Path(path).iterdir()}
+    assert Path(path).is_relative_to(tmp_path / "hf")
+    assert {"tokenizer.json", "tokenizer_config.json", "config.json", "preprocessor_config.json",
+            "chat_template.jinja"} <= got and not any(n.endswith(".safetensors") for n in got)
+    prompt = AutoTokenizer.from_pretrained(path).apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
+    assert prompt == AutoTokenizer.from_pretrained(str(local)).apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
