@@ -1,0 +1,84 @@
+"""The serving replicas' stack read on their own nodes (for the ray.serve.llm gateway, which reports
+none): what one node task reports, which Serve replicas serve a model, the runtime_env the task
+starts in, and the unknown answers. The real path on a local Ray Serve is covered in
+tests/pipelines/test_manifest_serving.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from vismem.serve.replica_stack import common_versions, find_replicas, llm_deployment_name, node_stack, replica_stack
+
+
+def test_node_stack_reports_this_environment_without_touching_cuda(monkeypatch):
+    import torch
+
+    monkeypatch.setenv("VLLM_BATCH_INVARIANT", "1")
+    monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
+    got = node_stack()
+    assert got["torch"] == torch.__version__ and got["cuda"] == torch.version.cuda
+    assert got["vllm"] is None  # not installed on the CPU side
+    assert got["cuda_available"] is torch.cuda.is_available() and got["VLLM_BATCH_INVARIANT"] == "1"
+    assert got["python"] == "%d.%d.%d" % sys.version_info[:3] and got["ray"]
+    import os
+
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ  # the worker's environment is left as found
+
+
+def test_node_stack_ships_by_value_to_an_environment_without_vismem(tmp_path):
+    """The task runs in the replica's environment: it must not need vismem there."""
+    import ray.cloudpickle
+
+    from vismem.serve import replica_stack as rs
+
+    task = rs._shipped_by_value()  # noqa: SLF001 - the remote function as Ray ships it
+    blob = tmp_path / "fn.pkl"
+    blob.write_bytes(ray.cloudpickle.dumps(task._function))  # noqa: SLF001
+    code = ("import sys; sys.modules['vismem'] = None\n"  # any import of vismem now fails
+            "import ray.cloudpickle as c, torch\n"
+            f"fn = c.loads(open({str(blob)!r}, 'rb').read())\n"
+            "out = fn(); assert out['torch'] == torch.__version__, out; print('ok')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
+
+
+def _details() -> dict:
+    rep = lambda node, state="RUNNING": {"node_id": node, "node_ip": f"10.0.0.{node[-1]}", "state": state}  # noqa: E731
+    return {"applications": {
+        "vllm": {"deployed_app_config": {"runtime_env": {"py_modules": ["s3://b/vismem-code-1.zip"],
+                                                         "env_vars": {"VISMEM_OWNER": "vismem", "VLLM_BATCH_INVARIANT": "0"}}},
+                 "deployments": {
+                     "OpenAiIngress": {"replicas": [rep("n1")]},
+                     "LLMServer:Qwen--Qwen2_5-VL-7B-Instruct": {
+                         "deployment_config": {"ray_actor_options": {"runtime_env": {"env_vars": {"VLLM_BATCH_INVARIANT": "1"}}}},
+                         "replicas": [rep("n1"), rep("n2"), rep("n3", "STARTING")]},
+                     "LLMServer:Qwen--Qwen3-VL-8B-Instruct": {"replicas": [rep("n2")]}}},
+        "minilm": {"deployed_app_config": None, "deployments": {"OpenAIModelServer": {"replicas": [rep("n1")]}}},
+    }}
+
+
+def test_find_replicas_names_the_models_running_replicas_with_their_runtime_env():
+    assert llm_deployment_name("Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen--Qwen2_5-VL-7B-Instruct"
+    got = find_replicas(_details(), "Qwen/Qwen2.5-VL-7B-Instruct")
+    env = {"py_modules": ["s3://b/vismem-code-1.zip"], "env_vars": {"VISMEM_OWNER": "vismem", "VLLM_BATCH_INVARIANT": "1"}}
+    assert got == [{"app": "vllm", "deployment": "LLMServer:Qwen--Qwen2_5-VL-7B-Instruct", "node_id": n,
+                    "node_ip": f"10.0.0.{n[-1]}", "runtime_env": env} for n in ("n1", "n2")]
+    assert [r["node_id"] for r in find_replicas(_details(), "Qwen/Qwen3-VL-8B-Instruct")] == ["n2"]
+    assert find_replicas(_details(), "minilm") == [] and find_replicas({}, "x") == []
+
+
+def test_common_versions_only_when_the_answering_nodes_agree():
+    a = {"vllm": "0.29.0", "torch": "2.13.0", "transformers": "5.24.0", "ray": "2.60.0", "cuda": "12.9"}
+    assert common_versions([{"node_id": "n1", **a, "gpu": "NVIDIA H100"}, {"node_id": "n2", "unknown": "late"}]) == a
+    assert list(common_versions([a])) == ["vllm", "torch", "transformers", "ray", "cuda"]
+    assert common_versions([a, {**a, "torch": "2.12.0"}]) is None
+    assert common_versions([{"unknown": "late"}]) is None and common_versions([]) is None
+
+
+def test_unknown_when_this_process_has_no_ray(monkeypatch):
+    import ray
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    got = replica_stack("Qwen/Qwen2.5-VL-7B-Instruct")
+    assert list(got) == ["unknown"] and "not connected to a Ray cluster" in got["unknown"]
