@@ -16,6 +16,7 @@ does not answer within the timeout -- gives ``{"unknown": why}``: nothing here f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -40,16 +41,14 @@ def node_stack() -> dict[str, Any]:
     build), whether torch sees a GPU, the GPU's name (``nvidia-smi``), and
     ``VLLM_BATCH_INVARIANT`` as this environment sets it.
 
-    Self-contained (it imports what it uses and calls nothing of vismem), because it is shipped to
-    the replica's environment by value. It never creates a CUDA context: the node's GPU memory
-    belongs to the replicas.
+    Self-contained (it imports what it uses and calls nothing outside this module), because it is
+    shipped to the replica's environment by value. It never creates a CUDA context: the node's
+    GPU memory belongs to the replicas.
     """
     import importlib.metadata as md
     import importlib.util
     import os
     import platform
-    import shutil
-    import subprocess
 
     def version(dist: str) -> str | None:
         try:
@@ -78,16 +77,39 @@ def node_stack() -> dict[str, Any]:
                 os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
             else:
                 os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = was
+    names = gpu_names()
+    out["gpu"], out["gpus"] = (names[0] if names else None), len(names)
+    return out
+
+
+def gpu_names() -> list[str]:
+    """The names of this node's NVIDIA GPUs (``nvidia-smi``, else NVML through ``pynvml``, which
+    vLLM installs); ``[]`` on a node without. Self-contained, as :func:`node_stack`."""
+    import shutil
+    import subprocess
+
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
             res = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                                  text=True, timeout=5)
             names = [line.strip() for line in res.stdout.splitlines() if line.strip()]
+            if names:
+                return names
         except (OSError, subprocess.SubprocessError):
-            names = []
-        out["gpu"], out["gpus"] = (names[0] if names else None), len(names)
-    return out
+            pass
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
+                     for i in range(pynvml.nvmlDeviceGetCount())]
+        finally:
+            pynvml.nvmlShutdown()
+        return [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    except Exception:  # noqa: BLE001 - no NVML library, no driver, no GPU: none to name
+        return []
 
 
 def replica_env(app_env: dict[str, Any] | None, deployment_env: dict[str, Any] | None) -> dict[str, Any]:
@@ -165,8 +187,9 @@ def _run_on_nodes(sites: list[dict[str, Any]], deadline: float) -> list[dict[str
     refs, failed = {}, {}
     for key, s in todo.items():
         try:  # num_cpus=0: never queued behind replicas that hold the node's CPUs
+            pin = NodeAffinitySchedulingStrategy(s["node_id"], soft=False)
             refs[key] = task.options(num_cpus=0, max_retries=0, runtime_env=s["runtime_env"] or None,
-                                     scheduling_strategy=NodeAffinitySchedulingStrategy(s["node_id"], soft=False)).remote()
+                                     scheduling_strategy=pin).remote()
         except Exception as err:  # noqa: BLE001 - e.g. a node id Ray refuses
             failed[key] = f"the task could not be started there: {type(err).__name__}: {str(err)[:200]}"
     done = ray.wait(list(refs.values()), num_returns=len(refs), timeout=max(0.1, deadline - time.monotonic()))[0] \
@@ -177,7 +200,8 @@ def _run_on_nodes(sites: list[dict[str, Any]], deadline: float) -> list[dict[str
         if ref is None:
             node["unknown"] = failed[key]
         elif ref not in done:
-            ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):  # it may finish meanwhile: nothing left to stop
+                ray.cancel(ref, force=True)
             node["unknown"] = "the task on the replica's node did not answer in time"
         else:
             try:
@@ -220,7 +244,7 @@ def _replica_stack(model_id: str, timeout_s: float) -> dict[str, Any]:
     out: dict[str, Any] = {"source": SOURCE, "deployments": sorted({f"{s['app']}/{s['deployment']}" for s in sites}),
                            "nodes": nodes, "versions": versions}
     if versions is None:
-        why = ("no replica node answered" if all("unknown" in n for n in nodes)
+        why = (f"no replica node answered ({nodes[0]['unknown']})" if all("unknown" in n for n in nodes)
                else "the replica nodes report different versions (see nodes)")
         return {"unknown": why, **{k: v for k, v in out.items() if k != "versions"}}
     return out

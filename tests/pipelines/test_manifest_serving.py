@@ -1,6 +1,7 @@
 """The manifest records the serving side: per served component its endpoint, the vLLM / torch /
 CUDA versions its replica reports and whether vLLM's batch-invariant decoding is configured;
-a run on local (or hosted) back-ends records that no served model is used."""
+for the ray.serve.llm gateway (no versions reported) what a task on each replica's node reports,
+or why that is unknown; a run on local (or hosted) back-ends records that no served model is used."""
 
 from __future__ import annotations
 
@@ -132,10 +133,11 @@ def test_gateway_models_record_the_stack_read_on_their_replicas_nodes_once_per_e
     assert calls == [model, "Qwen/Qwen3-VL-8B-Instruct"]
 
 
-def test_a_node_task_that_cannot_run_is_reported_unknown_not_raised(ray_local):
+def test_a_node_task_that_cannot_run_is_reported_unknown_not_raised(ray_local, monkeypatch):
     import time
 
     import vismem.serve.replica_stack as rs
+    from vismem.serve.versions import serving_record
 
     gone = {"node_id": "ab" * 28, "node_ip": "10.9.9.9", "runtime_env": {}}  # no such node
     bad = {"node_id": "f" * 56, "node_ip": "10.9.9.8", "runtime_env": {}}  # an id Ray refuses (nil)
@@ -145,3 +147,12 @@ def test_a_node_task_that_cannot_run_is_reported_unknown_not_raised(ray_local):
     assert all(set(n) == {"node_id", "node_ip", "unknown"} for n in nodes)
     assert "could not be started" in nodes[1]["unknown"]
     assert rs.common_versions(nodes) is None
+    # through the manifest's record: the deployment found, its node unreachable, the run goes on
+    details = {"applications": {"vllm": {"deployments": {"LLMServer:org--m": {"replicas": [
+        {"node_id": gone["node_id"], "node_ip": gone["node_ip"], "state": "RUNNING"}]}}}}}
+    monkeypatch.setattr(rs, "_serve_details", lambda timeout_s: details)
+    spec = {"name": "openai", "args": {"model": "org/m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": None}}
+    rec = serving_record(spec, lambda base: {"data": [{"id": "org/m"}]}, lambda base, m: rs.replica_stack(m, 3.0))
+    assert rec["versions"] is None and rec["versions_source"].startswith("unknown: no replica node answered (")
+    assert rec["replicas"]["deployments"] == ["vllm/LLMServer:org--m"]
+    assert [n["node_id"] for n in rec["replicas"]["nodes"]] == [gone["node_id"]]

@@ -8,7 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from vismem.serve.replica_stack import common_versions, find_replicas, llm_deployment_name, node_stack, replica_stack
+from vismem.serve.replica_stack import (common_versions, find_replicas, gpu_names, llm_deployment_name, node_stack,
+                                        replica_stack)
 
 
 def test_node_stack_reports_this_environment_without_touching_cuda(monkeypatch):
@@ -43,15 +44,37 @@ def test_node_stack_ships_by_value_to_an_environment_without_vismem(tmp_path):
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
 
 
+def test_the_gpu_is_named_by_nvidia_smi_else_nvml(tmp_path, monkeypatch):
+    import os
+    import types
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n[ \"$1 $2\" = '--query-gpu=name --format=csv,noheader' ] && printf 'NVIDIA H200\\n'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    got = node_stack()
+    assert (got["gpu"], got["gpus"]) == ("NVIDIA H200", 1)
+    smi.unlink()
+    nvml = types.SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 2,
+                                 nvmlDeviceGetHandleByIndex=lambda i: i,
+                                 nvmlDeviceGetName=lambda h: [b"NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"][h])
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    assert gpu_names() == ["NVIDIA H100 80GB HBM3"] * 2
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML either: no GPU named
+    assert gpu_names() == []
+
+
 def _details() -> dict:
     rep = lambda node, state="RUNNING": {"node_id": node, "node_ip": f"10.0.0.{node[-1]}", "state": state}  # noqa: E731
     return {"applications": {
-        "vllm": {"deployed_app_config": {"runtime_env": {"py_modules": ["s3://b/vismem-code-1.zip"],
-                                                         "env_vars": {"VISMEM_OWNER": "vismem", "VLLM_BATCH_INVARIANT": "0"}}},
+        "vllm": {"deployed_app_config": {"runtime_env": {
+                     "py_modules": ["s3://b/vismem-code-1.zip"],
+                     "env_vars": {"VISMEM_OWNER": "vismem", "VLLM_BATCH_INVARIANT": "0"}}},
                  "deployments": {
                      "OpenAiIngress": {"replicas": [rep("n1")]},
                      "LLMServer:Qwen--Qwen2_5-VL-7B-Instruct": {
-                         "deployment_config": {"ray_actor_options": {"runtime_env": {"env_vars": {"VLLM_BATCH_INVARIANT": "1"}}}},
+                         "deployment_config": {"ray_actor_options": {
+                             "runtime_env": {"env_vars": {"VLLM_BATCH_INVARIANT": "1"}}}},
                          "replicas": [rep("n1"), rep("n2"), rep("n3", "STARTING")]},
                      "LLMServer:Qwen--Qwen3-VL-8B-Instruct": {"replicas": [rep("n2")]}}},
         "minilm": {"deployed_app_config": None, "deployments": {"OpenAIModelServer": {"replicas": [rep("n1")]}}},
@@ -61,7 +84,8 @@ def _details() -> dict:
 def test_find_replicas_names_the_models_running_replicas_with_their_runtime_env():
     assert llm_deployment_name("Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen--Qwen2_5-VL-7B-Instruct"
     got = find_replicas(_details(), "Qwen/Qwen2.5-VL-7B-Instruct")
-    env = {"py_modules": ["s3://b/vismem-code-1.zip"], "env_vars": {"VISMEM_OWNER": "vismem", "VLLM_BATCH_INVARIANT": "1"}}
+    env = {"py_modules": ["s3://b/vismem-code-1.zip"],
+           "env_vars": {"VISMEM_OWNER": "vismem", "VLLM_BATCH_INVARIANT": "1"}}
     assert got == [{"app": "vllm", "deployment": "LLMServer:Qwen--Qwen2_5-VL-7B-Instruct", "node_id": n,
                     "node_ip": f"10.0.0.{n[-1]}", "runtime_env": env} for n in ("n1", "n2")]
     assert [r["node_id"] for r in find_replicas(_details(), "Qwen/Qwen3-VL-8B-Instruct")] == ["n2"]
