@@ -106,3 +106,23 @@ def test_unknown_when_this_process_has_no_ray(monkeypatch):
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     got = replica_stack("Qwen/Qwen2.5-VL-7B-Instruct")
     assert list(got) == ["unknown"] and "not connected to a Ray cluster" in got["unknown"]
+
+
+def test_deployment_names_follow_the_installed_ray_serve_llm_builder():
+    """ray.serve.llm names a model's deployment ``<ServerClass>:<name>``: run the installed Ray's own
+    naming function (read from its source: importing it needs vLLM) against ours."""
+    import ast
+    import importlib.util
+    import types
+    from pathlib import Path
+
+    ray_dir = Path(importlib.util.find_spec("ray").origin).parent
+    src = (ray_dir / "llm/_internal/serve/core/server/builder.py").read_text()
+    tree = ast.parse(src)
+    (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_get_deployment_name"]
+    fn.returns, fn.args.args[0].annotation = None, None
+    scope: dict = {}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "builder.py", "exec"), scope)
+    for model in ("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "org/m.v1.2"):
+        assert scope["_get_deployment_name"](types.SimpleNamespace(model_id=model)) == llm_deployment_name(model)
+    assert 'name_prefix = name_prefix or f"{deployment_cls.__name__}:"' in src  # matched as ":<name>"
