@@ -110,7 +110,10 @@ def serving_record(spec: Any, probe: Callable[[str], Any],
     except Exception as err:  # noqa: BLE001 - an endpoint that does not answer records why
         rec["versions"], rec["error"] = None, f"{type(err).__name__}: {str(err)[:200]}"
     if rec["versions"] is None and replicas is not None:
-        found = replicas(base, model)
+        try:
+            found = replicas(base, model)
+        except Exception as err:  # noqa: BLE001 - never fails a run: recorded as unknown
+            found = {"unknown": f"{type(err).__name__}: {str(err)[:200]}"}
         where = {k: v for k, v in found.items() if k not in ("unknown", "versions", "source")}
         if where:  # the deployments and nodes found, each node's report
             rec["replicas"] = where

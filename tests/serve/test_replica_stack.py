@@ -126,3 +126,27 @@ def test_deployment_names_follow_the_installed_ray_serve_llm_builder():
     for model in ("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "org/m.v1.2"):
         assert scope["_get_deployment_name"](types.SimpleNamespace(model_id=model)) == llm_deployment_name(model)
     assert 'name_prefix = name_prefix or f"{deployment_cls.__name__}:"' in src  # matched as ":<name>"
+
+
+def test_serving_record_asks_the_replicas_only_when_the_server_reports_no_versions():
+    from vismem.serve.versions import serving_record
+
+    spec = {"name": "openai", "args": {"model": "Qwen/Qwen2.5-VL-7B-Instruct", "label": "qwen2.5-vl-7b",
+                                       "base_url": "http://gw:8000/v1", "api_key_env": "VISMEM_VLM_API_KEY"}}
+    listed = lambda base: {"data": [{"id": "Qwen/Qwen2.5-VL-7B-Instruct"}]}  # noqa: E731 - the gateway: no versions
+    asked: list = []
+    v = {"vllm": "0.29.0", "torch": "2.13.0", "transformers": "5.24.0", "ray": "2.60.0", "cuda": "12.9"}
+    found = {"source": "replica-node task", "deployments": ["vllm/LLMServer:Qwen--Qwen2_5-VL-7B-Instruct"],
+             "nodes": [{"node_id": "n1", **v, "gpu": "NVIDIA H100 80GB HBM3"}], "versions": v}
+    rec = serving_record(spec, listed, lambda base, m: asked.append((base, m)) or found)
+    assert asked == [("http://gw:8000/v1", "Qwen/Qwen2.5-VL-7B-Instruct")]
+    assert rec["versions"] == v and rec["versions_source"] == "replica-node task" and rec["batch_invariant"] is True
+    assert rec["replicas"] == {"deployments": found["deployments"], "nodes": found["nodes"]}
+
+    def broken(base, m):
+        raise RuntimeError("boom")
+
+    rec = serving_record(spec, listed, broken)  # never raises into the run
+    assert rec["versions"] is None and rec["versions_source"] == "unknown: RuntimeError: boom" and "replicas" not in rec
+    reported = lambda base: {"data": [{"id": "Qwen/Qwen2.5-VL-7B-Instruct", "vismem": {"versions": v}}]}  # noqa: E731
+    assert serving_record(spec, reported, broken)["versions"] == v  # a replica that reports is not asked
