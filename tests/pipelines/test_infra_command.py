@@ -67,6 +67,9 @@ def _infra():
 
 def test_checked_in_manifests_are_what_the_command_generates(tmp_path, capsys):
     infra = _infra()
+    text = (infra / "kuberay/rayservice.yaml").read_text()
+    for region in ("serveConfigV2", "gpu-groups"):  # generated, not hand-kept
+        assert f"# >>> generated: {region}" in text and f"# <<< generated: {region}" in text, region
     assert main(["infra", "manifests", "--local-images", "--check", "-o", str(infra)]) == 0
     assert capsys.readouterr().err == ""
     assert main(["infra", "manifests", "--local-images", "-o", str(tmp_path)]) == 0
