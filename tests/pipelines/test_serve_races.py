@@ -148,3 +148,81 @@ def test_a_deleting_foreign_app_frees_its_name_and_route(state, capsys):
         assert _up(d) == 0
         assert is_ours(d.apps["scripted-shopper"]["deployed_app_config"])
     capsys.readouterr()
+
+
+class _Racing:
+    """A Serve client whose calls let another writer in: ``on_get(n)`` after the n-th read,
+    ``on_put(n)`` after the n-th write."""
+
+    def __init__(self, client, on_get=None, on_put=None) -> None:
+        self.client, self.on_get, self.on_put, self.gets, self.puts = client, on_get, on_put, 0, 0
+
+    def get_serve_details(self):
+        details = self.client.get_serve_details()
+        self.gets += 1
+        if self.on_get:
+            self.on_get(self.gets)
+        return details
+
+    def deploy_applications(self, cfg):
+        self.client.deploy_applications(cfg)
+        self.puts += 1
+        if self.on_put:
+            self.on_put(self.puts)
+
+
+@pytest.mark.slow
+def test_races_on_a_real_loopback_cluster():
+    """Real Ray Serve: a normal write is one PUT whose read-back matches what Ray stored; an app
+    another writer deploys between vismem's last read and its PUT shows DELETING and is named; a
+    write that drops vismem's apps right after its PUT is merged and written again."""
+    import time
+
+    from ray.dashboard.modules.serve.sdk import ServeSubmissionClient
+
+    from vismem.core.ports import free_ports
+    from vismem.pipelines.localcluster import LocalRayCluster
+
+    def app(name):
+        return {"name": name, "route_prefix": f"/{name}", "import_path": "vismem.serve.apps:model_app",
+                "args": {"vlm_spec": {"name": "scripted-recall", "args": {}}, "model_id": name},
+                "deployments": [{"name": "OpenAIModelServer", "num_replicas": 1,
+                                 "ray_actor_options": {"num_cpus": 0.25}}]}
+
+    with LocalRayCluster(head_cpus=2, workers=0) as cluster:
+        other = ServeSubmissionClient(cluster.dashboard_url)
+        http = {"host": "127.0.0.1", "port": free_ports(1)[0]}
+
+        def deployed():
+            return [a["deployed_app_config"] for a in other.get_serve_details()["applications"].values()
+                    if a.get("deployed_app_config")]
+
+        def deploy_and_wait(apps):
+            other.deploy_applications({"http_options": http, "applications": apps})
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                got = other.get_serve_details()["applications"]
+                if all(got.get(a["name"], {}).get("status") == "RUNNING" for a in apps):
+                    return
+                time.sleep(0.5)
+            raise AssertionError(f"not running: {got}")
+
+        deploy_and_wait([app("colleague")])
+        ours = {"applications": [app("mine")]}
+        done = sharing.write_shared(ServeSubmissionClient(cluster.dashboard_url), ours)
+        assert done.writes == 1 and done.dropped == []
+        deploy_and_wait(deployed())
+
+        racing = _Racing(ServeSubmissionClient(cluster.dashboard_url),
+                         on_get=lambda n: n == 2 and deploy_and_wait([*deployed(), app("late")]))
+        done = sharing.write_shared(racing, ours)
+        assert done.writes == 1 and done.dropped == ["late"]
+        assert done.details["applications"]["late"]["status"] == "DELETING"
+
+        racing = _Racing(ServeSubmissionClient(cluster.dashboard_url),
+                         on_put=lambda n: n == 1 and other.deploy_applications(
+                             {"http_options": http, "applications": [app("colleague")]}))
+        done = sharing.write_shared(racing, ours)
+        assert done.writes == 2 and is_ours(done.details["applications"]["mine"]["deployed_app_config"])
+        deploy_and_wait(deployed())
+        assert {a["name"] for a in deployed()} == {"colleague", "mine"}
