@@ -99,6 +99,8 @@ class Manifest:
         self.pending, self.store_name = pending, store_name or store.uri
         self._offline = False
         self._watch: PeakWatch | None = None  # the running stage's memory watch
+        # The serving replicas' stack per (endpoint, model): looked up once per run.
+        self._replica_stacks: dict[tuple[str, str], dict[str, Any]] = {}
         self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
 
     def begin(self, config: "RunConfig", *, seeds: dict[str, int]) -> None:
@@ -159,11 +161,21 @@ class Manifest:
         """Record what serves ``spec`` when it reaches a served model (vismem Serve app or vLLM)."""
         from vismem.serve.versions import probe_models, serving_record
 
-        rec = serving_record(spec, probe_models)
+        rec = serving_record(spec, probe_models, self._replica_stack)
         if rec is not None:
             serving = self.data.setdefault("serving", {"used": False, "endpoints": {}})
             serving["used"] = True
             serving.setdefault("endpoints", {})[role] = rec
+
+    def _replica_stack(self, base_url: str, model: str) -> dict[str, Any]:
+        """The stack of the replicas serving ``model`` behind ``base_url``, read on their nodes
+        once per run (:func:`vismem.serve.replica_stack.replica_stack`)."""
+        from vismem.serve.replica_stack import replica_stack
+
+        key = (base_url, model)
+        if key not in self._replica_stacks:
+            self._replica_stacks[key] = replica_stack(model)
+        return self._replica_stacks[key]
 
     def offline(self) -> None:
         """The store is known to be gone: later saves go straight to the pending file."""

@@ -58,22 +58,45 @@ def llm_config(d: Deployable, weights: str = DEFAULT_ROOT) -> dict[str, Any]:
     the hub id. An engine over several GPUs (tensor parallel) packs its bundles on one node.
     """
     s = d.settings
-    w = weights_of(d.name) if (MODELS_DIR / f"{d.name}.yaml").is_file() else None
-    source = model_path(w, weights) if w is not None else (s.model_source or d.model_id)
     cfg: dict[str, Any] = {
         # The served id is what the ``openai`` client sends as ``model``, so the two always agree.
-        "model_loading_config": {"model_id": d.model_id, "model_source": source},
+        "model_loading_config": {"model_id": d.model_id, "model_source": model_source(d, weights)},
         "engine_kwargs": dict(s.engine_kwargs),
         "deployment_config": {"autoscaling_config": s.autoscaling(),
                               "max_ongoing_requests": s.max_ongoing_requests},
     }
     if s.accelerator_type:
         cfg["accelerator_type"] = s.accelerator_type
-    if s.env_vars:
-        cfg["runtime_env"] = {"env_vars": dict(s.env_vars)}
-    if parallel_size(s.engine_kwargs) > 1:  # NCCL between the shards: one node, never spread
-        cfg["placement_group_config"] = {"bundle_per_worker": {"GPU": 1}, "strategy": "STRICT_PACK"}
+    if engine_env(d):
+        cfg["runtime_env"] = {"env_vars": engine_env(d)}
+    if placement_group(s.engine_kwargs):
+        cfg["placement_group_config"] = placement_group(s.engine_kwargs)
     return cfg
+
+
+def model_source(d: Deployable, weights: str = DEFAULT_ROOT) -> str:
+    """Where a vLLM deployable's engine loads its weights from under weights root ``weights``
+    (:mod:`vismem.serve.weights`): ``<root>/<folder>`` for a model YAML whose weights
+    ``vismem weights sync`` puts there (still holding ``${VAR}`` / ``~``: expanded on the cluster),
+    the hub id for :data:`~vismem.serve.weights.HUB`, else the ``deploy.model_source`` as written.
+    The one rule of the served engines (:func:`llm_config`) and the in-job ones
+    (:func:`vismem.pipelines.memshot.batch_llm.engine_processor_config`)."""
+    w = weights_of(d.name) if (MODELS_DIR / f"{d.name}.yaml").is_file() else None
+    return model_path(w, weights) if w is not None else (d.settings.model_source or d.model_id)
+
+
+def engine_env(d: Deployable) -> dict[str, str]:
+    """The environment a vLLM deployable's engine and its workers run with: the model YAML's
+    ``deploy.env_vars`` (e.g. ``VLLM_BATCH_INVARIANT``), served or in a job alike."""
+    return dict(d.settings.env_vars)
+
+
+def placement_group(engine_kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The placement group of an engine over several GPUs: its shards talk over NCCL, so they are
+    packed on one node, never spread (None for a one-GPU engine)."""
+    if parallel_size(engine_kwargs) > 1:
+        return {"bundle_per_worker": {"GPU": 1}, "strategy": "STRICT_PACK"}
+    return None
 
 
 def _vismem_app(d: Deployable) -> dict[str, Any]:

@@ -3,8 +3,10 @@
 A vismem Serve replica reports :func:`stack_versions` under ``vismem.versions`` in its
 ``/v1/models`` entry (:class:`vismem.serve.apps.OpenAIModelServer`); :func:`serving_versions`
 reads them back from such a body, so a run's manifest can record the serving side, not the
-driver's. The vLLM gateway app (``ray.serve.llm``) reports none: its versions are the GPU image's
-pins (``vllm==0.29.0`` under Ray 2.60).
+driver's. The vLLM gateway app (``ray.serve.llm``) reports none: its versions are read on the
+replicas' own nodes when the run's Ray cluster serves the model
+(:mod:`vismem.serve.replica_stack`), else they are the GPU image's pins (``vllm==0.29.0`` under
+Ray 2.60) and the manifest says why they are unknown.
 """
 
 from __future__ import annotations
@@ -88,10 +90,16 @@ def batch_invariant(model_id: str, label: str | None = None) -> bool | None:
     return None
 
 
-def serving_record(spec: Any, probe: Callable[[str], Any]) -> dict[str, Any] | None:
+def serving_record(spec: Any, probe: Callable[[str], Any],
+                   replicas: Callable[[str, str], dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """What a run manifest records of the serving side of component ``spec`` (None for a local or
     hosted one): endpoint, model, the versions its replica reports (``probe(base_url)`` returns
-    the ``/v1/models`` body) and, for a vLLM model, whether batch-invariant mode is configured."""
+    the ``/v1/models`` body) and, for a vLLM model, whether batch-invariant mode is configured.
+
+    A model whose server reports no versions (the ``ray.serve.llm`` gateway) is looked up with
+    ``replicas(base_url, model)`` (:func:`vismem.serve.replica_stack.replica_stack`'s answer):
+    its versions come from the replicas' nodes (``versions_source: replica-node task``, the
+    nodes under ``replicas``), or ``versions_source`` says ``unknown: <why>``."""
     ep = served_endpoint(spec)
     if ep is None:
         return None
@@ -101,10 +109,22 @@ def serving_record(spec: Any, probe: Callable[[str], Any]) -> dict[str, Any] | N
         rec["versions"] = serving_versions(probe(base)).get(model)
     except Exception as err:  # noqa: BLE001 - an endpoint that does not answer records why
         rec["versions"], rec["error"] = None, f"{type(err).__name__}: {str(err)[:200]}"
+    if rec["versions"] is None and replicas is not None:
+        try:
+            found = replicas(base, model)
+        except Exception as err:  # noqa: BLE001 - never fails a run: recorded as unknown
+            found = {"unknown": f"{type(err).__name__}: {str(err)[:200]}"}
+        where = {k: v for k, v in found.items() if k not in ("unknown", "versions", "source")}
+        if where:  # the deployments and nodes found, each node's report
+            rec["replicas"] = where
+        if found.get("versions") is not None and "unknown" not in found:
+            rec["versions"], rec["versions_source"] = found["versions"], found.get("source")
+        else:
+            rec["versions_source"] = f"unknown: {found.get('unknown') or 'no versions'}"
     invariant = batch_invariant(model, (spec.get("args") or {}).get("label"))
     if invariant is not None:
         rec["batch_invariant"] = invariant
-        if rec["versions"] is None and "error" not in rec:
+        if rec["versions"] is None and "error" not in rec and "versions_source" not in rec:
             # ray.serve.llm's gateway lists models without versions: the GPU image's pins hold.
             rec["versions_source"] = "not reported by the ray.serve.llm gateway; the GPU image pins vllm"
     return rec

@@ -223,22 +223,17 @@ def test_runs_reach_the_rayservice_by_its_real_service_name(name):
         assert env["VISMEM_SERVE_URL"] == f"http://{svc}:8000", group
 
 
-def _rayservice_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rayservice_config", INFRA / "rayservice_config.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _serve_config() -> dict:
+    return yaml.safe_load(_one("rayservice.yaml")["spec"]["serveConfigV2"])
 
 
 def test_rayservice_config_is_the_generated_one_and_valid():
+    from vismem.pipelines.kuberay import rayservice_config
     from vismem.serve.deploy import PRESETS, validate_serve_config
 
-    svc = _one("rayservice.yaml")
-    cfg = yaml.safe_load(svc["spec"]["serveConfigV2"])
+    cfg = _serve_config()
     assert validate_serve_config(cfg) == cfg
-    assert cfg == _rayservice_module().rayservice_config(_job_config())  # regenerate: python infra/rayservice_config.py
+    assert cfg == rayservice_config(_job_config())  # regenerate: vismem infra manifests --local-images -o infra
     port = cfg["http_options"]["port"]
     for group, pod in _pods("rayservice.yaml"):
         assert {"containerPort": port, "name": "serve"} in pod["containers"][0]["ports"], group
@@ -254,41 +249,38 @@ def test_rayservice_config_is_the_generated_one_and_valid():
 
 def _min_replicas(cfg: dict) -> dict[str, int]:
     """Served model -> its autoscaling floor, from a Serve config."""
-    from vismem.serve.deploy import LLM_BUILDER
-    from vismem.serve.models import load_model_spec, list_models
+    from vismem.pipelines.kuberay import demands
 
-    by_id = {}
-    for m in list_models():
-        spec = load_model_spec(m)
-        if spec.deploy:
-            by_id[(spec.deploy.get("model_source") or spec.args.get("model"))] = m
-    out = {}
-    for app in cfg["applications"]:
-        if app["import_path"] == LLM_BUILDER:
-            for conf in app["args"]["llm_configs"]:
-                model = by_id[conf["model_loading_config"]["model_id"]]
-                out[model] = conf["deployment_config"]["autoscaling_config"]["min_replicas"]
-        else:
-            (dep,) = app["deployments"]
-            out[app["name"]] = dep["autoscaling_config"]["min_replicas"]
-    return out
+    return {d.model: d.min_replicas for d in demands(cfg)}
+
+
+def _groups() -> dict[str, dict]:
+    return {g["groupName"]: g for g in _cluster_spec("rayservice.yaml")["workerGroupSpecs"]}
 
 
 def test_served_models_the_run_does_not_call_scale_to_zero():
+    from vismem.pipelines.kuberay import gpu_groups, reached_models
+
     job = _job_config()
-    svc = _one("rayservice.yaml")
-    floors = _min_replicas(yaml.safe_load(svc["spec"]["serveConfigV2"]))
-    reached = _rayservice_module().reached_models(job, list(floors))
+    cfg = _serve_config()
+    floors = _min_replicas(cfg)
+    # every vLLM variant is served (the MemShot backbones a run may switch to), and the paper models
+    assert {"qwen2.5-vl-7b", "qwen3-vl-2b", "qwen3-vl-8b", "qwen3-vl-32b", "qwen3-vl-embedding-8b"} <= set(floors)
+    reached = reached_models(job, list(floors))
     # the run calls the two vLLM back-ends through the gateway; it embeds on its own GPU workers
     assert reached == {"qwen2.5-vl-7b", "qwen3-vl-8b"}
     assert {m: f > 0 for m, f in floors.items()} == {m: m in reached for m in floors}
-    # the GPU group's floor is what those replicas hold (one GPU each), no more
-    (gpu,) = [g for g in _cluster_spec("rayservice.yaml")["workerGroupSpecs"] if g["groupName"] == "gpu"]
-    assert gpu["minReplicas"] == sum(floors.values())
+    # each GPU group's floor is what its models' floors hold (one 1-GPU pod a replica), no more;
+    # the tensor-parallel group, whose model the run does not call, starts at zero pods
+    groups = _groups()
+    for group, models in gpu_groups(cfg):
+        assert groups[group["groupName"]]["minReplicas"] == sum(floors[m] for m in models), group["groupName"]
+    (tp,) = [g for g in groups.values() if _gpus(g["template"]["spec"]) > 1]
+    assert tp["minReplicas"] == tp["replicas"] == 0 and tp["maxReplicas"] >= 1
     # a model named only as deployed:NAME is reached too
     embedder = job.memshot.text_embedder.model_copy(update={"model": "deployed:qwen3-vl-embedding-8b"})
     other = job.model_copy(update={"memshot": job.memshot.model_copy(update={"text_embedder": embedder})})
-    assert "qwen3-vl-embedding-8b" in _rayservice_module().reached_models(other, list(floors))
+    assert "qwen3-vl-embedding-8b" in reached_models(other, list(floors))
 
 
 def _gpus(pod: dict) -> int:
@@ -296,25 +288,94 @@ def _gpus(pod: dict) -> int:
 
 
 @pytest.mark.parametrize("name", CLUSTERS)
-def test_gpu_pods_hold_the_largest_tensor_parallel_engine_and_ray_sees_every_gpu(name):
-    """A TP=N engine packs N GPUs on one node (STRICT_PACK), so a GPU pod requests at least N;
-    Ray is told the pod's GPUs (num-gpus) when it sets them at all."""
-    from vismem.serve.deploy import gpus_per_node
-
-    need = gpus_per_node(yaml.safe_load(_one("rayservice.yaml")["spec"]["serveConfigV2"]))
-    spec = _cluster_spec(name)
-    for g in spec["workerGroupSpecs"]:
+def test_ray_is_told_every_gpu_of_a_pod(name):
+    for g in _cluster_spec(name)["workerGroupSpecs"]:
         pod = g["template"]["spec"]
         if _gpus(pod):
-            assert _gpus(pod) >= need, f"{name}:{g['groupName']}"
             assert int(g["rayStartParams"].get("num-gpus", _gpus(pod))) == _gpus(pod), f"{name}:{g['groupName']}"
 
 
-def test_a_tensor_parallel_model_needs_pods_with_its_gpus():
-    from vismem.serve.deploy import gpus_per_node, serve_config
+def _autoscaler_node_types() -> dict[str, dict]:
+    """The RayService's node types as Ray's KubeRay autoscaler reads them from the manifest."""
+    from ray.autoscaler._private.kuberay.autoscaling_config import _derive_autoscaling_config_from_ray_cr
 
-    cfg = serve_config(["qwen3-vl-32b"], env={})
-    assert gpus_per_node(cfg) == 2 > _gpus(_pods("rayservice.yaml")[-1][1])  # serving it needs a 2-GPU group
+    svc = _one("rayservice.yaml")
+    cr = {"metadata": {"name": svc["metadata"]["name"], "namespace": "default"},
+          "spec": svc["spec"]["rayClusterConfig"]}
+    return _derive_autoscaling_config_from_ray_cr(cr)["available_node_types"]
+
+
+def _group_the_autoscaler_starts(demand) -> tuple[dict[str, int], list]:
+    """What Ray's resource-demand scheduler launches, from no worker at all, for one replica."""
+    from ray.autoscaler._private.node_provider_availability_tracker import NodeAvailabilitySummary
+    from ray.autoscaler._private.resource_demand_scheduler import (
+        _resource_based_utilization_scorer,
+        get_nodes_for,
+    )
+
+    def score(resources, wanted, node_type):
+        return _resource_based_utilization_scorer(
+            resources, wanted, node_availability_summary=NodeAvailabilitySummary(node_availabilities={}))
+
+    if demand.strategy == "STRICT_PACK":  # what the autoscaler makes of a STRICT_PACK group
+        vector = [{k: sum(b.get(k, 0.0) for b in demand.bundles) for b in demand.bundles for k in b}]
+    else:
+        vector = [dict(b) for b in demand.bundles]
+    return get_nodes_for(_autoscaler_node_types(), {}, "headgroup", 1, vector, score)
+
+
+def _preset_models() -> list[str]:
+    """Every model a preset names that Serve can host: the serve presets, the RayService's,
+    and the variants with a deploy: block that the paper run config names."""
+    from vismem.pipelines.commands.weights import named_variants
+    from vismem.pipelines.kuberay import served_models
+    from vismem.serve.deploy import PRESETS
+    from vismem.serve.models import load_model_spec
+
+    named = [m for m in named_variants(_job_config()) if load_model_spec(m).deploy]
+    return sorted({*(m for names in PRESETS.values() for m in names), *served_models(), *named})
+
+
+def test_every_model_a_preset_names_fits_a_rayservice_group_the_autoscaler_starts_from_zero():
+    """One replica of each model, placed the way Ray Serve LLM places it (a tensor-parallel
+    engine's GPUs STRICT_PACKed on one node, the accelerator type as a resource), is feasible on
+    a pod Ray's KubeRay autoscaler can start with no worker running; for a served model, that pod
+    is of the group generated for it: the TP=2 engine on a 2-GPU pod, a 1-GPU engine never there."""
+    from vismem.pipelines.kuberay import demands, gpu_groups
+    from vismem.serve.deploy import serve_config
+
+    group_of = {m: g["groupName"] for g, models in gpu_groups(_serve_config()) for m in models}
+    models = _preset_models()
+    assert {"qwen3-vl-32b", "qwen3-vl-embedding-8b", "clip-vit-b32"} <= set(models)
+    widest = 0
+    for model in models:
+        (demand,) = demands(serve_config([model], env={}))
+        launched, residual = _group_the_autoscaler_starts(demand)
+        assert not residual and sum(launched.values()) == 1, (model, demand, launched)
+        (group,) = launched
+        pod_gpus = _autoscaler_node_types()[group]["resources"].get("GPU", 0)
+        assert pod_gpus >= demand.gpus, (model, group)
+        if model in group_of:
+            assert group == group_of[model], (model, group)
+        widest = max(widest, demand.gpus)
+    assert widest == 2  # Qwen3-VL-32B: tensor_parallel_size 2
+
+
+def test_replica_bundles_are_ray_llms_and_a_tp_engine_is_strictly_packed():
+    from ray.llm._internal.serve.core.configs.accelerators import GPUAccelerator
+
+    from vismem.pipelines.kuberay import LLM_REPLICA_CPUS, demands
+
+    by_model = {d.model: d for d in demands(_serve_config())}
+    tp, one = by_model["qwen3-vl-32b"], by_model["qwen3-vl-8b"]
+    for d, n in ((tp, 2), (one, 1)):
+        ray_bundles = GPUAccelerator().default_bundles(num_devices=n, accelerator_type_str="H100")
+        ray_bundles[0]["CPU"] = LLM_REPLICA_CPUS  # Ray Serve LLM adds the replica actor to bundle 0
+        assert list(d.bundles) == ray_bundles, d
+    assert (tp.strategy, tp.gpus, one.gpus) == ("STRICT_PACK", 2, 1)
+    types = _autoscaler_node_types()
+    assert {t["resources"].get("GPU") for name, t in types.items() if name != "headgroup"} == {1, 2}
+    assert all(t["resources"].get("accelerator_type:H100") == 1 for name, t in types.items() if name != "headgroup")
 
 
 # -- the manifests against the pinned KubeRay CRDs' OpenAPI schemas ----------------------------

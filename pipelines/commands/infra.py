@@ -9,6 +9,10 @@ tag is the revision the images were built at (``VISMEM_GIT_REVISION`` inside the
 is what was built. Without a registry it refuses (a bare local tag only suits a cluster that
 shares this machine's images: ``--local-images``), as it does for a work tree with uncommitted
 changes (no image can carry that revision).
+
+The RayService's Serve config and GPU worker groups are generated from ``serve/models/*.yaml``
+(:mod:`vismem.pipelines.kuberay`) each time: ``--local-images -o infra`` rewrites the checked-in
+files in place, ``--check`` only compares (exit 1 naming each file that differs).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from pathlib import Path
 
 from vismem.core.errors import ConfigError
@@ -68,16 +73,37 @@ def rewrite(text: str, refs: dict[str, str] | None, where: str) -> str:
     return text
 
 
-def render(infra: Path, out: Path, refs: dict[str, str] | None) -> list[Path]:
-    """Write every manifest of ``infra`` under ``out`` with ``refs`` applied; returns the files."""
-    written = []
+def manifest_texts(infra: Path, refs: dict[str, str] | None) -> dict[str, str]:
+    """Every manifest of ``infra`` (relative path -> text) with its generated regions rewritten
+    (:mod:`vismem.pipelines.kuberay`) and ``refs`` applied."""
+    from vismem.pipelines.kuberay import generate, paper_regions
+
+    fill = None
+    out = {}
     for rel in MANIFESTS:
+        text = (infra / rel).read_text()
+        if "# >>> generated: " in text:
+            fill = fill or paper_regions()
+            text = generate(text, fill, rel)
+        out[rel] = rewrite(text, refs, rel)
+    return out
+
+
+def render(infra: Path, out: Path, refs: dict[str, str] | None) -> list[Path]:
+    """Write every manifest of ``infra`` under ``out`` (:func:`manifest_texts`); returns the files."""
+    written = []
+    for rel, text in manifest_texts(infra, refs).items():
         dest = out / rel
-        text = rewrite((infra / rel).read_text(), refs, rel)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text)
         written.append(dest)
     return written
+
+
+def stale(infra: Path, out: Path, refs: dict[str, str] | None) -> list[str]:
+    """The manifests under ``out`` that differ from (or are missing against) what ``infra`` generates."""
+    return [rel for rel, text in manifest_texts(infra, refs).items()
+            if not (out / rel).is_file() or (out / rel).read_text() != text]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -91,7 +117,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--revision", help="the images' tag (default: this checkout's git revision)")
     m.add_argument("--local-images", action="store_true",
                    help="keep the local tags (a cluster on this machine's images: kind, minikube)")
-    m.add_argument("--output", "-o", required=True, metavar="DIR", help="folder to write the manifests into")
+    m.add_argument("--output", "-o", required=True, metavar="DIR",
+                   help="folder to write the manifests into (infra with --local-images: regenerate the checked-in files)")
+    m.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 naming each manifest under --output that differs from the generated one")
     m.set_defaults(func=_manifests)
 
 
@@ -107,6 +136,11 @@ def _manifests(args: argparse.Namespace) -> int:
                           f"pass --registry or set {REGISTRY_VAR} (or --local-images for a cluster on this machine)")
     else:
         refs = image_refs(registry, args.revision or git_revision(repo_root()))
+    if args.check:
+        for rel in (bad := stale(repo_root() / "infra", Path(args.output), refs)):
+            print(f"{Path(args.output) / rel}: differs from the generated manifest "
+                  f"(regenerate: vismem infra manifests ... -o {args.output})", file=sys.stderr)
+        return 1 if bad else 0
     for path in render(repo_root() / "infra", Path(args.output), refs):
         print(path)
     return 0

@@ -11,7 +11,8 @@ started); ``status`` prints each app's state and exits 1 when nothing is deploye
 
 A cluster's Serve instance is shared: ``up`` and ``down`` read its applications, lay vismem's own
 over (or take them out of) the foreign ones and write the merged config back
-(:mod:`vismem.serve.sharing`), so a RayService's or a colleague's apps survive both.
+(:mod:`vismem.serve.sharing`), so a RayService's or a colleague's apps survive both; each write is
+read back and, when a concurrent writer changed the apps meanwhile, merged and written again.
 """
 
 from __future__ import annotations
@@ -245,21 +246,27 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _write_ours(client: Any, ours: dict[str, Any], port: int) -> int:
-    """Read the cluster's Serve applications, lay ``ours`` (vismem's apps only) over the foreign
-    ones and write the merged config back; returns the port Serve's proxies listen on."""
-    from vismem.serve.deploy import validate_serve_config
-    from vismem.serve.sharing import merged_config, serve_port
+    """Lay ``ours`` (vismem's apps only) over the cluster's foreign applications, write the merged
+    config and check it took (:func:`vismem.serve.sharing.write_shared`); returns the port Serve's
+    proxies listen on."""
+    import sys
 
-    details = client.get_serve_details()
-    client.deploy_applications(validate_serve_config(merged_config(details, ours)))
-    return serve_port(details, port)
+    from vismem.serve.sharing import serve_port, write_shared
+
+    done = write_shared(client, ours)
+    for name in done.dropped:
+        print(f"vismem: warning: Serve app {name!r} was deployed by another writer while vismem wrote its "
+              "config and that write removed it (its config is gone: its owner must deploy it again)",
+              file=sys.stderr)
+    return serve_port(done.details, port)
 
 
 def _remove_ours(client: Any) -> None:
-    """Delete vismem's applications and nothing else (Serve is shut down only when nothing else runs)."""
+    """Delete vismem's applications and nothing else (Serve is shut down only when nothing else runs,
+    read twice: an app deployed meanwhile keeps Serve up)."""
     from vismem.serve.sharing import nothing_else
 
-    if nothing_else(client.get_serve_details()):
+    if nothing_else(client.get_serve_details()) and nothing_else(client.get_serve_details()):
         client.delete_applications()
     else:
         _write_ours(client, {"applications": []}, 0)

@@ -232,23 +232,49 @@ def answers_on_ray_data(tasks: Any, units: Any, questions: Any, vlm_spec: dict[s
     return pl.DataFrame(out, schema=ANSWER_SCHEMA)
 
 
-def engine_processor_config(model: str, *, concurrency: int = 1, batch_size: int = 16) -> Any:
+def engine_processor_config(model: str, *, weights: str | None = None, concurrency: int = 1, batch_size: int = 16,
+                            env: dict[str, str] | None = None) -> Any:
     """A ``vLLMEngineProcessorConfig`` for a served model variant (``serve/models/NAME.yaml`` with
-    ``deploy.engine: vllm``) when nothing is deployed: the job starts its own engines with the
-    variant's weights, engine arguments (pixel bounds included) and accelerator. Validated by
-    Ray's own model; running it needs GPUs and vLLM on the nodes."""
+    ``deploy.engine: vllm``) when nothing is deployed: the job starts its own engines as the served
+    deployment of the variant runs (:func:`vismem.serve.deploy.llm_config`): the weights under root
+    ``weights`` (``memshot.engine_weights``; default the cluster's models dir) by the same rule
+    (:func:`vismem.serve.deploy.model_source`), the engine arguments (pixel bounds included), the
+    accelerator, STRICT_PACK over several GPUs, and the engine's environment
+    (:func:`vismem.serve.deploy.engine_env`: ``VLLM_BATCH_INVARIANT`` where the YAML sets it, so
+    greedy answers reproduce whatever shares the batch). Built in the job, on the cluster: ``${VAR}``
+    and ``~`` in the path expand with this process's environment (``env`` in tests).
+
+    How the stages read ``model_source`` (Ray 2.60, ``ray.llm._internal.batch``): the chat-template
+    (``AutoProcessor``), tokenize and detokenize stages (CPU actors) and the engine stage call
+    Ray's ``download_model_files``. A path or hub id passes through (a models dir must then be
+    mounted on every node running a stage). An ``s3://`` / ``gs://`` source is copied into the
+    node's Hugging Face cache with the node's own credentials (boto3's default chain): for the
+    CPU stages only the files whose names hold ``tokenizer``, ``config.json`` or
+    ``chat_template`` (tokenizer.json, tokenizer_config.json, config.json,
+    preprocessor_config.json, chat_template.*; no weights), for the engine the whole folder, which
+    vLLM then loads locally. The prepare-multimodal stage of a VLM gives the source to vLLM's
+    ``ModelConfig`` instead: it needs vLLM on its node, and for an ``s3://`` source vLLM pulls
+    the ``*.json`` files through its Run:ai streamer (``runai-model-streamer``, vLLM's ``runai``
+    extra; Ray's ``llm`` extra does not install it). Weights from a root other than ``hub`` are
+    read as synced: ``HF_HUB_OFFLINE=1`` keeps every stage from fetching from the hub instead.
+    Validated by Ray's own model; running it needs GPUs and vLLM on the nodes."""
     from ray.data.llm import vLLMEngineProcessorConfig
 
+    from vismem.serve.deploy import engine_env, model_source, placement_group
     from vismem.serve.hosting import deployable
     from vismem.serve.registry import registered
+    from vismem.serve.weights import DEFAULT_ROOT, HUB, check_root, expand_on_node
 
-    d = deployable(model, registered())
+    root = check_root(DEFAULT_ROOT if weights is None else weights)
+    d = deployable(model, registered(), env=env)
     if d.settings.engine != "vllm":
         raise ValueError(f"model {model!r} is not a vLLM variant (deploy.engine: {d.settings.engine})")
+    env_vars = {**engine_env(d), **({} if root == HUB else {"HF_HUB_OFFLINE": "1"})}
     return vLLMEngineProcessorConfig(
-        model_source=d.settings.model_source or d.model_id, engine_kwargs=dict(d.settings.engine_kwargs),
-        accelerator_type=d.settings.accelerator_type, concurrency=concurrency, batch_size=batch_size,
-        prepare_multimodal_stage=d.kind == "vlm", should_continue_on_error=True)
+        model_source=expand_on_node(model_source(d, root), env), engine_kwargs=dict(d.settings.engine_kwargs),
+        accelerator_type=d.settings.accelerator_type, runtime_env={"env_vars": env_vars},
+        placement_group_config=placement_group(d.settings.engine_kwargs), concurrency=concurrency,
+        batch_size=batch_size, prepare_multimodal_stage=d.kind == "vlm", should_continue_on_error=True)
 
 
 def serve_processor_config(deployment: str, *, app: str = "default", concurrency: int = 1,

@@ -7,7 +7,9 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from vismem.core.config import Frozen
+from vismem.core.errors import ConfigError
 from vismem.core.registry import ComponentSpec
+from vismem.serve.weights import DEFAULT_ROOT, check_root
 
 
 class MemShotConfig(Frozen):
@@ -125,6 +127,13 @@ class MemShotConfig(Frozen):
         "ray-data (ray.data.llm HttpRequestProcessors over the cluster: actors = ray.concurrency, each with its "
         "client's max_concurrency calls in flight; needs openai endpoint specs as memshot.vlm and memshot.judge). "
         "Same answers either way; not part of the run id.")
+    engine_weights: str = Field(
+        DEFAULT_ROOT, json_schema_extra={"identity": "execution"},
+        description="Weights root of the in-job vLLM engines (ray.data.llm vLLMEngineProcessor, "
+        "pipelines/memshot/batch_llm.py engine_processor_config) -- the same rule as `vismem serve up --weights`: "
+        "where `vismem weights sync --to` put them, the cluster's models dir (default, ${VAR} expanded on the "
+        "cluster), s3://BUCKET/PREFIX (downloaded by Ray on each node) or 'hub' (the hub id). Where the same "
+        "weights are read from: not part of the run id.")
     request_concurrency: int = Field(8, ge=1, description="Answer/judge requests kept in flight.")
     context_order: Literal["rank", "chronological"] = Field(
         "rank", description="Order of retrieved units in the prompt: best first, or by session/unit position.",
@@ -137,6 +146,14 @@ class MemShotConfig(Frozen):
         if bad:
             raise ValueError(f"every k must be >= 1 (a top-0 or negative cut-off retrieves nothing), got {list(bad)}")
         return v
+
+    @field_validator("engine_weights")
+    @classmethod
+    def _weights_root(cls, v: str) -> str:
+        try:
+            return check_root(v)
+        except ConfigError as err:
+            raise ValueError(str(err)) from None
 
     @field_validator("dataset")
     @classmethod

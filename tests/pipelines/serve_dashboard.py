@@ -9,6 +9,14 @@ a running instance keeps its HTTP options); ``DELETE`` shuts Serve down (every a
 their addresses);
 ``GET|PUT /api/packages/gcs/NAME`` takes runtime_env packages (kept in ``packages``).
 Every request is recorded in ``calls``.
+
+A concurrent writer is simulated with ``after``: ``after["GET"]`` runs (with the fake) once a
+Serve GET's answer is taken, before it is sent (a write landing right after that read);
+``after["PUT"]`` once a PUT is applied, before it is answered; either may call
+:meth:`FakeServeDashboard.other_put` (another client's PUT, kept in ``other_puts``, not ``puts``).
+``serve_gets`` counts the Serve GETs answered. With
+``lingering_deletes`` an app a PUT leaves out stays ``DELETING`` without its config, as Ray
+shows it until its replicas are gone.
 """
 
 from __future__ import annotations
@@ -16,14 +24,18 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 
 class FakeServeDashboard:
     """``with FakeServeDashboard() as d: d.url``; ``d.apps`` is the running instance's state."""
 
-    def __init__(self, node_ips: list[str] | None = None) -> None:
+    def __init__(self, node_ips: list[str] | None = None, *, lingering_deletes: bool = False) -> None:
         self.apps: dict[str, dict[str, Any]] = {}
+        self.after: dict[str, Callable[["FakeServeDashboard"], None]] = {}
+        self.serve_gets = 0
+        self.lingering_deletes = lingering_deletes
+        self.other_puts: list[dict[str, Any]] = []
         self.http_options: dict[str, Any] | None = None
         self.calls: list[tuple[str, str]] = []
         self.puts: list[dict[str, Any]] = []
@@ -58,18 +70,29 @@ class FakeServeDashboard:
                 "http_options": self.http_options, "proxies": {}, "applications": self.apps,
                 "target_capacity": None}
 
-    def put(self, cfg: dict[str, Any]) -> None:
+    def put(self, cfg: dict[str, Any], *, record: bool = True) -> None:
         from ray.serve.schema import ServeDeploySchema
 
         ServeDeploySchema.model_validate(cfg)  # what the dashboard does first (400 otherwise)
-        self.puts.append(cfg)
+        (self.puts if record else self.other_puts).append(cfg)
         if self.http_options is None:
             self.http_options = cfg.get("http_options") or {"host": "0.0.0.0", "port": 8000}
         named = {a["name"] for a in cfg["applications"]}
         for name in [n for n, a in self.apps.items() if a["source"] == "declarative" and n not in named]:
-            del self.apps[name]
+            if self.lingering_deletes:
+                self.apps[name] = {**self.apps[name], "status": "DELETING", "deployed_app_config": None}
+            else:
+                del self.apps[name]
         for app in cfg["applications"]:
             self.apps[app["name"]] = self._details(app, False)
+
+    def other_put(self, cfg: dict[str, Any]) -> None:
+        """Another client's PUT (a colleague's `serve deploy`, a RayService reconcile)."""
+        self.put(cfg, record=False)
+
+    def deployed(self) -> list[dict[str, Any]]:
+        """Every declarative application's config as deployed (what another writer would merge)."""
+        return [a["deployed_app_config"] for a in self.apps.values() if a["deployed_app_config"] is not None]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -92,7 +115,11 @@ class FakeServeDashboard:
                     self._send(200, {"version": "4", "ray_version": "2.60.0", "ray_commit": "x",
                                      "session_name": "fake"})
                 elif self.path.startswith("/api/serve/applications/"):
-                    self._send(200, fake.body())
+                    body = json.loads(json.dumps(fake.body()))  # the answer as read now
+                    fake.serve_gets += 1
+                    if "GET" in fake.after:
+                        fake.after["GET"](fake)
+                    self._send(200, body)
                 elif self.path.startswith("/api/packages/"):
                     self._send(200 if self.path.rsplit("/", 1)[-1] in fake.packages else 404, {})
                 elif self.path.startswith("/api/v0/nodes"):  # Ray's state API (ray.util.state.list_nodes)
@@ -123,6 +150,8 @@ class FakeServeDashboard:
                 except Exception as err:  # noqa: BLE001 - the dashboard answers 400 to a bad config
                     self._send(400, {"error": str(err)})
                     return
+                if "PUT" in fake.after:
+                    fake.after["PUT"](fake)
                 self._send(200)
 
             def do_DELETE(self) -> None:

@@ -301,7 +301,7 @@ def test_engine_and_serve_processor_configs_validate_without_a_gpu():
     from vismem.pipelines.memshot.batch_llm import engine_processor_config, serve_processor_config
 
     cfg = engine_processor_config("qwen3-vl-8b", concurrency=2, batch_size=8)
-    assert cfg.model_source.startswith("Qwen/Qwen3-VL-8B") and cfg.prepare_multimodal_stage
+    assert cfg.model_source.endswith("/Qwen3-VL-8B-Instruct") and cfg.prepare_multimodal_stage
     assert cfg.engine_kwargs["mm_processor_kwargs"]["max_pixels"] > 0 and cfg.should_continue_on_error
     assert cfg.accelerator_type and cfg.batch_size == 8
     s = serve_processor_config("vllm", app="vllm")
