@@ -50,10 +50,12 @@ class FleetScale:
 
     fleet: CapacityModel = field(default_factory=lambda: CapacityModel(slots=64, base_s=0.5, per_image_s=0.1,
                                                                       per_token_s=0.002, jitter=0.25))
-    encode: dict[str, int] | None = field(default_factory=lambda: {"chains": 16, "J": 8, "workers": 2})
-    # J = 2: every probe unit is one session's probes (same size), 17 architectures a chain's
-    # group, 4 actors x 17 units in flight (>= slots: the fleet stays saturated).
-    probes: dict[str, int] | None = field(default_factory=lambda: {"chains": 8, "J": 2, "workers": 4,
+    # Enough sessions queued (256, four times the slots) that the last ones' drain is a small
+    # part of the wall: "once enough episodes are queued" (issue 25).
+    encode: dict[str, int] | None = field(default_factory=lambda: {"chains": 32, "J": 8, "workers": 2})
+    # J = 2: every probe unit is one session's probes, 17 architectures a chain's group; 16
+    # chains (four per actor), 4 actors x 17 episodes in flight (>= slots: the fleet saturated).
+    probes: dict[str, int] | None = field(default_factory=lambda: {"chains": 16, "J": 2, "workers": 4,
                                                                    "in_flight": 68})
     answers: dict[str, int] | None = field(default_factory=lambda: {"questions": 1024, "k": 3})
 
