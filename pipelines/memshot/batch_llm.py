@@ -26,7 +26,7 @@ import random
 import time
 from typing import Any
 
-from vismem.pipelines.memshot.processors import engine_processor_config, serve_processor_config
+from vismem.pipelines.memshot.processors import clip, engine_processor_config, serve_processor_config
 
 __all__ = ["engine_processor_config", "serve_processor_config"]  # built here; defined in processors
 
@@ -168,7 +168,7 @@ def read_output(kind: str, row: dict[str, Any]) -> dict[str, Any]:
     if kind == "engine":
         return engine_reply(row)
     if row.get("__inference_error__"):
-        return {**none, "error": "error:serve", "detail": str(row["__inference_error__"])[:300]}
+        return {**none, "error": "error:serve", "detail": clip(str(row["__inference_error__"]))}
     if isinstance(row.get("error"), dict):  # the deployment's ErrorResponse
         code = row["error"].get("code")
         return {**none, "error": f"error:serve_{code}" if code else "error:serve",

@@ -241,7 +241,7 @@ def engine_reply(row: dict[str, Any]) -> dict[str, Any]:
     none = {"text": None, "prompt_tokens": None, "completion_tokens": None, "latency_s": None}
     err = row.get("__inference_error__") or ""
     if err:
-        return {**none, "error": "error:engine", "detail": str(err)[:300]}
+        return {**none, "error": "error:engine", "detail": clip(str(err))}
     text = row.get("generated_text")
     if not isinstance(text, str):
         return {**none, "error": "error:malformed_response", "detail": f"no generated_text: {str(row)[:200]}"[:300]}
@@ -249,6 +249,12 @@ def engine_reply(row: dict[str, Any]) -> dict[str, Any]:
     return {"error": None, "detail": None, "text": text, "prompt_tokens": _int(row.get("num_input_tokens")),
             "completion_tokens": _int(row.get("num_generated_tokens")),
             "latency_s": float(latency) if latency is not None and float(latency) >= 0 else None}
+
+
+def clip(text: str, n: int = 300) -> str:
+    """At most ``n`` characters of an error: its head (the kind) and its tail (a remote error's
+    own message comes after the traceback)."""
+    return text if len(text) <= n else f"{text[:n // 2 - 3]} .. {text[-(n // 2 - 1):]}"
 
 
 def _int(v: Any) -> int | None:
@@ -316,4 +322,34 @@ def serve_processor_config(deployment: str, *, app: str = "default", concurrency
                               f"where the job runs ({err})") from None
     return ServeDeploymentProcessorConfig(deployment_name=deployment, app_name=app, concurrency=concurrency,
                                           batch_size=batch_size, should_continue_on_error=True,
-                                          dtype_mapping={SERVE_DTYPE: dtype}, request_timeout_s=timeout_s)
+                                          dtype_mapping={SERVE_DTYPE: plain_request(dtype)},
+                                          request_timeout_s=timeout_s)
+
+
+def to_plain(value: Any) -> Any:
+    """``value`` with numpy arrays and scalars as Python lists and numbers, at any depth."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return [to_plain(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def plain_request(base: type) -> type:
+    """``base`` (a pydantic request class) built from a row's ``request_kwargs`` as sent: Ray Data
+    hands a row's nested lists back as numpy arrays (the message parts of a shot), which the
+    request model would refuse; this subclass turns them back into lists first."""
+    from pydantic import model_validator
+
+    class Plain(base):  # type: ignore[misc, valid-type]
+        @model_validator(mode="before")
+        @classmethod
+        def _plain(cls, data: Any) -> Any:
+            return to_plain(data)
+
+    Plain.__name__ = Plain.__qualname__ = base.__name__
+    return Plain

@@ -288,9 +288,85 @@ def test_serve_rows_are_the_requests_rays_serve_stage_builds():
                                       ["payload"])["request_kwargs"]["messages"]
     cfg = serve_processor_config(QWEN3, app="vllm", concurrency=2, batch_size=8, dtype=ChatRequest, timeout_s=300)
     assert isinstance(cfg, ServeDeploymentProcessorConfig) and cfg.should_continue_on_error
-    assert cfg.dtype_mapping == {"ChatCompletionRequest": ChatRequest} and cfg.request_timeout_s == 300
+    sent_as = cfg.dtype_mapping["ChatCompletionRequest"]
+    assert issubclass(sent_as, ChatRequest) and cfg.request_timeout_s == 300
+    # Ray Data hands nested lists back as numpy arrays: the request class takes them as lists
+    import numpy as np
+
+    arrays = {**request, "messages": np.array([{"role": "user", "content": np.array([{"type": "text", "text": "q"}])}])}
+    assert sent_as(**arrays).messages == [{"role": "user", "content": [{"type": "text", "text": "q"}]}]
     try:
         import vllm  # noqa: F401
     except ImportError:  # the default request class is Ray Serve LLM's, which needs vLLM
         with pytest.raises(ConfigError, match="needs vLLM where the job runs"):
             serve_processor_config(QWEN3, app="vllm")
+
+
+def test_answers_through_a_deployed_model_on_this_cluster_equal_the_http_path(file_store, ray_local, tmp_path,
+                                                                               monkeypatch):
+    """``auto`` finds the model's deployment on the run's own Ray Serve and asks it through Ray's
+    ServeDeployment processor (our rows, its handle, our reader): the same answers as the HTTP
+    processor asking the same scripted model over the local server. The deployment stands in for
+    ``ray.serve.llm``'s LLMServer (same app, name and ``chat`` generator; vLLM is not installed)."""
+    from functools import partial
+
+    from pydantic import BaseModel, ConfigDict
+    from ray import serve
+
+    import vismem.pipelines.memshot.batch_llm as B
+    from vismem.pipelines.manifest import Manifest
+    from vismem.pipelines.context import RunContext
+    from vismem.pipelines.memshot import stage as memshot
+    from vismem.serve.backends.scripted import ScriptedVLM
+    from vismem.serve.openai_server import LocalOpenAIServer
+
+    class ChatRequest(BaseModel):  # the fields LLMServer.chat reads here
+        model_config = ConfigDict(extra="allow")
+        model: str
+        messages: list
+        max_tokens: int
+        stream: bool
+
+    @serve.deployment(name=QWEN3, ray_actor_options={"num_cpus": 0})
+    class LLMServer:
+        def __init__(self) -> None:
+            self.vlm = ScriptedVLM(fn="describe", label="describe")
+
+        async def chat(self, request):
+            from vismem.serve.openai_format import completion_response, messages_from_openai
+
+            yield completion_response(self.vlm.chat(messages_from_openai(request.messages),
+                                                    max_tokens=request.max_tokens), request.model)
+
+    monkeypatch.setattr(B, "serve_processor_config", partial(B.serve_processor_config, dtype=ChatRequest))
+    got, kinds = {}, {}
+    serve.start(proxy_location="Disabled")
+    try:
+        serve.run(LLMServer.bind(), name="vllm", route_prefix=None)
+        with LocalOpenAIServer(ScriptedVLM(fn="describe", label="describe"), model_id="scripted-describe") as srv:
+            vlm = {"name": "qwen3-vl-8b", "args": {"model": srv.model_id, "base_url": srv.base_url,
+                                                   "api_key_env": None, "max_retries": 0, "timeout_s": 30,
+                                                   "max_concurrency": 3}}
+            for processor in ("http", "auto"):
+                cfg = load_config(overrides={"name": "memshot-test", "stages": ["memshot"], "memshot": {
+                    "memories": [], "dataset": "locomo", "conversations": 1, "variants": ["memshot", "text-rag"],
+                    "k": [5], "embed_on_ray": False, "max_questions": 3, "vlm": vlm, "judge": None,
+                    "batch_inference": "ray-data", "processor": processor}})
+                manifest = Manifest(file_store, cfg.run_id)
+                manifest.begin(cfg, seeds={"root": cfg.seed})
+                ctx = RunContext(config=cfg, store=file_store, run_dir=tmp_path / processor, manifest=manifest,
+                                 logger=__import__("logging").getLogger("vismem.test"))
+                summary = memshot.run(ctx)
+                kinds[processor] = summary["answers"]["processors"]["memshot.vlm"]
+                got[processor] = file_store.read_table(f"{ctx.run_prefix}/memshot/answers_raw.parquet").sort(
+                    ["variant", "k", "conversation_id", "question_id"])
+                file_store.delete(f"{ctx.run_prefix}/memshot/answers_raw.parquet")  # the next one asks again
+    finally:
+        serve.shutdown()
+    assert kinds["http"]["kind"] == "http"
+    assert kinds["auto"] == {"kind": "serve", "model": "qwen3-vl-8b", "app": "vllm", "deployment": QWEN3,
+                             "reason": f"qwen3-vl-8b is deployed on this Ray cluster (vllm/{QWEN3})"}
+    a, b = got["http"], got["auto"]
+    assert a.height == b.height == 6 and set(b["answer_status"]) == {"ok"}, b["raw_answer"].to_list()
+    assert a["prediction"].to_list() == b["prediction"].to_list() and max(b["n_images"]) > 0
+    assert a["n_images"].to_list() == b["n_images"].to_list() and b["answer_latency_s"].null_count() == 0
