@@ -182,12 +182,23 @@ def test_engine_rows_pass_rays_own_stages_of_the_built_engine_processor(ray_loca
     from vismem.pipelines.memshot.processors import engine_processor_config
     from vismem.serve.testing import tiny_model_path
 
+    from vismem.pipelines.memshot.batch_llm import processor_for
+    from vismem.pipelines.memshot.processors import Choice
+
     tiny = tiny_model_path("qwen2.5-vl")
     (tmp_path / "Qwen2.5-VL-7B-Instruct").symlink_to(tiny)
     spec = _spec()
     pre = answer_request_fn(spec, "locomo", _Store(), 64, 0.0, "engine")
     proc = build_processor(engine_processor_config("qwen2.5-vl-7b", weights=str(tmp_path)), preprocess=pre,
                            postprocess=answer_reply_fn("engine"))
+    # as the answer step builds it: a spec's chat-template switch (a Qwen3 judge's) reaches the stage
+    thinking = {**spec, "args": {**spec["args"], "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}}
+    built = processor_for(Choice("engine", "test", "qwen2.5-vl-7b"), thinking, concurrency=1, batch_size=4,
+                          weights=str(tmp_path), preprocess=pre, postprocess=answer_reply_fn("engine"))
+    assert built.get_stage_by_name("ChatTemplateStage").fn_constructor_kwargs["chat_template_kwargs"] == \
+        {"enable_thinking": False}
+    assert built.get_stage_by_name("vLLMEngineStage").fn_constructor_kwargs["model"] == \
+        str(tmp_path / "Qwen2.5-VL-7B-Instruct")  # the weights root's copy of the variant
     names = proc.list_stage_names()
     assert names[0] == "PrepareMultimodalStage" and "vLLMEngineStage" in names
     row = pre(_row("a", "b"))
