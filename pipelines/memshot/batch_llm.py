@@ -3,12 +3,15 @@
 ``memshot.batch_inference: ray-data`` sends the answer calls through a ``ray.data.llm``
 processor instead of driver threads, so they spread over the cluster: an OpenAI-compatible
 endpoint (vLLM, Ray Serve LLM's gateway, a hosted API, the local server) through
-``HttpRequestProcessorConfig``. Each row's request is built on the worker by the same client
+``HttpRequestProcessorConfig``, a deployment on the job's own Ray Serve through
+``ServeDeploymentProcessorConfig``, or the job's own vLLM engines through
+``vLLMEngineProcessorConfig`` -- which one, and their row formats: :mod:`.processors`
+(``memshot.processor``). Each row's request is built on the worker by the same client
 code the thread path uses (:meth:`OpenAIVLM.request_body` over
 :func:`vismem.memory.dialogue.answering.build_answer_message`), so the bodies, hence the answers
 of a deterministic endpoint, are the same; the replies are read back into the same answer
-records (``ok`` / ``malformed`` / ``error:<reason>``), so caches and failure rules are
-unchanged.
+records (``ok`` / ``malformed`` / ``error:<reason>``) by one reader (:func:`read_output`), so
+caches and failure rules are unchanged.
 
 Ray 2.60's HTTP stage sends a batch's requests one after another and raises after its last
 retry, which would lose the whole job to one bad question. :class:`ResilientSessions` is the
@@ -26,7 +29,7 @@ import random
 import time
 from typing import Any
 
-from vismem.pipelines.memshot.processors import clip, engine_processor_config, serve_processor_config
+from vismem.pipelines.memshot.processors import clip, engine_processor_config, request_row, serve_processor_config
 
 __all__ = ["engine_processor_config", "serve_processor_config"]  # built here; defined in processors
 
@@ -193,25 +196,6 @@ def answer_record(r: dict[str, Any]) -> dict[str, Any]:
 def reply_record(reply: dict[str, Any]) -> dict[str, Any]:
     """An answer record from one reply of the HTTP stage."""
     return answer_record(read_reply(reply))
-
-
-def request_row(kind: str, spec: dict[str, Any], body: dict[str, Any] | None, err: Exception | None) -> dict[str, Any]:
-    """The processor's row of one request body (the HTTP path's, whatever the processor): the
-    ``payload`` (http), the engine's ``messages`` + ``sampling_params``, or the deployment's
-    ``request_kwargs``. A request that could not be built (``err``) is carried as the row's
-    failure; the engine and deployment still get a valid one-token request for it."""
-    from vismem.pipelines.memshot.processors import engine_row, input_error, serve_row
-
-    if kind == "http":
-        return {"payload": body if err is None else {"vismem_input_error": json.loads(input_error(err))}}
-    if err is not None:
-        from vismem.serve.build import build_vlm
-        from vismem.serve.vlm import Message
-
-        body = build_vlm(spec).request_body([Message(role="user", text=".")], max_tokens=1, temperature=0.0)
-    assert body is not None
-    return {**(engine_row(body) if kind == "engine" else serve_row(body)),
-            "vismem_input_error": "" if err is None else input_error(err)}
 
 
 def answer_request_fn(vlm_spec: dict[str, Any], dataset: str, store: Any, max_tokens: int, temperature: float,

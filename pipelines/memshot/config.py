@@ -142,7 +142,7 @@ class MemShotConfig(Frozen):
     engine_weights: str = Field(
         DEFAULT_ROOT, json_schema_extra={"identity": "execution"},
         description="Weights root of the in-job vLLM engines (ray.data.llm vLLMEngineProcessor, "
-        "pipelines/memshot/batch_llm.py engine_processor_config) -- the same rule as `vismem serve up --weights`: "
+        "pipelines/memshot/processors.py engine_processor_config) -- the same rule as `vismem serve up --weights`: "
         "where `vismem weights sync --to` put them, the cluster's models dir (default, ${VAR} expanded on the "
         "cluster), s3://BUCKET/PREFIX (downloaded by Ray on each node) or 'hub' (the hub id). Where the same "
         "weights are read from: not part of the run id.")

@@ -188,11 +188,6 @@ def input_error(err: Exception) -> str:
     return json.dumps({"type": type(err).__name__, "detail": str(err)[:300]})
 
 
-#: The request of a row whose own could not be built: still a valid row for the stages (its
-#: reply is ignored; the row is recorded as the input error).
-PLACEHOLDER_BODY = {"messages": [{"role": "user", "content": "."}], "max_tokens": 1, "temperature": 0.0}
-
-
 def engine_row(body: dict[str, Any]) -> dict[str, Any]:
     """The vLLM engine processor's row of an OpenAI chat request body: its ``messages`` as they
     are (OpenAI format, images as data URLs: what the prepare-multimodal and chat-template
@@ -213,6 +208,23 @@ def serve_row(body: dict[str, Any]) -> dict[str, Any]:
     """The Serve deployment processor's row of an OpenAI chat request body: ``LLMServer.chat``
     called with a ``ChatCompletionRequest`` of the same fields, one reply (not streamed)."""
     return {"method": SERVE_METHOD, "dtype": SERVE_DTYPE, "request_kwargs": {**body, "stream": False}}
+
+
+def request_row(kind: str, spec: dict[str, Any], body: dict[str, Any] | None, err: Exception | None) -> dict[str, Any]:
+    """The processor's row of one request body (the HTTP path's, whatever the processor): the
+    ``payload`` (http), the engine's ``messages`` + ``sampling_params``, or the deployment's
+    ``request_kwargs``. A request that could not be built (``err``) is carried as the row's
+    failure; the engine and deployment still get a valid one-token request for it."""
+    if kind == "http":
+        return {"payload": body if err is None else {"vismem_input_error": json.loads(input_error(err))}}
+    if err is not None:
+        from vismem.serve.build import build_vlm
+        from vismem.serve.vlm import Message
+
+        body = build_vlm(spec).request_body([Message(role="user", text=".")], max_tokens=1, temperature=0.0)
+    assert body is not None
+    return {**(engine_row(body) if kind == "engine" else serve_row(body)),
+            "vismem_input_error": "" if err is None else input_error(err)}
 
 
 def chat_template_kwargs(spec: dict[str, Any]) -> dict[str, Any] | None:
