@@ -41,10 +41,12 @@ def _answers(ctx: "RunContext", ranked: Any, units: Any, questions: Any) -> tupl
     if cfg.batch_inference == "ray-data":
         from vismem.pipelines.memshot.batch_llm import answers_on_ray_data
 
+        choice = _processor(ctx, "memshot.vlm", "processor", cfg.vlm, vlm_spec)
         new = capped(answers_on_ray_data(todo, units, questions, vlm_spec, dataset=dataset_name(cfg), store=ctx.store,
                                          max_tokens=cfg.answer_max_tokens, order=cfg.context_order,
                                          concurrency=ctx.config.ray.concurrency,
-                                         batch_size=int(vlm_spec["args"].get("max_concurrency", 8))))
+                                         batch_size=int(vlm_spec["args"].get("max_concurrency", 8)),
+                                         choice=choice, weights=cfg.engine_weights))
     else:
         new = capped(generate_answers(todo, units, questions, vlm, dataset=dataset_name(cfg),
                                       read_image=ctx.store.get_bytes, max_tokens=cfg.answer_max_tokens,
@@ -84,15 +86,30 @@ def _verdicts(ctx: "RunContext", answers: Any, questions: Any) -> Any:
     if cfg.batch_inference == "ray-data":
         from vismem.pipelines.memshot.batch_llm import verdicts_on_ray_data
 
+        choice = _processor(ctx, "memshot.judge", "judge_processor", cfg.judge, judge_spec)
         jnew = verdicts_on_ray_data(jtodo, questions, judge_spec, dataset=dataset, max_tokens=judge_tokens,
                                     parse=cfg.judge_parse, concurrency=ctx.config.ray.concurrency,
-                                    batch_size=int(judge_spec["args"].get("max_concurrency", 8)))
+                                    batch_size=int(judge_spec["args"].get("max_concurrency", 8)),
+                                    choice=choice, weights=cfg.engine_weights)
     else:
         jnew = judge_answers(jtodo, questions, build_vlm(judge_spec), dataset=dataset, max_tokens=judge_tokens,
                              concurrency=cfg.request_concurrency, parse=cfg.judge_parse)
     judged = (pl.concat([jdone.select(jnew.columns), jnew]) if jdone is not None else jnew).sort(KEYS)
     save(ctx, j_key, judged, schema_version=SUMMARY_SCHEMA_VERSION)
     return judged
+
+
+def _processor(ctx: "RunContext", role: str, field: str, raw: Any, spec: dict[str, Any]) -> Any:
+    """The ``ray.data.llm`` processor of one model (``memshot.<field>``), recorded in the
+    manifest's ``processors`` (the stage summary repeats them)."""
+    from vismem.pipelines.memshot.processors import choose_for
+
+    cfg = ctx.config.memshot
+    choice = choose_for(f"memshot.{field}", getattr(cfg, field), getattr(raw, "key", None), spec,
+                        batch_inference=cfg.batch_inference)
+    ctx.manifest.data.setdefault("processors", {})[role] = choice.record()
+    ctx.manifest.save()
+    return choice
 
 
 def answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any, recall: Any,
@@ -126,7 +143,9 @@ def answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any,
                            by=("variant", "embedder", "model", "k"))
     ctx.store.write_table(f"{ctx.run_prefix}/results/memshot_scores.parquet", table, schema_version=SUMMARY_SCHEMA_VERSION)
     overall = table.filter(pl.col("category") == "overall")
-    return {"answers": scored.height,
+    processors = ({"processors": dict(ctx.manifest.data.get("processors") or {})}
+                  if ctx.config.memshot.batch_inference == "ray-data" else {})
+    return {**processors,"answers": scored.height,
             "answer_failures": int((scored["answer_status"] != "ok").sum()),
             # Calls that failed (transport, unreadable input): never reused, retried by a re-run.
             "answer_errors": int(scored["answer_status"].str.starts_with("error").sum()),

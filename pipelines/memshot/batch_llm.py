@@ -3,12 +3,15 @@
 ``memshot.batch_inference: ray-data`` sends the answer calls through a ``ray.data.llm``
 processor instead of driver threads, so they spread over the cluster: an OpenAI-compatible
 endpoint (vLLM, Ray Serve LLM's gateway, a hosted API, the local server) through
-``HttpRequestProcessorConfig``. Each row's request is built on the worker by the same client
+``HttpRequestProcessorConfig``, a deployment on the job's own Ray Serve through
+``ServeDeploymentProcessorConfig``, or the job's own vLLM engines through
+``vLLMEngineProcessorConfig`` -- which one, and their row formats: :mod:`.processors`
+(``memshot.processor``). Each row's request is built on the worker by the same client
 code the thread path uses (:meth:`OpenAIVLM.request_body` over
 :func:`vismem.memory.dialogue.answering.build_answer_message`), so the bodies, hence the answers
 of a deterministic endpoint, are the same; the replies are read back into the same answer
-records (``ok`` / ``malformed`` / ``error:<reason>``), so caches and failure rules are
-unchanged.
+records (``ok`` / ``malformed`` / ``error:<reason>``) by one reader (:func:`read_output`), so
+caches and failure rules are unchanged.
 
 Ray 2.60's HTTP stage sends a batch's requests one after another and raises after its last
 retry, which would lose the whole job to one bad question. :class:`ResilientSessions` is the
@@ -25,6 +28,10 @@ import os
 import random
 import time
 from typing import Any
+
+from vismem.pipelines.memshot.processors import clip, engine_processor_config, request_row, serve_processor_config
+
+__all__ = ["engine_processor_config", "serve_processor_config"]  # built here; defined in processors
 
 #: Statuses retried (as ``vismem.serve.http_client`` does): rate limits and server errors.
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -148,11 +155,35 @@ def read_reply(reply: dict[str, Any]) -> dict[str, Any]:
             "latency_s": reply.get("vismem_latency_s")}
 
 
-def reply_record(reply: dict[str, Any]) -> dict[str, Any]:
-    """An answer record (status, prediction, tokens, latency) from one reply of the HTTP stage."""
+def read_output(kind: str, row: dict[str, Any]) -> dict[str, Any]:
+    """The one reader of every processor's output row (``kind``: http | engine | serve), as
+    :func:`read_reply` reads an HTTP reply: a row whose request could not be built is its
+    ``error:input:<type>``, a row the engine or deployment failed (``__inference_error__``) its
+    ``error:engine`` / ``error:serve``; else the reply's text and token counts."""
+    from vismem.pipelines.memshot.processors import engine_reply
+
+    none = {"text": None, "prompt_tokens": None, "completion_tokens": None, "latency_s": None}
+    if kind == "http":
+        return read_reply(row["http_response"])
+    if row.get("vismem_input_error"):
+        bad = json.loads(row["vismem_input_error"])
+        return {**none, "error": f"error:input:{bad['type']}", "detail": bad["detail"]}
+    if kind == "engine":
+        return engine_reply(row)
+    if row.get("__inference_error__"):
+        return {**none, "error": "error:serve", "detail": clip(str(row["__inference_error__"]))}
+    if isinstance(row.get("error"), dict):  # the deployment's ErrorResponse
+        code = row["error"].get("code")
+        return {**none, "error": f"error:serve_{code}" if code else "error:serve",
+                "detail": str(row["error"].get("message", ""))[:300]}
+    return {**read_reply(row), "latency_s": row.get("time_taken")} if "choices" in row else \
+        {**none, "error": "error:malformed_response", "detail": f"no choices: {str(row)[:200]}"[:300]}
+
+
+def answer_record(r: dict[str, Any]) -> dict[str, Any]:
+    """An answer record (status, prediction, tokens, latency) from one reply as read."""
     from vismem.memory.dialogue.answering import is_malformed_answer
 
-    r = read_reply(reply)
     if r["error"]:
         return {"prediction": None, "answer_status": r["error"], "answer_latency_s": None, "prompt_tokens": None,
                 "completion_tokens": None, "raw_answer": r["detail"]}
@@ -162,39 +193,83 @@ def reply_record(reply: dict[str, Any]) -> dict[str, Any]:
             "completion_tokens": r["completion_tokens"], "raw_answer": (r["text"] or "")[:300]}
 
 
-def _request_fn(vlm_spec: dict[str, Any], dataset: str, store: Any, max_tokens: int, temperature: float) -> Any:
+def reply_record(reply: dict[str, Any]) -> dict[str, Any]:
+    """An answer record from one reply of the HTTP stage."""
+    return answer_record(read_reply(reply))
+
+
+def answer_request_fn(vlm_spec: dict[str, Any], dataset: str, store: Any, max_tokens: int, temperature: float,
+                kind: str = "http") -> Any:
     """The processor's preprocess: a row (question, shown units) -> the chat request body, built on
-    the worker by the same code as the thread path (images read from the store there)."""
+    the worker by the same code as the thread path (images read from the store there), in the
+    row format of the processor ``kind``."""
 
     def request(row: dict[str, Any]) -> dict[str, Any]:
         from vismem.memory.dialogue.answering import build_answer_message
         from vismem.serve.build import build_vlm
 
+        body, err = None, None
         try:
             msg = build_answer_message(dataset, json.loads(row["question"]), json.loads(row["units"]),
                                        store.get_bytes, header=bool(row["header"]))
             body = build_vlm(vlm_spec).request_body([msg], max_tokens=max_tokens, temperature=temperature)
             n_images = len(msg.images)
-        except Exception as err:  # noqa: BLE001 - an unreadable shot is that question's failure
-            body, n_images = {"vismem_input_error": {"type": type(err).__name__, "detail": str(err)[:300]}}, 0
-        return {"i": row["i"], "n_images": n_images, "payload": body}
+        except Exception as e:  # noqa: BLE001 - an unreadable shot is that question's failure
+            err, n_images = e, 0
+        return {"i": row["i"], "n_images": n_images, **request_row(kind, vlm_spec, body, err)}
 
     return request
 
 
-def _reply_fn(row: dict[str, Any]) -> dict[str, Any]:
+def answer_reply_fn(kind: str = "http") -> Any:
     """The processor's postprocess: one answer record (and its task index) per reply."""
-    return {"i": row["i"], "n_images": row["n_images"], **reply_record(row["http_response"])}
+
+    def reply(row: dict[str, Any]) -> dict[str, Any]:
+        return {"i": row["i"], "n_images": row["n_images"], **answer_record(read_output(kind, row))}
+
+    return reply
+
+
+def answer_row(kind: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A returned row as an answer record: a row the engine or deployment failed skipped the
+    postprocess (Ray's ``should_continue_on_error``) and is read here -- a failed call."""
+    if not row.get("__inference_error__"):
+        return row
+    return {"i": row["i"], "n_images": 0 if row.get("vismem_input_error") else int(row.get("n_images") or 0),
+            **answer_record(read_output(kind, row))}
+
+
+def processor_for(choice: Any, spec: dict[str, Any], *, concurrency: int, batch_size: int, weights: str | None,
+                  preprocess: Any, postprocess: Any) -> Any:
+    """The ``ray.data.llm`` processor of a :class:`vismem.pipelines.memshot.processors.Choice`
+    (None: http) over ``spec``."""
+    from ray.data.llm import build_processor
+
+    from vismem.pipelines.memshot.processors import chat_template_kwargs
+
+    kind, extra = getattr(choice, "kind", "http"), {}
+    if kind == "http":
+        cfg = http_processor_config(spec, concurrency=concurrency, batch_size=batch_size)
+    elif kind == "engine":
+        cfg = engine_processor_config(choice.model, weights=weights, concurrency=concurrency, batch_size=batch_size)
+        if chat_template_kwargs(spec):
+            extra = {"builder_kwargs": {"chat_template_kwargs": chat_template_kwargs(spec)}}
+    else:
+        cfg = serve_processor_config(choice.deployment, app=choice.app, concurrency=concurrency,
+                                     batch_size=batch_size, timeout_s=(spec.get("args") or {}).get("timeout_s"))
+    return build_processor(cfg, preprocess=preprocess, postprocess=postprocess, **extra)
 
 
 def answers_on_ray_data(tasks: Any, units: Any, questions: Any, vlm_spec: dict[str, Any], *, dataset: str,
                         store: Any, max_tokens: int, temperature: float = 0.0, order: str = "rank",
-                        headerless: Any = None, concurrency: int = 1, batch_size: int = 16) -> Any:
+                        headerless: Any = None, concurrency: int = 1, batch_size: int = 16, choice: Any = None,
+                        weights: str | None = None) -> Any:
     """:func:`vismem.memory.dialogue.answering.generate_answers` as a ``ray.data.llm`` job over an
-    ``openai`` spec: the same answer rows, in task order."""
+    ``openai`` spec: the same answer rows, in task order. ``choice``: the processor
+    (:func:`vismem.pipelines.memshot.processors.choose_for`; None: http); ``weights``: the
+    in-job engine's weights root."""
     import polars as pl
     import ray.data
-    from ray.data.llm import build_processor
 
     from vismem.memory.dialogue.answering import ANSWER_SCHEMA, answer_key, headerless_variants
     from vismem.memory.dialogue.datasets import get_dataset
@@ -215,10 +290,11 @@ def answers_on_ray_data(tasks: Any, units: Any, questions: Any, vlm_spec: dict[s
         q = q_rows[(task["conversation_id"], task["question_id"])]
         rows.append({"i": i, "question": json.dumps(q, default=str), "header": task["variant"] not in bare,
                      "units": json.dumps([{k: u.get(k) for k in ("modality", "text", "image_key")} for u in shown])})
-    processor = build_processor(http_processor_config(vlm_spec, concurrency=concurrency, batch_size=batch_size),
-                                preprocess=_request_fn(vlm_spec, dataset, store, max_tokens, temperature),
-                                postprocess=_reply_fn)
-    replies = {int(r["i"]): r for r in processor(ray.data.from_items(rows)).take_all()}
+    kind = getattr(choice, "kind", "http")
+    processor = processor_for(choice, vlm_spec, concurrency=concurrency, batch_size=batch_size, weights=weights,
+                              preprocess=answer_request_fn(vlm_spec, dataset, store, max_tokens, temperature, kind),
+                              postprocess=answer_reply_fn(kind))
+    replies = {int(r["i"]): answer_row(kind, r) for r in processor(ray.data.from_items(rows)).take_all()}
     if len(replies) != len(rows):
         raise RuntimeError(f"answer job returned {len(replies)} replies for {len(rows)} questions")
     post = getattr(get_dataset(dataset), "postprocess_answer", None)
@@ -232,87 +308,36 @@ def answers_on_ray_data(tasks: Any, units: Any, questions: Any, vlm_spec: dict[s
     return pl.DataFrame(out, schema=ANSWER_SCHEMA)
 
 
-def engine_processor_config(model: str, *, weights: str | None = None, concurrency: int = 1, batch_size: int = 16,
-                            env: dict[str, str] | None = None) -> Any:
-    """A ``vLLMEngineProcessorConfig`` for a served model variant (``serve/models/NAME.yaml`` with
-    ``deploy.engine: vllm``) when nothing is deployed: the job starts its own engines as the served
-    deployment of the variant runs (:func:`vismem.serve.deploy.llm_config`): the weights under root
-    ``weights`` (``memshot.engine_weights``; default the cluster's models dir) by the same rule
-    (:func:`vismem.serve.deploy.model_source`), the engine arguments (pixel bounds included), the
-    accelerator, STRICT_PACK over several GPUs, and the engine's environment
-    (:func:`vismem.serve.deploy.engine_env`: ``VLLM_BATCH_INVARIANT`` where the YAML sets it, so
-    greedy answers reproduce whatever shares the batch). Built in the job, on the cluster: ``${VAR}``
-    and ``~`` in the path expand with this process's environment (``env`` in tests).
-
-    How the stages read ``model_source`` (Ray 2.60, ``ray.llm._internal.batch``): the chat-template
-    (``AutoProcessor``), tokenize and detokenize stages (CPU actors) and the engine stage call
-    Ray's ``download_model_files``. A path or hub id passes through (a models dir must then be
-    mounted on every node running a stage). An ``s3://`` / ``gs://`` source is copied into the
-    node's Hugging Face cache with the node's own credentials (boto3's default chain): for the
-    CPU stages only the files whose names hold ``tokenizer``, ``config.json`` or
-    ``chat_template`` (tokenizer.json, tokenizer_config.json, config.json,
-    preprocessor_config.json, chat_template.*; no weights), for the engine the whole folder, which
-    vLLM then loads locally. The prepare-multimodal stage of a VLM gives the source to vLLM's
-    ``ModelConfig`` instead: it needs vLLM on its node, and for an ``s3://`` source vLLM pulls
-    the ``*.json`` files through its Run:ai streamer (``runai-model-streamer``, vLLM's ``runai``
-    extra; Ray's ``llm`` extra does not install it). Weights from a root other than ``hub`` are
-    read as synced: ``HF_HUB_OFFLINE=1`` keeps every stage from fetching from the hub instead.
-    Validated by Ray's own model; running it needs GPUs and vLLM on the nodes."""
-    from ray.data.llm import vLLMEngineProcessorConfig
-
-    from vismem.serve.deploy import engine_env, model_source, placement_group
-    from vismem.serve.hosting import deployable
-    from vismem.serve.registry import registered
-    from vismem.serve.weights import DEFAULT_ROOT, HUB, check_root, expand_on_node
-
-    root = check_root(DEFAULT_ROOT if weights is None else weights)
-    d = deployable(model, registered(), env=env)
-    if d.settings.engine != "vllm":
-        raise ValueError(f"model {model!r} is not a vLLM variant (deploy.engine: {d.settings.engine})")
-    env_vars = {**engine_env(d), **({} if root == HUB else {"HF_HUB_OFFLINE": "1"})}
-    return vLLMEngineProcessorConfig(
-        model_source=expand_on_node(model_source(d, root), env), engine_kwargs=dict(d.settings.engine_kwargs),
-        accelerator_type=d.settings.accelerator_type, runtime_env={"env_vars": env_vars},
-        placement_group_config=placement_group(d.settings.engine_kwargs), concurrency=concurrency,
-        batch_size=batch_size, prepare_multimodal_stage=d.kind == "vlm", should_continue_on_error=True)
-
-
-def serve_processor_config(deployment: str, *, app: str = "default", concurrency: int = 1,
-                           batch_size: int = 16) -> Any:
-    """A ``ServeDeploymentProcessorConfig`` over a model already deployed on the cluster's Ray Serve
-    (a failed row is recorded, not raised: ``should_continue_on_error``)."""
-    from ray.data.llm import ServeDeploymentProcessorConfig
-
-    return ServeDeploymentProcessorConfig(deployment_name=deployment, app_name=app, concurrency=concurrency,
-                                          batch_size=batch_size, should_continue_on_error=True)
-
-
-def _judge_request_fn(judge_spec: dict[str, Any], max_tokens: int) -> Any:
+def judge_request_fn(judge_spec: dict[str, Any], max_tokens: int, kind: str = "http") -> Any:
     def request(row: dict[str, Any]) -> dict[str, Any]:
         from vismem.serve.build import build_vlm
         from vismem.serve.vlm import Message
 
         body = build_vlm(judge_spec).request_body([Message(role="user", text=row["prompt"])], max_tokens=max_tokens,
                                                   temperature=0.0)
-        return {"i": row["i"], "payload": body}
+        return {"i": row["i"], **request_row(kind, judge_spec, body, None)}
 
     return request
 
 
-def _judge_reply_fn(row: dict[str, Any]) -> dict[str, Any]:
-    r = read_reply(row["http_response"])
-    return {"i": row["i"], **{k: r[k] for k in ("error", "detail", "text", "latency_s")}}
+def judge_reply_fn(kind: str = "http") -> Any:
+    def reply(row: dict[str, Any]) -> dict[str, Any]:
+        r = read_output(kind, row)
+        return {"i": row["i"], **{k: r[k] for k in ("error", "detail", "text", "latency_s")}}
+
+    return reply
 
 
 def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any], *, dataset: str,
                          max_tokens: int | None = None, parse: str = "official", retries: int = 2,
-                         concurrency: int = 1, batch_size: int = 16) -> Any:
+                         concurrency: int = 1, batch_size: int = 16, choice: Any = None,
+                         weights: str | None = None) -> Any:
     """:func:`vismem.memory.dialogue.answering.judge_answers` as ``ray.data.llm`` jobs over an
     ``openai`` judge spec: the same verdict columns. A reply without a verdict is asked again
-    (``retries`` more rounds, each one job over the questions still without one)."""
+    (``retries`` more rounds, each one job over the questions still without one). ``choice``,
+    ``weights``: as :func:`answers_on_ray_data`."""
     import polars as pl
     import ray.data
-    from ray.data.llm import build_processor
 
     from vismem.memory.dialogue.datasets import get_dataset
     from vismem.memory.dialogue.scoring import JUDGE_FAILURES
@@ -328,8 +353,10 @@ def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any
                                   "judge_latency_s": None} for _ in rows]
     pending = {i: ds.judge_prompt({**q_rows[(r["conversation_id"], r["question_id"])], "question_id": r["question_id"]},
                                   r["prediction"]) for i, r in enumerate(rows) if r["prediction"] is not None}
-    processor = build_processor(http_processor_config(judge_spec, concurrency=concurrency, batch_size=batch_size),
-                                preprocess=_judge_request_fn(judge_spec, max_tokens), postprocess=_judge_reply_fn)
+    kind = getattr(choice, "kind", "http")
+    processor = processor_for(choice, judge_spec, concurrency=concurrency, batch_size=batch_size, weights=weights,
+                              preprocess=judge_request_fn(judge_spec, max_tokens, kind),
+                              postprocess=judge_reply_fn(kind))
     for attempt in range(max(0, retries) + 1):
         if not pending:
             break
@@ -337,6 +364,8 @@ def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any
         again = {}
         for rep in replies:
             i = int(rep["i"])
+            if rep.get("__inference_error__"):  # a failed row skips the postprocess
+                rep = {"i": i, **read_output(kind, rep)}
             if rep["error"]:
                 out[i] = {"judge_label": None, "judge_status": rep["error"], "judge_reason": rep["detail"],
                           "judge_latency_s": None}

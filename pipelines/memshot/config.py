@@ -127,10 +127,22 @@ class MemShotConfig(Frozen):
         "ray-data (ray.data.llm HttpRequestProcessors over the cluster: actors = ray.concurrency, each with its "
         "client's max_concurrency calls in flight; needs openai endpoint specs as memshot.vlm and memshot.judge). "
         "Same answers either way; not part of the run id.")
+    processor: Literal["auto", "http", "serve", "engine"] = Field(
+        "auto", json_schema_extra={"identity": "execution"},
+        description="The ray.data.llm processor of the answering VLM (batch_inference: ray-data; "
+        "pipelines/memshot/processors.py): auto -- serve when the model runs as a ray.serve.llm deployment on "
+        "this Ray cluster, http for any OpenAI-compatible endpoint (hosted, base_url, a vLLM variant whose "
+        "endpoint answers), engine (in-job vLLM engines, engine_weights) for a vLLM model variant nothing "
+        "serves; http / serve / engine force one (serve and engine need a model variant with deploy.engine: "
+        "vllm). The same prompts and answer records either way; recorded in the stage summary and manifest; "
+        "not part of the run id.")
+    judge_processor: Literal["auto", "http", "serve", "engine"] = Field(
+        "auto", json_schema_extra={"identity": "execution"},
+        description="memshot.processor for the judge.")
     engine_weights: str = Field(
         DEFAULT_ROOT, json_schema_extra={"identity": "execution"},
         description="Weights root of the in-job vLLM engines (ray.data.llm vLLMEngineProcessor, "
-        "pipelines/memshot/batch_llm.py engine_processor_config) -- the same rule as `vismem serve up --weights`: "
+        "pipelines/memshot/processors.py engine_processor_config) -- the same rule as `vismem serve up --weights`: "
         "where `vismem weights sync --to` put them, the cluster's models dir (default, ${VAR} expanded on the "
         "cluster), s3://BUCKET/PREFIX (downloaded by Ray on each node) or 'hub' (the hub id). Where the same "
         "weights are read from: not part of the run id.")

@@ -110,6 +110,9 @@ def check(config: "RunConfig") -> None:
         if spec is not None and VLMS.resolve(spec)["name"] != "openai":
             raise ConfigError(f"memshot.batch_inference: ray-data asks an OpenAI-compatible endpoint; memshot.{name} "
                               f"is {VLMS.resolve(spec)['name']!r} (use an openai spec or a served variant, or threads)")
+    from vismem.pipelines.memshot.processors import check_processors
+
+    check_processors(cfg)
     check_dataset_file(config)
     for line in answer_shortfall(config):
         logging.getLogger("vismem.memshot").warning("memshot: %s", line)

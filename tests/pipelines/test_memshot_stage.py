@@ -260,7 +260,13 @@ def test_answers_on_ray_data_llm_equal_the_thread_path(file_store, ray_local, tm
         got = {}
         for mode in ("threads", "ray-data"):
             ctx = _ctx(file_store, tmp_path / mode, {**base, "batch_inference": mode})
-            memshot.run(ctx)
+            summary = memshot.run(ctx)
+            # an endpoint spec goes through the HTTP processor, said in the summary and manifest
+            procs = summary["answers"].get("processors")
+            assert procs == (ctx.manifest.data["processors"] if mode == "ray-data" else None)
+            if mode == "ray-data":
+                assert procs["memshot.vlm"]["kind"] == procs["memshot.judge"]["kind"] == "http"
+                assert "not a vLLM model variant" in procs["memshot.vlm"]["reason"]
             raw = file_store.read_table(f"{ctx.run_prefix}/memshot/judged_raw.parquet")
             got[mode] = raw.sort(["variant", "k", "conversation_id", "question_id"])
             for t in ("answers_raw", "judged_raw"):  # the next mode asks again
@@ -304,7 +310,7 @@ def test_engine_and_serve_processor_configs_validate_without_a_gpu():
     assert cfg.model_source.endswith("/Qwen3-VL-8B-Instruct") and cfg.prepare_multimodal_stage
     assert cfg.engine_kwargs["mm_processor_kwargs"]["max_pixels"] > 0 and cfg.should_continue_on_error
     assert cfg.accelerator_type and cfg.batch_size == 8
-    s = serve_processor_config("vllm", app="vllm")
+    s = serve_processor_config("vllm", app="vllm", dtype=dict)  # Ray Serve LLM's request class needs vLLM
     assert s.deployment_name == "vllm" and s.should_continue_on_error
     with pytest.raises(ValueError, match="not a vLLM variant"):
         engine_processor_config("minilm")
