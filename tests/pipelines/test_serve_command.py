@@ -143,6 +143,26 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _held(port: int, wait_s: float = 30.0) -> list[tuple[int, str]]:
+    """``(pid, command line)`` of every process listening on ``port`` once ``wait_s`` passed
+    without the port being released (the kernel's listen table, not a connect: a connect to a
+    free ephemeral port can meet itself)."""
+    import time
+
+    from vismem.core.lifeline import proc_files
+    from vismem.pipelines.localcluster import listening_sockets
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        pids = [pid for pid, _ in proc_files("stat")]
+        found = sorted({pid for pid, _, p in listening_sockets(pids) if p == port})
+        if not found or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    return [(pid, Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200])
+            for pid in found if Path(f"/proc/{pid}/cmdline").exists()]
+
+
 def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, tmp_path, capsys):
     """Real Ray Serve on loopback: the stand-ins deployed by `vismem serve up`, reached by name."""
     import polars as pl
@@ -186,11 +206,9 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
     finally:
         rc = main(["serve", "down"])
     assert rc == 0 and not state.exists()
-    from vismem.pipelines.localcluster import listening_sockets, ray_port_holders
-
     for p in (port, st["local_ray"]["dashboard_port"], st["local_ray"]["gcs_port"]):
-        holders = listening_sockets(ray_port_holders([p]))
-        assert not holders and not _listening(p), f"port {p} still held: {holders}"
+        held = _held(p)
+        assert not held, f"port {p} still listened on by {held}"
     assert [p for p in tree if _running(p)] == []
     capsys.readouterr()
     assert main(["serve", "status"]) == 1 and "nothing deployed" in capsys.readouterr().out
