@@ -305,10 +305,14 @@ def ray_port_holders(ports: list[int]) -> list[int]:
     A process that renamed itself and was re-parented to init carries neither the cluster's
     token nor a parent below it; the port it still holds is how it is found.
     """
+    return [pid for pid, cmd in port_holders(ports) if _RAY_CMD.search(cmd)]
+
+
+def port_holders(ports: list[int]) -> list[tuple[int, str]]:
+    """``(pid, command line)`` of every process (that we may inspect) listening on any of ``ports``."""
     wanted = set(ports)
     pids = [pid for pid, _ in proc_files("stat")]
-    return sorted({pid for pid, _, port in listening_sockets(pids)
-                   if port in wanted and _RAY_CMD.search(_cmdline(pid))})
+    return [(pid, _cmdline(pid)) for pid in sorted({pid for pid, _, port in listening_sockets(pids) if port in wanted})]
 
 
 def is_loopback(addr: str) -> bool:

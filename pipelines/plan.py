@@ -120,7 +120,7 @@ class _Work:
     text: float            # text tokens per call
     completion: float
     copies: int = 1        # clients making the calls (one per actor), each capped at max_concurrency
-    per_actor: float | None = None  # units one actor can have at once (probes: one chain's units)
+    per_actor: float | None = None  # units one actor can have at once (probes: two chains' probes)
 
 
 def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, Any]:

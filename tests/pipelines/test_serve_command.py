@@ -149,18 +149,12 @@ def _held(port: int, wait_s: float = 30.0) -> list[tuple[int, str]]:
     free ephemeral port can meet itself)."""
     import time
 
-    from vismem.core.lifeline import proc_files
-    from vismem.pipelines.localcluster import listening_sockets
+    from vismem.pipelines.localcluster import port_holders
 
     deadline = time.monotonic() + wait_s
-    while True:
-        pids = [pid for pid, _ in proc_files("stat")]
-        found = sorted({pid for pid, _, p in listening_sockets(pids) if p == port})
-        if not found or time.monotonic() > deadline:
-            break
+    while (found := port_holders([port])) and time.monotonic() < deadline:
         time.sleep(0.5)
-    return [(pid, Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200])
-            for pid in found if Path(f"/proc/{pid}/cmdline").exists()]
+    return found
 
 
 def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, tmp_path, capsys):
