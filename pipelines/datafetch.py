@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from vismem.core.errors import ConfigError
+from vismem.core.errors import ConfigError, did_you_mean
 
 __all__ = ["DATASETS", "DataFile", "Dataset", "dataset", "fetch", "fetch_hint", "status"]
 
@@ -86,7 +86,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
 def dataset(name: str) -> Dataset:
     """The dataset called ``name``; an unknown name is a one-line error listing the known ones."""
     if name not in DATASETS:
-        raise ConfigError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+        raise ConfigError(f"unknown dataset {name!r}{did_you_mean(name, list(DATASETS))}; known: {', '.join(DATASETS)}")
     return DATASETS[name]
 
 

@@ -15,7 +15,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from vismem.core.config import Frozen
-from vismem.core.errors import ConfigError
+from vismem.core.errors import ConfigError, did_you_mean
 from vismem.memory.dialogue.style import Style
 
 VARIANTS_DIR = Path(__file__).resolve().parent / "variants"
@@ -67,7 +67,8 @@ def load_variant(name: str) -> Variant:
     """Load ``variants/<name>.yaml`` (or a path to a YAML file)."""
     path = Path(name) if name.endswith((".yaml", ".yml")) else VARIANTS_DIR / f"{name}.yaml"
     if not path.is_file():
-        raise ConfigError(f"unknown memory variant {name!r}; available: {', '.join(list_variants())}")
+        raise ConfigError(f"unknown memory variant {name!r}{did_you_mean(name, list_variants())}; "
+                          f"available: {', '.join(list_variants())}")
     try:
         data = yaml.safe_load(path.read_text()) or {}
         data.setdefault("name", path.stem)

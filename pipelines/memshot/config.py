@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from vismem.core.config import Frozen
-from vismem.core.errors import ConfigError
+from vismem.core.errors import ConfigError, did_you_mean
 from vismem.core.registry import ComponentSpec
 from vismem.serve.weights import DEFAULT_ROOT, check_root
 
@@ -173,5 +173,6 @@ class MemShotConfig(Frozen):
         from vismem.memory.dialogue.datasets import dataset_names
 
         if v not in dataset_names():
-            raise ValueError(f"unknown dataset {v!r}; registered: {', '.join(dataset_names())}")
+            raise ValueError(f"unknown dataset {v!r}{did_you_mean(v, dataset_names())}; "
+                             f"registered: {', '.join(dataset_names())}")
         return v

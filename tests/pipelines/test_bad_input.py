@@ -221,3 +221,21 @@ def test_a_near_miss_gets_did_you_mean():
 
     with pytest.raises(ConfigError, match=r"unknown embedder 'minlm' \(did you mean 'minilm'\?\)"):
         EMBEDDERS.resolve("minlm")
+
+
+def test_mistyped_variant_and_dataset_names_get_did_you_mean(capsys):
+    # `--variant memsht`, a DMV-Bench variant file, `--dataset locomoo` and `data fetch` names.
+    from vismem.memory.agent.variants import load_variant as arch_variant
+    from vismem.memory.dialogue.variants import load_variant as unit_variant
+    from vismem.pipelines.cli import main
+    from vismem.pipelines.config import load_config
+
+    with pytest.raises(ConfigError, match=r"unknown memory variant 'memsht' \(did you mean 'memshot'\?\); available"):
+        unit_variant("memsht")
+    with pytest.raises(ConfigError, match=r"unknown memory variant 'dualmm' \(did you mean 'dualmem'\?\); available"):
+        arch_variant("dualmm")
+    with pytest.raises(ConfigError, match=r"unknown dataset 'locomoo' \(did you mean 'locomo'\?\); registered"):
+        load_config(overrides={"memshot": {"dataset": "locomoo"}})
+    assert main(["data", "fetch", "longmemeval-orcle"]) == 2
+    assert "unknown dataset 'longmemeval-orcle' (did you mean 'longmemeval-oracle'?)" in _one_line(
+        capsys.readouterr().err)
