@@ -135,9 +135,10 @@ def catalogue_settings(manifest: dict[str, Any] | None) -> dict[str, Any] | None
         return None
     cat = cfg.get("catalog") if isinstance(cfg.get("catalog"), dict) else {}
     order, seed = cat.get("colour_order"), cfg.get("seed")
-    meaning = _COLOUR_ORDERS.get(str(order), "not recorded")
+    # An order the manifest does not record is said once ("not recorded"), not as order and meaning.
+    said = f"{order}, {_COLOUR_ORDERS.get(str(order), 'meaning not recorded')}" if order else "not recorded"
     return {"colour_order": order, "catalog_seed": seed,
-            "line": f"Cue colour order: {order or 'not recorded'}, {meaning}; catalogue seed {seed}."}
+            "line": f"Cue colour order: {said}; catalogue seed {seed if seed is not None else 'not recorded'}."}
 
 
 def _fmt(v: Any, percent: bool) -> str:

@@ -201,6 +201,8 @@ def test_report_says_which_cue_colour_order_and_catalogue_seed_were_used():
         assert f"<tr><td>catalogue seed</td><td>{seed}</td></tr>" in html
         assert f"- cue colour order: `{order}`, catalogue seed {seed}" in to_markdown(rep)
     assert catalogue_settings(None) is None and catalogue_settings({"run_id": "x"}) is None
+    # A config without the catalogue section says so once, not "not recorded, not recorded".
+    assert catalogue_settings({"config": {"seed": 3}})["line"] == "Cue colour order: not recorded; catalogue seed 3."
 
 
 def test_every_rate_has_its_interval_and_rows_link_to_the_viewers():
