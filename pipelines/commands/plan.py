@@ -80,9 +80,30 @@ def measure(store: "Store", run_id: str) -> dict[str, float]:
     return {"latency_s": sum(lat) / len(lat), "steps_per_session": sum(steps) / len(steps)}
 
 
+#: Manifest component roles (by prefix) whose ``{name, args}`` spec resolves in a registry kind.
+_ROLE_KINDS = (("encode.backend", "vlm"), ("probes.recaller", "vlm"), ("memshot.vlm", "vlm"), ("memshot.judge", "vlm"),
+               ("memshot.memories", "dialogue-memory"), ("image_source", "image_source"), ("memshot.", "embedder"))
+
+
+def _declared_stand_in(role: str, spec: Any) -> bool:
+    """Whether the registry of ``role`` declares ``spec`` a stand-in. A spec's own record need not
+    say so: a tiny random model (``transformers`` with ``path: tiny:...``) or the scripted recaller
+    is recorded as its bare ``{name, args}``."""
+    from vismem.pipelines.registries import registries
+
+    kind = next((k for prefix, k in _ROLE_KINDS if role.startswith(prefix)), None)
+    if kind is None or not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        return False
+    try:
+        return registries()[kind].is_stand_in(spec)
+    except Exception:  # a name this checkout no longer registers: the recorded marks still count
+        return False
+
+
 def stand_ins(components: dict[str, Any]) -> list[str]:
     """Roles of a manifest's ``components`` that built a stand-in: a spec marked ``stand_in: true``
-    at any depth, or named with ``stand-in`` (a back-end's cache slug, a label)."""
+    at any depth, named with ``stand-in`` (a back-end's cache slug, a label), or one its registry
+    declares a stand-in (:func:`_declared_stand_in`)."""
     def marked(v: Any) -> bool:
         if isinstance(v, dict):
             return v.get("stand_in") is True or any(marked(x) for x in v.values())
@@ -90,7 +111,7 @@ def stand_ins(components: dict[str, Any]) -> list[str]:
             return any(marked(x) for x in v)
         return isinstance(v, str) and "stand-in" in v
 
-    return [role for role, spec in components.items() if marked(spec)]
+    return [role for role, spec in components.items() if marked(spec) or _declared_stand_in(role, spec)]
 
 
 def stand_in_warning(store: "Store", run_id: str) -> str | None:

@@ -206,13 +206,24 @@ def test_plan_measured_on_a_stand_in_run_warns_in_one_line(tmp_path, capsys, mon
             "memory.caption": {"components": {"captioner": {"label": "catalogue/caption", "stand_in": True}}}}
     store.put_json("runs/real-1/manifest.json", {"run_id": "real-1", "components": real})
     store.put_json("runs/fake-1/manifest.json", {"run_id": "fake-1", "components": fake})
-    assert plan_cmd.stand_ins(fake) == ["encode.backend", "memory.caption"]
+    # scripted-recall's record carries no mark: its registry declares it a stand-in.
+    assert plan_cmd.stand_ins(fake) == ["encode.backend", "probes.recaller[0]", "memory.caption"]
     assert plan_cmd.stand_in_warning(store, "real-1") is None
+    # A tiny random model recorded as its bare spec is one too; a served model and MiniLM are not.
+    tiny = {"encode.backend": {"name": "transformers", "args": {"path": "tiny:qwen2.5-vl"},
+                               "cache_slug": "transformers-tiny-qwen2.5-vl-s0--77"},
+            "memshot.vlm": {"name": "transformers", "args": {"path": "tiny:qwen3-vl"}},
+            "memshot.judge": {"name": "openai", "args": {"model": "qwen"}},
+            "memshot.text_embedder": {"name": "minilm", "args": {}},
+            "memshot.image_embedder": {"name": "pocket-clip", "args": {}}}
+    assert plan_cmd.stand_ins(tiny) == ["encode.backend", "memshot.vlm", "memshot.image_embedder"]
     monkeypatch.setattr(plan_cmd, "measure", lambda store, run_id: {"latency_s": 0.01, "steps_per_session": 9.0})
     assert main(["plan", "--store", uri, "--measured", "fake-1", "--json"]) == 0
     captured = capsys.readouterr()
     warnings = [ln for ln in captured.err.splitlines() if "warning" in ln]
-    assert len(warnings) == 1 and "run fake-1 used stand-ins (encode.backend, memory.caption)" in warnings[0]
+    assert len(warnings) == 1 and "run fake-1 used stand-ins (" in warnings[0]
+    named = warnings[0].split("stand-ins (", 1)[1].split(")", 1)[0]
+    assert sorted(named.split(", ")) == ["encode.backend", "memory.caption", "probes.recaller[0]"]
     json.loads(captured.out)  # stdout stays the plan
     assert main(["plan", "--store", uri, "--measured", "real-1", "--json"]) == 0
     assert "stand-in" not in capsys.readouterr().err
