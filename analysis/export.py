@@ -5,13 +5,16 @@ Every record has the same leading fields, whichever benchmark it comes from:
 
 ``benchmark`` (memshot / dmv), ``item_id`` (question id / probe id), ``item`` (the question /
 the probe's cue), ``variant`` (the MemShot retrieval variant / the DMV-Bench architecture), ``k``
-(MemShot: units given to the VLM), ``retrieved`` (MemShot: the top-k unit ids, best first),
+(MemShot: units given to the VLM), ``retrieved`` (MemShot: the top-k unit ids, best first;
+DMV-Bench: the products the probe's first recall step recalled, see below),
 ``prediction`` (the VLM's answer / the URL the recall agent ended on), ``gold`` (the gold answer
 / the target URL) and ``verdict`` (the judge's label / URL match; null when not judged), then the
 table's own columns (category, F1, evidence hit, chain seed, reach, steps, ...).
 
-A DMV-Bench probe's recalled memories live in its step log (the trajectory viewer shows them),
-not in the probes table, so its ``retrieved`` is null.
+A DMV-Bench probe's recalled memories live in its step log, not in the probes table: given a
+``retrieved`` column (the product hashes its first recall step recalled, best first, as ``vismem
+export`` reads them from the probe cache), a probe record carries it and ``target_rank``, the
+1-based rank of the target product among them (null: not recalled); without it both are null.
 """
 
 from __future__ import annotations
@@ -74,15 +77,21 @@ def dmv_samples(probes: pl.DataFrame | None) -> pl.DataFrame:
     if probes is None or probes.height == 0:
         return pl.DataFrame()
     df = probes
+    if "retrieved" not in df.columns:
+        df = df.with_columns(pl.lit(None, pl.List(pl.String)).alias("retrieved"))
+    # The target product's hash is the last path segment of its URL (no query), as recalled hashes are.
+    targets = [u.split("?")[0].split("#")[0].rsplit("/", 1)[-1] if u else None for u in df["target_url"].to_list()]
+    rank = pl.Series("target_rank", [r.index(t) + 1 if r and t in r else None
+                                     for r, t in zip(df["retrieved"].to_list(), targets)], dtype=pl.Int64)
     lead = [pl.lit("dmv").alias("benchmark"), pl.col("probe_id").alias("item_id"),
             (pl.col("target_cue") if "target_cue" in df.columns else pl.lit(None, pl.String)).alias("item"),
             pl.col("architecture").alias("variant"), pl.lit(None, pl.Int64).alias("k"),
-            pl.lit(None, pl.List(pl.String)).alias("retrieved"), pl.col("final_url").alias("prediction"),
+            pl.col("retrieved").cast(pl.List(pl.String)), pl.col("final_url").alias("prediction"),
             pl.col("target_url").alias("gold"), pl.col("correct").alias("verdict")]
-    drop = {"probe_id", "target_cue", "architecture", "final_url", "target_url", "correct"}
+    drop = {"probe_id", "target_cue", "architecture", "final_url", "target_url", "correct", "retrieved"}
     # The ablation label keeps its own name: ``variant`` is the architecture here.
     rest = [pl.col(c).alias("setting") if c == "variant" else pl.col(c) for c in df.columns if c not in drop]
-    return df.select(*lead, *rest)
+    return df.select(*lead, pl.lit(rank), *rest)
 
 
 def sample_parts(tables: dict[str, pl.DataFrame], ranked: pl.DataFrame | None = None) -> list[pl.DataFrame]:

@@ -1,7 +1,8 @@
 """``vismem export RUN [--format jsonl|csv] [--out PATH]``: one record per sample, like ``--log_samples``.
 
-Reads the run's result tables (as ``vismem report`` does) and its MemShot ranking
-(``runs/<id>/memshot/ranked.parquet``, for the retrieved units) and writes one record per
+Reads the run's result tables (as ``vismem report`` does), its MemShot ranking
+(``runs/<id>/memshot/ranked.parquet``, for the retrieved units) and its probes' step logs from the
+probe cache (what each probe's first recall step recalled) and writes one record per
 (question, variant, k) and per (probe, architecture): the item, the variant, the retrieved items,
 the prediction, the gold answer and the verdict (fields: :mod:`vismem.analysis.export`). Default
 output: ``<runs_dir>/<run_id>/samples.<format>``; ``--out -`` writes to stdout.
@@ -31,6 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    import polars as pl
+
     from vismem.analysis.export import sample_parts, samples, to_csv, to_jsonl
     from vismem.core.errors import DataError
     from vismem.core.paths import local_dir
@@ -43,6 +46,12 @@ def _export(args: argparse.Namespace) -> int:
         tables, _manifest = load_run(store, args.run_id)
         ranked_key = f"runs/{args.run_id}/memshot/ranked.parquet"
         ranked = store.read_table(ranked_key) if store.exists(ranked_key) else None
+        probes = tables.get("probes")
+        if probes is not None and probes.height:
+            from vismem.pipelines.dmv.probelogs import first_recalled
+
+            tables = {**tables, "probes": probes.with_columns(
+                pl.Series("retrieved", first_recalled(store, probes), dtype=pl.List(pl.String)))}
     parts = sample_parts(tables, ranked)
     if not parts:
         raise DataError(f"run {args.run_id!r} has no per-sample results (no memshot_answers, memshot_recall "

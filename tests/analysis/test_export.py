@@ -9,7 +9,7 @@ import json
 import polars as pl
 
 from vismem.analysis import synthetic
-from vismem.analysis.export import LEAD, sample_parts, samples, to_csv, to_jsonl
+from vismem.analysis.export import LEAD, dmv_samples, sample_parts, samples, to_csv, to_jsonl
 
 
 def _ranked() -> pl.DataFrame:
@@ -62,3 +62,18 @@ def test_jsonl_keeps_each_benchmarks_fields_and_csv_flattens_lists():
     assert all("conversation_id" not in x for x in lines if x["benchmark"] == "dmv")
     rows = list(csv.DictReader(io.StringIO(to_csv(samples(tables, _ranked())).decode())))
     assert len(rows) == len(lines) and rows[0]["retrieved"] == "u1 u2"
+
+
+def test_probe_records_carry_what_the_first_recall_step_recalled_and_the_targets_rank():
+    probes = synthetic.probes(backends=("toy",), Js=(2,), chains=1).head(3)
+    target = probes["target_url"][0].rsplit("/", 1)[-1]
+    recalled = [["p9", target, "p7"], ["p9"], None]
+    df = dmv_samples(probes.with_columns(pl.Series("retrieved", recalled, dtype=pl.List(pl.String))))
+    assert df["retrieved"].to_list() == recalled
+    assert df["target_rank"].to_list() == [2, None, None]  # not recalled / not read: no rank
+    # A query string on the target URL does not hide it.
+    q = probes.head(1).with_columns(pl.col("target_url") + "?from=memory",
+                                    pl.Series("retrieved", [[target]], dtype=pl.List(pl.String)))
+    assert dmv_samples(q)["target_rank"].to_list() == [1]
+    bare = dmv_samples(probes)  # no logs read: both null
+    assert bare["retrieved"].null_count() == bare["target_rank"].null_count() == 3
