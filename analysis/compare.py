@@ -171,7 +171,21 @@ def paired_deltas(a: pl.DataFrame, b: pl.DataFrame, spec: MetricSpec, *, n_resam
     schema = {**{c: joined.schema[c] for c in cell}, "metric": pl.String, "n": pl.Int64, "a": pl.Float64,
               "b": pl.Float64, "delta": pl.Float64, "low": pl.Float64, "high": pl.Float64, "lost": pl.Int64,
               "gained": pl.Int64}
-    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    out = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    return _paper_order(out, spec, cell)
+
+
+def _paper_order(df: pl.DataFrame, spec: MetricSpec, cell: list[str]) -> pl.DataFrame:
+    """Deltas in the papers' row order (architectures as Table 2 / 7, MemShot variants as Tables
+    1-3), within the cell columns before that one, as the report shows them."""
+    from vismem.analysis.paper_order import order_rows
+
+    col = "architecture" if spec.kind == "probes" else "variant"
+    if col not in cell:
+        return df
+    i = cell.index(col)
+    return order_rows(df, col, "dmv" if spec.kind == "probes" else "memshot", before=cell[:i], after=cell[i + 1:],
+                      family=None)
 
 
 def flips(a: pl.DataFrame, b: pl.DataFrame, spec: MetricSpec, *,

@@ -70,9 +70,12 @@ def _print(result: dict[str, Any], run_a: str, run_b: str, n_flips: int, html_pa
         fixed = " ".join(f"{k}={v}" for k, v in const.items())
         t = Table(title=f"{kind}: {run_b} (B) − {run_a} (A), percentage points; {fixed}", title_justify="left",
                   show_edge=False)
+        # A cell's names (architecture, variant) keep their width, so none is cut to an ellipsis on
+        # an 80-column log; the numbers give way instead.
+        widths = {c: min(40, max(len(c), *(len(str(v)) for v in result[kind][c].to_list()))) for c in varying}
         for col, just in (*((c, "left") for c in varying), ("metric", "left"), ("n", "right"), ("A", "right"),
                           ("B", "right"), ("Δ [95% CI]", "right"), ("lost", "right"), ("gained", "right")):
-            t.add_column(col, justify=just, no_wrap=col.startswith("Δ"))
+            t.add_column(col, justify=just, no_wrap=col.startswith("Δ"), min_width=widths.get(col), overflow="fold")
         for r in result[kind].iter_rows(named=True):
             t.add_row(*("" if r[c] is None else str(r[c]) for c in varying), r["metric"], str(r["n"]),
                       f"{100 * r['a']:.1f}", f"{100 * r['b']:.1f}",

@@ -118,3 +118,16 @@ def test_cells_over_the_same_chains_share_one_draw_and_match_the_single_cell_int
         est, lo, hi = paired_delta(both["correct"].cast(float).to_numpy(), both["correct_right"].cast(float).to_numpy(),
                                    both["seed"].to_numpy(), n_resamples=300, seed=seeded_rng(3, 0))
         assert (r["delta"], r["low"], r["high"]) == pytest.approx((est, lo, hi))
+
+
+def test_deltas_come_in_the_papers_row_order():
+    paper = ["nomemory", "textonly", "caption", "worldmm-lite", "mma-lite", "m2a-lite", "dualmem"]
+    pa = synthetic.probes(backends=("toy", "abc"), Js=(4,), chains=2)
+    pb = synthetic.probes(backends=("toy", "abc"), Js=(4,), chains=2, seed=1)
+    d = compare_tables({"probes": pa}, {"probes": pb}, n_resamples=100, seed=0)["probes"]
+    # Back-ends stay grouped (in their sorted order); within each, the architectures as Table 2.
+    assert d["backend"].to_list() == ["abc"] * 7 + ["toy"] * 7
+    assert d["architecture"].to_list() == paper * 2
+    ans = {"no-render": [True, False], "memshot": [True, True], "text-rag": [False, True]}
+    got = paired_deltas(_answers(ans), _answers(ans), ACC, n_resamples=100)
+    assert got["variant"].to_list() == ["text-rag", "memshot", "no-render"]

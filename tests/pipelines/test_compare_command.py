@@ -50,6 +50,9 @@ def test_compare_json_html_and_table(file_store, tmp_path):
     assert "run-a (A) vs run-b (B)" in page and "Flipped items" in page
     table = _vismem("compare", "run-a", "run-b", *st, "--out", str(out), cwd=tmp_path)
     assert table.returncode == 0 and "flipped items (probes)" in table.stdout and "dualmem" in table.stdout.lower()
+    # On an 80-column log no architecture or variant name is cut to an ellipsis; rows in the papers' order.
+    assert "text_rag" in table.stdout and "…" not in table.stdout
+    assert table.stdout.index(" nomemory ") < table.stdout.index(" caption ") < table.stdout.index(" dualmem ")
 
 
 def test_compare_errors_are_one_line(file_store, tmp_path):
