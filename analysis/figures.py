@@ -55,7 +55,9 @@ def _legend_outside(fig: Any, axes: Any, fontsize: float = 7) -> None:
             seen.setdefault(label, h)
     if seen:
         # Right of the axes, vertically centred: clear of the data and of the figure's title.
-        fig.legend(list(seen.values()), list(seen), loc="outside right center", fontsize=fontsize, frameon=False)
+        # Labels wrapped: a long back-end name would otherwise squeeze the axes to nothing.
+        fig.legend(list(seen.values()), [_wrap(label, 32) for label in seen], loc="outside right center",
+                   fontsize=fontsize, frameon=False)
 
 
 def _integer_x(ax: Any, nbins: int = 6) -> None:
@@ -104,7 +106,7 @@ def retention(ret: pl.DataFrame) -> Any:
 def _wrap(text: str, width: int = 38) -> str:
     import textwrap
 
-    return "\n".join(textwrap.wrap(text, width)) or text
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False)) or text
 
 
 def tsr_bars(cells: pl.DataFrame) -> Any:
@@ -163,7 +165,7 @@ def bins(bank: pl.DataFrame, position: pl.DataFrame, backend: str) -> Any:
             if col == 0:
                 ax.set_ylabel("TSR (%)")
     _legend_outside(fig, axes)
-    fig.suptitle(f"{backend}:\nTSR by memory-bank size and encoding position", fontsize=9)
+    fig.suptitle(f"{_wrap(backend + ':')}\nTSR by memory-bank size and encoding position", fontsize=9)
     return fig
 
 
