@@ -26,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_config_args(p)
     p.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="output format (default jsonl)")
     p.add_argument("--out", metavar="PATH", help="output file, `-` for stdout (default: <runs_dir>/RUN/samples.FORMAT)")
+    p.add_argument("--no-recalled", action="store_true",
+                   help="do not read the probes' step logs (one object per probe unit; a paper-sized run has "
+                        "thousands): DMV-Bench records then have no retrieved products")
     p.set_defaults(func=_export, stages=[])
 
 
@@ -47,7 +50,7 @@ def _export(args: argparse.Namespace) -> int:
         ranked_key = f"runs/{args.run_id}/memshot/ranked.parquet"
         ranked = store.read_table(ranked_key) if store.exists(ranked_key) else None
         probes = tables.get("probes")
-        if probes is not None and probes.height:
+        if probes is not None and probes.height and not args.no_recalled:
             from vismem.pipelines.dmv.probelogs import first_recalled
 
             tables = {**tables, "probes": probes.with_columns(

@@ -82,3 +82,5 @@ def test_probe_records_read_the_first_recall_step_from_the_probe_cache(file_stor
     assert [x["target_rank"] for x in recs] == [(w.index(target[x["item_id"]]) + 1 if w and target[x["item_id"]] in w
                                                  else None) for x, w in zip(recs, want)]
     assert {1, None} <= {x["target_rank"] for x in recs}
+    r = _vismem("export", "d", "--store", file_store.uri, "--out", "-", "--no-recalled", cwd=tmp_path)
+    assert r.returncode == 0 and all(json.loads(x)["retrieved"] is None for x in r.stdout.splitlines())
