@@ -24,7 +24,10 @@ CATEGORY_ORDER = ("multi-hop", "temporal", "open-domain", "single-hop", "adversa
                   "single-session-user", "single-session-assistant", "single-session-preference",
                   "multi-session", "knowledge-update", "temporal-reasoning")
 
-GROUP = ("dataset", "model", "variant", "embedder", "k", "max_height")
+#: ``judge`` (the judging model, stand-in marked) is a column only where a judge ran: the memshot
+#: stage writes it beside the verdicts, so an Acc table names who judged (not a schema column, so
+#: tables without it are left as they are).
+GROUP = ("dataset", "model", "judge", "variant", "embedder", "k", "max_height")
 
 #: The two F1 scores of an answer: the answers' column and what it is. The same labels as
 #: ``vismem.memory.dialogue.scoring.F1_NAMES`` (which scores them; analysis sits below memory and
@@ -152,12 +155,12 @@ def ablation_table(answers: pl.DataFrame, **kw) -> pl.DataFrame:
     """Table 3: every variant (and rendering height) by top-k, per dataset and model, each row
     named as the paper names it (``paper_row``, :data:`PAPER_ROWS`; Text RAG is the paper's Full
     Session w/o Rendering)."""
-    t = by_k_table(answers, ["dataset", "model", "variant", "embedder", "max_height"], **kw)
+    t = by_k_table(answers, ["dataset", "model", "judge", "variant", "embedder", "max_height"], **kw)
     if not t.height or "variant" not in t.columns:
         return t
     row = pl.col("variant").replace_strict(PAPER_ROWS, default=None, return_dtype=pl.String).alias("paper_row")
-    return t.with_columns(row).select("dataset", "model", "variant", "paper_row",
-                                      *[c for c in t.columns if c not in ("dataset", "model", "variant")])
+    front = [c for c in ("dataset", "model", "judge", "variant") if c in t.columns]
+    return t.with_columns(row).select(*front, "paper_row", *[c for c in t.columns if c not in front])
 
 
 def height_table(answers: pl.DataFrame, **kw) -> pl.DataFrame:

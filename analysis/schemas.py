@@ -168,7 +168,8 @@ MEMSHOT_ANSWERS = Schema(
            required=False, nullable=True),
         _c("recall_hit", pl.Boolean, "Whether any evidence unit was in the top k (null if unknown).", required=False),
         _c("answer", pl.String, "Gold answer.", required=False),
-        _c("model", pl.String, "Answering VLM (backbone) name; a stand-in's name when one was used.", required=False),
+        _c("model", pl.String, "Answering VLM (backbone) name; '(stand-in)' after it when a stand-in answered.",
+           required=False),
         _c("max_height", pl.Int64, "Maximum rendering height of a shot in px, also for the default variant "
            "(null = full session / unbounded; variants named h<px> are read as that height).", required=False),
         _c("latency_s", pl.Float64, "Memory-construction latency attributed to the conversation, seconds.", required=False),

@@ -16,6 +16,14 @@ if TYPE_CHECKING:
 KEYS = ["variant", "k", "conversation_id", "question_id"]
 
 
+def model_label(vlm: Any, spec: dict[str, Any]) -> str:
+    """How results name the answering VLM: its name, ``(stand-in)`` after it when it is one (a tiny
+    random model, a scripted or simulated endpoint), as the recall tables mark a stand-in embedder
+    and DMV-Bench its back-ends -- so every Acc table says so, and no stand-in takes a paper number."""
+    name = str(getattr(vlm, "name", None) or spec["name"])
+    return f"{name} (stand-in)" if getattr(vlm, "stand_in", False) and "stand-in" not in name else name
+
+
 def _answers(ctx: "RunContext", ranked: Any, units: Any, questions: Any) -> tuple[Any, dict[str, Any], Any]:
     """``(answers, the VLM spec, the VLM)``: earlier final answers kept, the rest asked now."""
     import polars as pl
@@ -78,6 +86,7 @@ def _verdicts(ctx: "RunContext", answers: Any, questions: Any) -> Any:
         VLMS.resolve(cfg.judge, field="memshot.judge"),
         cfg.judge_max_tokens or int(getattr(get_dataset(dataset), "judge_max_tokens", 256)))
     ctx.manifest.component("memshot.judge", judge_spec)
+    judge = build_vlm(judge_spec)  # an HTTP client on ray-data (its name and stand-in flag), else the judge
     j_key = f"{ctx.run_prefix}/memshot/judged_raw.parquet"
     jdone = _with_truncated(cached(ctx, j_key, ~pl.col("judge_status").str.starts_with("error")))
     if jdone is not None:  # a verdict is reused only for the very same prediction
@@ -92,11 +101,12 @@ def _verdicts(ctx: "RunContext", answers: Any, questions: Any) -> Any:
                                     batch_size=int(judge_spec["args"].get("max_concurrency", 8)),
                                     choice=choice, weights=cfg.engine_weights)
     else:
-        jnew = judge_answers(jtodo, questions, build_vlm(judge_spec), dataset=dataset, max_tokens=judge_tokens,
+        jnew = judge_answers(jtodo, questions, judge, dataset=dataset, max_tokens=judge_tokens,
                              concurrency=cfg.request_concurrency, parse=cfg.judge_parse)
     judged = (pl.concat([jdone.select(jnew.columns), jnew]) if jdone is not None else jnew).sort(KEYS)
     save(ctx, j_key, judged, schema_version=SUMMARY_SCHEMA_VERSION)
-    return judged
+    # Who judged, stand-in marked, in every row: an Acc table names its judge as it names its model.
+    return judged.with_columns(pl.lit(model_label(judge, judge_spec)).alias("judge"))
 
 
 def _processor(ctx: "RunContext", role: str, field: str, raw: Any, spec: dict[str, Any]) -> Any:
@@ -128,7 +138,7 @@ def answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any,
     qcols = questions.select("conversation_id", "question_id", "question", "answer", "category", "category_code")
     full = (answers.join(qcols, on=["conversation_id", "question_id"], how="left")
             .join(hits, on=["variant", "conversation_id", "question_id", "k"], how="left")
-            .with_columns(pl.lit(dataset).alias("dataset"), pl.lit(getattr(vlm, "name", vlm_spec["name"])).alias("model"),
+            .with_columns(pl.lit(dataset).alias("dataset"), pl.lit(model_label(vlm, vlm_spec)).alias("model"),
                           pl.col("variant").replace_strict(max_heights(units), default=None,
                                                            return_dtype=pl.Int64).alias("max_height"),
                           # the retriever (stand-in marked), as the recall tables carry it

@@ -352,3 +352,24 @@ def test_report_captions_name_both_f1s_and_intervals_follow_the_paper_f1():
     assert "paper F1" in t.caption and f"Overall {memshot.OFFICIAL_F1}: official LoCoMo F1" in t.caption
     r5 = t.df.filter(pl.col("k") == 5).row(0, named=True)
     assert r5["Overall F1 lo"] <= r5["Overall F1"] == 0.25 <= r5["Overall F1 hi"] <= 0.5
+
+
+def test_acc_tables_name_who_judged_when_the_answers_carry_it():
+    from vismem.analysis.render import to_html
+    from vismem.analysis.report import ReportOptions, build_report
+
+    judged = _known().with_columns(pl.lit("scripted:judge (stand-in)").alias("judge"))
+    cat = memshot.category_table(judged)
+    assert cat.columns[:3] == ["dataset", "model", "judge"] and cat["judge"].unique().to_list() == [
+        "scripted:judge (stand-in)"]
+    # The same numbers as without the column: one judge per run adds a label, not a split.
+    assert cat.drop("judge").equals(memshot.category_table(_known()))
+    abl = memshot.ablation_table(judged)
+    assert abl.columns[:4] == ["dataset", "model", "judge", "variant"] and abl.height == 1
+    rep = build_report({"memshot_answers": judged}, "j", options=ReportOptions(n_resamples=100, seed=1))
+    tables = {t.id: t for t in rep.tables()}
+    for tid in ("memshot-locomo", "memshot-ablations"):
+        assert tables[tid].df["judge"].to_list()[0] == "scripted:judge (stand-in)" and tables[tid].ci, tid
+    assert "scripted:judge (stand-in)" in to_html(rep)
+    # Answers without the column (no judge ran, or an older run): tables as before.
+    assert "judge" not in memshot.category_table(_known()).columns

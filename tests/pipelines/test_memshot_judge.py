@@ -69,5 +69,7 @@ def test_stage_judge_request_carries_enable_thinking_false(file_store, ray_local
     assert all(b["chat_template_kwargs"] == {"enable_thinking": False} and b["max_tokens"] == 256 for b in seen)
     ans = file_store.read_table(f"{ctx.run_prefix}/results/memshot_answers.parquet")
     assert ans["judge_label"].to_list() == [True, True]
+    # Who answered and who judged, in every row (real endpoints: no stand-in mark).
+    assert ans["model"].unique().to_list() == ["openai:a"] and ans["judge"].unique().to_list() == ["openai:Qwen/Qwen3-32B"]
     judge = ctx.manifest.data["components"]["memshot.judge"]
     assert judge["args"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}

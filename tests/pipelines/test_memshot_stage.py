@@ -151,6 +151,26 @@ def test_stage_resumes_answers_and_embeddings(file_store, ray_local, tmp_path):
     assert flaky.calls == calls + 2                                  # only the two failed tasks re-asked
     assert file_store.read_table(cache_key)["embed_s"].to_list() == stamp  # nothing re-embedded
     assert second["recall"] == first["recall"]
+    ans = file_store.read_table(f"{ctx.run_prefix}/results/memshot_answers.parquet")
+    assert ans["model"].unique().to_list() == ["openai:flaky"]  # a real endpoint: no stand-in mark
+
+
+def test_a_stand_in_answering_vlm_is_named_so_in_every_answer_row():
+    from vismem.analysis.memshot_paper_cols import paper_backbone
+    from vismem.pipelines.memshot.answers import model_label
+    from vismem.serve.build import build_vlm
+
+    openai = {"name": "openai", "args": {"model": "Qwen/Qwen3-VL-8B-Instruct", "base_url": "http://127.0.0.1:1/v1",
+                                         "api_key_env": None}}
+    real = build_vlm(openai)
+    assert model_label(real, openai) == "openai:Qwen/Qwen3-VL-8B-Instruct"
+    assert paper_backbone(model_label(real, openai)) is not None  # the paper's backbone, quoted beside it
+    # The same model name from an endpoint serving a stand-in, and a scripted VLM: marked, never quoted.
+    sim = {"name": "openai", "args": {**openai["args"], "stand_in": True}}
+    assert model_label(build_vlm(sim), sim) == "openai:Qwen/Qwen3-VL-8B-Instruct (stand-in)"
+    assert paper_backbone(model_label(build_vlm(sim), sim)) is None
+    echo = {"name": "scripted", "args": {"fn": "echo", "label": "echo"}}
+    assert model_label(build_vlm(echo), echo) == "scripted:echo (stand-in)"
 
 
 @pytest.mark.slow
