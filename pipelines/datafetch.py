@@ -37,8 +37,8 @@ _LME_PINS = {
     "longmemeval_m_cleaned.json": ("9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f", 2_737_100_077),
     "longmemeval_oracle.json": ("821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c", 15_388_478),
 }
-_LME_LICENCE = ("MIT per the hub page of the original release xiaowu0162/longmemeval (the cleaned release's own "
-                "licence was not checked); code: MIT, github.com/xiaowu0162/LongMemEval")
+_LME_LICENCE = ("MIT (the license:mit tag of the xiaowu0162/longmemeval-cleaned dataset card, as public audits record "
+                "it; not read from here); code: MIT, github.com/xiaowu0162/LongMemEval")
 
 
 @dataclass(frozen=True)
