@@ -93,11 +93,20 @@ KINDS: dict[str, tuple[str, Callable[[], Rows]]] = {
 }
 
 
+def _kind(value: str) -> str:
+    """A known KIND, else a usage error naming the closest one (argparse alone lists them all)."""
+    from vismem.core.errors import did_you_mean
+
+    if value not in KINDS:
+        raise argparse.ArgumentTypeError(f"unknown kind {value!r}{did_you_mean(value, sorted(KINDS))}; "
+                                         f"choose from {', '.join(sorted(KINDS))}")
+    return value
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list what a config can name (architectures, models, variants, ...)",
                        description="List the names a config can use, one table per kind. With no KIND, every kind.")
-    p.add_argument("kind", nargs="?", choices=sorted(KINDS), metavar="KIND",
-                   help=f"one of: {', '.join(KINDS)}")
+    p.add_argument("kind", nargs="?", type=_kind, metavar="KIND", help=f"one of: {', '.join(KINDS)}")
     p.add_argument("--json", action="store_true", help="print {kind: [{name, detail, description}]} as JSON")
     p.add_argument("-l", "--long", "-v", action="store_true", dest="long",
                    help="full descriptions in tables (default: one line per name)")

@@ -48,7 +48,11 @@ def test_list_unknown_kind_is_a_usage_error(capsys):
 
     with pytest.raises(SystemExit) as e:
         main(["list", "nope"])
-    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+    assert e.value.code == 2 and "unknown kind 'nope'; choose from architecture-families" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["list", "architecturs"])
+    assert e.value.code == 2 and "unknown kind 'architecturs' (did you mean 'architectures'?)" in \
+        capsys.readouterr().err
 
 
 def test_list_architectures_is_one_line_each_by_default_and_long_gives_the_tables(capsys):
