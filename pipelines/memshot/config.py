@@ -167,6 +167,20 @@ class MemShotConfig(Frozen):
         except ConfigError as err:
             raise ValueError(str(err)) from None
 
+    @field_validator("variants")
+    @classmethod
+    def _known_variants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        # At parse time, so `plan` and every stage refuse a mistyped variant before any work
+        # (a path to a variant YAML is read when the units are rendered).
+        from vismem.memory.dialogue.variants import list_variants
+
+        known = list_variants()
+        for name in v:
+            if not name.endswith((".yaml", ".yml")) and name not in known:
+                raise ValueError(f"unknown memory variant {name!r}{did_you_mean(name, known)}; "
+                                 f"available: {', '.join(known)}")
+        return v
+
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, v: str) -> str:

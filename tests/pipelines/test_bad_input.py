@@ -236,6 +236,11 @@ def test_mistyped_variant_and_dataset_names_get_did_you_mean(capsys):
         arch_variant("dualmm")
     with pytest.raises(ConfigError, match=r"unknown dataset 'locomoo' \(did you mean 'locomo'\?\); registered"):
         load_config(overrides={"memshot": {"dataset": "locomoo"}})
+    # A variant is checked with the config, so `plan` refuses it too, before any estimate.
+    with pytest.raises(ConfigError, match=r"memshot.variants.*unknown memory variant 'h1204' \(did you mean 'h1024'\?\)"):
+        load_config(overrides={"memshot": {"variants": ["memshot", "h1204"]}})
+    assert main(["plan", "memshot", "--set", "memshot.variants=[memsht]"]) == 2
+    assert "unknown memory variant 'memsht' (did you mean 'memshot'?)" in _one_line(capsys.readouterr().err)
     assert main(["data", "fetch", "longmemeval-orcle"]) == 2
     assert "unknown dataset 'longmemeval-orcle' (did you mean 'longmemeval-oracle'?)" in _one_line(
         capsys.readouterr().err)
