@@ -152,12 +152,14 @@ def check_image_budgets(cfg: Any) -> None:
     retry mends. Only a named model variant (``serve/models/*.yaml``) states its context and pixel
     bounds; full-session shots have no height bound and are not checked."""
     from vismem.memory.dialogue.variants import list_variants, load_variant
-    from vismem.serve.budget import check_image_budget
+    from vismem.serve.budget import check_image_budget, max_model_len
     from vismem.serve.models import list_models, load_model_spec
 
     if cfg.vlm is None or cfg.vlm.key not in list_models("vlm"):
         return
     ms = load_model_spec(cfg.vlm.key)
+    if max_model_len(ms) is None:  # no context stated to exceed (a hosted API, a scripted stand-in)
+        return
     for name in cfg.variants:
         v = load_variant(name) if name in list_variants() else None
         if v is None or not v.is_image or v.max_height is None:

@@ -319,6 +319,10 @@ def test_image_budget_is_checked_before_any_work():
     check_image_budgets(load_config(preset="paper").memshot)
     with pytest.raises(ConfigError, match=r"memshot.variants 'h1024'.*'qwen3-vl-8b': k=40 images of 948x1024"):
         check_image_budgets(load_config(preset="paper", overrides={"memshot": {"k": [40]}}).memshot)
+    # A model whose YAML states no context (a hosted API, the scripted echo) has none to exceed,
+    # even where no image-token rule is known for it.
+    for model in ("gpt-4o", "scripted-echo"):
+        check_image_budgets(load_config(overrides={"memshot": {"vlm": {"model": model}, "k": [40]}}).memshot)
 
 
 def test_engine_and_serve_processor_configs_validate_without_a_gpu():
