@@ -2,12 +2,14 @@
 
 Only numbers the paper states in its text are here (its table bodies are not in the text we
 have, shared/papers/dmv-bench-paper.md): Table 2's Gemini J = 5 DualMem cell (82.7, from
-Table 4's caption) and the verbal baselines' 0 % "everywhere" (§5) -- the rest of Table 2 is
+Table 4's caption) with its n_r (2,762 probes, same caption) and the verbal baselines' 0 %
+"everywhere" (§5) -- the rest of Table 2 is
 stated only relatively (J = 50: DualMem +8.5 points over M2A-lite on Qwen, a draw on Gemini) or
 as intervals (Table 9's MMA-lite J = 15 CIs), so it has no number here --
 Table 4's ablation rows (§5 "Retrieval", "Injection", "Encoder"), Table 9's one interval the text
 quotes (MMA-lite, Gemini J = 15: naive and cluster bounds), Table 10's J = 50 pilots
-(App. H), and Table 3's per-session breadth as §5 states it in words. Rates are proportions (the
+(App. H), and Table 3's sessions (its caption: 550 per back-end) and per-session breadth as §5
+states it in words. Rates are proportions (the
 report shows percent). A cell the paper gives no number for gets a null ``paper`` value, never a guess.
 """
 
@@ -21,6 +23,7 @@ import polars as pl
 #: table, backend, J, architecture (variant name), alpha (documentation only), metric, value, note.
 _CSV = """table,backend,J,architecture,alpha,metric,value,note
 table2,gemini-2.5-flash,5,dualmem,,tsr,0.827,"25 chains, n_r = 2,762"
+table2,gemini-2.5-flash,5,n_r,,n_r,2762,"Table 2's n_r row: the 25 chains' probes (Table 4's caption)"
 table4,gemini-2.5-flash,5,dualmem,0.75,tsr,0.820,alpha sweep; 7-chain ablation subset (793 probes)
 table4,gemini-2.5-flash,5,dualmem-vis,1.0,tsr,0.797,visual-only; 7-chain subset
 table4,gemini-2.5-flash,5,dualmem-verb,0.0,tsr,0.651,verbal-only; 7-chain subset
@@ -102,8 +105,12 @@ def with_paper_wide(wide: pl.DataFrame, columns: dict[str, tuple[str, int]], tab
             for a in wide["architecture"].to_list()]
     if not rows:
         return wide, []
-    long = with_paper(pl.DataFrame(rows, schema={"column": pl.String, "backend": pl.String, "J": pl.Int64,
-                                                 "architecture": pl.String}, orient="row"), tables, metric)
+    frame = pl.DataFrame(rows, schema={"column": pl.String, "backend": pl.String, "J": pl.Int64,
+                                       "architecture": pl.String}, orient="row")
+    # The n_r row (probes per cell) quotes the paper's probe count, every other row ``metric``.
+    is_nr = pl.col("architecture") == "n_r"
+    long = pl.concat([with_paper(frame.filter(~is_nr), tables, metric),
+                      with_paper(frame.filter(is_nr), tables, "n_r")])
     added: dict[str, str] = {}
     for col in columns:
         vals = long.filter(pl.col("column") == col)
@@ -116,17 +123,18 @@ def with_paper_wide(wide: pl.DataFrame, columns: dict[str, tuple[str, int]], tab
     return wide.select(order), list(added.values())
 
 
-#: §5 ("Why n_r varies") on Table 3, per paper back-end: distinct products per session and the
-#: share of sessions that opened at least three collections -- stated in words ("roughly").
-_ENCODING_PAPER = {"gemini-2.5-flash": (11.0, 1.0), "qwen2.5-vl-7b": (4.0, 0.5)}
+#: §5 ("Why n_r varies") on Table 3, per paper back-end: the sessions Table 3 is over (its caption:
+#: N = 550 per back-end), distinct products per session and the share of sessions that opened at
+#: least three collections -- the last two stated in words ("roughly").
+_ENCODING_PAPER = {"gemini-2.5-flash": (550, 11.0, 1.0), "qwen2.5-vl-7b": (550, 4.0, 0.5)}
 
 
 def encoding_paper(st: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
-    """Table 3 with ``paper products_mean`` / ``paper share_styles_ge3`` for the paper's back-ends
-    (null for any other, e.g. a stand-in); unchanged when no row is one of them."""
+    """Table 3 with ``paper sessions`` / ``paper products_mean`` / ``paper share_styles_ge3`` for the
+    paper's back-ends (null for any other, e.g. a stand-in); unchanged when no row is one of them."""
     vals = [_ENCODING_PAPER.get(paper_backend(b) or "") for b in st["backend"].to_list()]
     if not any(vals):
         return st, False
-    return st.with_columns(pl.Series("paper products_mean", [v[0] if v else None for v in vals], dtype=pl.Float64),
-                           pl.Series("paper share_styles_ge3", [v[1] if v else None for v in vals],
-                                     dtype=pl.Float64)), True
+    cols = [("paper sessions", pl.Int64), ("paper products_mean", pl.Float64), ("paper share_styles_ge3", pl.Float64)]
+    return st.with_columns(pl.Series(name, [v[i] if v else None for v in vals], dtype=dtype)
+                           for i, (name, dtype) in enumerate(cols)), True

@@ -25,9 +25,9 @@ from vismem.analysis.render import Figure, Section, Table
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
 _PAPER = "paper*: the DMV-Bench paper's number where its text states one (quoted, not measured; empty elsewhere)."
 _PAPER_TABLE2 = ("paper* columns: the paper's Table 2 number where its text states one -- DualMem's Gemini J=5 "
-                 "cell (82.7, 25 chains, n_r = 2,762) and NoMemory / TextOnly at 0 % everywhere (quoted, not "
-                 "measured); the paper's Table 2 body is not in the paper text we have, so its other cells are "
-                 "empty.")
+                 "cell (82.7) with its n_r (2,762 probes of 25 chains) and NoMemory / TextOnly at 0 % everywhere "
+                 "(quoted, not measured); the paper's Table 2 body is not in the paper text we have, so its other "
+                 "cells are empty.")
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
 _PAPER_MS = ("paper *: the MemShot paper's number for the row's backbone and variant (Tables 1-5; Tables 1, 2, 4 at "
              "its top-10), quoted, not measured; empty for a model or variant the paper did not run.")
@@ -255,7 +255,8 @@ def encoding_section(enc: pl.DataFrame | None, opt: ReportOptions, links: Links)
     s.tables.append(Table("encoding", "Per-session encoding statistics", st,
                           percent=["share_styles_ge3", "paper share_styles_ge3"], ci=ci,
                           caption="share_styles_ge3: sessions that opened at least 3 styles. " + _CI_DMV
-                          + (" paper *: §5 'Why n_r varies' in words (roughly 11 vs 4 distinct products per session; "
+                          + (" paper *: Table 3's 550 sessions per back-end (its caption) and §5 'Why n_r varies' in "
+                             "words (roughly 11 vs 4 distinct products per session; "
                              "Gemini never short of 3 collections, about half of Qwen's sessions short), quoted, not "
                              "measured." if quoted else ""),
                           links=links.dmv(st)))

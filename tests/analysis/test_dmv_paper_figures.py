@@ -107,6 +107,9 @@ def test_wide_table2_shows_the_papers_numbers_beside_each_cell_it_states() -> No
     assert (by["dualmem"][f"{g5} paper"], by["nomemory"][f"{g5} paper"], by["m2a-lite"][f"{g5} paper"]) == (
         0.827, 0.0, None)
     assert by["dualmem"][f"{BACKENDS[1]} J=10 paper"] is None and by["nomemory"][f"{BACKENDS[1]} J=10 paper"] == 0.0
+    # the n_r row quotes the paper's probe count for the one cell it states (Table 4's caption: 2,762)
+    assert by["n_r"][f"{g5} paper"] == 2762 and by["n_r"][f"{BACKENDS[0]} J=10 paper"] is None
+    assert "2,762" in t2.caption
     assert "not in the paper text we have" in t2.caption
     # a run on other back-ends (the local stand-ins) keeps Table 2 as it was: no paper columns
     local = synthetic.probes(backends=("scripted-shopper-stand-in-s0",), Js=(5,), chains=2, p={"dualmem": 0.8})
