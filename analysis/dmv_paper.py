@@ -138,3 +138,34 @@ def encoding_paper(st: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
     cols = [("paper sessions", pl.Int64), ("paper products_mean", pl.Float64), ("paper share_styles_ge3", pl.Float64)]
     return st.with_columns(pl.Series(name, [v[i] if v else None for v in vals], dtype=dtype)
                            for i, (name, dtype) in enumerate(cols)), True
+
+
+#: §5 "Memory-bank and positional checks": on the main grid (J = 5, 10, 15, both back-ends) DualMem is
+#: above all four baselines in all 48 bank-size bins and in 49 of the 53 encoding-position bins,
+#: one of the four exceptions an exact tie.
+_LEADER_PAPER = {"bins": 48, "leads": 48, "ties": 0, "bins_position": 53, "leads_position": 49, "ties_position": 1}
+#: The row that totals the paper's main grid in the leader-bins table.
+LEADER_TOTAL = "main grid total (paper back-ends, J = 5, 10, 15)"
+
+
+def with_paper_leader(lead: pl.DataFrame, leader: str) -> pl.DataFrame:
+    """The leader-bins table (:func:`vismem.analysis.dmv.leader_bins` of bank size, joined with the
+    encoding-position one as ``*_position``) with one more row totalling the paper's main grid --
+    its back-ends at J = 5, 10, 15 -- and a ``paper <column>`` beside each count on that row only
+    (the paper states the totals, not per-cell counts). Unchanged unless the leader is DualMem and
+    the run has such a cell."""
+    if leader != "dualmem" or lead.height == 0:
+        return lead
+    grid = lead.filter(pl.col("backend").map_elements(paper_backend, return_dtype=pl.String).is_not_null()
+                       & pl.col("J").is_in([5, 10, 15]))
+    if grid.height == 0:
+        return lead
+    counts = [c for c in _LEADER_PAPER if c in lead.columns]
+    total = grid.select(pl.lit(LEADER_TOTAL).alias("backend"), pl.lit(None, pl.Int64).alias("J"),
+                        *[pl.col(c).sum() for c in counts])
+    out = pl.concat([lead, total.cast({c: lead.schema[c] for c in total.columns})], how="diagonal_relaxed")
+    is_total = pl.col("backend") == LEADER_TOTAL
+    papers = [pl.when(is_total).then(pl.lit(_LEADER_PAPER[c])).otherwise(None).cast(pl.Int64).alias(f"paper {c}")
+              for c in counts]
+    order = [c for col in lead.columns for c in ([col, f"paper {col}"] if col in counts else [col])]
+    return out.with_columns(papers).select(order)

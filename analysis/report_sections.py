@@ -16,7 +16,8 @@ import polars as pl
 
 from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
-from vismem.analysis.dmv_paper import encoding_paper, with_paper, with_paper_intervals, with_paper_wide
+from vismem.analysis.dmv_paper import (encoding_paper, with_paper, with_paper_intervals, with_paper_leader,
+                                       with_paper_wide)
 from vismem.analysis.memshot_paper_cols import with_paper_by_k, with_paper_overall
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.paper_order import order_rows
@@ -232,11 +233,12 @@ def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Li
         curves.figures.append(Figure(fid, f"{backend}: TSR by bank size and encoding position",
                                      *figures.render(figures.bins(bank, pos, backend))))
     if pair:
-        lead = dmv.leader_bins(bank, pair[0]).join(dmv.leader_bins(pos, pair[0]), on=["backend", "J"],
-                                                    how="full", coalesce=True, suffix="_position")
+        lead = with_paper_leader(dmv.leader_bins(bank, pair[0]).join(
+            dmv.leader_bins(pos, pair[0]), on=["backend", "J"], how="full", coalesce=True, suffix="_position"), pair[0])
+        quoted = " paper *: §5's main-grid totals (48 of 48; 49 of 53, one tie)." if "paper bins" in lead.columns else ""
         curves.tables.append(Table("leader-bins", f"Bins where {pair[0]} is above every other architecture",
                                    lead, caption="bins/leads/ties: bank-size bins; *_position: encoding-position bins "
-                                           "(one per visit session).",
+                                           "(one per visit session)." + quoted,
                                    links=links.dmv(lead)))
 
 

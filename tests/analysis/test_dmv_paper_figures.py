@@ -144,3 +144,27 @@ def test_bootstrap_table_quotes_table9s_one_stated_interval() -> None:
     assert out["paper cluster_low"].null_count() == 2  # J=5 and the other back-end: no number stated
     local = cells.with_columns(pl.lit("scripted-shopper (stand-in)").alias("backend"))
     assert with_paper_intervals(local).columns == local.columns  # no stated interval: the table is unchanged
+
+
+def test_leader_bins_total_the_main_grid_beside_the_papers_counts() -> None:
+    from vismem.analysis.dmv_paper import LEADER_TOTAL, with_paper_leader
+
+    probes = synthetic.probes(backends=(*BACKENDS, "scripted-shopper-stand-in-s0"), Js=(5, 10, 50), chains=2,
+                              p={"dualmem": 0.8, "m2a-lite": 0.6})
+    bank, pos = dmv.binned(probes, "bank_size"), dmv.position_bins(probes)
+    lead = dmv.leader_bins(bank, "dualmem").join(dmv.leader_bins(pos, "dualmem"), on=["backend", "J"], how="full",
+                                                 coalesce=True, suffix="_position")
+    out = with_paper_leader(lead, "dualmem")
+    total = out.filter(pl.col("backend") == LEADER_TOTAL).row(0, named=True)
+    # the total is over the paper's back-ends at J = 5, 10, 15 only (no stand-in, no J = 50 pilot)
+    grid = lead.filter(pl.col("backend").is_in(list(BACKENDS)) & (pl.col("J") <= 15))
+    assert grid.height == 4 and total["bins"] == grid["bins"].sum()
+    assert total["leads_position"] == grid["leads_position"].sum()
+    assert (total["paper bins"], total["paper leads"], total["paper bins_position"], total["paper leads_position"],
+            total["paper ties_position"]) == (48, 48, 53, 49, 1)
+    assert out.filter(pl.col("backend") != LEADER_TOTAL)["paper leads"].null_count() == lead.height
+    assert out.columns[2:4] == ["bins", "paper bins"]
+    # another leader, or a run without the paper's back-ends: the table as it was
+    assert with_paper_leader(lead, "m2a-lite").equals(lead)
+    local = lead.filter(pl.col("backend").str.starts_with("scripted"))
+    assert with_paper_leader(local, "dualmem").equals(local)
