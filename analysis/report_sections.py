@@ -196,6 +196,7 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
         if tuple(pair) == ("dualmem", "m2a-lite"):  # the paper's Table 10 pair
             perm = with_paper(with_paper(perm, ("table10",), "d_bar", on="a", name="paper_d_bar"),
                               ("table10",), "p_value", on="a", name="paper_p_value")
+            perm = with_paper(perm, ("table10",), "p_value_max", on="a", name="paper_p_value_max")  # J <= 15
         main.tables.append(Table("permutation", f"Paired cluster sign-permutation test: {pair[0]} vs {pair[1]}",
                                  perm, caption="Exact: all 2^K chain sign assignments; d_bar in points. " + _PAPER,
                                  percent=_pct(perm), links=links.dmv(perm)))

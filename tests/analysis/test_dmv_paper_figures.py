@@ -168,3 +168,17 @@ def test_leader_bins_total_the_main_grid_beside_the_papers_counts() -> None:
     assert with_paper_leader(lead, "m2a-lite").equals(lead)
     local = lead.filter(pl.col("backend").str.starts_with("scripted"))
     assert with_paper_leader(local, "dualmem").equals(local)
+
+
+def test_table10_quotes_the_bound_of_its_exhaustive_cells_and_the_pilots_values() -> None:
+    from vismem.analysis.report import ReportOptions, build_report
+
+    probes = synthetic.probes(backends=BACKENDS, Js=(5, 50), chains=3, p={"dualmem": 0.8, "m2a-lite": 0.6})
+    opts = ReportOptions(n_resamples=100, compare=("dualmem", "m2a-lite"))
+    perm = next(t for s in build_report({"probes": probes}, "r", options=opts).sections
+                for t in s.tables if t.id == "permutation")
+    by = {(r["backend"], r["J"]): r for r in perm.df.iter_rows(named=True)}
+    assert [by[(BACKENDS[0], 5)][c] for c in ("paper_p_value_max", "paper_p_value")] == [0.0059, None]
+    assert [by[(BACKENDS[1], 50)][c] for c in ("paper_p_value_max", "paper_p_value", "paper_d_bar")] == [
+        None, 0.0625, 0.0852]
+    assert "paper_p_value_max" not in perm.percent and "paper_d_bar" in perm.percent
