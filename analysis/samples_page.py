@@ -150,12 +150,17 @@ function verdictBadge(a) {
     : el('span', {class: 'badge ' + (a.judge_label ? 'ok' : 'bad')}, a.judge_label ? 'CORRECT' : 'WRONG');
 }
 function predText(a) { return !a ? '—' : a.prediction === null ? '(no answer: ' + (a.answer_status || 'malformed') + ')' : a.prediction; }
-function firstText(q, e) { return !scored(q) ? '—' : e.first !== null ? 'rank ' + e.first : 'not in top ' + e.ranked.length; }
+// e.far: the first evidence unit in the whole ranking ([rank, unit, score, units ranked]) when the kept top k holds none.
+function firstText(q, e) {
+  return !scored(q) ? '—' : e.first !== null ? 'rank ' + e.first
+    : e.far ? 'rank ' + e.far[0] + (e.far[3] ? ' of ' + e.far[3] : '') + ' (below the top ' + e.ranked.length + ')'
+    : 'not in top ' + e.ranked.length;
+}
 // Units holding an evidence turn below the cut-off k: ranked further down ([i, score, rank]) or not at all.
 function missedEvidence(q, e, k) {
   const ev = new Set(q.ev), out = [];
   e.ranked.forEach(([i, score], r) => { if (r >= +k && D.units[i].dia.some(d => ev.has(d))) out.push([i, score, r]); });
-  return out.concat((e.evu || []).map(i => [i, null, null]));
+  return out.concat((e.evu || []).map(i => e.far && e.far[1] === i ? [i, e.far[2], e.far[0] - 1] : [i, null, null]));
 }
 function cutNote(q, e, k) {
   const ev = new Set(q.ev), units = missedEvidence(q, e, k).map(([i]) => D.units[i]);

@@ -127,6 +127,36 @@ def test_a_miss_shows_the_evidence_unit_and_the_cut_that_dropped_it(page, tmp_pa
     assert d.locator('.col[data-variant="memshot"] details.ocr').count() == 0
 
 
+def _far_ranks() -> pl.DataFrame:
+    """The memshot stage's evidence ranks for _cut_frames: no-render's evidence unit ranked 2nd of 2
+    (below the kept top 1); memshot's at rank 1."""
+    return pl.DataFrame({"variant": ["no-render", "memshot"], "conversation_id": ["c", "c"], "question_id": ["c:q0"] * 2,
+                         "evidence_rank": [2, 1], "evidence_unit": ["c/u1", "c/u1"], "evidence_score": [0.31234, 0.4],
+                         "n_units": [2, 1]})
+
+
+def test_a_miss_says_where_its_evidence_ranked_below_the_top_k(page, tmp_path):
+    """With the run's evidence ranks, a miss's first evidence rank is a number (rank 2 of 2, below
+    the top 1), not only "not in top 1", and the missed unit's card carries that rank and score."""
+    from vismem.analysis.samples import sample_viewer
+
+    q, units, ranked, recall, text, cut = _cut_frames()
+    d = sample_data(q, ranked, units, recall=recall, evidence_ranks=_far_ranks())
+    qv = d["questions"][0]["v"]
+    idx = next(i for i, u in enumerate(d["units"]) if (u["variant"], u["id"]) == ("no-render", "c/u1"))
+    assert qv["no-render"]["far"] == [2, idx, 0.3123, 2] and qv["no-render"]["evu"][0] == idx
+    assert "far" not in qv["memshot"]  # found in its top k: its kept ranking says where
+    path = tmp_path / "samples.html"
+    path.write_text(sample_viewer(q, ranked, units, shots={}, recall=recall, evidence_ranks=_far_ranks(), run_id="far"))
+    _open(page, path, "k=1")
+    det = page.locator("#detail")
+    assert det.locator('#compare tr[data-variant="no-render"] .cmp-first').text_content() == "rank 2 of 2 (below the top 1)"
+    assert det.locator('#compare tr[data-variant="memshot"] .cmp-first').text_content() == "rank 1"
+    assert det.locator('.col[data-variant="no-render"] h4').first.text_content().endswith("first evidence: rank 2 of 2 (below the top 1)")
+    card = det.locator('.col[data-variant="no-render"] .missed-box .unit[data-unit="c/u1"]')
+    assert card.locator("b").first.text_content() == "#2 c/u1" and "score 0.3123" in card.text_content()
+
+
 def test_truncation_matches_the_embedders_own_tokenizer():
     """The cut the viewer marks is where sentence-transformers' truncation ends MiniLM's input;
     without the tokenizer the estimated cut is never before it."""
