@@ -68,7 +68,12 @@ const BY_ID = new Map(D.questions.map(q => [q.id, q]));
 let SHOWN = [];
 const pct = x => x === null || x === undefined ? '—' : (100 * x).toFixed(1) + '%';
 const txt = i => i === null || i === undefined ? '' : D.texts[i];
-function variantOf(q) { return S.variant && q.v[S.variant] ? S.variant : (q.v[D.variants[0]] ? D.variants[0] : Object.keys(q.v)[0]); }
+// The variant a question's badge and answers are about: the chosen one, else the A of an
+// "A but not B" comparison (a list filtered on A's hits badges A's outcome), else the first.
+function variantOf(q) {
+  for (const v of [S.variant, S.a, D.variants[0]]) if (v && q.v[v]) return v;
+  return Object.keys(q.v)[0];
+}
 function kOf() { return S.k || String(D.ks.length ? D.ks[D.ks.length - 1] : 10); }
 function scored(q) { return q.ev.length > 0; }
 // Evidence in the top k: the first evidence unit's rank is at most k (null: no evidence, or no ranking).
@@ -167,7 +172,9 @@ function cutNote(q, e, k) {
   if (e.first !== null && e.first <= +k) units.push(D.units[e.ranked[e.first - 1][0]]);
   return units.some(u => cutEvidence(u, ev).length) ? el('div', {class: 'badge warn cmp-cut'}, 'evidence past the embedder\'s cut') : null;
 }
-function order(q) { const v = variantOf(q); return [v, ...D.variants.filter(x => x !== v && q.v[x])]; }
+// Table and column order: the focus variant, then the B of a comparison, then the rest.
+function order(q) { const v = variantOf(q), b = S.b && S.b !== v && q.v[S.b] ? [S.b] : [];
+  return [v, ...b, ...D.variants.filter(x => x !== v && x !== S.b && q.v[x])]; }
 function compareTable(q, k) {
   const t = el('table', {class: 'compare', id: 'compare'}, el('tr', {}, ['variant', 'retriever', 'evidence@' + k,
     'first evidence', 'prediction@' + k, 'verdict', 'F1'].map(h => el('th', {}, h))));

@@ -304,6 +304,14 @@ def test_compare_filters_category_and_conversation(viewer, page):
     page.select_option("#f-b", b)
     assert set(_keys(page)) == outcome(10, a, True) & outcome(10, b, False)  # evidence retrieved by a, missed by b
     assert f"a={a}" in page.url and f"b={b}" in page.url
+    # With no variant chosen, the list badges A's outcome (all hits here) and the open question
+    # compares A and B first.
+    assert page.locator(".question-item .badge").evaluate_all("bs => bs.filter(b => /@/.test(b.textContent))"
+                                                            ".map(b => b.textContent)") == ["hit@10"] * len(_keys(page))
+    page.locator(".question-item").first.click()
+    assert page.locator("#compare tr[data-variant]").evaluate_all("rs => rs.map(r => r.dataset.variant)")[:2] == [a, b]
+    assert page.locator('#compare tr.focus').get_attribute("data-variant") == a
+    assert page.locator(".sbs .col").evaluate_all("cs => cs.map(c => c.dataset.variant)")[:2] == [a, b]
     page.select_option("#f-k", "5")
     assert set(_keys(page)) == outcome(5, a, True) & outcome(5, b, False)
     page.select_option("#f-by", "verdict")  # judged correct in A, wrong in B
