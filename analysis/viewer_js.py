@@ -196,8 +196,14 @@ function load() {
   else if (first) first.click();
 }
 function move(by) {
-  const items = [...document.querySelectorAll('.item')]; if (!items.length) return;
-  const i = items.findIndex(e => e.classList.contains('sel'));
+  let items = [...document.querySelectorAll('.item')]; if (!items.length) return;
+  let i = items.findIndex(e => e.classList.contains('sel'));
+  // Past the last listed probe while more match: list the next ones (as 'show more' does) and go on.
+  if (S.tab === 'probes' && i >= 0 && i + by >= items.length && probesShown().length > S.shown) {
+    const key = items[i].dataset.key;
+    S.shown += 300; renderList();
+    items = [...document.querySelectorAll('.item')]; i = items.findIndex(e => e.dataset.key === key);
+  }
   items[Math.max(0, Math.min(items.length - 1, i < 0 ? 0 : i + by))].click();
 }
 document.addEventListener('keydown', e => {
