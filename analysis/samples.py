@@ -22,8 +22,10 @@ import polars as pl
 from vismem.analysis.samples_page import render_samples
 from vismem.analysis.viewer_common import data_uri, page
 
-#: Characters of a unit's text (or OCR text) kept in the page.
-UNIT_TEXT_CAP = 3000
+#: Characters of a unit's text (or OCR text) kept in the page: the longest LoCoMo session as one
+#: unit (Text RAG, full-session shots) is ~6,200, so every LoCoMo unit is shown whole; a longer
+#: one ends in a line saying how much the page left out.
+UNIT_TEXT_CAP = 8000
 
 
 def _shot_map(units: pl.DataFrame) -> dict[str, str]:
@@ -61,7 +63,8 @@ class _Texts:
     def add(self, text: Any) -> int | None:
         if not isinstance(text, str) or not text:
             return None
-        text = text[:UNIT_TEXT_CAP]
+        if len(text) > UNIT_TEXT_CAP:
+            text = text[:UNIT_TEXT_CAP] + f"\n[… {len(text) - UNIT_TEXT_CAP:,} more characters not kept in this page]"
         if text not in self.index:
             self.index[text] = len(self.items)
             self.items.append(text)

@@ -64,6 +64,25 @@ def test_sample_data_compares_variants_and_says_what_was_embedded():
     assert json.dumps(d)
 
 
+def test_a_unit_text_past_the_pages_cap_says_what_it_left_out():
+    """Every LoCoMo session fits the page's cap whole (the longest is ~6,200 characters); a longer
+    text is cut with a line saying how many characters the page left out, never silently."""
+    from tests.conftest import SHARED
+    from vismem.analysis.samples import UNIT_TEXT_CAP
+
+    locomo = SHARED / "data/locomo/locomo10.json"
+    if locomo.exists():  # every session as one unit ('X said, "..."' a turn, header lines) fits
+        longest = max(sum(len(t["text"]) + len(t["speaker"]) + 10 for t in v) for c in json.loads(locomo.read_text())
+                      for k, v in c["conversation"].items() if k.startswith("session_") and isinstance(v, list))
+        assert 6000 < longest and longest + 200 < UNIT_TEXT_CAP
+    long = "x" * (UNIT_TEXT_CAP + 1234)
+    q, units, ranked, _ = _frames()
+    units = units.with_columns(pl.when(pl.col("unit_id") == "c/u1").then(pl.lit(long)).otherwise(pl.col("text")).alias("text"))
+    d = sample_data(q, ranked, units)
+    u1 = next(u for u in d["units"] if u["id"] == "c/u1" and u["variant"] == "no-render")
+    assert d["texts"][u1["t"]] == "x" * UNIT_TEXT_CAP + "\n[… 1,234 more characters not kept in this page]"
+
+
 def _cut_frames():
     """One question whose evidence turn (D1:3) sits in a no-render unit the ranking left out,
     on a line past MiniLM's cut; memshot finds it."""
@@ -358,13 +377,13 @@ def test_side_by_side_detail(viewer, page):
     uid = text_unit.get_attribute("data-unit")
     full = units.filter((pl.col("variant") == "text-rag") & (pl.col("unit_id") == uid))["text"][0]
     assert text_unit.locator("pre.embedded .kept").text_content() == full[:1100]
-    assert text_unit.locator("pre.embedded .dropped").text_content() == full[1100:3000]
+    assert text_unit.locator("pre.embedded .dropped").text_content() == full[1100:]
     # A pixel-read shot: its OCR text, behind a summary.
     shot_unit = d.locator('.col[data-variant="memshot"] > .unit').first
     uid = shot_unit.get_attribute("data-unit")
     read = units.filter((pl.col("variant") == "memshot") & (pl.col("unit_id") == uid))["ocr_text"][0]
     shot_unit.locator("details.ocr summary").click()
-    assert shot_unit.locator("details.ocr pre").text_content() == read[:3000]
+    assert shot_unit.locator("details.ocr pre").text_content() == read
 
 
 def test_permalinks_keys_and_scroll_reset(viewer, page):
