@@ -45,7 +45,7 @@ table.compare{border-collapse:collapse;margin:.6em 0;font-size:.9em}table.compar
 padding:.2em .5em;text-align:left;vertical-align:top}table.compare tr.focus{background:#eef4ff}
 .sbs{display:flex;gap:.8em;align-items:flex-start;overflow-x:auto}.sbs .col{flex:1 1 0;min-width:260px}
 .col h4{margin:.3em 0;position:sticky;top:0;background:#fff;padding:.2em 0}
-pre.embedded .dropped{color:#999;background:#f1f1f1}pre.embedded .dropped::before{content:"\\2702 not embedded past here \\2193\\A";
+pre.embedded .dropped{color:#999;background:#f1f1f1}mark.ev-turn{background:#c8e6c9;color:inherit}pre.embedded .dropped::before{content:"\\2702 not embedded past here \\2193\\A";
 color:#b71c1c;font-weight:bold}details summary{cursor:pointer;font-size:.85em;color:#1a4f9c}.permalink{font-size:.85em;margin-left:.5em}
 """
 
@@ -188,9 +188,35 @@ function compareTable(q, k) {
   }
   return t;
 }
-function embeddedPre(text, cut) {
-  if (cut === undefined || cut === null || cut >= text.length) return el('pre', {class: 'embedded'}, text);
-  return el('pre', {class: 'embedded truncated'}, el('span', {class: 'kept'}, text.slice(0, cut)), el('span', {class: 'dropped'}, text.slice(cut)));
+// [start, end) of each turn line of a LoCoMo-format text unit (header lines, 'CONVERSATION:', one
+// line per turn in dia_id order; as samples.turn_spans), or null when the lines do not match.
+function turnSpans(text, n) {
+  const head = text.indexOf('CONVERSATION:\n'); if (head < 0) return null;
+  let pos = head + 'CONVERSATION:\n'.length; const spans = [];
+  for (const line of text.slice(pos).split('\n')) { if (line) spans.push([pos, pos + line.length]); pos += line.length + 1; }
+  return spans.length === n ? spans : null;
+}
+// text[from, to) with the evidence turns' lines (marks: [start, end) spans) in <mark>.
+function marked(text, from, to, marks) {
+  const out = []; let at = from;
+  for (const [a, b] of marks) {
+    const s = Math.max(a, at), e = Math.min(b, to); if (s >= e) continue;
+    if (s > at) out.push(text.slice(at, s));
+    out.push(el('mark', {class: 'ev-turn'}, text.slice(s, e))); at = e;
+  }
+  if (at < to) out.push(text.slice(at, to));
+  return out;
+}
+function embeddedPre(text, cut, marks) {
+  marks = marks || [];
+  if (cut === undefined || cut === null || cut >= text.length) return el('pre', {class: 'embedded'}, marked(text, 0, text.length, marks));
+  return el('pre', {class: 'embedded truncated'}, el('span', {class: 'kept'}, marked(text, 0, cut, marks)),
+    el('span', {class: 'dropped'}, marked(text, cut, text.length, marks)));
+}
+// The lines of a text unit's evidence turns, to mark in its text.
+function evMarks(u, text, ev) {
+  const spans = turnSpans(text, u.dia.length);
+  return spans ? u.dia.map((d, j) => [d, spans[j]]).filter(([d]) => ev.has(d)).map(([, sp]) => sp) : [];
 }
 function lazyImg(key, alt) { return IMG[key] ? el('img', {class: 'shot', loading: 'lazy', decoding: 'async', alt: alt, src: IMG[key]}) : null; }
 // Evidence turns of a text unit the embedder's truncation dropped: [[dia, 'past' | 'partly'], ...].
@@ -220,7 +246,7 @@ function unitCard(u, r, score, ev) {
   } else if (u.own_shot && u.emb === undefined && u.t !== null) {
     body.append(el('details', {class: 'drawn-text'}, el('summary', {}, 'words drawn on the shot'), el('pre', {}, txt(u.t))));
   }
-  if (!u.own_shot && u.t !== null) body.append(embeddedPre(txt(u.t), u.emb === 'text' ? u.cut : undefined));
+  if (!u.own_shot && u.t !== null) body.append(embeddedPre(txt(u.t), u.emb === 'text' ? u.cut : undefined, evMarks(u, txt(u.t), ev)));
   if (!u.own_shot && u.shot && IMG[u.shot])
     body.append(el('details', {class: 'drawn'}, el('summary', {}, 'the same unit as the memshot variant drew it'), lazyImg(u.shot, u.id)));
   card.append(body);

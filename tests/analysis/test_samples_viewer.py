@@ -140,6 +140,11 @@ def test_a_miss_shows_the_evidence_unit_and_the_cut_that_dropped_it(page, tmp_pa
     assert "not in the top 1" in card.locator("b").first.text_content()
     assert card.locator(".evcut").text_content() == "evidence D1:3 lies past the embedder's cut: never embedded"
     assert card.locator("pre.embedded .kept").text_content() == text[:cut]
+    # The evidence turn's line is marked in the text, here in the part the embedder dropped.
+    line = next(x for x in text.splitlines() if x.startswith('Caroline said, "It was in Paris'))
+    assert card.locator("pre.embedded .dropped mark.ev-turn").all_text_contents() == [line]
+    assert card.locator("pre.embedded .kept mark").count() == 0
+    assert card.locator("pre.embedded").text_content() == text  # marking adds no characters
     assert d.locator('.col[data-variant="memshot"] h4.missed').count() == 0
     # A shot the pixel reader read whose text the OCR cache does not hold: said, not shown empty.
     assert d.locator('.col[data-variant="memshot"] .ocr-missing').count() == 1
