@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from vismem.bench.harness import benchmark, record, renderer_cpu
+from vismem.bench.prose import prose
 
 NAME = "sample-viewer"
 TARGET_OPEN_S = 2.0
@@ -48,13 +49,12 @@ PAPER_VARIANTS = ("memshot", "no-header", "no-render", "full-session", "full-ses
 #: :data:`VARIANTS`; the benchmark the paper's eleven).
 SHAPE = {"conversations": 10, "sessions": 27, "units_per_session": 7, "questions": 1986, "top": 10, "ks": (5, 10),
          "variants": tuple(VARIANTS)}
-_WORDS = ("painting camping adoption counselling support group pottery guitar beach sunset marathon charity "
-          "friendship sweden grandmother necklace festival library volunteer garden recipe concert").split()
 _CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
 
 
 def _sentence(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(n)).capitalize() + "."
+    # English-like words: the page gzips its texts, and a few repeated words would shrink them.
+    return prose(rng, n).capitalize() + "."
 
 
 def _png(i: int) -> bytes:
@@ -76,7 +76,7 @@ def synthetic_run(seed: int = 0, **shape: Any) -> dict[str, Any]:
     per_conv = -(-s["questions"] // s["conversations"])
     for c in range(s["conversations"]):
         cid = f"conv-{c}"
-        turns = {f"D{j + 1}:{t + 1}": _sentence(rng, 18) for j in range(s["sessions"]) for t in range(4 * s["units_per_session"])}
+        turns = {f"D{j + 1}:{t + 1}": _sentence(rng, 23) for j in range(s["sessions"]) for t in range(4 * s["units_per_session"])}
         for v in s["variants"]:
             kind = KINDS[v]
             # A unit holds `per` turns and overlaps the next by two (the default 4 turns a unit).

@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from vismem.bench.harness import benchmark, record, renderer_cpu
+from vismem.bench.prose import prose
 
 NAME = "trajectory-viewer"
 TARGET_OPEN_S = 2.0
 TARGET_MB = 20.0
 SHAPE = {"backends": 2, "chains": 20, "J": 15, "steps": 25, "products_per_session": 8, "architectures": 17}
-WORDS = ("rug chair lamp red ball blue cup wooden table soft cushion green plant striped vase small "
-         "large modern vintage product page looks like the one with a").split()
 
 
 def _text(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n))
+    # English-like words: the page gzips its text, and a few repeated words would halve its size.
+    return prose(rng, n)
 
 
 def _png(i: int) -> bytes:
