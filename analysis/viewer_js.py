@@ -20,14 +20,9 @@ function img(key, cls, alt) {
 function productImg(h, cls) { return D.products[h] ? img(D.products[h], cls, 'product ' + h) : null; }
 function okBadge(ok, yes, no) { return el('span', {class: 'badge ' + (ok ? 'ok' : 'bad')}, ok ? yes : no); }
 function hashOf(url) { return (url || '').split('?')[0].split('#')[0].split('/').pop(); }
-async function unpack(b64) {
-  const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-  return JSON.parse(await new Response(stream).text());
-}
 async function chunkOf(g) {
   if (!g.z) return {logs: {}, entries: {}};
-  if (!chunks.has(g.k)) chunks.set(g.k, await unpack(g.z));
+  if (!chunks.has(g.k)) chunks.set(g.k, await gunzipJSON(g.z));
   return chunks.get(g.k);
 }
 function backendMatch(b, chain) { return !S.backend || b === S.backend || chain === S.backend; }

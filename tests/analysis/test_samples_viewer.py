@@ -5,8 +5,6 @@ once, what each retriever embedded and where its truncation cut), the run's page
 
 from __future__ import annotations
 
-import base64
-import gzip
 import io
 import json
 import re
@@ -17,6 +15,7 @@ import polars as pl
 import pytest
 
 from vismem.analysis.samples import first_evidence_rank, sample_data
+from vismem.analysis.samples_page import page_data
 from vismem.bench.sample_viewer import synthetic_run, write_viewer
 
 SMALL = {"conversations": 2, "sessions": 3, "units_per_session": 3, "questions": 16, "top": 6}
@@ -243,9 +242,8 @@ def test_sample_page_writes_shots_beside_it_and_reads_the_ocr_cache(file_store):
                            "k": [2, 2], "recall": [1.0, 1.0], "hit": [True, True], "category": ["single-hop"] * 2,
                            "embedder": ["ocr-minilm (stand-in)", "minilm"]})
     page = sample_page(file_store, run, {"memshot_recall": recall}, {"config": cfg.model_dump(mode="json")})
-    data = json.loads(re.search(r'id="sdata">(.*?)</script>', page, re.S)[1])
+    data = page_data(page)
     imgs = json.loads(re.search(r'id="simg">(.*?)</script>', page, re.S)[1])
-    data["texts"] = json.loads(gzip.decompress(base64.b64decode(re.search(r'id="stext"[^>]*>(.*?)</script>', page, re.S)[1])))
     assert sorted(imgs.values()) == sorted(f"samples/{shot_file(s)}" for s in shots)  # files, not data URIs
     for s in shots:
         assert file_store.get_bytes(f"runs/{run}/report/samples/{shot_file(s)}") == s
@@ -432,7 +430,7 @@ def test_hostile_strings_stay_text(viewer, page):
     assert page.locator("#detail #gold").text_content() == HOSTILE[1]
     pre = page.locator('.col[data-variant="no-render"] .unit pre.embedded').first
     assert pre.text_content().startswith(HOSTILE[2] + "\n")
-    for block in ("sdata", "simg", "stext"):
+    for block in ("sdata", "simg"):
         assert not set(page.locator(f"#{block}").evaluate("e => e.textContent")) & set("<>&")
     assert HOSTILE_ID in _keys(page)  # a list item's attribute holds the id whole
     _open(page, path, "q=" + quote(HOSTILE_ID, safe=""))
