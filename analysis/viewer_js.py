@@ -133,6 +133,12 @@ function recalledThumbs(st, target) {
       el('figcaption', {}, '(' + (r + 1) + ') ' + h + (h === target ? ' ✓ target' : '')), sc ? el('div', {class: 'scores muted'}, scoreText(sc)) : null);
   }));
 }
+// The target's channel scores at a step, side by side with the other architectures' (why one
+// recalled it and another did not); the rank is the recalled list's.
+function targetScores(st, t) {
+  const r = st ? st.recalled.indexOf(t) : -1, sc = r >= 0 && st.scores && st.scores[r];
+  return sc ? el('div', {class: 'scores target-scores muted'}, 'target: ' + scoreText(sc)) : null;
+}
 function entryText(e) {
   return el('div', {class: 'entry'}, el('div', {class: 'muted'}, 'session ' + e.session + ', entry ' + (e.position + 1)),
     e.text ? el('div', {class: 'entry-text'}, e.text) : null, e.caption ? el('div', {class: 'entry-caption'}, e.caption) : null,
@@ -155,7 +161,8 @@ async function showProbe(g) {
     const o = g.o[a], lg = c.logs[a], first = lg && lg[0], fin = hashOf(o.fin);
     return el('tr', {class: o.ok ? 'hit' : 'miss', 'data-arch': a}, el('td', {}, a), el('td', {}, okBadge(o.ok, 'success', o.fail || 'failure')),
       el('td', {class: 'opened'}, o.fin ? [productImg(fin, 'mini'), el('span', {class: 'url'}, o.fin)] : el('span', {class: 'muted'}, '(no product)')),
-      el('td', {class: 'first-recalled'}, first ? first.recalled.map((h, r) => el('span', {class: 'rec' + (h === t ? ' hit' : '')}, '(' + (r + 1) + ') ' + h + (h === t ? ' ✓' : '') + ' ')) : el('span', {class: 'muted'}, '(no log)')),
+      el('td', {class: 'first-recalled'}, first ? first.recalled.map((h, r) => el('span', {class: 'rec' + (h === t ? ' hit' : '')}, '(' + (r + 1) + ') ' + h + (h === t ? ' ✓' : '') + ' ')) : el('span', {class: 'muted'}, '(no log)'),
+        targetScores(first, t)),
       el('td', {}, String(o.n || 0)), el('td', {class: 'wrote'}, !(a in c.entries) ? el('span', {class: 'muted'}, '(not recorded)')
         : c.entries[a][t] ? entryText(c.entries[a][t]) : el('span', {class: 'muted'}, '(not in its bank)')));
   });

@@ -155,6 +155,9 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         # Per-channel scores of each recalled item, and what the architecture wrote about the target.
         assert detail.locator(".recalled .scores").all_text_contents() == [
             "visual 0.910 · verbal 0.500 · fused 0.800", "visual 0.200 · verbal — · fused 0.100"]
+        # ... and the target's, in the side-by-side table's row of each architecture.
+        assert detail.locator('table.side tr[data-arch="dualmem"] .target-scores').text_content() == (
+            "target: visual 0.910 · verbal 0.500 · fused 0.800")
         wrote = detail.locator('table.side tr[data-arch="dualmem"] td.wrote').text_content()
         assert "session 1, entry 1" in wrote and 'Memory (product page /product/10abcdef): "caption 10"' in wrote
         # The probe links to the encoding step where its target was seen (session 1, step 2).
