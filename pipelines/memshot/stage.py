@@ -17,7 +17,9 @@
    ``results/memshot_answers.parquet`` and ``results/memshot_scores.parquet``.
 
 Intermediates (resumption): ``<run>/memshot/embeddings/<role>.parquet`` (vectors per item),
-``<run>/memshot/ranked.parquet`` (top-k per question), ``<run>/memshot/answers_raw.parquet`` and
+``<run>/memshot/ranked.parquet`` (top-k per question), ``<run>/memshot/evidence_ranks/<role>.parquet``
+(each question's first evidence unit in the whole ranking, for the sample viewer),
+``<run>/memshot/answers_raw.parquet`` and
 ``judged_raw.parquet``. Every result table carries ``schema_version``; ``memshot_recall`` and
 ``memshot_answers`` are validated against :mod:`vismem.analysis.schemas`.
 
