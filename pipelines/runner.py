@@ -54,7 +54,7 @@ def open_store(config: RunConfig, *, create: bool = True,
             env = server.env()
             store = Store.open(f"s3://{bucket_path}", endpoint_url=server.endpoint_url,
                                region=config.store.region, access_key=server.access_key,
-                               secret_key=server.secret_key)
+                               secret_key=server.secret_key, server_dir=server.data_dir)
             flush_pending(store, config.store.uri, local_dir(config.runs_dir))
             yield store, env
         return
