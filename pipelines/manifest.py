@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata as md
 import json
 import logging
@@ -201,14 +202,16 @@ class Manifest:
         could not be written (a full local disk too)."""
         if self.pending is None or not self.data:
             return False
+        tmp = self.pending.with_suffix(".tmp")
         try:
             self.pending.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.pending.with_suffix(".tmp")
             tmp.write_text(json.dumps({"store": self.store_name, "run_id": self.run_id, "manifest": self.data},
                                       sort_keys=True, default=str))
             os.replace(tmp, self.pending)
             return True
         except OSError as err:
+            with contextlib.suppress(OSError):  # a full disk leaves it empty or torn: no litter beside the log
+                tmp.unlink(missing_ok=True)
             log.warning("the run's state could not be kept locally either: %s", err)
             return False
 

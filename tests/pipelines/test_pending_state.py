@@ -119,3 +119,26 @@ def test_a_disk_that_fills_as_a_stage_ends_still_ends_the_run_failed(tmp_path, r
         entry = store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["report"]
     assert entry["status"] == "failed" and entry["error"].startswith("no space left on device writing")
     assert not pending.exists()
+
+
+def test_a_state_no_disk_can_keep_leaves_no_torn_file(tmp_path, file_store, monkeypatch):
+    """The store and the local disk both full: the save fails in one NoSpace, and the half-written
+    pending file is removed rather than left (empty) beside the run's log."""
+    import errno
+    from pathlib import Path
+
+    pending = tmp_path / "runs" / "r9" / PENDING_STATE
+    m = Manifest(file_store, "r9", pending=pending, store_name="local-s3://vismem")
+    m.data = {"run_id": "r9", "stages": {}}
+    _failing_store(file_store, monkeypatch)
+    real = Path.write_text
+
+    def full_disk(self, text, *a, **k):
+        real(self, "", *a, **k)  # the file is created, its bytes never fit
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(NoSpace):
+        m.stage("encode", "failed", error="no space left on device writing x")
+    monkeypatch.undo()
+    assert sorted(p.name for p in pending.parent.iterdir()) == []
