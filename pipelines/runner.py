@@ -92,8 +92,10 @@ def _setup_logging(run_dir: Path, scrubber: Scrubber) -> logging.Handler:
 
 def _keep_log(store: Store, path: Path, run_id: str, handler: logging.Handler) -> None:
     """Copy the run log (already scrubbed of secrets) to ``runs/<run_id>/run.log`` in the store."""
-    handler.flush()
     try:
+        # Inside the try: on a full disk the flush itself raises ENOSPC, which would replace the
+        # run's own failure (the full store named) by a nameless "no space ... writing a file".
+        handler.flush()
         if path.exists():
             store.put_bytes(f"runs/{run_id}/run.log", path.read_bytes(), content_type="text/plain")
     except Exception as err:  # a log that cannot be kept must not fail a run that succeeded
@@ -213,6 +215,9 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
         raise fault from None  # one line, the cause named (the CLI prints it and exits by its kind)
     finally:
         from vismem.pipelines.rayctx import shutdown_ray
+
+        if "manifest" in now:
+            now["manifest"].release()  # the space set aside for a state the store could not take
 
         if started_ray:
             shutdown_ray()
