@@ -48,6 +48,11 @@ def open_store(config: RunConfig, *, create: bool = True,
         bucket_path = uri[len("local-s3://"):].strip("/")
         bucket = bucket_path.split("/", 1)[0]
         data_dir = local_dir(config.runs_dir) / ".s3"
+        if not create and not data_dir.is_dir():
+            # Nothing was ever stored here: a read-only command reads an empty store, starting no
+            # server and making no folder (weed would create its data dir, the runs dir with it).
+            yield Store.open(f"file://{data_dir}", create=False), {}
+            return
         with serving(data_dir, (bucket,), config.store.region, share=not create) as server:
             if on_server is not None and isinstance(server, LocalS3Server):
                 on_server(server)
