@@ -407,3 +407,21 @@ def test_store_cat_selects_columns_and_prints_csv(tmp_path, capsys):
     store.put_json("runs/r/manifest.json", {"a": 1})
     assert main(["store", "cat", "runs/r/manifest.json", "--store", uri, "--csv"]) == 2
     assert "apply to Parquet objects" in capsys.readouterr().err
+
+
+def test_read_only_commands_on_a_local_s3_store_never_run_create_nothing(tmp_path, capsys, monkeypatch):
+    """`vismem runs --config` of a config whose local-s3 store was never written (a typo'd
+    runs_dir, a fresh checkout) reads it as empty: no runs dir, no weed data dir, exit 0."""
+    from vismem.core.s3server import stale_servers
+    from vismem.pipelines.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "never run"
+    (tmp_path / "cfg.yaml").write_text(f"name: ro\nstages: [encode]\nruns_dir: {runs}\n")
+    for cmd in (["runs"], ["store", "ls"], ["report", "ro-0123456789", "--no-viewers"]):
+        main([*cmd, "--config", str(tmp_path / "cfg.yaml")])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    assert main(["runs", "--config", str(tmp_path / "cfg.yaml"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.yaml"] and stale_servers(runs / ".s3") == []
