@@ -117,6 +117,9 @@ def test_every_cache_kind_heals_a_damaged_object(file_store, caplog):
     assert cached_text(get, text_key) == ("read text", 0.5)
     put(text_key, b"")  # emptied
     assert cached_text(get, text_key) is None
+    put(text_key, b"read text")
+    put(seconds_key(text_key), b'{"seconds": 0.5, "by')  # a torn record: the text cannot be checked
+    assert cached_text(get, text_key) is None
     put(seconds_key(text_key), b"0.25")  # a record written before digests: trusted as it is
     put(text_key, b"old text")
     assert cached_text(get, text_key) == ("old text", 0.25)
