@@ -380,6 +380,11 @@ def test_a_corrupt_manifest_is_flagged_and_never_hides_the_other_runs(file_store
     assert main(["report", "bad-0123456789", *st, "--no-viewers"]) == 0
     out = capsys.readouterr().out
     assert "encoding" in out.splitlines()[0] and "manifest           manifest unreadable" in out
+    write_results(file_store, "runs/good-0123456789", "encoding", synthetic.encoding(chains=2, J=3))
+    # compare reads the damaged run without its manifest (encoding tables alone: nothing to compare)
+    assert main(["compare", "good-0123456789", "bad-0123456789", *st, "--out", str(tmp_path / "c.html")]) == 4
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.endswith("share no scored questions or probes: nothing to compare"), err
 
 
 def test_a_run_over_its_own_corrupt_manifest_names_it_and_writes_a_new_one(tmp_path, caplog):
