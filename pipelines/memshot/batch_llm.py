@@ -169,6 +169,8 @@ def read_output(kind: str, row: dict[str, Any], scrubber: Scrubber | None = None
     r = _read_output(kind, scrubber.known_in(row) if scrubber is not None else row)
     if r["detail"]:
         r["detail"] = (scrubber or Scrubber()).text(r["detail"])
+    if r["text"] and scrubber is not None:  # a reply inside what the walk does not enter (arrays)
+        r["text"] = scrubber.known(r["text"])
     return r
 
 

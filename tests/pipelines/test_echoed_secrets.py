@@ -90,3 +90,25 @@ def test_echoed_key_is_scrubbed_from_answers_and_verdicts(mode, tmp_path, ray_lo
     for path in logs:
         text = path.read_bytes()
         assert KEY[:8].encode() not in text and BODY_SECRET[:8].encode() not in text, path
+
+
+def test_every_processor_s_rows_are_read_without_the_client_s_credentials(monkeypatch):
+    # The engine and Serve processors' rows and the HTTP stage's: an echoed key is cut from the
+    # text and the error detail alike.
+    from vismem.pipelines.memshot.batch_llm import _scrubber, read_output
+
+    monkeypatch.setenv("VISMEM_TEST_ECHO_KEY", KEY)
+    spec = {"name": "openai", "args": {"model": "m", "base_url": "http://u:pw-canary-77@127.0.0.1:9/v1",
+                                       "api_key_env": "VISMEM_TEST_ECHO_KEY", "extra_body": {"auth_token": BODY_SECRET}}}
+    sc = _scrubber(spec)
+    said = f"key {KEY} token {BODY_SECRET} pw pw-canary-77"
+    rows = {
+        "http": {"http_response": {"choices": [{"message": {"content": said}}]}},
+        "engine": {"vismem_input_error": "", "__inference_error__": "", "generated_text": said},
+        "serve": {"vismem_input_error": "", "__inference_error__": "",
+                  "choices": [{"message": {"content": said}}]},
+    }
+    for kind, row in rows.items():
+        assert read_output(kind, row, sc)["text"] == "key *** token *** pw ***", kind
+    failed = read_output("serve", {"vismem_input_error": "", "__inference_error__": f"{said} at http://a:b-secret@h"}, sc)
+    assert failed["detail"] == "key *** token *** pw *** at http://***@h"
