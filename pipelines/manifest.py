@@ -83,8 +83,9 @@ def read_manifest(store: Store, run_id: str) -> tuple[dict[str, Any], str | None
         data = store.get_json(key)
     except ValueError as err:  # bad JSON or bad UTF-8
         return {}, f"manifest unreadable: {type(err).__name__}: {str(err)[:200]}"
-    if not isinstance(data, dict) or not isinstance(data.get("stages", {}), dict):
-        return {}, "manifest unreadable: not a JSON object with a 'stages' mapping"
+    stages = data.get("stages", {}) if isinstance(data, dict) else None
+    if not isinstance(stages, dict) or not all(isinstance(v, dict) for v in stages.values()):
+        return {}, "manifest unreadable: not a JSON object with a 'stages' mapping of stage records"
     return data, None
 
 
@@ -107,7 +108,11 @@ class Manifest:
         self._watch: PeakWatch | None = None  # the running stage's memory watch
         # The serving replicas' stack per (endpoint, model): looked up once per run.
         self._replica_stacks: dict[tuple[str, str], dict[str, Any]] = {}
-        self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
+        # A damaged manifest of an earlier run of this id is named and replaced (its caches are
+        # verified on their own), never a traceback.
+        self.data, problem = read_manifest(store, run_id)
+        if problem:
+            log.warning("%s: %s; this run writes a new one", self.key, problem)
 
     def begin(self, config: "RunConfig", *, seeds: dict[str, int]) -> None:
         previous = self.data.get("stages", {})
