@@ -2,12 +2,14 @@
 
 Only numbers the paper states in its text are here (its table bodies are not in the text we
 have, shared/papers/dmv-bench-paper.md): Table 2's Gemini J = 5 DualMem cell (82.7, from
-Table 4's caption) and the verbal baselines' 0 % "everywhere" (§5) -- the rest of Table 2 is
+Table 4's caption) with its n_r (2,762 probes, same caption) and the verbal baselines' 0 %
+"everywhere" (§5) -- the rest of Table 2 is
 stated only relatively (J = 50: DualMem +8.5 points over M2A-lite on Qwen, a draw on Gemini) or
 as intervals (Table 9's MMA-lite J = 15 CIs), so it has no number here --
 Table 4's ablation rows (§5 "Retrieval", "Injection", "Encoder"), Table 9's one interval the text
 quotes (MMA-lite, Gemini J = 15: naive and cluster bounds), Table 10's J = 50 pilots
-(App. H), and Table 3's per-session breadth as §5 states it in words. Rates are proportions (the
+(App. H) and the bound its six exhaustive cells share (p <= 0.0059), and Table 3's sessions (its caption: 550 per back-end) and per-session breadth as §5
+states it in words. Rates are proportions (the
 report shows percent). A cell the paper gives no number for gets a null ``paper`` value, never a guess.
 """
 
@@ -21,6 +23,7 @@ import polars as pl
 #: table, backend, J, architecture (variant name), alpha (documentation only), metric, value, note.
 _CSV = """table,backend,J,architecture,alpha,metric,value,note
 table2,gemini-2.5-flash,5,dualmem,,tsr,0.827,"25 chains, n_r = 2,762"
+table2,gemini-2.5-flash,5,n_r,,n_r,2762,"Table 2's n_r row: the 25 chains' probes (Table 4's caption)"
 table4,gemini-2.5-flash,5,dualmem,0.75,tsr,0.820,alpha sweep; 7-chain ablation subset (793 probes)
 table4,gemini-2.5-flash,5,dualmem-vis,1.0,tsr,0.797,visual-only; 7-chain subset
 table4,gemini-2.5-flash,5,dualmem-verb,0.0,tsr,0.651,verbal-only; 7-chain subset
@@ -39,7 +42,8 @@ table10,qwen2.5-vl-7b,50,dualmem,,d_bar,0.0852,vs m2a-lite; 5 chains
 table10,qwen2.5-vl-7b,50,dualmem,,p_value,0.0625,vs m2a-lite; 5 chains
 table10,gemini-2.5-flash,50,dualmem,,d_bar,0.0045,vs m2a-lite; 5 chains
 table10,gemini-2.5-flash,50,dualmem,,p_value,0.6875,vs m2a-lite; 5 chains
-"""
+""" + "".join(f"table10,{b},{j},dualmem,,p_value_max,0.0059,\"vs m2a-lite; App. H: all six exhaustive cells p <= 0.0059\"\n"
+              for b in ("qwen2.5-vl-7b", "gemini-2.5-flash") for j in (5, 10, 15))
 
 #: The paper's two back-ends: a result's back-end label matches one when it contains its name.
 BACKENDS = ("gemini-2.5-flash", "qwen2.5-vl-7b")
@@ -102,8 +106,12 @@ def with_paper_wide(wide: pl.DataFrame, columns: dict[str, tuple[str, int]], tab
             for a in wide["architecture"].to_list()]
     if not rows:
         return wide, []
-    long = with_paper(pl.DataFrame(rows, schema={"column": pl.String, "backend": pl.String, "J": pl.Int64,
-                                                 "architecture": pl.String}, orient="row"), tables, metric)
+    frame = pl.DataFrame(rows, schema={"column": pl.String, "backend": pl.String, "J": pl.Int64,
+                                       "architecture": pl.String}, orient="row")
+    # The n_r row (probes per cell) quotes the paper's probe count, every other row ``metric``.
+    is_nr = pl.col("architecture") == "n_r"
+    long = pl.concat([with_paper(frame.filter(~is_nr), tables, metric),
+                      with_paper(frame.filter(is_nr), tables, "n_r")])
     added: dict[str, str] = {}
     for col in columns:
         vals = long.filter(pl.col("column") == col)
@@ -116,17 +124,49 @@ def with_paper_wide(wide: pl.DataFrame, columns: dict[str, tuple[str, int]], tab
     return wide.select(order), list(added.values())
 
 
-#: §5 ("Why n_r varies") on Table 3, per paper back-end: distinct products per session and the
-#: share of sessions that opened at least three collections -- stated in words ("roughly").
-_ENCODING_PAPER = {"gemini-2.5-flash": (11.0, 1.0), "qwen2.5-vl-7b": (4.0, 0.5)}
+#: §5 ("Why n_r varies") on Table 3, per paper back-end: the sessions Table 3 is over (its caption:
+#: N = 550 per back-end), distinct products per session and the share of sessions that opened at
+#: least three collections -- the last two stated in words ("roughly").
+_ENCODING_PAPER = {"gemini-2.5-flash": (550, 11.0, 1.0), "qwen2.5-vl-7b": (550, 4.0, 0.5)}
 
 
 def encoding_paper(st: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
-    """Table 3 with ``paper products_mean`` / ``paper share_styles_ge3`` for the paper's back-ends
-    (null for any other, e.g. a stand-in); unchanged when no row is one of them."""
+    """Table 3 with ``paper sessions`` / ``paper products_mean`` / ``paper share_styles_ge3`` for the
+    paper's back-ends (null for any other, e.g. a stand-in); unchanged when no row is one of them."""
     vals = [_ENCODING_PAPER.get(paper_backend(b) or "") for b in st["backend"].to_list()]
     if not any(vals):
         return st, False
-    return st.with_columns(pl.Series("paper products_mean", [v[0] if v else None for v in vals], dtype=pl.Float64),
-                           pl.Series("paper share_styles_ge3", [v[1] if v else None for v in vals],
-                                     dtype=pl.Float64)), True
+    cols = [("paper sessions", pl.Int64), ("paper products_mean", pl.Float64), ("paper share_styles_ge3", pl.Float64)]
+    return st.with_columns(pl.Series(name, [v[i] if v else None for v in vals], dtype=dtype)
+                           for i, (name, dtype) in enumerate(cols)), True
+
+
+#: §5 "Memory-bank and positional checks": on the main grid (J = 5, 10, 15, both back-ends) DualMem is
+#: above all four baselines in all 48 bank-size bins and in 49 of the 53 encoding-position bins,
+#: one of the four exceptions an exact tie.
+_LEADER_PAPER = {"bins": 48, "leads": 48, "ties": 0, "bins_position": 53, "leads_position": 49, "ties_position": 1}
+#: The row that totals the paper's main grid in the leader-bins table.
+LEADER_TOTAL = "main grid total (paper back-ends, J = 5, 10, 15)"
+
+
+def with_paper_leader(lead: pl.DataFrame, leader: str) -> pl.DataFrame:
+    """The leader-bins table (:func:`vismem.analysis.dmv.leader_bins` of bank size, joined with the
+    encoding-position one as ``*_position``) with one more row totalling the paper's main grid --
+    its back-ends at J = 5, 10, 15 -- and a ``paper <column>`` beside each count on that row only
+    (the paper states the totals, not per-cell counts). Unchanged unless the leader is DualMem and
+    the run has such a cell."""
+    if leader != "dualmem" or lead.height == 0:
+        return lead
+    grid = lead.filter(pl.col("backend").map_elements(paper_backend, return_dtype=pl.String).is_not_null()
+                       & pl.col("J").is_in([5, 10, 15]))
+    if grid.height == 0:
+        return lead
+    counts = [c for c in _LEADER_PAPER if c in lead.columns]
+    total = grid.select(pl.lit(LEADER_TOTAL).alias("backend"), pl.lit(None, pl.Int64).alias("J"),
+                        *[pl.col(c).sum() for c in counts])
+    out = pl.concat([lead, total.cast({c: lead.schema[c] for c in total.columns})], how="diagonal_relaxed")
+    is_total = pl.col("backend") == LEADER_TOTAL
+    papers = [pl.when(is_total).then(pl.lit(_LEADER_PAPER[c])).otherwise(None).cast(pl.Int64).alias(f"paper {c}")
+              for c in counts]
+    order = [c for col in lead.columns for c in ([col, f"paper {col}"] if col in counts else [col])]
+    return out.with_columns(papers).select(order)

@@ -255,7 +255,11 @@ def report_run(store: Any, run_id: str, *, options: ReportOptions = ReportOption
     prefix = f"runs/{run_id}"
     t0 = time.perf_counter()
     if manifest is None and store.exists(f"{prefix}/manifest.json"):
-        manifest = store.get_json(f"{prefix}/manifest.json")
+        try:
+            manifest = store.get_json(f"{prefix}/manifest.json")
+        except ValueError:  # a damaged manifest (`vismem runs` flags it): the report without it
+            manifest = None
+        manifest = manifest if isinstance(manifest, dict) else None
     tables, errors = results if results is not None else load_results(store, prefix)
     from vismem.analysis.memshot_sections import load_extras
 

@@ -16,7 +16,8 @@ import polars as pl
 
 from vismem.analysis import dmv, figures, memshot
 from vismem.analysis.bootstrap import N_RESAMPLES
-from vismem.analysis.dmv_paper import encoding_paper, with_paper, with_paper_intervals, with_paper_wide
+from vismem.analysis.dmv_paper import (encoding_paper, with_paper, with_paper_intervals, with_paper_leader,
+                                       with_paper_wide)
 from vismem.analysis.memshot_paper_cols import with_paper_by_k, with_paper_overall
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.paper_order import order_rows
@@ -25,9 +26,9 @@ from vismem.analysis.render import Figure, Section, Table
 _CI_DMV = "[95% CI: chain-cluster bootstrap; probe-level where a cell has one chain.]"
 _PAPER = "paper*: the DMV-Bench paper's number where its text states one (quoted, not measured; empty elsewhere)."
 _PAPER_TABLE2 = ("paper* columns: the paper's Table 2 number where its text states one -- DualMem's Gemini J=5 "
-                 "cell (82.7, 25 chains, n_r = 2,762) and NoMemory / TextOnly at 0 % everywhere (quoted, not "
-                 "measured); the paper's Table 2 body is not in the paper text we have, so its other cells are "
-                 "empty.")
+                 "cell (82.7) with its n_r (2,762 probes of 25 chains) and NoMemory / TextOnly at 0 % everywhere "
+                 "(quoted, not measured); the paper's Table 2 body is not in the paper text we have, so its other "
+                 "cells are empty.")
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
 _PAPER_MS = ("paper *: the MemShot paper's number for the row's backbone and variant (Tables 1-5; Tables 1, 2, 4 at "
              "its top-10), quoted, not measured; empty for a model or variant the paper did not run.")
@@ -195,6 +196,7 @@ def _main_tables(main: Section, probes: pl.DataFrame, cells: pl.DataFrame, opt: 
         if tuple(pair) == ("dualmem", "m2a-lite"):  # the paper's Table 10 pair
             perm = with_paper(with_paper(perm, ("table10",), "d_bar", on="a", name="paper_d_bar"),
                               ("table10",), "p_value", on="a", name="paper_p_value")
+            perm = with_paper(perm, ("table10",), "p_value_max", on="a", name="paper_p_value_max")  # J <= 15
         main.tables.append(Table("permutation", f"Paired cluster sign-permutation test: {pair[0]} vs {pair[1]}",
                                  perm, caption="Exact: all 2^K chain sign assignments; d_bar in points. " + _PAPER,
                                  percent=_pct(perm), links=links.dmv(perm)))
@@ -232,11 +234,12 @@ def _curves(curves: Section, probes: pl.DataFrame, opt: ReportOptions, links: Li
         curves.figures.append(Figure(fid, f"{backend}: TSR by bank size and encoding position",
                                      *figures.render(figures.bins(bank, pos, backend))))
     if pair:
-        lead = dmv.leader_bins(bank, pair[0]).join(dmv.leader_bins(pos, pair[0]), on=["backend", "J"],
-                                                    how="full", coalesce=True, suffix="_position")
+        lead = with_paper_leader(dmv.leader_bins(bank, pair[0]).join(
+            dmv.leader_bins(pos, pair[0]), on=["backend", "J"], how="full", coalesce=True, suffix="_position"), pair[0])
+        quoted = " paper *: §5's main-grid totals (48 of 48; 49 of 53, one tie)." if "paper bins" in lead.columns else ""
         curves.tables.append(Table("leader-bins", f"Bins where {pair[0]} is above every other architecture",
                                    lead, caption="bins/leads/ties: bank-size bins; *_position: encoding-position bins "
-                                           "(one per visit session).",
+                                           "(one per visit session)." + quoted,
                                    links=links.dmv(lead)))
 
 
@@ -255,7 +258,8 @@ def encoding_section(enc: pl.DataFrame | None, opt: ReportOptions, links: Links)
     s.tables.append(Table("encoding", "Per-session encoding statistics", st,
                           percent=["share_styles_ge3", "paper share_styles_ge3"], ci=ci,
                           caption="share_styles_ge3: sessions that opened at least 3 styles. " + _CI_DMV
-                          + (" paper *: §5 'Why n_r varies' in words (roughly 11 vs 4 distinct products per session; "
+                          + (" paper *: Table 3's 550 sessions per back-end (its caption) and §5 'Why n_r varies' in "
+                             "words (roughly 11 vs 4 distinct products per session; "
                              "Gemini never short of 3 collections, about half of Qwen's sessions short), quoted, not "
                              "measured." if quoted else ""),
                           links=links.dmv(st)))

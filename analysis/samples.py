@@ -22,8 +22,10 @@ import polars as pl
 from vismem.analysis.samples_page import render_samples
 from vismem.analysis.viewer_common import data_uri, page
 
-#: Characters of a unit's text (or OCR text) kept in the page.
-UNIT_TEXT_CAP = 3000
+#: Characters of a unit's text (or OCR text) kept in the page: the longest LoCoMo session as one
+#: unit (Text RAG, full-session shots) is ~6,200, so every LoCoMo unit is shown whole; a longer
+#: one ends in a line saying how much the page left out.
+UNIT_TEXT_CAP = 8000
 
 
 def _shot_map(units: pl.DataFrame) -> dict[str, str]:
@@ -61,7 +63,8 @@ class _Texts:
     def add(self, text: Any) -> int | None:
         if not isinstance(text, str) or not text:
             return None
-        text = text[:UNIT_TEXT_CAP]
+        if len(text) > UNIT_TEXT_CAP:
+            text = text[:UNIT_TEXT_CAP] + f"\n[… {len(text) - UNIT_TEXT_CAP:,} more characters not kept in this page]"
         if text not in self.index:
             self.index[text] = len(self.items)
             self.items.append(text)
@@ -129,14 +132,31 @@ def _readings(frame: pl.DataFrame | None) -> dict[tuple[str, str], dict[str, Any
     return {(r["variant"], r["unit_id"]): r for r in frame.iter_rows(named=True)}
 
 
+def _far(frame: pl.DataFrame | None, unit_index: Mapping[tuple[str, str], int]) -> dict[tuple[str, str], list[Any]]:
+    """``(question_id, variant) -> [rank, unit index, score, units ranked]`` of the first evidence
+    unit in the whole ranking, from the run's evidence-rank rows (units the page lacks: skipped)."""
+    out: dict[tuple[str, str], list[Any]] = {}
+    if frame is None or frame.height == 0:
+        return out
+    for r in frame.drop_nulls("evidence_rank").iter_rows(named=True):
+        i = unit_index.get((r["variant"], r["evidence_unit"]))
+        if i is not None:
+            score = None if r.get("evidence_score") is None else round(float(r["evidence_score"]), 4)
+            out[(r["question_id"], r["variant"])] = [int(r["evidence_rank"]), i, score, r.get("n_units")]
+    return out
+
+
 def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFrame, *,
                 recall: pl.DataFrame | None = None, answers: pl.DataFrame | None = None,
-                readings: pl.DataFrame | None = None,
+                readings: pl.DataFrame | None = None, evidence_ranks: pl.DataFrame | None = None,
                 variant_info: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The viewer's data (JSON-able): questions with every variant's ranking, first evidence rank,
     the units holding evidence that the ranking left out (``evu``; needs ``conversation_id`` on
     ``units``), recall and answers; units (texts by index into ``texts``); ``vinfo`` per variant (embedder,
-    truncation limit) as ``variant_info`` gives it; ``readings``: the run's read-rate rows."""
+    truncation limit) as ``variant_info`` gives it; ``readings``: the run's read-rate rows;
+    ``evidence_ranks``: the run's first evidence unit per (variant, question) in the whole ranking
+    (:func:`vismem.memory.dialogue.retrieval.evidence_ranks`), given as ``far`` ``[rank, unit,
+    score, units ranked]`` where the kept ranking holds no evidence unit."""
     texts = _Texts()
     ulist, unit_index = _unit_rows(units, texts, _readings(readings))
     rec = _per_question(recall, ("recall", "hit"))
@@ -148,6 +168,7 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
             # a memory's retrieve() gives an order, not always a score (null)
             score = None if r.get("score") is None else round(float(r["score"]), 4)
             ranks.setdefault((r["question_id"], r["variant"]), []).append([i, score])
+    far = _far(evidence_ranks, unit_index)
     variants = sorted({v for _, v in ranks} | {v for _, v in ans})
     holders: dict[tuple[str, str, str], list[int]] = {}  # (variant, conversation, dia_id) -> units holding it
     if "conversation_id" in units.columns:
@@ -167,6 +188,10 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
                 # Units holding an evidence turn that the ranking left out: what a miss missed.
                 missed = sorted({i for d in ev for i in holders.get((v, q["conversation_id"], d), [])}
                                 - {i for i, _ in rk})
+                fr = far.get(key) if per[v]["first"] is None and ev else None
+                if fr is not None and fr[1] not in {i for i, _ in rk}:
+                    per[v]["far"] = fr
+                    missed = [fr[1]] + [i for i in missed if i != fr[1]]  # the one ranked first, first
                 if missed:
                     per[v]["evu"] = missed[:5]
         if per:
@@ -189,8 +214,8 @@ def sample_data(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFra
 def sample_viewer(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataFrame, *,
                   shots: Mapping[str, bytes] | None = None, shot_urls: Mapping[str, str] | None = None,
                   recall: pl.DataFrame | None = None, answers: pl.DataFrame | None = None,
-                  readings: pl.DataFrame | None = None, variant_info: Mapping[str, Mapping[str, Any]] | None = None,
-                  run_id: str = "", note: str = "") -> str:
+                  readings: pl.DataFrame | None = None, evidence_ranks: pl.DataFrame | None = None,
+                  variant_info: Mapping[str, Mapping[str, Any]] | None = None, run_id: str = "", note: str = "") -> str:
     """The viewer's HTML.
 
     ``questions``: ``conversation_id``, ``question_id``, ``question``, ``answer``, ``category``,
@@ -199,10 +224,11 @@ def sample_viewer(questions: pl.DataFrame, ranked: pl.DataFrame, units: pl.DataF
     text units), optionally ``ocr_text`` / ``embedded`` / ``embedded_chars`` (see
     :func:`sample_data`); ``shot_urls``: shot key → URL the page loads it from (files beside the
     page: what a run's report uses), or ``shots``: shot key → bytes, inlined as data URIs (small
-    pages); ``recall`` / ``answers``: the run's ``memshot_recall`` / ``memshot_answers`` rows.
+    pages); ``recall`` / ``answers``: the run's ``memshot_recall`` / ``memshot_answers`` rows;
+    ``evidence_ranks``: where each miss's first evidence unit ranked (see :func:`sample_data`).
     """
     data = sample_data(questions, ranked, units, recall=recall, answers=answers, readings=readings,
-                       variant_info=variant_info)
+                       evidence_ranks=evidence_ranks, variant_info=variant_info)
     max_k = max(data["ks"]) if data["ks"] else 10
     used = sorted({data["units"][i]["shot"] for q in data["questions"] for v in q["v"].values()
                    for i, _ in v["ranked"][:max_k] if data["units"][i]["shot"]})

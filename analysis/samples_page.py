@@ -1,6 +1,6 @@
 """The MemShot sample viewer's page: every variant side by side on one question.
 
-One static HTML file (data in a JSON block, shots referenced by URL -- files beside the page --
+One static HTML file (data in a gzipped JSON block, shots referenced by URL -- files beside the page --
 or inlined for small pages). The list on the left holds every question with a dot per variant
 (evidence retrieved in the top k or not); the detail on the right, rendered only when a question
 is opened, compares the variants in one table (hit at k, rank of the first evidence unit,
@@ -23,15 +23,27 @@ from vismem.analysis.viewer_common import JS_COMMON, gzip_block, json_block, pag
 
 def render_samples(data: dict[str, Any], images: Mapping[str, str], *, title: str, meta: str) -> str:
     """The page for :func:`vismem.analysis.samples.sample_data`'s ``data`` and ``images`` (shot key →
-    ``src``: a relative URL or a data URI). ``data["texts"]`` goes into a gzipped block (``stext``)."""
-    # The texts (a shot's words, its OCR text, a session's text) are most of the data and
-    # compress several-fold: gzipped, the page is smaller and the browser parses less HTML.
-    data = dict(data)
-    texts = data.pop("texts")
+    ``src``: a relative URL or a data URI). ``data`` goes into a gzipped block (``sdata``)."""
+    # Gzipped, the data (rankings, answers, texts) of a full-LoCoMo run with the paper's eleven
+    # variants is 4 MB of page instead of 15, and the browser opens it faster: parsing 10 MB of
+    # HTML costs more than inflating it (0.75 s of renderer CPU against 0.85 s).
     body = (_FILTERS + '<div class="layout"><div class="list" id="list" tabindex="0"></div>'
             '<div class="detail" id="detail"><p class="empty">Pick a question on the left.</p></div></div>'
-            + json_block("sdata", data) + json_block("simg", dict(images)) + gzip_block("stext", texts))
+            + gzip_block("sdata", data) + json_block("simg", dict(images)))
     return page(title, meta, body, JS_COMMON + _SCRIPT, css=_CSS)
+
+
+def page_data(html: str) -> dict[str, Any]:
+    """The data a sample viewer page holds (its gzipped ``sdata`` block), for tools and checks."""
+    import base64
+    import gzip
+    import json
+    import re
+
+    block = re.search(r'<script type="application/octet-stream" id="sdata"[^>]*>([^<]*)</script>', html)
+    if block is None:
+        raise ValueError("not a sample viewer page: no sdata block")
+    return json.loads(gzip.decompress(base64.b64decode(block[1])))
 
 
 _CSS = """
@@ -45,7 +57,7 @@ table.compare{border-collapse:collapse;margin:.6em 0;font-size:.9em}table.compar
 padding:.2em .5em;text-align:left;vertical-align:top}table.compare tr.focus{background:#eef4ff}
 .sbs{display:flex;gap:.8em;align-items:flex-start;overflow-x:auto}.sbs .col{flex:1 1 0;min-width:260px}
 .col h4{margin:.3em 0;position:sticky;top:0;background:#fff;padding:.2em 0}
-pre.embedded .dropped{color:#999;background:#f1f1f1}pre.embedded .dropped::before{content:"\\2702 not embedded past here \\2193\\A";
+pre.embedded .dropped{color:#999;background:#f1f1f1}mark.ev-turn{background:#c8e6c9;color:inherit}pre.embedded .dropped::before{content:"\\2702 not embedded past here \\2193\\A";
 color:#b71c1c;font-weight:bold}details summary{cursor:pointer;font-size:.85em;color:#1a4f9c}.permalink{font-size:.85em;margin-left:.5em}
 """
 
@@ -62,13 +74,18 @@ in<select id="f-a"></select></label><label>but not in<select id="f-b"></select><
 keys j / k: next / previous question</span></div>"""
 
 _SCRIPT = r"""
-const D = JSON.parse($('#sdata').textContent), IMG = JSON.parse($('#simg').textContent);
+let D = null, BY_ID = null;  // the gzipped data, read before the first render
+const IMG = JSON.parse($('#simg').textContent);
 const S = {variant: '', k: '', category: '', conversation: '', outcome: '', by: '', a: '', b: '', search: '', q: ''};
-const BY_ID = new Map(D.questions.map(q => [q.id, q]));
 let SHOWN = [];
 const pct = x => x === null || x === undefined ? '—' : (100 * x).toFixed(1) + '%';
 const txt = i => i === null || i === undefined ? '' : D.texts[i];
-function variantOf(q) { return S.variant && q.v[S.variant] ? S.variant : (q.v[D.variants[0]] ? D.variants[0] : Object.keys(q.v)[0]); }
+// The variant a question's badge and answers are about: the chosen one, else the A of an
+// "A but not B" comparison (a list filtered on A's hits badges A's outcome), else the first.
+function variantOf(q) {
+  for (const v of [S.variant, S.a, D.variants[0]]) if (v && q.v[v]) return v;
+  return Object.keys(q.v)[0];
+}
 function kOf() { return S.k || String(D.ks.length ? D.ks[D.ks.length - 1] : 10); }
 function scored(q) { return q.ev.length > 0; }
 // Evidence in the top k: the first evidence unit's rank is at most k (null: no evidence, or no ranking).
@@ -150,19 +167,26 @@ function verdictBadge(a) {
     : el('span', {class: 'badge ' + (a.judge_label ? 'ok' : 'bad')}, a.judge_label ? 'CORRECT' : 'WRONG');
 }
 function predText(a) { return !a ? '—' : a.prediction === null ? '(no answer: ' + (a.answer_status || 'malformed') + ')' : a.prediction; }
-function firstText(q, e) { return !scored(q) ? '—' : e.first !== null ? 'rank ' + e.first : 'not in top ' + e.ranked.length; }
+// e.far: the first evidence unit in the whole ranking ([rank, unit, score, units ranked]) when the kept top k holds none.
+function firstText(q, e) {
+  return !scored(q) ? '—' : e.first !== null ? 'rank ' + e.first
+    : e.far ? 'rank ' + e.far[0] + (e.far[3] ? ' of ' + e.far[3] : '') + ' (below the top ' + e.ranked.length + ')'
+    : 'not in top ' + e.ranked.length;
+}
 // Units holding an evidence turn below the cut-off k: ranked further down ([i, score, rank]) or not at all.
 function missedEvidence(q, e, k) {
   const ev = new Set(q.ev), out = [];
   e.ranked.forEach(([i, score], r) => { if (r >= +k && D.units[i].dia.some(d => ev.has(d))) out.push([i, score, r]); });
-  return out.concat((e.evu || []).map(i => [i, null, null]));
+  return out.concat((e.evu || []).map(i => e.far && e.far[1] === i ? [i, e.far[2], e.far[0] - 1] : [i, null, null]));
 }
 function cutNote(q, e, k) {
   const ev = new Set(q.ev), units = missedEvidence(q, e, k).map(([i]) => D.units[i]);
   if (e.first !== null && e.first <= +k) units.push(D.units[e.ranked[e.first - 1][0]]);
   return units.some(u => cutEvidence(u, ev).length) ? el('div', {class: 'badge warn cmp-cut'}, 'evidence past the embedder\'s cut') : null;
 }
-function order(q) { const v = variantOf(q); return [v, ...D.variants.filter(x => x !== v && q.v[x])]; }
+// Table and column order: the focus variant, then the B of a comparison, then the rest.
+function order(q) { const v = variantOf(q), b = S.b && S.b !== v && q.v[S.b] ? [S.b] : [];
+  return [v, ...b, ...D.variants.filter(x => x !== v && x !== S.b && q.v[x])]; }
 function compareTable(q, k) {
   const t = el('table', {class: 'compare', id: 'compare'}, el('tr', {}, ['variant', 'retriever', 'evidence@' + k,
     'first evidence', 'prediction@' + k, 'verdict', 'F1'].map(h => el('th', {}, h))));
@@ -176,9 +200,35 @@ function compareTable(q, k) {
   }
   return t;
 }
-function embeddedPre(text, cut) {
-  if (cut === undefined || cut === null || cut >= text.length) return el('pre', {class: 'embedded'}, text);
-  return el('pre', {class: 'embedded truncated'}, el('span', {class: 'kept'}, text.slice(0, cut)), el('span', {class: 'dropped'}, text.slice(cut)));
+// [start, end) of each turn line of a LoCoMo-format text unit (header lines, 'CONVERSATION:', one
+// line per turn in dia_id order; as samples.turn_spans), or null when the lines do not match.
+function turnSpans(text, n) {
+  const head = text.indexOf('CONVERSATION:\n'); if (head < 0) return null;
+  let pos = head + 'CONVERSATION:\n'.length; const spans = [];
+  for (const line of text.slice(pos).split('\n')) { if (line) spans.push([pos, pos + line.length]); pos += line.length + 1; }
+  return spans.length === n ? spans : null;
+}
+// text[from, to) with the evidence turns' lines (marks: [start, end) spans) in <mark>.
+function marked(text, from, to, marks) {
+  const out = []; let at = from;
+  for (const [a, b] of marks) {
+    const s = Math.max(a, at), e = Math.min(b, to); if (s >= e) continue;
+    if (s > at) out.push(text.slice(at, s));
+    out.push(el('mark', {class: 'ev-turn'}, text.slice(s, e))); at = e;
+  }
+  if (at < to) out.push(text.slice(at, to));
+  return out;
+}
+function embeddedPre(text, cut, marks) {
+  marks = marks || [];
+  if (cut === undefined || cut === null || cut >= text.length) return el('pre', {class: 'embedded'}, marked(text, 0, text.length, marks));
+  return el('pre', {class: 'embedded truncated'}, el('span', {class: 'kept'}, marked(text, 0, cut, marks)),
+    el('span', {class: 'dropped'}, marked(text, cut, text.length, marks)));
+}
+// The lines of a text unit's evidence turns, to mark in its text.
+function evMarks(u, text, ev) {
+  const spans = turnSpans(text, u.dia.length);
+  return spans ? u.dia.map((d, j) => [d, spans[j]]).filter(([d]) => ev.has(d)).map(([, sp]) => sp) : [];
 }
 function lazyImg(key, alt) { return IMG[key] ? el('img', {class: 'shot', loading: 'lazy', decoding: 'async', alt: alt, src: IMG[key]}) : null; }
 // Evidence turns of a text unit the embedder's truncation dropped: [[dia, 'past' | 'partly'], ...].
@@ -208,7 +258,7 @@ function unitCard(u, r, score, ev) {
   } else if (u.own_shot && u.emb === undefined && u.t !== null) {
     body.append(el('details', {class: 'drawn-text'}, el('summary', {}, 'words drawn on the shot'), el('pre', {}, txt(u.t))));
   }
-  if (!u.own_shot && u.t !== null) body.append(embeddedPre(txt(u.t), u.emb === 'text' ? u.cut : undefined));
+  if (!u.own_shot && u.t !== null) body.append(embeddedPre(txt(u.t), u.emb === 'text' ? u.cut : undefined, evMarks(u, txt(u.t), ev)));
   if (!u.own_shot && u.shot && IMG[u.shot])
     body.append(el('details', {class: 'drawn'}, el('summary', {}, 'the same unit as the memshot variant drew it'), lazyImg(u.shot, u.id)));
   card.append(body);
@@ -280,5 +330,5 @@ document.addEventListener('keydown', e => {
 for (const k of ['variant', 'k', 'category', 'conversation', 'outcome', 'by', 'a', 'b']) $('#f-' + k).addEventListener('change', e => { S[k] = e.target.value; apply(); });
 $('#f-search').addEventListener('input', e => { S.search = e.target.value; apply(); });
 window.addEventListener('hashchange', load);
-inflateJSON('stext').then(t => { D.texts = t; load(); document.body.dataset.ready = '1'; });
+inflateJSON('sdata').then(d => { D = d; BY_ID = new Map(D.questions.map(q => [q.id, q])); load(); document.body.dataset.ready = '1'; });
 """

@@ -20,14 +20,9 @@ function img(key, cls, alt) {
 function productImg(h, cls) { return D.products[h] ? img(D.products[h], cls, 'product ' + h) : null; }
 function okBadge(ok, yes, no) { return el('span', {class: 'badge ' + (ok ? 'ok' : 'bad')}, ok ? yes : no); }
 function hashOf(url) { return (url || '').split('?')[0].split('#')[0].split('/').pop(); }
-async function unpack(b64) {
-  const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-  return JSON.parse(await new Response(stream).text());
-}
 async function chunkOf(g) {
   if (!g.z) return {logs: {}, entries: {}};
-  if (!chunks.has(g.k)) chunks.set(g.k, await unpack(g.z));
+  if (!chunks.has(g.k)) chunks.set(g.k, await gunzipJSON(g.z));
   return chunks.get(g.k);
 }
 function backendMatch(b, chain) { return !S.backend || b === S.backend || chain === S.backend; }
@@ -138,6 +133,12 @@ function recalledThumbs(st, target) {
       el('figcaption', {}, '(' + (r + 1) + ') ' + h + (h === target ? ' ✓ target' : '')), sc ? el('div', {class: 'scores muted'}, scoreText(sc)) : null);
   }));
 }
+// The target's channel scores at a step, side by side with the other architectures' (why one
+// recalled it and another did not); the rank is the recalled list's.
+function targetScores(st, t) {
+  const r = st ? st.recalled.indexOf(t) : -1, sc = r >= 0 && st.scores && st.scores[r];
+  return sc ? el('div', {class: 'scores target-scores muted'}, 'target: ' + scoreText(sc)) : null;
+}
 function entryText(e) {
   return el('div', {class: 'entry'}, el('div', {class: 'muted'}, 'session ' + e.session + ', entry ' + (e.position + 1)),
     e.text ? el('div', {class: 'entry-text'}, e.text) : null, e.caption ? el('div', {class: 'entry-caption'}, e.caption) : null,
@@ -160,7 +161,8 @@ async function showProbe(g) {
     const o = g.o[a], lg = c.logs[a], first = lg && lg[0], fin = hashOf(o.fin);
     return el('tr', {class: o.ok ? 'hit' : 'miss', 'data-arch': a}, el('td', {}, a), el('td', {}, okBadge(o.ok, 'success', o.fail || 'failure')),
       el('td', {class: 'opened'}, o.fin ? [productImg(fin, 'mini'), el('span', {class: 'url'}, o.fin)] : el('span', {class: 'muted'}, '(no product)')),
-      el('td', {class: 'first-recalled'}, first ? first.recalled.map((h, r) => el('span', {class: 'rec' + (h === t ? ' hit' : '')}, '(' + (r + 1) + ') ' + h + (h === t ? ' ✓' : '') + ' ')) : el('span', {class: 'muted'}, '(no log)')),
+      el('td', {class: 'first-recalled'}, first ? first.recalled.map((h, r) => el('span', {class: 'rec' + (h === t ? ' hit' : '')}, '(' + (r + 1) + ') ' + h + (h === t ? ' ✓' : '') + ' ')) : el('span', {class: 'muted'}, '(no log)'),
+        targetScores(first, t)),
       el('td', {}, String(o.n || 0)), el('td', {class: 'wrote'}, !(a in c.entries) ? el('span', {class: 'muted'}, '(not recorded)')
         : c.entries[a][t] ? entryText(c.entries[a][t]) : el('span', {class: 'muted'}, '(not in its bank)')));
   });
@@ -196,8 +198,14 @@ function load() {
   else if (first) first.click();
 }
 function move(by) {
-  const items = [...document.querySelectorAll('.item')]; if (!items.length) return;
-  const i = items.findIndex(e => e.classList.contains('sel'));
+  let items = [...document.querySelectorAll('.item')]; if (!items.length) return;
+  let i = items.findIndex(e => e.classList.contains('sel'));
+  // Past the last listed probe while more match: list the next ones (as 'show more' does) and go on.
+  if (S.tab === 'probes' && i >= 0 && i + by >= items.length && probesShown().length > S.shown) {
+    const key = items[i].dataset.key;
+    S.shown += 300; renderList();
+    items = [...document.querySelectorAll('.item')]; i = items.findIndex(e => e.dataset.key === key);
+  }
   items[Math.max(0, Math.min(items.length - 1, i < 0 ? 0 : i + by))].click();
 }
 document.addEventListener('keydown', e => {

@@ -97,6 +97,19 @@ def load() -> float | None:
         return None
 
 
+def renderer_cpu(page: Any) -> Callable[[], float]:
+    """A clock of a Playwright page's renderer process CPU seconds (Chrome's ``ProcessTime``
+    metric): read it before and after a step for what the step cost the browser, whatever else
+    the machine runs -- on a shared machine a page's wall time is mostly its wait for a core."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
+
+    def now() -> float:
+        return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "ProcessTime")
+
+    return now
+
+
 def _load() -> None:
     for mod in BENCH_MODULES:
         try:

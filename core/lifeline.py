@@ -252,6 +252,11 @@ class Lifeline:
             self.proc.wait(timeout=5)
             if self.child_pid and alive(self.child_pid):
                 end_pids([self.child_pid], 0)
+        # A watchdog killed by hand left its child only PR_SET_PDEATHSIG's SIGTERM, which a child
+        # busy or hung in its shutdown may never act on: nobody else would SIGKILL it. The child
+        # is ours (started by our watchdog, which is gone), so end it here, with the grace.
+        if self.child_pid and alive(self.child_pid):
+            end_pids([self.child_pid], self.grace_s)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 

@@ -122,6 +122,20 @@ class Scrubber:
                 s = s.replace(v, REDACTED)
         return s
 
+    def known_in(self, o: Any) -> Any:
+        """A copy of JSON-like ``o`` with the known secret values cut from every string in it
+        (as :meth:`known`; keys and structure kept): a raw reply read before any of it is cut
+        short, so no secret is stored in part."""
+        if not self.values:
+            return o
+        if isinstance(o, str):
+            return self.known(o)
+        if isinstance(o, Mapping):
+            return {k: self.known_in(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [self.known_in(v) for v in o]
+        return o
+
     def obj(self, o: Any) -> Any:
         o = redact(o)
 

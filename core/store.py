@@ -48,6 +48,7 @@ class Store:
         access_key: str | None = None,
         secret_key: str | None = None,
         session_token: str | None = None,
+        server_dir: str | os.PathLike[str] | None = None,
         check: bool = True,
         create: bool = True,
     ) -> "Store":
@@ -57,7 +58,9 @@ class Store:
         browsers and report links use). ``create=False`` (read-only commands) never makes the
         folder or the bucket: a store that is not there reads as empty (S3: one error line).
         Keys not given come from ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, and with them
-        ``AWS_SESSION_TOKEN`` (temporary keys); a token is only ever paired with its own key."""
+        ``AWS_SESSION_TOKEN`` (temporary keys); a token is only ever paired with its own key.
+        ``server_dir``: the data dir of the local S3 server at ``endpoint_url`` (its full disk is
+        told apart from other server errors by that dir's free space)."""
         parsed = urlparse(uri)
         shown = strip_userinfo(uri)
         if parsed.scheme == "file":
@@ -92,7 +95,8 @@ class Store:
             region = region or os.environ.get("AWS_REGION") or "us-east-1"
             prefix = parsed.path.strip("/")
             root = f"s3://{bucket}" + (f"/{prefix}" if prefix else "")
-            store = cls(StoreSpec(root, endpoint_url, region, access_key, secret_key, session_token))
+            store = cls(StoreSpec(root, endpoint_url, region, access_key, secret_key, session_token,
+                                  str(server_dir) if server_dir is not None else None))
             if check:
                 s3client.check_bucket(store.spec, store._bucket_prefix()[0], create=create)
             return store
@@ -141,7 +145,8 @@ class Store:
     def child(self, prefix: str) -> "Store":
         """A store rooted at ``prefix`` under this one."""
         return Store(StoreSpec(self.url(prefix), self.spec.endpoint_url, self.spec.region,
-                               self.spec.access_key, self.spec.secret_key, self.spec.session_token))
+                               self.spec.access_key, self.spec.secret_key, self.spec.session_token,
+                               self.spec.server_dir))
 
     # -- S3 plumbing (core.s3client) ----------------------------------------------------------
     def _s3(self) -> Any:

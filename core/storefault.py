@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 from typing import Any
 
 from vismem.core.errors import NoSpace, StoreError, StoreUnreachable, no_space
@@ -32,9 +33,36 @@ def store_fault(store: Any, err: BaseException, key: str) -> StoreError | None:
     if isinstance(err, (BotoConnectionError, ConnectionClosedError)):
         return StoreUnreachable(f"the store's S3 endpoint {where} stopped answering ({type(err).__name__} on {name})")
     if isinstance(err, ClientError) and _FULL_REPLY.search(str(err)):
-        # An S3 server (the local weed) out of disk answers 500 with its own words for it.
+        # An S3 server out of disk that says so in its reply.
         return NoSpace(f"no space left on device writing {name} (the store's S3 server {where} is full)")
+    if isinstance(err, ClientError) and _server_error(err) and _disk_full(store.spec.server_dir):
+        # weed out of disk answers a bare 500 "We encountered an internal error" (the cause is only
+        # in its log): its data dir's free space tells a full disk from any other server error.
+        return NoSpace(f"no space left on device writing {name} (the disk of the store's S3 server {where} "
+                       f"is full: {store.spec.server_dir})")
     return None
+
+
+#: Free bytes under which a local S3 server's data dir counts as full: weed writes objects in
+#: chunks of up to 8 MiB, so a write can fail for want of space while a few MiB are still free.
+FULL_MARGIN = 32 * 2**20
+
+
+def _server_error(err: Any) -> bool:
+    """Whether an S3 ``ClientError`` is the server's own failure (5xx), not a refusal or a miss."""
+    meta = err.response.get("ResponseMetadata", {}) if isinstance(getattr(err, "response", None), dict) else {}
+    code = (err.response.get("Error", {}) or {}).get("Code", "") if isinstance(err.response, dict) else ""
+    return int(meta.get("HTTPStatusCode") or 0) >= 500 or code in ("InternalError", "ServiceUnavailable")
+
+
+def _disk_full(server_dir: str | None) -> bool:
+    """Whether the local S3 server's data dir has less than :data:`FULL_MARGIN` bytes free."""
+    if not server_dir:
+        return False
+    try:
+        return shutil.disk_usage(server_dir).free < FULL_MARGIN
+    except OSError:
+        return False
 
 
 #: How S3 servers say their disk is full in an error reply.

@@ -55,3 +55,6 @@ class StoreSpec:
     secret_key: str | None = None
     #: A temporary key's session token (SSO, an assumed role): every S3 client sends it with the key.
     session_token: str | None = None
+    #: The data dir of the local S3 server behind ``endpoint_url`` (``local-s3://`` runs): weed out of
+    #: disk answers a bare "internal error", so a 5xx reply is told to be a full disk by this dir's free space.
+    server_dir: str | None = None

@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 #: Seconds between heartbeats, and after which a silent lease counts as abandoned.
 HEARTBEAT_S = 20.0
 STALE_S = 90.0
+#: Seconds between writing the lease and reading it back. A store has no compare-and-swap: two
+#: runs that both found it free both write it, and the later write wins. Reading back at once
+#: would let the first writer go on before the second had written; after this wait it sees the
+#: other's lease and stops (two runs still both go on only if one took longer than this from
+#: finding the lease free to writing it).
+SETTLE_S = 0.5
 
 
 class RunBusy(StoreError):
@@ -37,10 +43,10 @@ class RunLease:
     """Context manager holding ``runs/<run_id>/lease.json`` for the duration of a run."""
 
     def __init__(self, store: "Store", run_id: str, *, heartbeat_s: float = HEARTBEAT_S,
-                 stale_s: float = STALE_S) -> None:
+                 stale_s: float = STALE_S, settle_s: float = SETTLE_S) -> None:
         self.store, self.run_id = store, run_id
         self.key = f"runs/{run_id}/lease.json"
-        self.heartbeat_s, self.stale_s = heartbeat_s, stale_s
+        self.heartbeat_s, self.stale_s, self.settle_s = heartbeat_s, stale_s, settle_s
         self.me = {"owner": uuid.uuid4().hex, "pid": os.getpid(), "host": socket.gethostname()}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -68,6 +74,7 @@ class RunLease:
                           f"{held.get('host')}, alive {time.time() - float(held['heartbeat']):.0f} s ago): wait for "
                           "it to finish, or run under another name (--set name=...)")
         self._write()
+        time.sleep(self.settle_s)
         if (self._current() or {}).get("owner") != self.me["owner"]:  # two runs took it at once: one yields
             raise RunBusy(f"run {self.run_id} was started twice at once in this store: this one stops")
         self._thread = threading.Thread(target=self._beat, name="vismem-lease", daemon=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata as md
 import json
 import logging
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vismem.core.errors import NO_SPACE_ERRNOS
 from vismem.core.peakmem import PeakWatch
 from vismem.core.secrets import Scrubber
 from vismem.core.store import Store
@@ -24,6 +26,10 @@ MANIFEST_SCHEMA_VERSION = 1
 #: The manifest a store could not take (it died, its disk filled), kept in the run's local folder
 #: until a later command against that store writes it (:func:`flush_pending`).
 PENDING_STATE = "pending-state.json"
+#: Space a run sets aside beside its pending file when it begins, freed to write that file when the
+#: disk has filled (the default store, ``local-s3://``, keeps its data on the runs dir's disk, so a
+#: full store is a full local disk too), and removed when the run ends (:meth:`Manifest.release`).
+RESERVE, RESERVE_BYTES = ".state-reserve", 1 << 20
 
 log = logging.getLogger("vismem")
 
@@ -77,8 +83,9 @@ def read_manifest(store: Store, run_id: str) -> tuple[dict[str, Any], str | None
         data = store.get_json(key)
     except ValueError as err:  # bad JSON or bad UTF-8
         return {}, f"manifest unreadable: {type(err).__name__}: {str(err)[:200]}"
-    if not isinstance(data, dict) or not isinstance(data.get("stages", {}), dict):
-        return {}, "manifest unreadable: not a JSON object with a 'stages' mapping"
+    stages = data.get("stages", {}) if isinstance(data, dict) else None
+    if not isinstance(stages, dict) or not all(isinstance(v, dict) for v in stages.values()):
+        return {}, "manifest unreadable: not a JSON object with a 'stages' mapping of stage records"
     return data, None
 
 
@@ -101,7 +108,11 @@ class Manifest:
         self._watch: PeakWatch | None = None  # the running stage's memory watch
         # The serving replicas' stack per (endpoint, model): looked up once per run.
         self._replica_stacks: dict[tuple[str, str], dict[str, Any]] = {}
-        self.data: dict[str, Any] = store.get_json(self.key) if store.exists(self.key) else {}
+        # A damaged manifest of an earlier run of this id is named and replaced (its caches are
+        # verified on their own), never a traceback.
+        self.data, problem = read_manifest(store, run_id)
+        if problem:
+            log.warning("%s: %s; this run writes a new one", self.key, problem)
 
     def begin(self, config: "RunConfig", *, seeds: dict[str, int]) -> None:
         previous = self.data.get("stages", {})
@@ -125,7 +136,26 @@ class Manifest:
             # component reaches a served model (:meth:`component`).
             "serving": self.data.get("serving") or {"used": False, "endpoints": {}},
         }
+        self._set_aside()
         self.save()
+
+    def _set_aside(self) -> None:
+        """Write the reserve (real bytes: a sparse file would free nothing); best effort."""
+        if self.pending is None:
+            return
+        try:
+            self.pending.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.pending.parent / RESERVE, "wb") as fh:
+                fh.write(b"\0" * RESERVE_BYTES)
+        except OSError:  # a disk already full has no room to set aside: the run fails on it soon
+            with contextlib.suppress(OSError):
+                (self.pending.parent / RESERVE).unlink(missing_ok=True)
+
+    def release(self) -> None:
+        """Remove the space set aside for the pending file (the run has ended)."""
+        if self.pending is not None:
+            with contextlib.suppress(OSError):
+                (self.pending.parent / RESERVE).unlink(missing_ok=True)
 
     def stage(self, name: str, status: str, **info: Any) -> None:
         """Record a stage's status (``running``/``done``/``failed``) and any extra info."""
@@ -201,16 +231,25 @@ class Manifest:
         could not be written (a full local disk too)."""
         if self.pending is None or not self.data:
             return False
-        try:
-            self.pending.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.pending.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"store": self.store_name, "run_id": self.run_id, "manifest": self.data},
-                                      sort_keys=True, default=str))
-            os.replace(tmp, self.pending)
-            return True
-        except OSError as err:
-            log.warning("the run's state could not be kept locally either: %s", err)
-            return False
+        tmp = self.pending.with_suffix(".tmp")
+        text = json.dumps({"store": self.store_name, "run_id": self.run_id, "manifest": self.data},
+                          sort_keys=True, default=str)
+        reserve = self.pending.parent / RESERVE
+        for _attempt in range(2):
+            try:
+                self.pending.parent.mkdir(parents=True, exist_ok=True)
+                tmp.write_text(text)
+                os.replace(tmp, self.pending)
+                return True
+            except OSError as err:
+                with contextlib.suppress(OSError):  # a full disk leaves it empty or torn: no litter beside the log
+                    tmp.unlink(missing_ok=True)
+                if err.errno in NO_SPACE_ERRNOS and reserve.exists() and not _attempt:
+                    self.release()  # the disk filled: the space set aside at the start takes it
+                    continue
+                log.warning("the run's state could not be kept locally either: %s", err)
+                return False
+        return False
 
 
 def flush_pending(store: Store, store_name: str, runs_root: Path) -> list[str]:

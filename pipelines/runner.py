@@ -48,13 +48,18 @@ def open_store(config: RunConfig, *, create: bool = True,
         bucket_path = uri[len("local-s3://"):].strip("/")
         bucket = bucket_path.split("/", 1)[0]
         data_dir = local_dir(config.runs_dir) / ".s3"
+        if not create and not data_dir.is_dir():
+            # Nothing was ever stored here: a read-only command reads an empty store, starting no
+            # server and making no folder (weed would create its data dir, the runs dir with it).
+            yield Store.open(f"file://{data_dir}", create=False), {}
+            return
         with serving(data_dir, (bucket,), config.store.region, share=not create) as server:
             if on_server is not None and isinstance(server, LocalS3Server):
                 on_server(server)
             env = server.env()
             store = Store.open(f"s3://{bucket_path}", endpoint_url=server.endpoint_url,
                                region=config.store.region, access_key=server.access_key,
-                               secret_key=server.secret_key)
+                               secret_key=server.secret_key, server_dir=server.data_dir)
             flush_pending(store, config.store.uri, local_dir(config.runs_dir))
             yield store, env
         return
@@ -92,8 +97,10 @@ def _setup_logging(run_dir: Path, scrubber: Scrubber) -> logging.Handler:
 
 def _keep_log(store: Store, path: Path, run_id: str, handler: logging.Handler) -> None:
     """Copy the run log (already scrubbed of secrets) to ``runs/<run_id>/run.log`` in the store."""
-    handler.flush()
     try:
+        # Inside the try: on a full disk the flush itself raises ENOSPC, which would replace the
+        # run's own failure (the full store named) by a nameless "no space ... writing a file".
+        handler.flush()
         if path.exists():
             store.put_bytes(f"runs/{run_id}/run.log", path.read_bytes(), content_type="text/plain")
     except Exception as err:  # a log that cannot be kept must not fail a run that succeeded
@@ -213,6 +220,9 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
         raise fault from None  # one line, the cause named (the CLI prints it and exits by its kind)
     finally:
         from vismem.pipelines.rayctx import shutdown_ray
+
+        if "manifest" in now:
+            now["manifest"].release()  # the space set aside for a state the store could not take
 
         if started_ray:
             shutdown_ray()

@@ -121,14 +121,19 @@ class RetryingJSONClient:
     def _api_key(self) -> str | None:
         return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
 
-    def scrub(self, text: str, *, reply: bool = False) -> str:
-        """``text`` without this client's credentials (``***`` in their place); a ``reply`` keeps
-        URLs it holds and loses only the credential values themselves."""
+    def scrubber(self) -> Scrubber:
+        """The values of this client's credentials, as a :class:`Scrubber` (its key, secrets in
+        what it sends, the base URL's user-info and the Basic header made of it)."""
         if self._scrubber is None:
             # Built on first use in the process that sends (the key is read from its environment).
             self._scrubber = Scrubber(secret_values(self.sent_config()) | {self._api_key() or ""}
                                       | _basic_auth(self.base_url))
-        return self._scrubber.known(text) if reply else self._scrubber.text(text)
+        return self._scrubber
+
+    def scrub(self, text: str, *, reply: bool = False) -> str:
+        """``text`` without this client's credentials (``***`` in their place); a ``reply`` keeps
+        URLs it holds and loses only the credential values themselves."""
+        return self.scrubber().known(text) if reply else self.scrubber().text(text)
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_sem", "_client_lock", "_client", "_scrubber")}

@@ -64,8 +64,9 @@ def cached_text(get: Callable[[str], bytes | None], text_key: str) -> tuple[str,
     side = get(seconds_key(text_key))
     try:
         meta = json.loads(side) if side else {}
-    except ValueError:
-        meta = {}
+    except ValueError:  # a torn record: the text beside it cannot be checked, so it is read again
+        log.warning("damaged cache object %s: not JSON: reading the shot again", seconds_key(text_key))
+        return None
     if not isinstance(meta, dict):  # a bare float: written before texts were recorded
         return raw.decode("utf-8"), float(meta)
     want = {k: meta[k] for k in ("bytes", "sha256") if k in meta}

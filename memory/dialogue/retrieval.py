@@ -185,6 +185,40 @@ def rank_units(units: pl.DataFrame, questions: pl.DataFrame, vectors: dict[str, 
     return pl.DataFrame(rows, schema=schema)
 
 
+def evidence_ranks(units: pl.DataFrame, questions: pl.DataFrame, vectors: dict[str, np.ndarray]) -> pl.DataFrame:
+    """Per (variant, question with evidence turns): where the first unit holding an evidence turn
+    sits in the whole ranking of its conversation's units, beyond the top k :func:`rank_units`
+    keeps -- ``evidence_rank`` (1-based, the order and ties of :func:`rank_units`; null when no
+    unit holds an evidence turn), ``evidence_unit``, ``evidence_score`` and ``n_units`` (units
+    ranked). A miss is then "rank 23 of 40", not only "not in the top 10"."""
+    rows: list[dict[str, Any]] = []
+    ev_of = {q: set(e or []) for q, e in questions.select("question_id", "evidence").iter_rows()}
+    for (variant, conv), grp in units.group_by(["variant", "conversation_id"], maintain_order=True):
+        uids = grp["unit_id"].cast(pl.Utf8).to_list()
+        qids = [q for q in questions.filter(pl.col("conversation_id") == conv)["question_id"].to_list() if ev_of.get(q)]
+        if not qids:
+            continue
+        holders: dict[str, list[int]] = {}  # dia_id -> units holding it (a haystack has thousands of units)
+        for ui, dia in enumerate(grp["dia_ids"].to_list()):
+            for d in dia or []:
+                holders.setdefault(d, []).append(ui)
+        U = np.stack([vectors[f"u:{variant}:{u}"] for u in uids])
+        sims = np.stack([vectors[f"q:{conv}:{q}"] for q in qids]) @ U.T
+        order = np.argsort(-sims, axis=1, kind="stable")
+        rank_of = np.empty_like(order)
+        np.put_along_axis(rank_of, order, np.arange(len(uids))[None, :].repeat(len(qids), axis=0), axis=1)
+        for qi, qid in enumerate(qids):
+            held = sorted({ui for d in ev_of[qid] for ui in holders.get(d, [])})
+            r = int(rank_of[qi, held].min()) if held else None
+            ui = None if r is None else int(order[qi][r])
+            rows.append({"variant": variant, "conversation_id": conv, "question_id": qid,
+                         "evidence_rank": None if r is None else r + 1, "evidence_unit": None if ui is None else uids[ui],
+                         "evidence_score": None if ui is None else float(sims[qi, ui]), "n_units": len(uids)})
+    schema = {"variant": pl.Utf8, "conversation_id": pl.Utf8, "question_id": pl.Utf8, "evidence_rank": pl.Int64,
+              "evidence_unit": pl.Utf8, "evidence_score": pl.Float64, "n_units": pl.Int64}
+    return pl.DataFrame(rows, schema=schema)
+
+
 # -- recall (pure) -------------------------------------------------------------------------------
 
 def evidence_recall(ranked: pl.DataFrame, units: pl.DataFrame, questions: pl.DataFrame,

@@ -42,10 +42,12 @@ def load_run(store: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | 
     if not tables:
         detail = "; ".join(f"{k}: {v}" for k, v in errors.items()) or "no result tables"
         raise DataError(f"run {run_id!r} has no readable results ({detail})")
-    key = f"{prefix}/manifest.json"
+    from vismem.pipelines.manifest import read_manifest
+
+    manifest, _problem = read_manifest(store, run_id)  # a damaged one: compared without it
     # Back-ends by their readable names: a cache slug carries a hash of its config, which two runs
     # comparing the same model under different settings do not share.
-    return rename_backends(tables, display_names(tables)), (store.get_json(key) if store.exists(key) else None)
+    return rename_backends(tables, display_names(tables)), (manifest or None)
 
 
 def run_seed(args_seed: int | None, manifest: dict[str, Any] | None, default: int) -> int:

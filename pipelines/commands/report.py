@@ -8,6 +8,9 @@ refused in one line.
 Reads the run's stored results, writes the viewers and the report into the store (as the run's
 ``report`` stage does), copies them to ``--out`` (default for stores that are not a local folder:
 ``<runs_dir>/<run_id>/report``) and prints where they are; ``--open`` opens the report in a browser.
+Without ``--config``/``--preset`` the report settings are those the run recorded (its ``report``
+section: a ``paper`` run keeps Table 10's DualMem vs M2A-lite pair, 10,000 resamples and its pooled
+J cells), ``--set report.FIELD=...`` over them.
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ def _report(args: argparse.Namespace) -> int:
             if not store.list(prefix + "/"):
                 raise VismemError(f"run {rid!r} not found in store {store.uri} (nothing under {prefix}/); "
                                   "`vismem runs` lists the runs it holds")
+        recorded = _recorded_report(store, run_ids) if args.config is None and args.preset is None else None
+        if recorded is not None:
+            cfg = config_from_args(args, base={"report": recorded})
         options = options_from(cfg)
         if len(run_ids) > 1:
             summary = _report_many(store, cfg, run_ids, options, args)
@@ -98,6 +104,21 @@ def _report(args: argparse.Namespace) -> int:
         summary["local_html"] = index.as_uri() if index else summary["html"]
         summary["manifest_problem"] = problem
     return _print(summary, args, problem, index)
+
+
+def _recorded_report(store, run_ids: list[str]) -> dict | None:
+    """The ``report`` settings the first of ``run_ids`` with a readable config ran with, so a paper
+    run is reported as its own report stage did (Table 10's pinned pair, its resamples, the pooled
+    J cells) without naming its preset again; ``--set report.*`` still wins. None when no run
+    records one (a ``--config`` or ``--preset`` replaces them)."""
+    from vismem.pipelines.manifest import read_manifest
+    from vismem.pipelines.report.build import run_config
+
+    for rid in run_ids:
+        recorded = run_config(read_manifest(store, rid)[0])
+        if recorded is not None:
+            return recorded.report.model_dump(mode="json")
+    return None
 
 
 def _report_many(store, cfg, run_ids: list[str], options, args: argparse.Namespace) -> dict:

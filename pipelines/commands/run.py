@@ -23,10 +23,11 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
                    help="override any config field, e.g. --set memshot.k=[5,10] (repeatable)")
 
 
-def config_from_args(args: argparse.Namespace) -> Any:
+def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Any:
+    """The run config the flags describe; ``base`` (nested fields) lies under the flags' overrides."""
     from vismem.pipelines.config import deep_merge, dotted_overrides, load_config
 
-    over: dict[str, Any] = dotted_overrides(args.overrides)
+    over: dict[str, Any] = deep_merge(base or {}, dotted_overrides(args.overrides))
     if getattr(args, "store", None):
         over = deep_merge(over, {"store": {"uri": args.store}})
     if getattr(args, "address", None):

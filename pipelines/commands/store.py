@@ -50,11 +50,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_config_args(cat)
     cat.set_defaults(func=_cat, stages=[])
     ver = ssub.add_parser("verify", help="check every cached unit against its done marker",
-                          description="Check every finished trajectory and probe unit: each object's size and "
-                                      "SHA-256 against what its done marker recorded. Prints one line per damaged "
-                                      "unit; exits 1 when any is damaged. --discard drops their markers so the "
-                                      "next run redoes them (a run also heals what it reads).")
-    ver.add_argument("prefix", nargs="*", help="cache roots to check (default: trajectories probes)")
+                          description="Check every finished trajectory and probe unit and every rendered MemShot "
+                                      "session: each object's size and SHA-256 against what its done marker (a "
+                                      "session's shard) recorded. Prints one line per damaged unit; exits 1 when "
+                                      "any is damaged. --discard drops their markers so the next run redoes them "
+                                      "(a run also heals what it reads).")
+    ver.add_argument("prefix", nargs="*", help="cache roots to check (default: trajectories probes runs)")
     ver.add_argument("--discard", action="store_true", help="drop the done markers of damaged units")
     add_config_args(ver)
     ver.set_defaults(func=_verify, stages=[])
@@ -113,11 +114,15 @@ def _ls(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from vismem.core.cache import CACHE_ROOTS, verify_store
+    from vismem.pipelines.memshot.shotcache import verify_renders
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
-    with open_store(cfg, create=not args.discard) as (store, _env):
+    with open_store(cfg, create=False) as (store, _env):  # a running local-s3 run's server is shared
         checked, problems = verify_store(store, args.prefix or CACHE_ROOTS, discard=args.discard)
+        for prefix in args.prefix or ["runs"]:  # rendered sessions live under their run
+            n, bad = verify_renders(store, prefix, discard=args.discard)
+            checked, problems = checked + n, problems + bad
     for line in problems:
         print(line + ("  (discarded)" if args.discard else ""))
     print(f"{checked:,} cached unit{'' if checked == 1 else 's'} checked, {len(problems)} damaged")

@@ -39,13 +39,29 @@ def plan_chains(config: "RunConfig") -> list[Chain]:
 
 
 def missing_sessions(store: "Store", chains: list[Chain], J: int) -> list[tuple[str, int, int]]:
-    """``(slug, seed, j)`` of sessions ``j < J`` that are not in the trajectory cache."""
+    """``(slug, seed, j)`` of sessions ``j < J`` the trajectory cache does not hold as trajectories:
+    absent, or finished with a failed model call (:func:`outage_cached`)."""
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     out = []
     for slug in dict.fromkeys(c.slug for c in chains):
         done = TrajectoryCache(store, slug).done_keys()
         out += [(slug, c.seed, j) for c in chains if c.slug == slug for j in range(J) if (c.seed, j) not in done]
+    return sorted(out + outage_cached(store, chains, J))
+
+
+def outage_cached(store: "Store", chains: list[Chain], J: int) -> list[tuple[str, int, int]]:
+    """``(slug, seed, j)`` of finished sessions ``j < J`` whose steps record a failed model call (an
+    outage cached before the encode stage browsed such sessions again): never read as a trajectory
+    -- a stage that reads chains refuses them and the encode stage browses them again."""
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
+
+    out = []
+    for slug in dict.fromkeys(c.slug for c in chains):
+        cache = TrajectoryCache(store, slug)
+        done = cache.done_keys()
+        out += [(slug, c.seed, j) for c in chains if c.slug == slug for j in range(J)
+                if (c.seed, j) in done and cache.failed_calls(c.seed, j)]
     return out
 
 
@@ -151,8 +167,11 @@ def load_run_chains(ctx: "RunContext") -> dict[Any, list[Any]]:
     missing = missing_sessions(ctx.store, chains, J)
     if missing:
         shown = ", ".join(f"{s} seed {seed} j={j}" for s, seed, j in missing[:5])
+        outages = len(outage_cached(ctx.store, chains, J))
         lacks = (f"replay needs {len(missing)} encoding session(s) the trajectory cache lacks ({shown}"
-                 f"{', ...' if len(missing) > 5 else ''})")
+                 f"{', ...' if len(missing) > 5 else ''})"
+                 + (f"; {outages} of them cached with a failed model call (an outage, not a trajectory: "
+                    "the encode stage browses them again)" if outages else ""))
         encode = ctx.manifest.data.get("stages", {}).get("encode", {}) if ctx.manifest is not None else {}
         if encode.get("status") in ("partial", "failed"):
             # This run's encode left them out (its failures were reported): not a missing stage.

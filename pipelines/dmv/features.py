@@ -76,8 +76,9 @@ def save_part(store: "Store", fs: Any, values: dict[str, Any]) -> str | None:
     return key
 
 
-def load_parts(store: "Store", fs: Any) -> dict[str, Any]:
-    """Every stored ``content_id -> value`` of feature spec ``fs``."""
+def load_parts(store: "Store", fs: Any, healed: list[str] | None = None) -> dict[str, Any]:
+    """Every stored ``content_id -> value`` of feature spec ``fs``; a damaged part is discarded
+    (its ids are then missing, so computed again) and its line appended to ``healed``."""
     import polars as pl
 
     out: dict[str, Any] = {}
@@ -90,8 +91,10 @@ def load_parts(store: "Store", fs: Any) -> dict[str, Any]:
             data = units.read_object(unit, ".parquet") if marked else store.get_bytes(key)
             df = pl.read_parquet(io.BytesIO(data))
         except Exception as err:  # noqa: BLE001 - a damaged part, whatever broke it: its ids are computed again
-            log.warning("%s: discarded, recomputing", err if isinstance(err, CacheDamaged)
-                        else f"damaged feature part {key}: {type(err).__name__}")
+            line = str(err) if isinstance(err, CacheDamaged) else f"damaged feature part {key}: {type(err).__name__}"
+            log.warning("%s: discarded, recomputing", line)
+            if healed is not None:
+                healed.append(line)
             units.discard(unit)
             store.delete(key)
             continue
@@ -113,6 +116,7 @@ class FeatureStats:
     failed: list[dict[str, Any]] = field(default_factory=list)
     specs: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    healed: list[str] = field(default_factory=list)  # one line per damaged part discarded
 
     def count(self, what: dict[str, int], kind: str, n: int) -> None:
         what[kind] = what.get(kind, 0) + n
@@ -144,7 +148,7 @@ def ensure_features(store: "Store", architectures: Iterable[Any], observations: 
         save_spec(store, fs)
         tables.add_spec(fs)
         stats.specs[fs.key] = {"kind": fs.kind, "label": fs.label, "stand_in": fs.stand_in}
-        have = load_parts(store, fs)
+        have = load_parts(store, fs, stats.healed)
         todo = [v for k, v in items.items() if k not in have]
         if todo:
             values, failures = compute(fs, todo)

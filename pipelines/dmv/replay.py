@@ -152,7 +152,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     failed = stats.failed
     return {"status": "partial" if failed else "done", "chains": len(chains), "architectures": [a.name for a in archs],
             "observations": len(all_obs), "features": {"computed": stats.computed, "reused": stats.reused,
-                                                       "failed": len(failed), "specs": spec_list(stats)},
+                                                       "failed": len(failed), "healed": len(stats.healed),
+                                                       "specs": spec_list(stats)},
             "failed": failed[:20], "replay_s": round(replay_s, 3), "wall_s": round(time.perf_counter() - t0, 3),
             "results": key}
 
@@ -162,7 +163,8 @@ def describe(s: dict[str, Any]) -> str:
     f = s.get("features") or {}
     comp, reu = sum((f.get("computed") or {}).values()), sum((f.get("reused") or {}).values())
     return (f"{count(s.get('chains'))} chains x {len(s.get('architectures') or [])} architectures; "
-            f"features {count(comp)} computed, {count(reu)} reused")
+            f"features {count(comp)} computed, {count(reu)} reused"
+            + (f"; {f['healed']} damaged feature parts redone" if f.get("healed") else ""))
 
 
 STAGE = Stage(name="replay", describe=describe, inputs=storefront_inputs, section="memory", run=run, add_cli_args=add_cli_args, cli_overrides=cli_overrides,

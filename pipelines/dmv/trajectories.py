@@ -14,8 +14,9 @@ objects are overwritten; every write is atomic, so a run killed at any point res
 duplicate rows) and records each object's size and digest, so a damaged object is never read.
 A finished session whose steps record a failed model call (cached before the encode stage
 re-browsed such sessions) is an outage, not a trajectory: :func:`outage_sessions` finds them and
-the stage browses them again, so no cached session scores an outage as a memory failure while
-every good session stays cached (no protocol-version bump).
+the stage browses them again, while the stages that read chains without encoding refuse them
+(:func:`vismem.pipelines.dmv.chains.outage_cached`), so no cached session scores an outage as a
+memory failure while every good session stays cached (no protocol-version bump).
 
 The backend slug names the model *and* the protocol settings that change trajectories
 (:func:`vismem.pipelines.dmv.protocol.cache_slug`), so a different protocol never reads another's cache.

@@ -29,6 +29,7 @@ import random
 import time
 from typing import Any
 
+from vismem.core.secrets import Scrubber
 from vismem.pipelines.memshot.processors import clip, engine_processor_config, request_row, serve_processor_config
 
 __all__ = ["engine_processor_config", "serve_processor_config"]  # built here; defined in processors
@@ -81,6 +82,9 @@ class _Session:
             return _Reply({"vismem_error": {"reason": f"input:{bad['type']}", "detail": bad["detail"]}})
         o = self.owner
         reason, detail = "error", ""
+        # An error reply may repeat the request's key (``Invalid API key provided: Bearer ...``):
+        # cut it before the text is cut short, so no part of it is kept.
+        scrub = Scrubber(h.split(" ", 1)[-1] for h in headers.values()).known
         for attempt in range(o.max_retries + 1):
             t0 = time.perf_counter()
             try:
@@ -90,12 +94,12 @@ class _Session:
                         try:
                             out = json.loads(text)
                         except ValueError:
-                            return _Reply({"vismem_error": {"reason": "malformed_response", "detail": text[:300]}})
+                            return _Reply({"vismem_error": {"reason": "malformed_response", "detail": scrub(text)[:300]}})
                         if isinstance(out, dict):
                             out["vismem_latency_s"] = time.perf_counter() - t0
                             return _Reply(out)
-                        return _Reply({"vismem_error": {"reason": "malformed_response", "detail": text[:300]}})
-                    reason, detail = f"http_{resp.status}", text[:500]
+                        return _Reply({"vismem_error": {"reason": "malformed_response", "detail": scrub(text)[:300]}})
+                    reason, detail = f"http_{resp.status}", scrub(text)[:500]
                     if resp.status not in RETRY_STATUSES and resp.status < 500:
                         break
             except asyncio.TimeoutError as e:
@@ -155,11 +159,22 @@ def read_reply(reply: dict[str, Any]) -> dict[str, Any]:
             "latency_s": reply.get("vismem_latency_s")}
 
 
-def read_output(kind: str, row: dict[str, Any]) -> dict[str, Any]:
+def read_output(kind: str, row: dict[str, Any], scrubber: Scrubber | None = None) -> dict[str, Any]:
     """The one reader of every processor's output row (``kind``: http | engine | serve), as
     :func:`read_reply` reads an HTTP reply: a row whose request could not be built is its
     ``error:input:<type>``, a row the engine or deployment failed (``__inference_error__``) its
-    ``error:engine`` / ``error:serve``; else the reply's text and token counts."""
+    ``error:engine`` / ``error:serve``; else the reply's text and token counts. ``scrubber``: the
+    client's credentials, cut from the whole row before it is read (an endpoint may echo them)
+    and, with any URL user-info, from an error's detail, as the thread path's errors."""
+    r = _read_output(kind, scrubber.known_in(row) if scrubber is not None else row)
+    if r["detail"]:
+        r["detail"] = (scrubber or Scrubber()).text(r["detail"])
+    if r["text"] and scrubber is not None:  # a reply inside what the walk does not enter (arrays)
+        r["text"] = scrubber.known(r["text"])
+    return r
+
+
+def _read_output(kind: str, row: dict[str, Any]) -> dict[str, Any]:
     from vismem.pipelines.memshot.processors import engine_reply
 
     none = {"text": None, "prompt_tokens": None, "completion_tokens": None, "latency_s": None}
@@ -221,22 +236,23 @@ def answer_request_fn(vlm_spec: dict[str, Any], dataset: str, store: Any, max_to
     return request
 
 
-def answer_reply_fn(kind: str = "http") -> Any:
-    """The processor's postprocess: one answer record (and its task index) per reply."""
+def answer_reply_fn(kind: str = "http", scrubber: Scrubber | None = None) -> Any:
+    """The processor's postprocess: one answer record (and its task index) per reply, without the
+    credentials ``scrubber`` holds."""
 
     def reply(row: dict[str, Any]) -> dict[str, Any]:
-        return {"i": row["i"], "n_images": row["n_images"], **answer_record(read_output(kind, row))}
+        return {"i": row["i"], "n_images": row["n_images"], **answer_record(read_output(kind, row, scrubber))}
 
     return reply
 
 
-def answer_row(kind: str, row: dict[str, Any]) -> dict[str, Any]:
+def answer_row(kind: str, row: dict[str, Any], scrubber: Scrubber | None = None) -> dict[str, Any]:
     """A returned row as an answer record: a row the engine or deployment failed skipped the
     postprocess (Ray's ``should_continue_on_error``) and is read here -- a failed call."""
     if not row.get("__inference_error__"):
         return row
     return {"i": row["i"], "n_images": 0 if row.get("vismem_input_error") else int(row.get("n_images") or 0),
-            **answer_record(read_output(kind, row))}
+            **answer_record(read_output(kind, row, scrubber))}
 
 
 def processor_for(choice: Any, spec: dict[str, Any], *, concurrency: int, batch_size: int, weights: str | None,
@@ -291,10 +307,11 @@ def answers_on_ray_data(tasks: Any, units: Any, questions: Any, vlm_spec: dict[s
         rows.append({"i": i, "question": json.dumps(q, default=str), "header": task["variant"] not in bare,
                      "units": json.dumps([{k: u.get(k) for k in ("modality", "text", "image_key")} for u in shown])})
     kind = getattr(choice, "kind", "http")
+    scrubber = _scrubber(vlm_spec)
     processor = processor_for(choice, vlm_spec, concurrency=concurrency, batch_size=batch_size, weights=weights,
                               preprocess=answer_request_fn(vlm_spec, dataset, store, max_tokens, temperature, kind),
-                              postprocess=answer_reply_fn(kind))
-    replies = {int(r["i"]): answer_row(kind, r) for r in processor(ray.data.from_items(rows)).take_all()}
+                              postprocess=answer_reply_fn(kind, scrubber))
+    replies = {int(r["i"]): answer_row(kind, r, scrubber) for r in processor(ray.data.from_items(rows)).take_all()}
     if len(replies) != len(rows):
         raise RuntimeError(f"answer job returned {len(replies)} replies for {len(rows)} questions")
     post = getattr(get_dataset(dataset), "postprocess_answer", None)
@@ -320,9 +337,16 @@ def judge_request_fn(judge_spec: dict[str, Any], max_tokens: int, kind: str = "h
     return request
 
 
-def judge_reply_fn(kind: str = "http") -> Any:
+def _scrubber(spec: dict[str, Any]) -> Scrubber:
+    """The credentials of an ``openai`` spec's client, read in the driver (as its header is)."""
+    from vismem.serve.build import build_vlm
+
+    return build_vlm(spec).scrubber()
+
+
+def judge_reply_fn(kind: str = "http", scrubber: Scrubber | None = None) -> Any:
     def reply(row: dict[str, Any]) -> dict[str, Any]:
-        r = read_output(kind, row)
+        r = read_output(kind, row, scrubber)
         return {"i": row["i"], **{k: r[k] for k in ("error", "detail", "text", "latency_s")}}
 
     return reply
@@ -354,9 +378,10 @@ def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any
     pending = {i: ds.judge_prompt({**q_rows[(r["conversation_id"], r["question_id"])], "question_id": r["question_id"]},
                                   r["prediction"]) for i, r in enumerate(rows) if r["prediction"] is not None}
     kind = getattr(choice, "kind", "http")
+    scrubber = _scrubber(judge_spec)
     processor = processor_for(choice, judge_spec, concurrency=concurrency, batch_size=batch_size, weights=weights,
                               preprocess=judge_request_fn(judge_spec, max_tokens, kind),
-                              postprocess=judge_reply_fn(kind))
+                              postprocess=judge_reply_fn(kind, scrubber))
     for attempt in range(max(0, retries) + 1):
         if not pending:
             break
@@ -365,7 +390,7 @@ def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any
         for rep in replies:
             i = int(rep["i"])
             if rep.get("__inference_error__"):  # a failed row skips the postprocess
-                rep = {"i": i, **read_output(kind, rep)}
+                rep = {"i": i, **read_output(kind, rep, scrubber)}
             if rep["error"]:
                 out[i] = {"judge_label": None, "judge_status": rep["error"], "judge_reason": rep["detail"],
                           "judge_latency_s": None}

@@ -18,13 +18,15 @@ Store layout under ``prefix``::
 
     variant.json                                   the variant (with style) the units were built with
     shots/<conversation>/<session>.pack            the session's shots back to back (image variants)
-    shards/<conversation>/<session>.json           per-session unit rows (resumption marker)
+    shards/<conversation>/<session>.json           per-session unit rows and the pack's size and digest
+                                                   (resumption marker: :mod:`.shotcache`)
     units.parquet                                  all unit rows, sorted by conversation/session/unit
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ from vismem.memory.dialogue.variants import Variant
 from vismem.core.blobref import make_ref
 from vismem.core.errors import ConfigError, DataError, user_error
 from vismem.core.keys import key_part
+from vismem.pipelines.memshot.shotcache import heal_shards, pack_record
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -130,11 +133,11 @@ def render_rows(rows: list[dict[str, Any]], *, store: "Store", variant: Variant,
                 "style": variant.style.digest if variant.is_image else "", "font": font if variant.is_image else "",
             })
         skey = shard_key(prefix, row["conversation_id"], row["session_id"])
-        put = None
+        put, packed = None, None
         if shots:
             pack = b"".join(u.image for u in units if u.image is not None)
-            put = writer.submit(_timed_put, store, pkey, pack, "application/octet-stream")
-        pending.append(writer.submit(_write_shard, store, skey, recs, shots, put))
+            put, packed = writer.submit(_timed_put, store, pkey, pack, "application/octet-stream"), pack_record(pkey, pack)
+        pending.append(writer.submit(_write_shard, store, skey, recs, shots, put, packed))
         out.append({"conversation_id": row["conversation_id"], "session_id": row["session_id"],
                     "n_units": len(units), "bytes": int(sum(r["bytes"] for r in recs)), "shard_key": skey,
                     "render_s": time.perf_counter() - t0})
@@ -177,16 +180,18 @@ def _timed_put(store: "Store", key: str, data: bytes, content_type: str) -> floa
     return (time.perf_counter() - t1) * 1e3
 
 
-def _write_shard(store: "Store", skey: str, recs: list[dict[str, Any]], shots: list[int], put: Any) -> None:
+def _write_shard(store: "Store", skey: str, recs: list[dict[str, Any]], shots: list[int], put: Any,
+                 packed: dict[str, Any] | None) -> None:
     """Wait for the session's pack (its write time, split evenly, goes into the shot rows), then
-    write the shard."""
+    write the shard (with ``packed``, the pack's record)."""
     if put is not None:
         ms = put.result() / len(shots)
         for i in shots:
             recs[i]["write_ms"] = ms
     # A JSON shard, not Parquet: a per-session Parquet write costs ~3 ms of writer set-up,
     # as much as rendering two shots; the driver turns the shards into units.parquet.
-    store.put_bytes(skey, json.dumps({"schema_version": SCHEMA_VERSION, "rows": recs}).encode(),
+    shard = {"schema_version": SCHEMA_VERSION, "rows": recs, **({"pack": packed} if packed else {})}
+    store.put_bytes(skey, json.dumps(shard).encode(),
                     content_type="application/json")
 
 
@@ -239,7 +244,12 @@ def render_units(store: "Store", conversations: Iterable[Conversation], variant:
     rows = session_rows(conversations)
     _check_variant(store, prefix, variant, image_format, compress_level)
     done = set(_list_shards(store, prefix))
-    todo = [r for r in rows if shard_key(prefix, r["conversation_id"], r["session_id"]) not in done]
+    # A finished session whose pack (or shard) is damaged is named, discarded and rendered again.
+    keys = [shard_key(prefix, r["conversation_id"], r["session_id"]) for r in rows]
+    healed = heal_shards(store, [k for k in keys if k in done], logging.getLogger("vismem"))
+    if healed:
+        done = set(_list_shards(store, prefix))
+    todo = [r for r, k in zip(rows, keys) if k not in done]
     kw = dict(store=store, variant=variant, prefix=prefix, image_format=image_format, compress_level=compress_level)
     results: list[dict[str, Any]] = []
     if todo and use_ray:
@@ -262,11 +272,11 @@ def render_units(store: "Store", conversations: Iterable[Conversation], variant:
     elif todo:
         results = render_rows(todo, **kw)
     table_key = f"{prefix}/units.parquet"
-    units = collect_units(store, prefix, keys=[shard_key(prefix, r["conversation_id"], r["session_id"]) for r in rows])
+    units = collect_units(store, prefix, keys=keys)
     store.write_table(table_key, units, schema_version=SCHEMA_VERSION)
     return {
         "variant": variant.name, "prefix": prefix, "table": table_key, "sessions": len(rows),
-        "rendered_sessions": len(results), "skipped_sessions": len(rows) - len(todo),
+        "rendered_sessions": len(results), "skipped_sessions": len(rows) - len(todo), "healed": len(healed),
         "units": units.num_rows, "bytes": int(sum(units.column("bytes").to_pylist())),
         "rendered_units": int(sum(r["n_units"] for r in results)), "wall_s": time.perf_counter() - t0,
     }

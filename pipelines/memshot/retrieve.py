@@ -10,6 +10,9 @@ if TYPE_CHECKING:
 
 
 SUMMARY_SCHEMA_VERSION = 1
+#: Under the run prefix: one table per retriever role of each (variant, question)'s first
+#: evidence unit in the whole ranking (:func:`vismem.memory.dialogue.retrieval.evidence_ranks`).
+EVIDENCE_RANKS = "memshot/evidence_ranks"
 
 
 def dataset_name(cfg: Any) -> str:
@@ -36,7 +39,7 @@ def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: An
     import numpy as np
     import polars as pl
 
-    from vismem.memory.dialogue.retrieval import embed_items, embedding_items, rank_units
+    from vismem.memory.dialogue.retrieval import embed_items, embedding_items, evidence_ranks, rank_units
     from vismem.pipelines.memshot.embed import embed_items_ray
 
     cfg = ctx.config.memshot
@@ -74,7 +77,12 @@ def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: An
     ids = items["item_id"].to_list()
     vecs = np.stack([cache[i][0] for i in ids])
     secs = np.asarray([cache[i][1] for i in ids])
-    ranked = rank_units(units, qs, dict(zip(ids, vecs)), max(cfg.k))
+    vectors = dict(zip(ids, vecs))
+    ranked = rank_units(units, qs, vectors, max(cfg.k))
+    # Where a miss's first evidence unit sits in the whole ranking (the ranking keeps the top k
+    # only): what the sample viewer says for a miss (EVIDENCE_RANKS).
+    ctx.store.write_table(f"{ctx.run_prefix}/{EVIDENCE_RANKS}/{role}.parquet", evidence_ranks(units, qs, vectors),
+                          schema_version=SUMMARY_SCHEMA_VERSION)
     n_units = units.height  # items are units first, then questions
     unit_secs = units.select("variant", "conversation_id").with_columns(
         pl.Series("embed_s", np.asarray(secs[:n_units], dtype=np.float64)), pl.lit(name).alias("embedder"))

@@ -17,7 +17,9 @@
    ``results/memshot_answers.parquet`` and ``results/memshot_scores.parquet``.
 
 Intermediates (resumption): ``<run>/memshot/embeddings/<role>.parquet`` (vectors per item),
-``<run>/memshot/ranked.parquet`` (top-k per question), ``<run>/memshot/answers_raw.parquet`` and
+``<run>/memshot/ranked.parquet`` (top-k per question), ``<run>/memshot/evidence_ranks/<role>.parquet``
+(each question's first evidence unit in the whole ranking, for the sample viewer),
+``<run>/memshot/answers_raw.parquet`` and
 ``judged_raw.parquet``. Every result table carries ``schema_version``; ``memshot_recall`` and
 ``memshot_answers`` are validated against :mod:`vismem.analysis.schemas`.
 
@@ -181,7 +183,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     if not cfg.enabled:
         return {"status": "disabled"}
     results = f"{ctx.run_prefix}/results"
-    units, render_s, conversations = _render(ctx)
+    units, render_s, conversations, healed = _render(ctx)
     questions = _questions(conversations, cfg)
     ctx.logger.info("memshot: %d units over %d variants, %d questions", units.height,
                     units["variant"].n_unique() if units.height else 0, questions.height)
@@ -232,7 +234,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         "status": "done", "dataset": dataset_name(cfg), "conversations": len(conversations),
         # LongMemEval repeats some haystack sessions (upstream #54): identical repeats kept once.
         "duplicate_sessions": int(getattr(conversations, "duplicate_sessions", 0)),
-        "questions": questions.height, "units": units.height,
+        "questions": questions.height, "units": units.height, "healed": healed,
         "recall": steps.recall_dict(summary_tbl),
         "construction_latency_s": steps.latency_dict(latency),
         "paper_construction_latency_s": PAPER_CONSTRUCTION_LATENCY_S,
@@ -281,12 +283,13 @@ def unreadable(ctx: "RunContext", summary: dict[str, Any]) -> None:
 # -- steps -----------------------------------------------------------------------------------------
 
 
-def _render(ctx: "RunContext") -> tuple[Any, Any, list[Any]]:
-    """Run the render job; return ``(units, render seconds per conversation x variant, conversations)``."""
+def _render(ctx: "RunContext") -> tuple[Any, Any, list[Any], int]:
+    """Run the render job; return ``(units, render seconds per conversation x variant, conversations,
+    sessions whose damaged shots were rendered again)``."""
     from vismem.pipelines.memshot.render import run_render_job
 
     out = run_render_job(ctx)
-    return out.units, out.render_seconds, out.conversations
+    return out.units, out.render_seconds, out.conversations, sum(s["healed"] for s in out.summaries.values())
 
 
 def _questions(conversations: list[Any], cfg: Any) -> Any:
@@ -348,8 +351,9 @@ def describe(s: dict[str, Any]) -> str:
     rr = s.get("read_rate") or {}
     read = ("; read rate " + ", ".join(f"{v} {100 * r['read_rate']:.1f} %" for v, r in rr.items()
                                        if isinstance(r, dict) and r.get("read_rate") is not None)) if rr else ""
+    healed = f"; {s['healed']} damaged shot packs redone" if s.get("healed") else ""
     return (f"{count(s.get('conversations'))} conversation(s), {count(s.get('questions'))} questions, "
-            f"{count(s.get('units'))} units{read}; {tail}")
+            f"{count(s.get('units'))} units{read}; {tail}{healed}")
 
 
 STAGE = Stage(name="memshot", describe=describe, inputs=inputs, section="memshot", run=run, add_cli_args=add_cli_args,

@@ -2,7 +2,9 @@
 
 Reads the run's ranking (``runs/<id>/memshot/ranked.parquet``), its units (every variant's and
 memory's ``units.parquet``), the questions (re-read from the dataset the manifest names, else
-pieced together from the result tables), answers and verdicts, and the read-rate rows. For each
+pieced together from the result tables), answers and verdicts, the read-rate rows, and where
+each question's first evidence unit ranked in the whole ranking (``memshot/evidence_ranks/``:
+a miss's rank below the top k). For each
 unit some question's top k shows it adds what its retriever actually saw:
 
 * a pixel reader's OCR text, from the store's OCR cache (``ocr/<ocr_key>/<sha256>.txt``,
@@ -275,7 +277,17 @@ def sample_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame],
     rr_key = f"runs/{run_id}/results/memshot_readrate.parquet"
     readings = store.read_table(rr_key) if store.exists(rr_key) else None
     return sample_viewer(questions, top, units, shot_urls=urls, recall=tables.get("memshot_recall"), answers=answers,
-                         readings=readings, variant_info=info, run_id=run_id, note=note)
+                         readings=readings, evidence_ranks=_evidence_ranks(store, run_id), variant_info=info,
+                         run_id=run_id, note=note)
+
+
+def _evidence_ranks(store: "Store", run_id: str) -> pl.DataFrame | None:
+    """The ranking retrievers' evidence ranks (``memshot/evidence_ranks/<role>.parquet``, written
+    by the memshot stage beside ``ranked.parquet``; the extra retrievers' rank no page variant).
+    None for a run from before they were recorded."""
+    keys = [f"runs/{run_id}/memshot/evidence_ranks/{role}.parquet" for role in ("text_embedder", "image_embedder")]
+    parts = [store.read_table(k) for k in keys if store.exists(k)]
+    return pl.concat(parts, how="diagonal_relaxed") if parts else None
 
 
 __all__ = ["MAX_QUESTIONS", "SHOT_DIR", "Truncation", "minilm_truncation", "sample_page", "shot_file"]

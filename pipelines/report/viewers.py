@@ -186,8 +186,10 @@ def write_viewers(store: "Store", run_id: str, *, manifest: dict[str, Any] | Non
     prefix = f"runs/{run_id}"
     if tables is None:
         tables, _ = load_results(store, prefix)
-    if manifest is None and store.exists(f"{prefix}/manifest.json"):
-        manifest = store.get_json(f"{prefix}/manifest.json")
+    if manifest is None:
+        from vismem.pipelines.manifest import read_manifest
+
+        manifest = read_manifest(store, run_id)[0] or None  # a damaged one: viewers without it
     written: dict[str, str] = {}
     errors: dict[str, str] = {}
     assets: dict[str, bytes] = {}  # images beside the pages, {path relative to the report: bytes}

@@ -167,3 +167,65 @@ def test_protocol_keys_the_caches_and_fixed_keys_are_unchanged() -> None:
     assert paper.encode.protocol == "official" and local.encode.protocol == "fixed"
     assert _protocol(paper)["protocol"] == "official" and "protocol" not in _protocol(local)
     assert _protocol(local)["prompts"] == prompts.fingerprint("recall")
+
+
+def test_official_recall_probe_sends_the_official_system_prompt_and_step_message() -> None:
+    """A probe under ``official`` sends the official system prompt with the official recall step
+    (``f2_session_runner._run_recall_probe``); ``fixed`` only swaps the system prompt."""
+    from tests.agents.test_recall import OFFICIAL_STEP2, PROBE, TARGET, FakeEnv, FakeHook, Scripted
+    from vismem.agents.recall import run_probe
+
+    replies = ['Thought: check memory.\nAction: navigate("/")', f'Thought: there.\nAction: navigate("/product/{TARGET}")',
+               "Thought: found.\nAction: add_to_wishlist"]
+    sent = {}
+    for proto in ("official", "fixed"):
+        vlm = Scripted(list(replies))
+        assert run_probe(PROBE, vlm=vlm, env=FakeEnv(), memory=FakeHook(), protocol=proto).correct
+        sent[proto] = vlm.seen
+    assert all(m[0].text == OFFICIAL_SYSTEM for m in sent["official"])
+    assert sent["official"][1][1].text == OFFICIAL_STEP2 == sent["fixed"][1][1].text
+    assert all(m[0].text == prompts.system_prompt("fixed") != OFFICIAL_SYSTEM for m in sent["fixed"])
+
+
+def test_official_session_terminal_actions_and_product_pages_as_the_official_runner(shop) -> None:
+    """Past the first three steps: ``click_index`` enters the history bare, a terminal action is
+    ``done``/``add_to_wishlist`` plus the official nudge with the page back on the category, a
+    product page shows its URL as title and description and sends its image (the official
+    ``_f2_obs``), a listing page sends none, and the progress line counts products and styles."""
+    replies = ['Thought: a\nAction: navigate("/collection/plant_pot-modern")', "Thought: b\nAction: click_index(0)",
+               "Thought: c\nAction: done", 'Thought: d\nAction: navigate("/collection/plant_pot-vintage")',
+               "Thought: e\nAction: click_index(1)", "Thought: f\nAction: add_to_wishlist"]
+    spec = replace(session_spec(0, 9), n_steps=6)
+    rec = Recorder(ScriptedVLM(replies, cycle=False, label="t"))
+    with HttpEnv(shop.url) as env:
+        res = run_session(spec, vlm=rec, env=env, backend="t", options=SessionOptions(protocol="official"))
+    urls = [s.url for s in res.steps]
+    assert urls[:2] + urls[3:5] == ["/category/plant_pot", "/collection/plant_pot-modern", "/category/plant_pot",
+                                    "/collection/plant_pot-vintage"]
+    assert urls[2].startswith("/product/") and urls[5].startswith("/product/") and urls[2] != urls[5]
+    nudge = "  User: Don't terminate — keep browsing other plant pot products and styles."
+    lines = ["  User: " + OFFICIAL_TASK_PLANT_POT, "  Agent: navigate /collection/plant_pot-modern",
+             "  Agent: click_index", "  Agent: done", nudge, "  Agent: navigate /collection/plant_pot-vintage",
+             "  Agent: click_index"]
+    shown = {1: 1, 2: 2, 3: 3, 4: 5, 5: 6, 6: 7}  # history lines each step sees
+    for step, msgs in enumerate(rec.sent, 1):
+        seen = [s for s in res.steps[:step] if s.url_hash]
+        n_products, n_styles = len({s.url_hash for s in seen}), len({s.style for s in seen if s.style})
+        url = urls[step - 1]
+        assert msgs[1].text == _official_step(step, 6, "\n".join(lines[:shown[step]]), url, n_products, n_styles)
+        assert len(msgs[1].images) == (1 if url.startswith("/product/") else 0)
+    assert (n_products, n_styles) == (2, 2) and res.steps[2].forced_nav and res.steps[5].forced_nav
+
+
+def test_fixed_protocol_keys_are_those_from_before_the_choice(shared_dir) -> None:
+    """The local preset's trajectory slug and recall-prompt key, as computed by the code just before
+    ``encode.protocol`` existed (8a4c2be^, run on the same data): caches of ``fixed`` runs stay valid.
+    A deliberate key change updates these literals."""
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.dmv.encode import plan
+    from vismem.pipelines.dmv.probes import _protocol
+
+    cfg = load_config(preset="local", overrides={"data_dir": str(shared_dir / "data")})
+    assert cfg.encode.protocol == "fixed"
+    assert plan(cfg)[1] == ["scripted-shopper-stand-in-s0--9c94d7b2"]
+    assert _protocol(cfg)["prompts"] == "42ba2e7387119fe0" and "protocol" not in _protocol(cfg)

@@ -107,6 +107,9 @@ def test_wide_table2_shows_the_papers_numbers_beside_each_cell_it_states() -> No
     assert (by["dualmem"][f"{g5} paper"], by["nomemory"][f"{g5} paper"], by["m2a-lite"][f"{g5} paper"]) == (
         0.827, 0.0, None)
     assert by["dualmem"][f"{BACKENDS[1]} J=10 paper"] is None and by["nomemory"][f"{BACKENDS[1]} J=10 paper"] == 0.0
+    # the n_r row quotes the paper's probe count for the one cell it states (Table 4's caption: 2,762)
+    assert by["n_r"][f"{g5} paper"] == 2762 and by["n_r"][f"{BACKENDS[0]} J=10 paper"] is None
+    assert "2,762" in t2.caption
     assert "not in the paper text we have" in t2.caption
     # a run on other back-ends (the local stand-ins) keeps Table 2 as it was: no paper columns
     local = synthetic.probes(backends=("scripted-shopper-stand-in-s0",), Js=(5,), chains=2, p={"dualmem": 0.8})
@@ -141,3 +144,41 @@ def test_bootstrap_table_quotes_table9s_one_stated_interval() -> None:
     assert out["paper cluster_low"].null_count() == 2  # J=5 and the other back-end: no number stated
     local = cells.with_columns(pl.lit("scripted-shopper (stand-in)").alias("backend"))
     assert with_paper_intervals(local).columns == local.columns  # no stated interval: the table is unchanged
+
+
+def test_leader_bins_total_the_main_grid_beside_the_papers_counts() -> None:
+    from vismem.analysis.dmv_paper import LEADER_TOTAL, with_paper_leader
+
+    probes = synthetic.probes(backends=(*BACKENDS, "scripted-shopper-stand-in-s0"), Js=(5, 10, 50), chains=2,
+                              p={"dualmem": 0.8, "m2a-lite": 0.6})
+    bank, pos = dmv.binned(probes, "bank_size"), dmv.position_bins(probes)
+    lead = dmv.leader_bins(bank, "dualmem").join(dmv.leader_bins(pos, "dualmem"), on=["backend", "J"], how="full",
+                                                 coalesce=True, suffix="_position")
+    out = with_paper_leader(lead, "dualmem")
+    total = out.filter(pl.col("backend") == LEADER_TOTAL).row(0, named=True)
+    # the total is over the paper's back-ends at J = 5, 10, 15 only (no stand-in, no J = 50 pilot)
+    grid = lead.filter(pl.col("backend").is_in(list(BACKENDS)) & (pl.col("J") <= 15))
+    assert grid.height == 4 and total["bins"] == grid["bins"].sum()
+    assert total["leads_position"] == grid["leads_position"].sum()
+    assert (total["paper bins"], total["paper leads"], total["paper bins_position"], total["paper leads_position"],
+            total["paper ties_position"]) == (48, 48, 53, 49, 1)
+    assert out.filter(pl.col("backend") != LEADER_TOTAL)["paper leads"].null_count() == lead.height
+    assert out.columns[2:4] == ["bins", "paper bins"]
+    # another leader, or a run without the paper's back-ends: the table as it was
+    assert with_paper_leader(lead, "m2a-lite").equals(lead)
+    local = lead.filter(pl.col("backend").str.starts_with("scripted"))
+    assert with_paper_leader(local, "dualmem").equals(local)
+
+
+def test_table10_quotes_the_bound_of_its_exhaustive_cells_and_the_pilots_values() -> None:
+    from vismem.analysis.report import ReportOptions, build_report
+
+    probes = synthetic.probes(backends=BACKENDS, Js=(5, 50), chains=3, p={"dualmem": 0.8, "m2a-lite": 0.6})
+    opts = ReportOptions(n_resamples=100, compare=("dualmem", "m2a-lite"))
+    perm = next(t for s in build_report({"probes": probes}, "r", options=opts).sections
+                for t in s.tables if t.id == "permutation")
+    by = {(r["backend"], r["J"]): r for r in perm.df.iter_rows(named=True)}
+    assert [by[(BACKENDS[0], 5)][c] for c in ("paper_p_value_max", "paper_p_value")] == [0.0059, None]
+    assert [by[(BACKENDS[1], 50)][c] for c in ("paper_p_value_max", "paper_p_value", "paper_d_bar")] == [
+        None, 0.0625, 0.0852]
+    assert "paper_p_value_max" not in perm.percent and "paper_d_bar" in perm.percent

@@ -167,6 +167,29 @@ def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
     assert bad.returncode == 1 and "not found" in bad.stderr
 
 
+def test_cli_report_keeps_the_runs_own_report_settings(file_store, tmp_path):
+    """``vismem report RUN`` without a preset reports a run with the settings it ran with (a paper
+    run's pinned Table 10 pair, not the two best of the run); ``--set`` and ``--preset`` still win."""
+    _write_all(file_store, "pinned-1", small=True)
+    key = "runs/pinned-1/manifest.json"
+    file_store.put_json(key, {**file_store.get_json(key),
+                              "config": {"seed": 1, "report": {"compare": ["dualmem", "caption"], "n_resamples": 300}}})
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    perm_csv = Path(file_store.uri[len("file://"):]) / "runs" / "pinned-1" / "report" / "tables" / "permutation.csv"
+
+    def pair(*extra):
+        cmd = [sys.executable, "-m", "vismem", "report", "pinned-1", "--store", file_store.uri, "--no-viewers",
+               "--json", *extra]
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
+        assert res.returncode == 0, res.stderr[-2000:]
+        perm = pl.read_csv(perm_csv)
+        return set(perm["a"].to_list()) | set(perm["b"].to_list())
+
+    assert pair() == {"dualmem", "caption"}  # the run's pair, though m2a-lite is second best here
+    assert pair("--set", "report.compare=[dualmem,textonly]") == {"dualmem", "textonly"}
+    assert pair("--preset", "local", "--set", "report.n_resamples=300") == {"dualmem", "m2a-lite"}  # the two best
+
+
 @pytest.mark.slow
 def test_full_runner_report_stage_end_to_end(tmp_path):
     """Through ``vismem.pipelines.runner.run``: local Ray, store, manifest, the report stage."""

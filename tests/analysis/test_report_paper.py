@@ -305,9 +305,12 @@ def test_encoding_table_quotes_the_papers_breadth_for_its_back_ends_only():
     enc = validate(synthetic.encoding(backends=("gemini-2.5-flash", "qwen2.5-vl-7b", "scripted-shopper (stand-in)"),
                                       chains=2, J=3), "encoding")
     t = _table(build_report({"encoding": enc}, "e", options=FAST), "encoding")
-    got = {r["backend"]: (r["paper products_mean"], r["paper share_styles_ge3"]) for r in t.df.iter_rows(named=True)}
-    assert got == {"gemini-2.5-flash": (11.0, 1.0), "qwen2.5-vl-7b": (4.0, 0.5), "scripted-shopper (stand-in)": (None, None)}
-    assert "paper share_styles_ge3" in t.percent and "quoted, not measured" in t.caption
+    got = {r["backend"]: (r["paper sessions"], r["paper products_mean"], r["paper share_styles_ge3"])
+           for r in t.df.iter_rows(named=True)}
+    assert got == {"gemini-2.5-flash": (550, 11.0, 1.0), "qwen2.5-vl-7b": (550, 4.0, 0.5),
+                   "scripted-shopper (stand-in)": (None, None, None)}  # Table 3's N = 550 per back-end
+    assert "paper share_styles_ge3" in t.percent and "paper sessions" not in t.percent
+    assert "quoted, not measured" in t.caption and "550 sessions per back-end" in t.caption
 
 
 def test_recorded_labels_are_escaped_and_the_report_stays_self_contained():

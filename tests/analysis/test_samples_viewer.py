@@ -5,8 +5,6 @@ once, what each retriever embedded and where its truncation cut), the run's page
 
 from __future__ import annotations
 
-import base64
-import gzip
 import io
 import json
 import re
@@ -17,6 +15,7 @@ import polars as pl
 import pytest
 
 from vismem.analysis.samples import first_evidence_rank, sample_data
+from vismem.analysis.samples_page import page_data
 from vismem.bench.sample_viewer import synthetic_run, write_viewer
 
 SMALL = {"conversations": 2, "sessions": 3, "units_per_session": 3, "questions": 16, "top": 6}
@@ -62,6 +61,25 @@ def test_sample_data_compares_variants_and_says_what_was_embedded():
     text = by["no-render", "c/u1"]
     assert text["emb"] == "text" and "cut" not in text and "ocr" not in text and text["shot"] == "p#10+10"
     assert json.dumps(d)
+
+
+def test_a_unit_text_past_the_pages_cap_says_what_it_left_out():
+    """Every LoCoMo session fits the page's cap whole (the longest is ~6,200 characters); a longer
+    text is cut with a line saying how many characters the page left out, never silently."""
+    from tests.conftest import SHARED
+    from vismem.analysis.samples import UNIT_TEXT_CAP
+
+    locomo = SHARED / "data/locomo/locomo10.json"
+    if locomo.exists():  # every session as one unit ('X said, "..."' a turn, header lines) fits
+        longest = max(sum(len(t["text"]) + len(t["speaker"]) + 10 for t in v) for c in json.loads(locomo.read_text())
+                      for k, v in c["conversation"].items() if k.startswith("session_") and isinstance(v, list))
+        assert 6000 < longest and longest + 200 < UNIT_TEXT_CAP
+    long = "x" * (UNIT_TEXT_CAP + 1234)
+    q, units, ranked, _ = _frames()
+    units = units.with_columns(pl.when(pl.col("unit_id") == "c/u1").then(pl.lit(long)).otherwise(pl.col("text")).alias("text"))
+    d = sample_data(q, ranked, units)
+    u1 = next(u for u in d["units"] if u["id"] == "c/u1" and u["variant"] == "no-render")
+    assert d["texts"][u1["t"]] == "x" * UNIT_TEXT_CAP + "\n[… 1,234 more characters not kept in this page]"
 
 
 def _cut_frames():
@@ -121,10 +139,45 @@ def test_a_miss_shows_the_evidence_unit_and_the_cut_that_dropped_it(page, tmp_pa
     assert "not in the top 1" in card.locator("b").first.text_content()
     assert card.locator(".evcut").text_content() == "evidence D1:3 lies past the embedder's cut: never embedded"
     assert card.locator("pre.embedded .kept").text_content() == text[:cut]
+    # The evidence turn's line is marked in the text, here in the part the embedder dropped.
+    line = next(x for x in text.splitlines() if x.startswith('Caroline said, "It was in Paris'))
+    assert card.locator("pre.embedded .dropped mark.ev-turn").all_text_contents() == [line]
+    assert card.locator("pre.embedded .kept mark").count() == 0
+    assert card.locator("pre.embedded").text_content() == text  # marking adds no characters
     assert d.locator('.col[data-variant="memshot"] h4.missed').count() == 0
     # A shot the pixel reader read whose text the OCR cache does not hold: said, not shown empty.
     assert d.locator('.col[data-variant="memshot"] .ocr-missing').count() == 1
     assert d.locator('.col[data-variant="memshot"] details.ocr').count() == 0
+
+
+def _far_ranks() -> pl.DataFrame:
+    """The memshot stage's evidence ranks for _cut_frames: no-render's evidence unit ranked 2nd of 2
+    (below the kept top 1); memshot's at rank 1."""
+    return pl.DataFrame({"variant": ["no-render", "memshot"], "conversation_id": ["c", "c"], "question_id": ["c:q0"] * 2,
+                         "evidence_rank": [2, 1], "evidence_unit": ["c/u1", "c/u1"], "evidence_score": [0.31234, 0.4],
+                         "n_units": [2, 1]})
+
+
+def test_a_miss_says_where_its_evidence_ranked_below_the_top_k(page, tmp_path):
+    """With the run's evidence ranks, a miss's first evidence rank is a number (rank 2 of 2, below
+    the top 1), not only "not in top 1", and the missed unit's card carries that rank and score."""
+    from vismem.analysis.samples import sample_viewer
+
+    q, units, ranked, recall, text, cut = _cut_frames()
+    d = sample_data(q, ranked, units, recall=recall, evidence_ranks=_far_ranks())
+    qv = d["questions"][0]["v"]
+    idx = next(i for i, u in enumerate(d["units"]) if (u["variant"], u["id"]) == ("no-render", "c/u1"))
+    assert qv["no-render"]["far"] == [2, idx, 0.3123, 2] and qv["no-render"]["evu"][0] == idx
+    assert "far" not in qv["memshot"]  # found in its top k: its kept ranking says where
+    path = tmp_path / "samples.html"
+    path.write_text(sample_viewer(q, ranked, units, shots={}, recall=recall, evidence_ranks=_far_ranks(), run_id="far"))
+    _open(page, path, "k=1")
+    det = page.locator("#detail")
+    assert det.locator('#compare tr[data-variant="no-render"] .cmp-first').text_content() == "rank 2 of 2 (below the top 1)"
+    assert det.locator('#compare tr[data-variant="memshot"] .cmp-first').text_content() == "rank 1"
+    assert det.locator('.col[data-variant="no-render"] h4').first.text_content().endswith("first evidence: rank 2 of 2 (below the top 1)")
+    card = det.locator('.col[data-variant="no-render"] .missed-box .unit[data-unit="c/u1"]')
+    assert card.locator("b").first.text_content() == "#2 c/u1" and "score 0.3123" in card.text_content()
 
 
 def test_truncation_matches_the_embedders_own_tokenizer():
@@ -189,9 +242,8 @@ def test_sample_page_writes_shots_beside_it_and_reads_the_ocr_cache(file_store):
                            "k": [2, 2], "recall": [1.0, 1.0], "hit": [True, True], "category": ["single-hop"] * 2,
                            "embedder": ["ocr-minilm (stand-in)", "minilm"]})
     page = sample_page(file_store, run, {"memshot_recall": recall}, {"config": cfg.model_dump(mode="json")})
-    data = json.loads(re.search(r'id="sdata">(.*?)</script>', page, re.S)[1])
+    data = page_data(page)
     imgs = json.loads(re.search(r'id="simg">(.*?)</script>', page, re.S)[1])
-    data["texts"] = json.loads(gzip.decompress(base64.b64decode(re.search(r'id="stext"[^>]*>(.*?)</script>', page, re.S)[1])))
     assert sorted(imgs.values()) == sorted(f"samples/{shot_file(s)}" for s in shots)  # files, not data URIs
     for s in shots:
         assert file_store.get_bytes(f"runs/{run}/report/samples/{shot_file(s)}") == s
@@ -274,6 +326,14 @@ def test_compare_filters_category_and_conversation(viewer, page):
     page.select_option("#f-b", b)
     assert set(_keys(page)) == outcome(10, a, True) & outcome(10, b, False)  # evidence retrieved by a, missed by b
     assert f"a={a}" in page.url and f"b={b}" in page.url
+    # With no variant chosen, the list badges A's outcome (all hits here) and the open question
+    # compares A and B first.
+    assert page.locator(".question-item .badge").evaluate_all("bs => bs.filter(b => /@/.test(b.textContent))"
+                                                            ".map(b => b.textContent)") == ["hit@10"] * len(_keys(page))
+    page.locator(".question-item").first.click()
+    assert page.locator("#compare tr[data-variant]").evaluate_all("rs => rs.map(r => r.dataset.variant)")[:2] == [a, b]
+    assert page.locator('#compare tr.focus').get_attribute("data-variant") == a
+    assert page.locator(".sbs .col").evaluate_all("cs => cs.map(c => c.dataset.variant)")[:2] == [a, b]
     page.select_option("#f-k", "5")
     assert set(_keys(page)) == outcome(5, a, True) & outcome(5, b, False)
     page.select_option("#f-by", "verdict")  # judged correct in A, wrong in B
@@ -320,13 +380,13 @@ def test_side_by_side_detail(viewer, page):
     uid = text_unit.get_attribute("data-unit")
     full = units.filter((pl.col("variant") == "text-rag") & (pl.col("unit_id") == uid))["text"][0]
     assert text_unit.locator("pre.embedded .kept").text_content() == full[:1100]
-    assert text_unit.locator("pre.embedded .dropped").text_content() == full[1100:3000]
+    assert text_unit.locator("pre.embedded .dropped").text_content() == full[1100:]
     # A pixel-read shot: its OCR text, behind a summary.
     shot_unit = d.locator('.col[data-variant="memshot"] > .unit').first
     uid = shot_unit.get_attribute("data-unit")
     read = units.filter((pl.col("variant") == "memshot") & (pl.col("unit_id") == uid))["ocr_text"][0]
     shot_unit.locator("details.ocr summary").click()
-    assert shot_unit.locator("details.ocr pre").text_content() == read[:3000]
+    assert shot_unit.locator("details.ocr pre").text_content() == read
 
 
 def test_permalinks_keys_and_scroll_reset(viewer, page):
@@ -370,7 +430,7 @@ def test_hostile_strings_stay_text(viewer, page):
     assert page.locator("#detail #gold").text_content() == HOSTILE[1]
     pre = page.locator('.col[data-variant="no-render"] .unit pre.embedded').first
     assert pre.text_content().startswith(HOSTILE[2] + "\n")
-    for block in ("sdata", "simg", "stext"):
+    for block in ("sdata", "simg"):
         assert not set(page.locator(f"#{block}").evaluate("e => e.textContent")) & set("<>&")
     assert HOSTILE_ID in _keys(page)  # a list item's attribute holds the id whole
     _open(page, path, "q=" + quote(HOSTILE_ID, safe=""))

@@ -155,6 +155,9 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         # Per-channel scores of each recalled item, and what the architecture wrote about the target.
         assert detail.locator(".recalled .scores").all_text_contents() == [
             "visual 0.910 · verbal 0.500 · fused 0.800", "visual 0.200 · verbal — · fused 0.100"]
+        # ... and the target's, in the side-by-side table's row of each architecture.
+        assert detail.locator('table.side tr[data-arch="dualmem"] .target-scores').text_content() == (
+            "target: visual 0.910 · verbal 0.500 · fused 0.800")
         wrote = detail.locator('table.side tr[data-arch="dualmem"] td.wrote').text_content()
         assert "session 1, entry 1" in wrote and 'Memory (product page /product/10abcdef): "caption 10"' in wrote
         # The probe links to the encoding step where its target was seen (session 1, step 2).
@@ -249,6 +252,25 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
         # Evidence turns are marked on the units that hold them.
         ev_units = d.locator(".unit.evidence")
         assert ev_units.count() == d.locator(".unit .badge.ok").count()
+        # The stage recorded where each question's first evidence unit ranked in the whole ranking:
+        # it agrees with the kept top k, and a miss's page says the rank below it.
+        er = file_store.read_table(f"runs/{cfg.run_id}/memshot/evidence_ranks/text_embedder.parquet")
+        nr = er.filter(pl.col("variant") == "no-render")
+        top = all_ranked.filter(pl.col("variant") == "no-render")
+        assert set(nr["question_id"]) <= set(top["question_id"]) and nr.height > 0
+        rec = file_store.read_table(f"runs/{cfg.run_id}/results/memshot_recall.parquet").filter(
+            (pl.col("variant") == "no-render") & (pl.col("k") == 3))
+        hits = dict(rec.select("question_id", "hit").iter_rows())
+        assert all(hits[r["question_id"]] == (r["evidence_rank"] is not None and r["evidence_rank"] <= 3)
+                   for r in nr.iter_rows(named=True))
+        far = nr.filter(pl.col("evidence_rank") > 3).sort("question_id").row(0, named=True)
+        page.goto(html_path.as_uri() + "#variant=no-render&k=3&q=" + far["question_id"], wait_until="load")
+        page.reload(wait_until="load")
+        page.wait_for_selector("body[data-ready]")
+        assert d.locator('#compare tr[data-variant="no-render"] .cmp-first').text_content() == (
+            f"rank {far['evidence_rank']} of {far['n_units']} (below the top 3)")
+        card = d.locator(f'.col[data-variant="no-render"] .missed-box .unit[data-unit="{far["evidence_unit"]}"]')
+        assert card.locator("b").first.text_content() == f"#{far['evidence_rank']} {far['evidence_unit']}"
         assert errs == []
     finally:
         browser.close()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 
+from urllib.parse import parse_qs
+
 import polars as pl
 import pytest
 
@@ -194,4 +196,26 @@ def test_images_are_lazy_files_and_keys_move_through_the_list(browser, viewer):
     page.keyboard.press("k")
     page.keyboard.press("ArrowUp")
     assert page.evaluate(sel) == keys[0]
+    assert errs == []
+
+
+def test_keys_go_on_past_the_listed_probes(browser, tmp_path):
+    """The list shows 300 probes at a time; j on the last one lists the next ones and moves on
+    (it stopped there), and the probe it opens is the next of the filtered order."""
+    from vismem.bench.trajectory_viewer import build
+
+    page_path, info = build(tmp_path, backends=1, chains=1, J=10, steps=3, architectures=1)
+    assert info["probes"] > 300
+    page, errs = _open(browser, page_path.as_uri() + "#tab=probes")
+    items = page.locator(".probe-item")
+    assert items.count() == 300
+    items.nth(299).click()
+    page.wait_for_selector("#detail table.side")
+    order = page.evaluate("() => probesShown().map(g => g.k)")
+    page.keyboard.press("j")
+    page.wait_for_function("k => document.querySelector('.item.sel') && document.querySelector('.item.sel').dataset.key === k",
+                           arg=order[300])
+    assert items.count() == min(600, len(order)) and parse_qs(page.url.split("#", 1)[1])["probe"] == [order[300]]
+    page.keyboard.press("k")
+    assert page.evaluate("() => document.querySelector('.item.sel').dataset.key") == order[299]
     assert errs == []

@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from vismem.bench.harness import load_all
-from vismem.bench.sample_viewer import NAME, TARGET_HTML_MB, TARGET_OPEN_S, VARIANTS, measure, synthetic_run, write_viewer
+from vismem.bench.sample_viewer import (NAME, PAPER_VARIANTS, TARGET_HTML_MB, TARGET_OPEN_S, TURNS_PER_UNIT, VARIANTS,
+                                        measure, synthetic_run, write_viewer)
 
 
 def test_registered_with_the_bench_command():
@@ -28,9 +29,25 @@ def test_synthetic_run_has_the_asked_shape():
     assert (got["has"] == got["hit"]).all() and got["hit"].any() and not got["hit"].all()
 
 
+def test_the_benchmark_ranks_the_paper_presets_variants():
+    """The benchmark's run has every variant a full-LoCoMo run of the paper preset ranks (its
+    variants and memories), each unit size with its own units."""
+    from vismem.pipelines.config import load_config
+
+    ms = load_config(preset="paper").memshot
+    assert set(PAPER_VARIANTS) == set(ms.variants) | {m.name for m in ms.memories}
+    run = synthetic_run(conversations=1, sessions=2, units_per_session=7, questions=4, top=4, variants=PAPER_VARIANTS)
+    assert set(run["ranked"]["variant"]) == set(PAPER_VARIANTS)
+    per_session = run["units"].group_by("variant").len().sort("variant")
+    n = dict(per_session.iter_rows())
+    assert n["h512"] == 2 * -(-28 // TURNS_PER_UNIT["h512"]) > n["memshot"] == 2 * 7 > n["h1024"] == 2 * 5
+    assert n["full-session"] == n["text-rag"] == 2
+
+
 def test_measure_in_chromium(tmp_path, chromium_path):
     path = write_viewer(tmp_path, synthetic_run(conversations=2, sessions=3, units_per_session=3, questions=30, top=6))
     recs = {r["metric"]: r for r in measure(path, chromium_path)}
     assert recs["open_s"]["target"] == TARGET_OPEN_S and 0 < recs["open_s"]["value"] < 30
     assert recs["html_mb"]["target"] == TARGET_HTML_MB and recs["html_mb"]["value"] == path.stat().st_size / 1e6
     assert recs["questions"]["value"] == 30 and recs["next_question_ms"]["value"] > 0 and recs["filter_ms"]["value"] > 0
+    assert recs["variants"]["value"] == len(VARIANTS) and 0 < recs["open_cpu_s"]["value"] < 30

@@ -24,5 +24,5 @@ def test_small_run_builds_and_opens(tmp_path, chromium_path, monkeypatch):
     html = page.read_text()
     assert "data:image" not in html and any((tmp_path / "img").iterdir())
     assert f"a seeded sample of {info['sampled_probes']} of {info['probes']} ({info['per_stratum']} per architecture x reach" in html
-    opened, probe = open_times(page, chromium_path)
-    assert 0 < opened < 60 and 0 < probe < 60
+    opened, probe, cpu = open_times(page, chromium_path)
+    assert 0 < opened < 60 and 0 < probe < 60 and 0 < cpu < 60

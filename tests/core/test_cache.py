@@ -98,9 +98,15 @@ def test_every_cache_kind_heals_a_damaged_object(file_store, caplog):
     key = save_part(file_store, fs, {"c1": "a red cap", "c2": "a chair"})
     assert load_parts(file_store, fs) == {"c1": "a red cap", "c2": "a chair"}
     file_store.put_bytes(key, file_store.get_bytes(key)[:40])  # truncated
+    healed: list[str] = []
     with caplog.at_level(logging.WARNING):
-        assert load_parts(file_store, fs) == {}
+        assert load_parts(file_store, fs, healed) == {}
     assert "damaged cache object " + key in caplog.text and not file_store.exists(key)
+    assert len(healed) == 1 and key in healed[0] and "\n" not in healed[0]
+    from vismem.pipelines.dmv.replay import describe
+
+    said = describe({"chains": 1, "architectures": ["a"], "features": {"computed": {}, "reused": {}, "healed": 1}})
+    assert said.endswith("; 1 damaged feature parts redone")
 
     ctx = SimpleNamespace(store=file_store, logger=logging.getLogger("t"))
     df = pl.DataFrame({"question_id": ["q1", "q2"], "answer_status": ["ok", "ok"]})
@@ -116,6 +122,9 @@ def test_every_cache_kind_heals_a_damaged_object(file_store, caplog):
     put(text_key, b"read text")
     assert cached_text(get, text_key) == ("read text", 0.5)
     put(text_key, b"")  # emptied
+    assert cached_text(get, text_key) is None
+    put(text_key, b"read text")
+    put(seconds_key(text_key), b'{"seconds": 0.5, "by')  # a torn record: the text cannot be checked
     assert cached_text(get, text_key) is None
     put(seconds_key(text_key), b"0.25")  # a record written before digests: trusted as it is
     put(text_key, b"old text")

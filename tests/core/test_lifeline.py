@@ -189,3 +189,22 @@ def test_a_watchdog_whose_child_died_exits_quietly(tmp_path):
         print(line.poll())
     """)], cwd=REPO, capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert owner.stdout.strip() == "7" and owner.stderr == "", owner.stderr
+
+
+def test_close_ends_a_child_that_outlived_its_killed_watchdog(tmp_path):
+    """A watchdog killed by hand leaves its child only PR_SET_PDEATHSIG's SIGTERM; a child that
+    does not act on it (weed hung in its shutdown) must still end when its owner closes the line,
+    not stay until the next vismem command's stale-server check."""
+    log = tmp_path / "child.log"
+    line = Lifeline([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                     "print('ready', flush=True); time.sleep(600)"], log=log, grace_s=1.0)
+    child = line.child_pid
+    deadline = time.monotonic() + 30  # the child's SIG_IGN is in place (a start can be slow under load)
+    while "ready" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.kill(line.pid, signal.SIGKILL)
+    line.proc.wait(timeout=10)
+    time.sleep(1.0)
+    assert alive(child), "the child ended on PR_SET_PDEATHSIG alone; this test needs one that ignores it"
+    line.close()
+    assert _wait_gone([child], 5.0) == [], "the child outlived its killed watchdog and the owner's close()"

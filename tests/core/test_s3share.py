@@ -99,6 +99,8 @@ def test_runs_and_store_ls_share_a_running_local_s3_run_s_server(tmp_path, capsy
         assert "runs/alpha-0123456789/manifest.json" in capsys.readouterr().out
         assert main(["store", "cat", "runs/alpha-0123456789/manifest.json", *over]) == 0
         assert "alpha-0123456789" in capsys.readouterr().out
+        assert main(["store", "verify", *over]) == 0
+        assert "0 cached units checked, 0 damaged" in capsys.readouterr().out
         assert alive(weed) and owner.poll() is None  # the read-only commands left the run's server up
     finally:
         owner.communicate("", timeout=60)

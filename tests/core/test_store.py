@@ -262,3 +262,45 @@ def test_an_s3_server_out_of_disk_is_no_space_and_other_replies_stay_as_they_are
                                                          "(the store's S3 server http://127.0.0.1:9 is full)")
     denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "PutObject")
     assert store_fault(s3, denied, "k/x.bin") is None
+
+
+def test_a_local_s3_server_out_of_disk_answering_a_bare_internal_error_is_no_space(tmp_path, monkeypatch):
+    """weed out of disk replies 500 "We encountered an internal error, please try again." (the
+    cause is only in its log): with its data dir (almost) full that is NoSpace naming the object
+    and the dir; the same reply with room left, a refusal or a miss stay as they are."""
+    import shutil
+    from collections import namedtuple
+
+    from botocore.exceptions import ClientError
+
+    from vismem.core import storefault
+    from vismem.core.errors import NoSpace
+    from vismem.core.storefault import store_fault
+
+    s3 = Store.open("s3://vismem-test/p", endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b",
+                    server_dir=tmp_path, check=False)
+    assert s3.child("sub").spec.server_dir == str(tmp_path)  # the worker's view of a sub-store keeps it
+
+    def reply(code, status, message):
+        return ClientError({"Error": {"Code": code, "Message": message},
+                            "ResponseMetadata": {"HTTPStatusCode": status}}, "PutObject")
+
+    weed_full = reply("InternalError", 500, "We encountered an internal error, please try again.")
+    usage = namedtuple("usage", "total used free")
+    real = shutil.disk_usage
+    free = {"bytes": 4096}
+    monkeypatch.setattr(storefault.shutil, "disk_usage",
+                        lambda p: usage(1 << 30, (1 << 30) - free["bytes"], free["bytes"]) if str(p) == str(tmp_path)
+                        else real(p))
+    found = store_fault(s3, weed_full, "k/x.bin")
+    assert isinstance(found, NoSpace) and str(found) == (
+        "no space left on device writing s3://vismem-test/p/k/x.bin (the disk of the store's S3 server "
+        f"http://127.0.0.1:9 is full: {tmp_path})")
+    assert store_fault(s3, reply("NoSuchKey", 404, "The specified key does not exist."), "k/x.bin") is None
+    assert store_fault(s3, reply("AccessDenied", 403, "Access Denied"), "k/x.bin") is None
+    free["bytes"] = 10 << 30  # room left: some other server error, not a full disk
+    assert store_fault(s3, weed_full, "k/x.bin") is None
+    elsewhere = Store.open("s3://vismem-test/p", endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b",
+                           check=False)  # no local server dir (a remote S3): nothing to measure
+    free["bytes"] = 0
+    assert store_fault(elsewhere, weed_full, "k/x.bin") is None

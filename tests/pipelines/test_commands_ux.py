@@ -357,7 +357,8 @@ def test_percent_encoded_file_uris_name_the_folder_and_read_only_commands_create
 
 @pytest.mark.parametrize("damage", [b'{"run_id": "bad-0123456789", "stages": {"memshot": {"sta',  # truncated
                                     b"\x89PNG\r\n\x1a\n\xff\xfe garbage",  # not text at all
-                                    b'["a", "list"]', b'{"stages": [1, 2]}'])  # JSON, but not a manifest
+                                    b'["a", "list"]', b'{"stages": [1, 2]}',  # JSON, but not a manifest
+                                    b'{"stages": {"memshot": 3}}'])  # a stage that is no stage record
 def test_a_corrupt_manifest_is_flagged_and_never_hides_the_other_runs(file_store, tmp_path, capsys, monkeypatch,
                                                                       damage):
     from vismem.pipelines.cli import main
@@ -379,6 +380,29 @@ def test_a_corrupt_manifest_is_flagged_and_never_hides_the_other_runs(file_store
     assert main(["report", "bad-0123456789", *st, "--no-viewers"]) == 0
     out = capsys.readouterr().out
     assert "encoding" in out.splitlines()[0] and "manifest           manifest unreadable" in out
+    write_results(file_store, "runs/good-0123456789", "encoding", synthetic.encoding(chains=2, J=3))
+    # compare reads the damaged run without its manifest (encoding tables alone: nothing to compare)
+    assert main(["compare", "good-0123456789", "bad-0123456789", *st, "--out", str(tmp_path / "c.html")]) == 4
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.endswith("share no scored questions or probes: nothing to compare"), err
+
+
+def test_a_run_over_its_own_corrupt_manifest_names_it_and_writes_a_new_one(tmp_path, caplog):
+    import logging
+
+    from vismem.core.store import Store
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.runner import run
+
+    store = Store.open(f"file://{tmp_path}/st")
+    cfg = load_config(overrides={"stages": ["report"], "store": {"uri": store.uri}, "runs_dir": str(tmp_path / "runs")})
+    key = f"runs/{cfg.run_id}/manifest.json"
+    store.put_bytes(key, b'{"run_id": "x", "stages": {"rep')  # torn by an earlier run
+    with caplog.at_level(logging.WARNING, logger="vismem"):
+        run(cfg, progress=False)
+    said = [r.getMessage() for r in caplog.records if key in r.getMessage()]
+    assert len(said) == 1 and "manifest unreadable" in said[0] and "\n" not in said[0]
+    assert store.get_json(key)["stages"]["report"]["status"] == "done"
 
 
 def test_store_cat_selects_columns_and_prints_csv(tmp_path, capsys):
@@ -407,3 +431,21 @@ def test_store_cat_selects_columns_and_prints_csv(tmp_path, capsys):
     store.put_json("runs/r/manifest.json", {"a": 1})
     assert main(["store", "cat", "runs/r/manifest.json", "--store", uri, "--csv"]) == 2
     assert "apply to Parquet objects" in capsys.readouterr().err
+
+
+def test_read_only_commands_on_a_local_s3_store_never_run_create_nothing(tmp_path, capsys, monkeypatch):
+    """`vismem runs --config` of a config whose local-s3 store was never written (a typo'd
+    runs_dir, a fresh checkout) reads it as empty: no runs dir, no weed data dir, exit 0."""
+    from vismem.core.s3server import stale_servers
+    from vismem.pipelines.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "never run"
+    (tmp_path / "cfg.yaml").write_text(f"name: ro\nstages: [encode]\nruns_dir: {runs}\n")
+    for cmd in (["runs"], ["store", "ls"], ["report", "ro-0123456789", "--no-viewers"]):
+        main([*cmd, "--config", str(tmp_path / "cfg.yaml")])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    assert main(["runs", "--config", str(tmp_path / "cfg.yaml"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.yaml"] and stale_servers(runs / ".s3") == []

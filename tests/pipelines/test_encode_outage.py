@@ -87,3 +87,48 @@ def test_a_session_cached_with_a_failed_call_is_browsed_again_and_good_ones_stay
     for j in (0, 2):  # good sessions untouched
         assert (store.get_bytes(cache.steps_key(0, j)), store.get_bytes(cache.done_key(0, j))) == good[j]
     assert "1 cached with a failed call browsed again" in describe(again)
+
+
+def test_a_stage_that_reads_chains_refuses_a_session_cached_with_a_failed_call(tmp_path, ray_local):
+    """Run without the encode stage, replay and probes must not read a session cached with a failed
+    call as a trajectory (nor score probe units cached from it): they stop before any work, naming
+    the outage and the encode stage that browses it again; a run with encode then re-browses it."""
+    import io
+
+    import polars as pl
+    import pytest
+
+    from vismem.core.errors import ConfigError
+    from vismem.core.store import parquet_bytes
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.dmv.chains import missing_sessions, outage_cached, plan_chains
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache
+    from vismem.pipelines.runner import run
+
+    def cfg(stages):
+        return load_config(overrides={
+            "stages": stages, "runs_dir": str(tmp_path / "runs"), "store": {"uri": f"file://{tmp_path}/store"},
+            "encode": {"chains": 1, "J": 2, "env": "http"},
+            "memory": {"architectures": ["nomemory", "dualmem"],
+                       "components": {"captioner": "catalogue", "visual_encoder": "pocket-clip"}},
+            "probes": {"backends": ["scripted-recall"], "workers": 1}})
+
+    first = run(cfg(["encode"]), progress=False)["encode"]
+    store = Store.open(f"file://{tmp_path}/store")
+    cache = TrajectoryCache(store, first["backends"][0])
+    chains = plan_chains(cfg(["replay"]))
+    assert missing_sessions(store, chains, 2) == [] and outage_cached(store, chains, 2) == []
+    steps = pl.read_parquet(io.BytesIO(store.get_bytes(cache.steps_key(0, 1))))
+    steps = steps.with_columns(pl.when(pl.col("step") == 1).then(pl.lit("failed")).otherwise(pl.col("status"))
+                               .alias("status"))
+    cache.units.commit("0/1", {".parquet": parquet_bytes(steps.drop("schema_version"), schema_version=1),
+                               ".timing.parquet": store.get_bytes(cache.timing_key(0, 1))},
+                       {**cache.read_summary(0, 1), "failed_calls": 1})
+    slug = first["backends"][0]
+    assert outage_cached(store, chains, 2) == [(slug, 0, 1)] and missing_sessions(store, chains, 2) == [(slug, 0, 1)]
+    for stages in (["replay"], ["probes"]):
+        with pytest.raises(ConfigError, match="1 of them cached with a failed model call .*run the encode stage first"):
+            run(cfg(stages), progress=False)
+    out = run(cfg(["encode", "replay"]), progress=False)
+    assert out["encode"]["outages_redone"] == 1 and out["encode"]["ran"] == 1
+    assert outage_cached(store, chains, 2) == [] and out["replay"]["status"] == "done"

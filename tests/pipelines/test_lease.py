@@ -59,3 +59,53 @@ def test_a_second_run_of_one_config_is_refused_before_any_work(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
     assert not store.exists(f"runs/{cfg.run_id}/manifest.json")  # nothing written, not even a log
     assert not store.exists(f"runs/{cfg.run_id}/run.log")
+
+
+def test_two_runs_that_find_the_lease_free_at_once_never_both_go_on(file_store):
+    # Both read "free"; the first writes and would read its own lease straight back while the
+    # second is still about to write. After the settle wait the first sees the second's lease.
+    import threading
+
+    a_wrote = threading.Event()
+
+    class Racing:
+        """The store as one run sees it: the second run writes only after the first has."""
+
+        def __init__(self, first: bool) -> None:
+            self.first = first
+
+        def __getattr__(self, name):
+            return getattr(file_store, name)
+
+        def put_json(self, key, obj):
+            if not self.first and not a_wrote.is_set():
+                a_wrote.wait(5)
+                time.sleep(0.05)
+            file_store.put_json(key, obj)
+            if self.first:
+                a_wrote.set()
+
+    got: dict[str, str] = {}
+    b_read = threading.Event()
+
+    def enter(name: str, first: bool) -> None:
+        lease = RunLease(Racing(first), "r-5", heartbeat_s=60, settle_s=0.5)
+        if first:
+            b_read.wait(5)  # the second run has found the lease free before the first writes
+        else:
+            real = lease._current
+            lease._current = lambda: (real(), b_read.set())[0] if not b_read.is_set() else real()
+        try:
+            with lease:
+                got[name] = "held"
+                time.sleep(1.0)
+        except RunBusy as err:
+            got[name] = str(err)
+
+    threads = [threading.Thread(target=enter, args=(n, n == "a")) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert sorted(got) == ["a", "b"] and list(got.values()).count("held") == 1, got
+    assert "started twice at once" in got["a"]

@@ -98,13 +98,11 @@ def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_loc
     assert {"memshot", "no-render", "text-rag"} <= set(rt["variant"].to_list())
     assert "ocr-minilm (stand-in)" in rt["embedder"].to_list()
     # The sample viewer shows the memories' units too (MemOCR's shots, ranked without scores).
-    import json
-    import re
-
+    from vismem.analysis.samples_page import page_data
     from vismem.pipelines.report.viewers import sample_page
 
     page = sample_page(file_store, ctx.config.run_id, tables, ctx.manifest.data)
-    data = json.loads(re.search(r'<script type="application/json" id="sdata">(.*?)</script>', page, re.S)[1])
+    data = page_data(page)
     assert MEMOCR in data["variants"] and "memshot" in data["variants"]
     memo = [u for u in data["units"] if u["variant"] == MEMOCR]
     assert len(memo) == SESSIONS and all(u["shot"] for u in memo)

@@ -147,3 +147,40 @@ def test_ids_differing_only_in_punctuation_keep_their_own_units(file_store, smal
         alone = read_units(file_store, f"p/{i}").sort("unit_id")
         mine = df.filter(df["conversation_id"] == c.conversation_id).sort("unit_id")
         assert [file_store.get_bytes(k) for k in mine["key"]] == [file_store.get_bytes(k) for k in alone["key"]]
+
+
+def test_a_damaged_shot_pack_or_shard_is_named_and_its_session_rendered_again(tmp_path, small, caplog, capsys):
+    # A pack overwritten with random bytes of its own length and a torn shard: the next render
+    # names each in one line, renders those two sessions again to the same bytes, says so, and
+    # `vismem store verify` finds the same damage.
+    import logging
+    import os
+
+    from vismem.core.store import Store
+    from vismem.pipelines.cli import main
+    from vismem.pipelines.memshot.render import pack_key
+    from vismem.pipelines.memshot.stage import describe
+
+    store = Store.open(f"file://{tmp_path}/st")
+    prefix = "runs/t/memshot/locomo/memshot"
+    conv = small[:1]
+    render_units(store, conv, "memshot", None, prefix, use_ray=False)
+    cid = conv[0].conversation_id
+    pack, torn = pack_key(prefix, cid, "session_1"), shard_key(prefix, cid, "session_2")
+    good = {k: store.get_bytes(k) for k in (pack, pack_key(prefix, cid, "session_2"))}
+    store.put_bytes(pack, os.urandom(len(good[pack])))
+    store.put_bytes(torn, b'{"schema_version": 2, "ro')
+
+    assert main(["store", "verify", "--store", f"file://{tmp_path}/st"]) == 1
+    out = capsys.readouterr().out
+    assert f"damaged cache object {pack}: {len(good[pack])} bytes" in out and f"damaged cache marker {torn}" in out
+    assert "3 cached units checked, 2 damaged" in out
+
+    with caplog.at_level(logging.WARNING, logger="vismem"):
+        s = render_units(store, conv, "memshot", None, prefix, use_ray=False)
+    assert (s["healed"], s["rendered_sessions"], s["skipped_sessions"]) == (2, 2, 1)
+    lines = [r.getMessage() for r in caplog.records if "discarded, recomputing" in r.getMessage()]
+    assert len(lines) == 2 and all("\n" not in line for line in lines) and any(pack in line for line in lines)
+    assert {k: store.get_bytes(k) for k in good} == good
+    assert main(["store", "verify", "--store", f"file://{tmp_path}/st"]) == 0
+    assert "damaged shot packs redone" in describe({"conversations": 1, "questions": 2, "units": 9, "healed": 2})

@@ -119,3 +119,64 @@ def test_a_disk_that_fills_as_a_stage_ends_still_ends_the_run_failed(tmp_path, r
         entry = store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["report"]
     assert entry["status"] == "failed" and entry["error"].startswith("no space left on device writing")
     assert not pending.exists()
+
+
+def test_a_state_no_disk_can_keep_leaves_no_torn_file(tmp_path, file_store, monkeypatch):
+    """The store and the local disk both full: the save fails in one NoSpace, and the half-written
+    pending file is removed rather than left (empty) beside the run's log."""
+    import errno
+    from pathlib import Path
+
+    pending = tmp_path / "runs" / "r9" / PENDING_STATE
+    m = Manifest(file_store, "r9", pending=pending, store_name="local-s3://vismem")
+    m.data = {"run_id": "r9", "stages": {}}
+    _failing_store(file_store, monkeypatch)
+    real = Path.write_text
+
+    def full_disk(self, text, *a, **k):
+        real(self, "", *a, **k)  # the file is created, its bytes never fit
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(NoSpace):
+        m.stage("encode", "failed", error="no space left on device writing x")
+    monkeypatch.undo()
+    assert sorted(p.name for p in pending.parent.iterdir()) == []
+
+
+def test_a_run_sets_space_aside_that_takes_its_state_when_the_disk_fills(tmp_path, file_store, monkeypatch):
+    """The default store keeps its data on the runs dir's disk: when it is full, so is the local
+    disk. The space a run set aside when it began is freed to keep the failed state, and the
+    reserve is gone once the run is released."""
+    import errno
+    from pathlib import Path
+
+    from vismem.pipelines.manifest import RESERVE, RESERVE_BYTES
+
+    cfg = load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
+                                 "store": {"uri": file_store.uri}})
+    run_dir = tmp_path / "runs" / cfg.run_id
+    m = Manifest(file_store, cfg.run_id, pending=run_dir / PENDING_STATE, store_name=file_store.uri)
+    m.begin(cfg, seeds={"root": 0})
+    reserve = run_dir / RESERVE
+    assert reserve.stat().st_size == RESERVE_BYTES and reserve.stat().st_blocks * 512 >= RESERVE_BYTES  # not sparse
+    _failing_store(file_store, monkeypatch)
+    real = Path.write_text
+
+    def full_until_freed(self, text, *a, **k):
+        if reserve.exists():  # the disk is full; only the reserve's blocks can be had
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, text, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", full_until_freed)
+    with pytest.raises(NoSpace):
+        m.stage("encode", "failed", error="no space left on device writing x")
+    monkeypatch.undo()
+    kept = json.loads((run_dir / PENDING_STATE).read_text())
+    assert kept["manifest"]["stages"]["encode"]["status"] == "failed" and not reserve.exists()
+    m.release()  # nothing left to release: no error
+    m2 = Manifest(file_store, cfg.run_id, pending=run_dir / PENDING_STATE, store_name=file_store.uri)
+    m2.begin(cfg, seeds={"root": 0})
+    assert reserve.exists()
+    m2.release()
+    assert not reserve.exists()

@@ -58,6 +58,19 @@ def test_ablation_architectures_run_on_the_subset_and_share_units_with_the_full_
     assert none["probes"]["units"] == 2 * 2 * per_chain and none["probes"]["ran"] == 0
     assert "dualmem-vis" not in _table(tmp_path, none_cfg, none)["architecture"].to_list()
 
+    # A truncated probe unit is named in one line, discarded and probed again (the run says so).
+    from vismem.core.store import Store
+    from vismem.pipelines.dmv.probes import describe
+
+    store = Store.open(f"file://{tmp_path}/store")
+    key = sorted(k for k in store.iter_keys("probes") if k.endswith(".parquet"))[-1]
+    good = store.get_bytes(key)
+    store.put_bytes(key, good[: len(good) // 2])
+    healed = run(_cfg(tmp_path), progress=False)["probes"]
+    assert (healed["healed"], healed["ran"], healed["cached"]) == (1, 1, 3 * 2 * per_chain - 1)
+    assert pl.read_parquet(store.get_bytes(key)).drop_nulls("probe_id").height == pl.read_parquet(good).height
+    assert "1 damaged units redone" in describe(healed)
+
     # Table 4 of the subset run: the subset column is chain 0, dualmem-vis has no full-set value.
     from vismem.analysis.dmv_table4 import subset_caption, table4
 

@@ -52,3 +52,43 @@ def test_local_ray_listens_on_loopback_only(tmp_path):
     assert len(listeners) >= 4, listeners  # GCS, raylet, agents, driver, workers were all seen
     exposed = [item for item in listeners if not is_loopback(item[1])]
     assert exposed == [], f"Ray listeners beyond loopback: {exposed}"
+
+
+@pytest.mark.timeout(420)
+def test_a_real_local_run_listens_on_loopback_only(tmp_path):
+    # A plain `vismem run` on the default local-s3 store: its local S3 server, Ray (GCS, raylet,
+    # agents, workers), the driver and the shop the agents browse. Every process the run starts
+    # carries the token; their listeners are read while the run goes on.
+    import time
+
+    from vismem.core.lifeline import pids_with_env
+    from vismem.pipelines.localcluster import is_loopback, listening_sockets
+
+    token = f"realrun-{os.getpid()}"
+    env = {**os.environ, "VISMEM_TEST_RAYTOKEN": token, "RAY_AUTH_MODE": "disabled", "VISMEM_PROGRESS": "0"}
+    env.pop("RAY_ADDRESS", None)
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    cmd = [sys.executable, "-m", "vismem", "run", "encode", "--set", f"runs_dir={tmp_path}/runs",
+           "--set", "encode.chains=1", "--set", "encode.J=2", "--set", "encode.env=http", "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: set[tuple[str, int, str]] = set()
+    try:
+        while proc.poll() is None:
+            pids = pids_with_env("VISMEM_TEST_RAYTOKEN", token)
+            for pid, addr, port in listening_sockets(pids):
+                try:
+                    name = open(f"/proc/{pid}/comm").read().strip()
+                except OSError:
+                    name = "?"
+                seen.add((addr, port, name))
+            time.sleep(0.3)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    names = {n for _a, _p, n in seen}
+    assert any("weed" in n for n in names) and any(n.startswith(("gcs_server", "raylet")) for n in names), seen
+    assert len(seen) >= 6, seen
+    exposed = sorted(item for item in seen if not is_loopback(item[0]))
+    assert exposed == [], f"listeners of a local run beyond loopback: {exposed}"

@@ -144,3 +144,35 @@ def test_a_question_with_no_ranked_unit_scores_zero_not_dropped():
     row = rec.filter(pl.col("question_id") == "q9")
     assert row.height == 2  # one per ranked variant
     assert row["recall"].to_list() == [0.0, 0.0] and row["hit"].to_list() == [False, False]
+
+
+def test_evidence_ranks_place_the_first_evidence_unit_in_the_whole_ranking():
+    """Where the first unit holding an evidence turn sits in the full ranking, with rank_units'
+    order: within the top k it equals the kept ranking's first evidence rank; below it, a rank
+    the kept ranking cannot give."""
+    units = _units()
+    # q4 asks about the dog in Paris; its evidence is the guitar turn (ranked low by both variants).
+    qs = pl.concat([_questions(), pl.DataFrame({"conversation_id": ["c1"], "question_id": ["q4"],
+                                                "question": ["dog in paris?"], "evidence": [["D3:1"]],
+                                                "category": ["single-hop"]})])
+    items = R.embedding_items(units, qs)
+    vecs, _ = R.embed_items(items, BagOfWords(), read_image=IMAGES.__getitem__, batch_size=2)
+    vectors = dict(zip(items["item_id"].to_list(), vecs))
+    full = R.rank_units(units, qs, vectors, 10)
+    top1 = R.rank_units(units, qs, vectors, 1)
+    er = R.evidence_ranks(units, qs, vectors)
+    assert er.height == 2 * 4  # one row per variant x question with evidence
+    dia = {(v, u): set(d) for v, u, d in units.select("variant", "unit_id", "dia_ids").iter_rows()}
+    ev = {q: set(e) for q, e in qs.select("question_id", "evidence").iter_rows()}
+    below = 0
+    for r in er.iter_rows(named=True):
+        order = full.filter((pl.col("variant") == r["variant"]) & (pl.col("question_id") == r["question_id"])).sort("rank")
+        want = next(i + 1 for i, u in enumerate(order["unit_id"]) if dia[(r["variant"], u)] & ev[r["question_id"]])
+        assert r["evidence_rank"] == want and r["evidence_unit"] == order["unit_id"][want - 1]
+        assert r["evidence_score"] == pytest.approx(order["score"][want - 1], abs=1e-6)
+        assert r["n_units"] == order.height
+        kept = top1.filter((pl.col("variant") == r["variant"]) & (pl.col("question_id") == r["question_id"]))
+        below += r["evidence_rank"] > kept.height
+    assert below > 0  # some evidence ranked below the kept top 1: what the new column tells
+    none = R.evidence_ranks(units, qs.with_columns(pl.lit(["D9:9"]).alias("evidence")), vectors)
+    assert none["evidence_rank"].null_count() == none.height and none["evidence_unit"].null_count() == none.height

@@ -76,3 +76,24 @@ def test_the_no_render_variant_writes_the_pieces_as_text():
     joined = " ".join(u.text for u in units)
     for word in big.split()[::500]:
         assert word in joined
+
+
+def test_a_200kb_turn_renders_in_bounded_memory():
+    # One 948 x 54,000 px shot of this turn peaked at 6.4 GB; its pieces are drawn one shot at a
+    # time, so the render's peak stays near the interpreter's own (measured in a fresh process).
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import resource\n"
+              "from tests.memory.dialogue.test_split import _conv, _text_200kb\n"
+              "from vismem.memory.dialogue import load_variant, session_units\n"
+              "conv = _conv(_text_200kb())\n"
+              "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+              "units = session_units(conv, conv.sessions[0], load_variant('memshot'))\n"
+              "print(len(units), before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    n, before_kb, peak_kb = map(int, out.stdout.split())
+    assert n > 20 and peak_kb - before_kb < 300 * 1024, (before_kb, peak_kb)
