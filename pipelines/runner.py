@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -252,7 +253,32 @@ def store_failure(err: BaseException, servers: list[LocalS3Server], doing: str) 
     found = user_error(err)
     if isinstance(found, (NoSpace, StoreUnreachable)):
         return type(found)(f"{found} {doing}")
+    if found is None:
+        died = _actor_death(err)
+        if died:
+            return VismemError(f"a Ray worker process died {doing} ({died}); a re-run resumes from what was stored")
     return found
+
+
+def _actor_death(err: BaseException) -> str:
+    """Why a Ray actor died, when ``err`` (or an error behind it) is Ray's ``RayActorError``
+    (a local run's actors are not restarted: :func:`vismem.pipelines.rayctx.actor_pool`); else ''."""
+    from ray.exceptions import RayActorError
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, RayActorError) or "ActorDiedError" in type(e).__name__:
+            text = str(e)
+            detail = re.search(r"(?:exit detail|The actor is dead because)[: ]*([^\n]+)", text)
+            why = detail.group(1) if detail else text.splitlines()[0] if text.strip() else ""
+            return " ".join(why.split())[:300] or "its actor died unexpectedly"
+        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
+    return ""
 
 
 def _check_servers(servers: list[LocalS3Server], doing: str) -> None:
