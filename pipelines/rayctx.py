@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import warnings
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -160,8 +161,11 @@ def actor_pool(cfg: RayConfig, *, size: int | None = None, overlap: int = 1) -> 
         # machine a dead actor is a crash or an out-of-memory kill of this machine, which a
         # restart repeats (a deterministic crash loops for ever): the stage fails instead, in one
         # line (vismem.pipelines.runner.store_failure), and a re-run resumes from what was stored.
-        # On a cluster, where a node can go away, Ray Data's restarts are kept.
+        # On a cluster, where a node can go away, Ray Data's restarts are kept. Ray 2.60 takes it
+        # only as an extra remote arg, which it says is deprecated (for 2.64; pyproject pins 2.60)
+        # in a warning of its own on the terminal: that one warning is silenced, nothing else.
         kwargs["max_restarts"] = 0
+        warnings.filterwarnings("ignore", message=r"`ray_remote_args` is deprecated", category=DeprecationWarning)
     return kwargs
 
 

@@ -37,6 +37,7 @@ def test_a_local_run_prints_no_ray_core_worker_line(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert list((tmp_path / "store").rglob("*.done.json")), "the run browsed no session: its actor never ran"
     assert not RAY_CPP_LINE.search(r.stderr) and "constructor arguments" not in r.stderr, r.stderr[-3000:]
+    assert "Warning" not in r.stderr, r.stderr[-3000:]  # nor the deprecation of the extra remote arg
 
 
 def test_actor_restarts_are_off_locally_and_kept_on_a_cluster(monkeypatch):
