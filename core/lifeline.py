@@ -10,6 +10,8 @@ process's files) — the watchdog
    the owner put into its environment before starting Ray, so every Ray process it started
    (GCS, raylet, agents, workers, and what they spawn) carries it and nothing else does -- and
    every process below those (one that renamed itself no longer shows the token);
+3. removes the folder given with ``--remove``, if any (the temp dir those processes wrote to:
+   nothing else would, once its owner is gone);
 
 then exits. If the child exits first, the watchdog exits with its status (the owner sees it as
 the child's death). Thread-independent, unlike ``PR_SET_PDEATHSIG``, and it works for a whole
@@ -19,7 +21,7 @@ it to the next vismem command's stale-server check.
 
 Command line (what :class:`Lifeline` runs)::
 
-    python -I core/lifeline.py [--grace S] [--log FILE] [--sweep-env NAME=VALUE] [-- CMD ...]
+    python -I core/lifeline.py [--grace S] [--log FILE] [--sweep-env NAME=VALUE] [--remove DIR] [-- CMD ...]
 
 The first line it prints is the child's pid (``0`` without a child).
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -161,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grace", type=float, default=10.0)
     p.add_argument("--log")
     p.add_argument("--sweep-env")
+    p.add_argument("--remove")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
@@ -190,13 +194,21 @@ def main(argv: list[str] | None = None) -> int:
     while not cut.is_set():
         if child is not None and child.poll() is not None:
             _sweep(a.sweep_env, a.grace, {os.getpid(), owner})
+            _remove(a.remove)
             return int(child.returncode)
         cut.wait(0.2)
     if child is not None and child.poll() is None:
         end_pids([child.pid], a.grace)
         child.wait()
     _sweep(a.sweep_env, a.grace, {os.getpid(), owner})
+    _remove(a.remove)
     return 0
+
+
+def _remove(folder: str | None) -> None:
+    """Remove ``folder`` (after the sweep: no process of the owner's writes to it any more)."""
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Lifeline:
@@ -209,16 +221,20 @@ class Lifeline:
         log: file the child's stdout/stderr are appended to.
         env / cwd: the watchdog's (and so the child's) environment and working directory.
         grace_s: seconds between SIGTERM and SIGKILL.
+        remove: a folder removed once the child and the swept processes are ended.
     """
 
     def __init__(self, cmd: list[str] | None = None, *, sweep_env: tuple[str, str] | None = None,
                  log: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None,
-                 cwd: str | os.PathLike[str] | None = None, grace_s: float = 10.0) -> None:
+                 cwd: str | os.PathLike[str] | None = None, grace_s: float = 10.0,
+                 remove: str | os.PathLike[str] | None = None) -> None:
         args = [sys.executable, "-I", str(_ME), "--grace", str(grace_s)]
         if log is not None:
             args += ["--log", str(log)]
         if sweep_env is not None:
             args += ["--sweep-env", f"{sweep_env[0]}={sweep_env[1]}"]
+        if remove is not None:
+            args += ["--remove", str(remove)]
         if cmd:
             args += ["--", *cmd]
         self.grace_s = grace_s

@@ -13,7 +13,8 @@ behave like a cluster of separate machines, and leave nothing behind:
   else carries, and with them every process below them (the agents rename themselves, which
   hides the token). :meth:`LocalRayCluster.stop` ends them -- SIGTERM, then SIGKILL, repeated
   while any remain (agents re-parented to init ignore SIGTERM) -- and a lifeline
-  (:mod:`vismem.core.lifeline`) does the same if the owner dies without stopping it.
+  (:mod:`vismem.core.lifeline`) does the same if the owner dies without stopping it, then
+  removes the temp dirs (``root``), as ``stop()`` does.
 * **Every listener on 127.0.0.1**, the Ray Client server included (it follows the node IP,
   which Ray would otherwise turn into the machine's outward address: see ``_LOOPBACK_ENV``);
   :meth:`LocalRayCluster.listeners` lists what the cluster's processes listen on.
@@ -135,7 +136,7 @@ class LocalRayCluster:
             d.mkdir(parents=True, exist_ok=True)
         # Armed before the first process exists: an owner killed mid-start leaves nothing either.
         if self.lifeline:
-            self._lifeline = Lifeline(sweep_env=(TOKEN_VAR, self.token), grace_s=3.0)
+            self._lifeline = Lifeline(sweep_env=(TOKEN_VAR, self.token), grace_s=3.0, remove=self.root)
         # Ray's defaults are fixed (e.g. the dashboard agent on 52365), so a second Ray on the
         # machine -- a test session's, a user's -- would collide and leave the node without a job
         # agent; and ports picked one by one can repeat (Ray refuses a head whose dashboard port

@@ -207,6 +207,13 @@ class Manifest:
             self._replica_stacks[key] = replica_stack(model)
         return self._replica_stacks[key]
 
+    def fail(self, error: str) -> None:
+        """Record that the run failed outside any stage (its store died as Ray started, Ray could
+        not start, a step after the stages failed) with the one-line ``error`` it reported: the
+        run is listed ``failed`` with its cause, not left ``running`` or stage-less."""
+        self.data["failure"] = {"error": error, "at": time.time()}
+        self.save()
+
     def offline(self) -> None:
         """The store is known to be gone: later saves go straight to the pending file."""
         self._offline = True
@@ -276,6 +283,10 @@ def flush_pending(store: Store, store_name: str, runs_root: Path) -> list[str]:
                     have = stages.get(name)
                     if not isinstance(have, dict) or float(entry.get("started", 0)) >= float(have.get("started", 0)):
                         stages[name] = entry
+                # The run-level failure of the attempt the store last saw begin (or a later one),
+                # never of an earlier attempt over a re-run that reached the store.
+                if kept.get("failure") and str(kept.get("started_at") or "") >= str(current.get("started_at") or ""):
+                    current["failure"] = kept["failure"]
                 kept = current
             store.put_json(f"runs/{run_id}/manifest.json", kept)
         except Exception as err:  # noqa: BLE001 - the store still cannot take it: kept for the next command

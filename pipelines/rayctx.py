@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import warnings
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -151,7 +152,26 @@ def actor_pool(cfg: RayConfig, *, size: int | None = None, overlap: int = 1) -> 
                                      max_concurrent_calls_per_actor=overlap, enable_true_multi_threading=True)
     else:
         strategy = ActorPoolStrategy(min_size=1, max_size=n)
-    return {"compute": strategy, "num_cpus": cfg.actor_cpus}
+    kwargs: dict[str, Any] = {"compute": strategy, "num_cpus": cfg.actor_cpus}
+    if is_local(cfg):
+        # Ray Data restarts a dead actor forever (max_restarts=-1) and retries its tasks forever;
+        # its actors always get their constructor arguments as object refs, so with restarts on,
+        # Ray's core worker prints "Actor ... has constructor arguments in the object store and
+        # max_restarts > 0" (ray-project/ray#57733) on the terminal for every actor. On one
+        # machine a dead actor is a crash or an out-of-memory kill of this machine, which a
+        # restart repeats (a deterministic crash loops for ever): the stage fails instead, in one
+        # line (vismem.pipelines.runner.store_failure), and a re-run resumes from what was stored.
+        # On a cluster, where a node can go away, Ray Data's restarts are kept. Ray 2.60 takes it
+        # only as an extra remote arg, which it says is deprecated (for 2.64; pyproject pins 2.60)
+        # in a warning of its own on the terminal: that one warning is silenced, nothing else.
+        kwargs["max_restarts"] = 0
+        warnings.filterwarnings("ignore", message=r"`ray_remote_args` is deprecated", category=DeprecationWarning)
+    return kwargs
+
+
+def is_local(cfg: RayConfig) -> bool:
+    """Whether this driver runs (or will run) its own Ray on this machine, not a cluster's."""
+    return cfg.mode == "local" and cfg.address is None and not os.environ.get("RAY_ADDRESS")
 
 
 def task_pool(cfg: RayConfig) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -164,16 +165,21 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             # The log goes into the store when the run ends, failed or not: a cluster job's local
             # folder is a Ray temp dir, gone with the job.
             keep.callback(_keep_log, store, run_dir / "run.log", config.run_id, handler)
+            # The manifest (stages still to come) is written before Ray starts: a run that fails
+            # from here on is recorded failed with its cause (:func:`_fail_run`), never left with
+            # no record at all.
+            manifest = Manifest(store, config.run_id, scrubber=scrubber, pending=run_dir / PENDING_STATE,
+                                store_name=config.store.uri)
+            now["manifest"] = manifest
+            manifest.begin(config, seeds={"root": config.seed})
             import ray
 
             started_ray = not ray.is_initialized()  # a caller's Ray (tests, notebooks) is left running
             if started_ray:
                 lifeline = _ray_lifeline()
+            where[0] = "while Ray started"
             init_ray(config.ray, env_vars=env)
-            manifest = Manifest(store, config.run_id, scrubber=scrubber, pending=run_dir / PENDING_STATE,
-                                store_name=config.store.uri)
-            now["manifest"] = manifest
-            manifest.begin(config, seeds={"root": config.seed})
+            _check_servers(servers, where[0])  # a store gone while Ray started is named as such
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
             for i, name in enumerate(todo, 1):
@@ -186,6 +192,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                     summary = get_stage(name).run(ctx) or {}
                 except BaseException as err:
                     now.pop("stage")
+                    now["recorded"] = True
                     _record_failure(manifest, name, err, servers, where[0], scrubber)
                     progress_lines.stage_finished(name, "failed", time.time() - t0, i, len(todo))
                     raise
@@ -212,9 +219,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             if after is not None:
                 results["_after"] = after(store, results)
     except Exception as err:
-        fault = store_failure(err, servers, where[0])
-        if fault is not None and "stage" in now:  # the store failed as a stage began or ended
-            _record_failure(now["manifest"], now["stage"], err, servers, where[0], scrubber)
+        fault = _fail_run(err, now, servers, where[0], scrubber)
         if fault is None or fault is err:
             raise
         raise fault from None  # one line, the cause named (the CLI prints it and exits by its kind)
@@ -248,7 +253,65 @@ def store_failure(err: BaseException, servers: list[LocalS3Server], doing: str) 
     found = user_error(err)
     if isinstance(found, (NoSpace, StoreUnreachable)):
         return type(found)(f"{found} {doing}")
+    if found is None:
+        died = _actor_death(err)
+        if died:
+            return VismemError(f"a Ray worker process died {doing} ({died}); a re-run resumes from what was stored")
     return found
+
+
+def _actor_death(err: BaseException) -> str:
+    """Why a Ray actor died, when ``err`` (or an error behind it) is Ray's ``RayActorError``
+    (a local run's actors are not restarted: :func:`vismem.pipelines.rayctx.actor_pool`); else ''."""
+    from ray.exceptions import RayActorError
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, RayActorError) or "ActorDiedError" in type(e).__name__:
+            text = str(e)
+            detail = re.search(r"(?:exit detail|The actor is dead because)[: ]*([^\n]+)", text)
+            why = detail.group(1) if detail else text.splitlines()[0] if text.strip() else ""
+            return " ".join(why.split())[:300] or "its actor died unexpectedly"
+        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
+    return ""
+
+
+def _check_servers(servers: list[LocalS3Server], doing: str) -> None:
+    """Raise the one-line error of a local S3 server that has died (``doing`` says when)."""
+    if any(s.died() for s in servers):
+        raise store_failure(RuntimeError("the store's server died"), servers, doing) or StoreUnreachable(doing)
+
+
+def _fail_run(err: Exception, now: dict[str, Any], servers: list[LocalS3Server], doing: str,
+              scrubber: Scrubber) -> VismemError | None:
+    """Record a failed run in its manifest (``now["manifest"]``, once it exists) and return the
+    one-line error it stands for (:func:`store_failure`).
+
+    A failure as a stage began or ended is that stage's; one outside any stage (Ray not starting,
+    the store dying as Ray started, a step after the stages) is the run's own
+    (:meth:`Manifest.fail`). A store that cannot take the record leaves it in the run's pending
+    file, written by the next command against that store.
+    """
+    fault = store_failure(err, servers, doing)
+    manifest = now.get("manifest")
+    if manifest is None or now.get("recorded"):
+        return fault
+    if "stage" in now:  # it failed as a stage began or ended (the store, most often)
+        _record_failure(manifest, now["stage"], err, servers, doing, scrubber)
+        return fault
+    if any(s.died() for s in servers):
+        manifest.offline()  # no store to try: straight to the local file
+    error = str(fault) if fault is not None else f"{type(err).__name__}: {err}"
+    try:
+        manifest.fail(scrubber.text(error))
+    except Exception as save_err:  # noqa: BLE001 - the run's own failure is what it reports
+        log.warning("the run's failure is kept locally until the store takes it (%s)", save_err)
+    return fault
 
 
 def _record_failure(manifest: Manifest, name: str, err: BaseException, servers: list[LocalS3Server],

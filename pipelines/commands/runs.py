@@ -31,7 +31,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_status(manifest: dict[str, Any]) -> str:
-    """``failed`` / ``partial`` / ``incomplete`` / ``done`` from a manifest's stage entries."""
+    """``failed`` / ``partial`` / ``incomplete`` / ``done`` from a manifest's stage entries (and
+    its run-level ``failure``: a run that failed outside any stage)."""
+    if isinstance(manifest.get("failure"), dict):
+        return "failed"
     states = [v.get("status") for v in (manifest.get("stages") or {}).values() if isinstance(v, dict)]
     if not states:
         return "incomplete"
@@ -89,7 +92,8 @@ def list_runs(store: "Store", *, options: Any = None) -> list[dict[str, Any]]:
         wall = sum(_seconds(v.get("wall_s")) for v in (m.get("stages") or {}).values() if isinstance(v, dict))
         started = m.get("started_at") if isinstance(m.get("started_at"), str) else None
         status = "unreadable manifest" if problem else run_status(m) if m else "no manifest"
-        out.append({"run_id": rid, "status": status, "problem": problem, "started": started,
+        failure = m.get("failure") if isinstance(m.get("failure"), dict) else {}
+        out.append({"run_id": rid, "status": status, "problem": problem or failure.get("error"), "started": started,
                     "stages": stages, "wall_s": round(wall, 1),
                     "report": store.url(f"runs/{rid}/report/index.html")
                     if store.exists(f"runs/{rid}/report/index.html") else None})

@@ -178,3 +178,66 @@ def test_the_store_server_dying_mid_stage_is_one_line_and_the_manifest_ends_fail
     with open_store(cfg, create=False) as (store, _env):
         entry = store.get_json(f"runs/{cfg.run_id}/manifest.json")["stages"]["encode"]
     assert entry["status"] == "failed" and entry["error"] == lines[0][len("vismem: error: "):]
+
+
+# The real CLI in a process whose ray.init kills the run's weed (SIGKILL) once the driver's core
+# worker is up: the store dies before any stage begins.
+_KILL_WEED_IN_INIT = """
+import os, signal, sys, time
+import ray._private.worker as w
+from vismem.core.lifeline import alive, pids_with_env
+connect = w.connect
+def connect_then_kill_weed(*args, **kwargs):
+    connect(*args, **kwargs)
+    for pid in pids_with_env("VISMEM_TEST_MARK", os.environ["VISMEM_TEST_MARK"], exclude={os.getpid()}):
+        try:
+            argv0 = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[0]
+        except OSError:
+            continue
+        if argv0.endswith(b"weed"):
+            os.kill(pid, signal.SIGKILL)
+            open(sys.argv[1], "w").write(str(pid))
+            while alive(pid):
+                time.sleep(0.05)
+w.connect = connect_then_kill_weed
+from vismem.pipelines.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_the_store_server_dying_as_ray_starts_ends_the_run_failed_with_its_cause(tmp_path):
+    """weed killed while ``ray.init`` runs (before any stage): one line naming when it died, exit 3,
+    and the run's record -- written before Ray starts, its failure kept locally while the store is
+    gone -- is listed by the next command as failed with that cause (it was "no manifest")."""
+    data = {"name": "weedinit", "stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
+            "encode": {**ENCODE, "J": 1}}
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
+    cfg = load_config(tmp_path / "cfg.yaml")
+    mark = secrets.token_hex(6)
+    env = {**os.environ, "VISMEM_TEST_MARK": mark}
+    killed = tmp_path / "killed"
+    cmd = [sys.executable, "-c", _KILL_WEED_IN_INIT, str(killed), "run", "--config", str(tmp_path / "cfg.yaml"),
+           "--no-progress"]
+    r = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert killed.exists(), ("weed was never killed", r.stderr[-3000:])
+    weed = int(killed.read_text())
+    assert r.returncode == 3, (r.returncode, r.stderr[-3000:])
+    assert "Traceback" not in r.stderr and "Fatal Python error" not in r.stderr, r.stderr[-3000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("vismem:")]
+    assert lines == [r.stderr.strip().splitlines()[-1]], r.stderr[-3000:]
+    assert lines[0] == (f"vismem: error: the store's S3 server (weed, pid {weed}) died while Ray started; "
+                        f"its log: {tmp_path / 'runs' / '.s3' / 'weed.log'}"), lines[0]
+    pending = tmp_path / "runs" / cfg.run_id / "pending-state.json"
+    assert pending.exists()
+    assert _wait_no_marked(mark) == []
+
+    listed = subprocess.run([sys.executable, "-m", "vismem", "runs", "--config", str(tmp_path / "cfg.yaml"), "--json",
+                             "--no-headline"], capture_output=True, text=True, timeout=300, env=env)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    (row,) = json.loads(listed.stdout)
+    assert (row["run_id"], row["status"], row["stages"]) == (cfg.run_id, "failed", {})
+    assert row["problem"] == lines[0][len("vismem: error: "):]
+    assert not pending.exists()
+    with open_store(cfg, create=False) as (store, _env):
+        failure = store.get_json(f"runs/{cfg.run_id}/manifest.json")["failure"]
+    assert failure["error"] == lines[0][len("vismem: error: "):]

@@ -121,3 +121,45 @@ def test_stop_leaves_no_process_of_the_cluster_the_renamed_agents_included():
         time.sleep(0.2)
     assert [p for p in tree if alive(p)] == [], {p: _cmdline(p)[:100] for p in tree if alive(p)}
     assert not c.root.exists()
+
+
+# An owner that starts a one-raylet cluster, prints its root and token, and waits to be killed.
+_OWNER = """
+import time
+from vismem.pipelines.localcluster import LocalRayCluster
+c = LocalRayCluster(workers=0).start()
+print(c.root, c.token, flush=True)
+time.sleep(600)
+"""
+
+
+def test_an_owner_killed_without_stop_leaves_neither_processes_nor_its_temp_dir():
+    """SIGKILL of the process that started a cluster: its lifeline ends the cluster's processes
+    and removes its temp dir (``/tmp/vmrXXXXXX``, a few MB of logs and sockets), which it once left."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from vismem.core.lifeline import alive, descendants, pids_with_env
+    from vismem.pipelines.localcluster import TOKEN_VAR, _cmdline
+
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+    try:
+        root, token = owner.stdout.readline().split()
+        root = Path(root)
+        tree = descendants(pids_with_env(TOKEN_VAR, token, exclude={os.getpid(), owner.pid}))
+        assert root.is_dir() and any((root / "head").iterdir()) and len(tree) >= 2
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while (root.exists() or any(alive(p) for p in tree)) and time.monotonic() < deadline:
+            time.sleep(0.3)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+    assert [p for p in tree if alive(p)] == [], {p: _cmdline(p)[:100] for p in tree if alive(p)}
+    assert not root.exists(), sorted(str(p) for p in root.rglob("*"))[:20]

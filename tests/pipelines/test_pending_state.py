@@ -180,3 +180,49 @@ def test_a_run_sets_space_aside_that_takes_its_state_when_the_disk_fills(tmp_pat
     assert reserve.exists()
     m2.release()
     assert not reserve.exists()
+
+
+def test_a_run_failing_outside_any_stage_is_recorded_failed_with_its_cause(tmp_path, ray_local, monkeypatch):
+    """A failure after the stages (here the step run once they are done) is the run's own: the
+    manifest ends with a run-level failure, and `vismem runs` lists the run failed with that cause."""
+    import vismem.pipelines.stage as stages
+    from vismem.pipelines.commands.runs import list_runs
+    from vismem.pipelines.runner import run
+
+    monkeypatch.setattr(stages, "get_stage", lambda name: stages.Stage(name, None, lambda ctx: {"status": "done"}))
+    cfg = load_config(overrides={"stages": ["report"], "store": {"uri": f"file://{tmp_path}/st"},
+                                 "runs_dir": str(tmp_path / "runs")})
+
+    def after(store, results):
+        raise VismemError("the report could not be built")
+
+    with pytest.raises(VismemError, match="^the report could not be built$"):
+        run(cfg, progress=False, after=after)
+    store = Store.open(f"file://{tmp_path}/st")
+    manifest = store.get_json(f"runs/{cfg.run_id}/manifest.json")
+    assert manifest["stages"]["report"]["status"] == "done"
+    assert manifest["failure"]["error"] == "the report could not be built"
+    (row,) = list_runs(store)
+    assert (row["status"], row["problem"]) == ("failed", "the report could not be built")
+
+    run(cfg, progress=False)  # a re-run that succeeds clears the earlier attempt's failure
+    assert "failure" not in store.get_json(f"runs/{cfg.run_id}/manifest.json")
+    assert list_runs(store)[0]["status"] == "done"
+
+
+def test_a_kept_run_failure_is_written_unless_a_later_attempt_reached_the_store(tmp_path, file_store):
+    runs = tmp_path / "runs"
+    (runs / "r4").mkdir(parents=True)
+    failure = {"error": "the store's S3 server died while Ray started", "at": 5.0}
+    kept = {"run_id": "r4", "started_at": "2026-01-01T00:00:00Z", "stages": {}, "failure": failure}
+    (runs / "r4" / PENDING_STATE).write_text(json.dumps({"store": "s", "run_id": "r4", "manifest": kept}))
+    begun = {k: v for k, v in kept.items() if k != "failure"}  # the attempt as the store saw it begin
+    file_store.put_json("runs/r4/manifest.json", begun)
+    assert flush_pending(file_store, "s", runs) == ["r4"]
+    assert file_store.get_json("runs/r4/manifest.json")["failure"] == failure
+
+    (runs / "r4" / PENDING_STATE).write_text(json.dumps({"store": "s", "run_id": "r4", "manifest": kept}))
+    later = {"run_id": "r4", "started_at": "2026-01-02T00:00:00Z", "stages": {}}
+    file_store.put_json("runs/r4/manifest.json", later)
+    assert flush_pending(file_store, "s", runs) == ["r4"]
+    assert file_store.get_json("runs/r4/manifest.json") == later
