@@ -214,14 +214,15 @@ def heal_blobs(caches: list["TrajectoryCache"], keys: Iterable[tuple[int, int, i
     bad = damaged_blobs(caches[0].store, shown)
     for key, line in bad.items():
         caches[0].store.delete(key)
-        units = _discard_sessions(caches, sorted(shown[key]))
+        units = discard_sessions(caches, sorted(shown[key]))
         log.warning("%s: discarded with %d session(s) that showed it and %d probe units that read them, browsing again",
                     line, len(shown[key]), units)
     return list(bad.values())
 
 
-def _discard_sessions(caches: list["TrajectoryCache"], sessions: Iterable[tuple[int, int, int]]) -> int:
-    """Discard sessions ``(backend index, seed, j)`` and the probe units that read them (count)."""
+def discard_sessions(caches: list["TrajectoryCache"], sessions: Iterable[tuple[int, int, int]]) -> int:
+    """Discard sessions ``(index into caches, seed, j)`` and the probe units that read them;
+    returns how many probe units went."""
     from vismem.pipelines.dmv.probecache import discard_reading
 
     units = 0
@@ -261,7 +262,7 @@ def verify_blobs(store: "Store", *, discard: bool = False) -> tuple[int, list[st
     for key, line in bad.items():
         store.delete(key)
         slugs = sorted({u[0] for u in users[key]})
-        units = _discard_sessions([caches[s] for s in slugs],
+        units = discard_sessions([caches[s] for s in slugs],
                                   [(slugs.index(sl), s, j) for sl, s, j in sorted(users[key])])
         lines.append(f"{line}; with {len(users[key])} session(s) that showed it and {units} probe units "
                      "(the next encode run browses them again)")
