@@ -207,7 +207,8 @@ def refuse_damaged_images(ctx: "RunContext", chains: dict[Any, list[Any]]) -> No
     for key, line in bad.items():
         ctx.store.delete(key)
         ctx.logger.warning("%s: discarded with the %d session(s) that showed it", line, len(shown[key]))
-    discard_sessions([TrajectoryCache(ctx.store, s) for s in slugs], [(slugs.index(s), seed, j) for s, seed, j in sessions])
+    discard_sessions([TrajectoryCache(ctx.store, s) for s in slugs],
+                     [(slugs.index(s), seed, j) for s, seed, j in sessions])
     raise CacheDamaged(f"{len(bad)} image(s) the cached sessions observed are damaged ({next(iter(bad.values()))}): "
                       f"discarded with the {len(sessions)} session(s) that showed them; run the encode stage to "
                       "browse them again")
