@@ -6,14 +6,42 @@ puts; packed, 544). Each unit row then names its shot by a reference, and ``Stor
 ``exists`` take a reference wherever they take a key, so every reader of shots (OCR, embedders,
 answering, viewers, ``vismem store get``) reads packed and unpacked shots alike; :func:`read_many`
 reads a session's shots with one request per pack.
+
+Content-addressed blobs (``blobs/sha256/<hex>.<ext>``: the images an agent observed) verify
+themselves: their key IS their digest, so :func:`check_blob` (called by ``Store.get_bytes`` on
+every such read) catches a damaged one before its bytes reach a model or a cache.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Callable
 
 _REF = re.compile(r"^(?P<key>.+)#(?P<offset>\d+)\+(?P<length>\d+)$")
+
+#: Where content-addressed blobs live in a store: ``<BLOB_ROOT>/<sha256 hex>.<ext>``.
+BLOB_ROOT = "blobs/sha256"
+_BLOB = re.compile(r"(?:^|/)blobs/sha256/(?P<hex>[0-9a-f]{64})(?:\.[A-Za-z0-9]+)?$")
+
+
+def blob_digest(key: str) -> str | None:
+    """The SHA-256 a content-addressed blob's key names (None for any other key)."""
+    m = _BLOB.search(key) if "blobs/sha256/" in key else None
+    return m["hex"] if m else None
+
+
+def check_blob(key: str, data: bytes) -> bytes:
+    """``data`` when it is what ``key`` names (any key that is not a blob passes); a damaged blob
+    is a ``CacheDamaged`` naming it in one line. Hashing a few hundred KB costs about a ms."""
+    want = blob_digest(key)
+    if want is not None:
+        got = hashlib.sha256(data).hexdigest()
+        if got != want:
+            from vismem.core.cache import CacheDamaged
+
+            raise CacheDamaged(f"damaged blob {key}: {len(data)} bytes, sha256 {got[:12]}, its key names {want[:12]}")
+    return data
 
 
 def make_ref(key: str, offset: int, length: int) -> str:
@@ -46,4 +74,4 @@ def read_many(get: Callable[[str], bytes], keys: list[str]) -> list[bytes]:
     return out
 
 
-__all__ = ["make_ref", "parse_ref", "read_many"]
+__all__ = ["BLOB_ROOT", "blob_digest", "check_blob", "make_ref", "parse_ref", "read_many"]

@@ -2,7 +2,9 @@
 
 Five caches follow it: trajectories and probe units (units of :class:`UnitCache`), feature parts
 and MemShot's answer and verdict tables (one-object units of it), and the OCR text cache (each
-text's size and digest beside it, :func:`record`, checked by ``memory.dialogue.pixels``).
+text's size and digest beside it, :func:`record`, checked by ``memory.dialogue.pixels``). The
+content-addressed image blobs need no record: their key is their digest
+(``vismem.core.blobref.check_blob``, on every read; :func:`damaged_blobs` checks many).
 
 A *unit* of cached work is a few objects plus a done marker. The objects are written first; the
 marker last, as the commit point: a unit without one was never finished and is simply redone. The
@@ -119,6 +121,25 @@ def heal(units: Iterable[tuple[UnitCache, str]], log: "logging.Logger") -> list[
             cache.discard(unit)
             healed.append(problems[0])
     return healed
+
+
+def damaged_blobs(store: "Store", keys: Iterable[str], threads: int = 8) -> dict[str, str]:
+    """``blob key -> one line`` for every content-addressed blob among ``keys`` that is damaged
+    (its bytes are not what its key names) or missing; read concurrently, each read verified."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def problem(key: str) -> str | None:
+        try:
+            store.get_bytes(key)  # verifies a blob against its key's digest
+        except CacheDamaged as err:
+            return str(err)
+        except FileNotFoundError:
+            return f"damaged blob {key}: missing"
+        return None
+
+    keys = list(dict.fromkeys(keys))
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(keys)))) as pool:
+        return {k: line for k, line in zip(keys, pool.map(problem, keys)) if line}
 
 
 #: Where the done-marker caches live in a store (trajectories, probe units).

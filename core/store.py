@@ -23,7 +23,7 @@ from typing import Any, Iterator
 from urllib.parse import unquote, urlparse
 
 from vismem.core import s3client
-from vismem.core.blobref import parse_ref
+from vismem.core.blobref import check_blob, parse_ref
 from vismem.core.errors import StoreError
 from vismem.core.storefault import guarded, store_fault, write_all
 from vismem.core.secrets import strip_userinfo
@@ -215,10 +215,14 @@ class Store:
     @guarded
     def get_bytes(self, key: str) -> bytes:
         """Read a blob, or the byte range a ``vismem.core.blobref`` reference names; a missing key raises
-        ``FileNotFoundError`` naming it."""
+        ``FileNotFoundError`` naming it. A content-addressed blob is checked against the digest its key
+        names (``vismem.core.blobref.check_blob``): a damaged one never reaches a model or a cache."""
         ref = parse_ref(key)
         if ref is not None:
             return self._get_range(*ref)
+        return check_blob(key, self._get_plain(key))
+
+    def _get_plain(self, key: str) -> bytes:
         if self.is_s3:
             from botocore.exceptions import ClientError
 

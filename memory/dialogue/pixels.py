@@ -54,38 +54,48 @@ def seconds_key(text_key: str) -> str:
     return text_key[:-4] + ".s"
 
 
-def cached_text(get: Callable[[str], bytes | None], text_key: str) -> tuple[str, float] | None:
+def cached_text(get: Callable[[str], bytes | None], text_key: str, *, quiet: bool = False) -> tuple[str, float] | None:
     """``(text, seconds)`` of a cached shot, or None when it is not cached -- or its text does not
     match the size and digest recorded beside it (an emptied or overwritten text is read again,
-    never used; the log names it)."""
+    never used; the log names it unless ``quiet``: a look-ahead whose reader logs it again)."""
+    hit = _cached(get, text_key, quiet)
+    return hit if isinstance(hit, tuple) else None
+
+
+def _cached(get: Callable[[str], bytes | None], text_key: str, quiet: bool = False) -> tuple[str, float] | bool:
+    """:func:`cached_text`, but a miss says whether a damaged text was there (True) or none (False)."""
     raw = get(text_key)
     if raw is None:
-        return None
+        return False
     side = get(seconds_key(text_key))
     try:
         meta = json.loads(side) if side else {}
     except ValueError:  # a torn record: the text beside it cannot be checked, so it is read again
-        log.warning("damaged cache object %s: not JSON: reading the shot again", seconds_key(text_key))
-        return None
+        if not quiet:
+            log.warning("damaged cache object %s: not JSON: reading the shot again", seconds_key(text_key))
+        return True
     if not isinstance(meta, dict):  # a bare float: written before texts were recorded
         return raw.decode("utf-8"), float(meta)
     want = {k: meta[k] for k in ("bytes", "sha256") if k in meta}
     if want and record(raw) != want:
-        log.warning("damaged cache object %s: %d bytes, the record beside it says %s: reading the shot again",
-                    text_key, len(raw), want.get("bytes"))
-        return None
+        if not quiet:
+            log.warning("damaged cache object %s: %d bytes, the record beside it says %s: reading the shot again",
+                        text_key, len(raw), want.get("bytes"))
+        return True
     return raw.decode("utf-8"), float(meta.get("seconds", 0.0))
 
 
 @dataclass(frozen=True, slots=True)
 class ShotText:
     """The text read from one shot, the seconds reading it took (when it was first read, so a
-    cached shot still counts its construction time), and whether it came from the cache."""
+    cached shot still counts its construction time), whether it came from the cache, and whether
+    it replaced a damaged cached text (``healed``: the stage counts them)."""
 
     text: str
     seconds: float
     cached: bool
     sha256: str
+    healed: bool = False
 
 
 def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], bytes | None],
@@ -101,11 +111,14 @@ def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], byt
     keys = [cache_key(reader.ocr_key, img) for img in images]
     found: list[str | None] = []
     secs = [0.0] * len(images)
+    damaged = set()
     for i, k in enumerate(keys):
-        hit = cached_text(get, k)
-        found.append(None if hit is None else hit[0])
-        if hit is not None:
+        hit = _cached(get, k)
+        found.append(hit[0] if isinstance(hit, tuple) else None)
+        if isinstance(hit, tuple):
             secs[i] = hit[1]
+        elif hit:
+            damaged.add(i)
     todo = [i for i, t in enumerate(found) if t is None]
     if todo:
         t0 = time.perf_counter()
@@ -119,7 +132,7 @@ def read_batch(reader: Any, images: Sequence[bytes], *, get: Callable[[str], byt
             put(seconds_key(keys[i]), json.dumps({"seconds": share, **record(data)}).encode())
             put(keys[i], data)
     new = set(todo)
-    return [ShotText(str(found[i]), secs[i], i not in new, key_hash(keys[i]))
+    return [ShotText(str(found[i]), secs[i], i not in new, key_hash(keys[i]), i in damaged)
             for i in range(len(images))]
 
 

@@ -181,4 +181,34 @@ def load_run_chains(ctx: "RunContext") -> dict[Any, list[Any]]:
             raise VismemError(f"{lacks}: this run's encode stage ended {encode['status']} without them ({why}); "
                               "re-run to retry them")
         raise ConfigError(f"{lacks}; run the encode stage first")
-    return {c: chain_observations(ctx.store, c, J) for c in chains}
+    out = {c: chain_observations(ctx.store, c, J) for c in chains}
+    refuse_damaged_images(ctx, out)
+    return out
+
+
+def refuse_damaged_images(ctx: "RunContext", chains: dict[Any, list[Any]]) -> None:
+    """Check every image the chains' visits observed (its key is its digest) before a stage reads
+    them: a damaged one is named in the log and deleted with every session that showed it (and the
+    probe units that read those), and the stage is refused in one line naming the encode stage,
+    which browses them again (and so writes the image back)."""
+    from vismem.core.cache import CacheDamaged, damaged_blobs
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache, discard_sessions
+
+    shown: dict[str, set[tuple[str, int, int]]] = {}
+    for c, obs in chains.items():
+        for o in obs:
+            if o.image_key:
+                shown.setdefault(o.image_key, set()).add((c.slug, c.seed, o.j))
+    bad = damaged_blobs(ctx.store, shown)
+    if not bad:
+        return
+    sessions = sorted(set().union(*(shown[k] for k in bad)))
+    slugs = sorted({s for s, _, _ in sessions})
+    for key, line in bad.items():
+        ctx.store.delete(key)
+        ctx.logger.warning("%s: discarded with the %d session(s) that showed it", line, len(shown[key]))
+    discard_sessions([TrajectoryCache(ctx.store, s) for s in slugs],
+                     [(slugs.index(s), seed, j) for s, seed, j in sessions])
+    raise CacheDamaged(f"{len(bad)} image(s) the cached sessions observed are damaged ({next(iter(bad.values()))}): "
+                      f"discarded with the {len(sessions)} session(s) that showed them; run the encode stage to "
+                      "browse them again")

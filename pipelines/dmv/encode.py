@@ -177,7 +177,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     """Encode every pending session, then write the run's ``encoding`` result table."""
     from vismem.analysis.schemas import result_key, write_results
     from vismem.core.cache import heal
-    from vismem.pipelines.dmv.trajectories import TrajectoryCache, outage_sessions
+    from vismem.pipelines.dmv.trajectories import TrajectoryCache, heal_blobs, outage_sessions
 
     enc = ctx.config.encode
     if not enc.enabled:
@@ -187,7 +187,10 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     done = [c.done_keys() for c in caches]
     # A finished session is trusted only whole: a damaged one is discarded and browsed again.
     healed = heal(((caches[b].units, f"{s}/{j}") for b, s, j in keys if (s, j) in done[b]), ctx.logger)
-    if healed:
+    # An image a finished session observed is trusted only whole (its key is its digest): a
+    # damaged one goes with every session that showed it, and they are browsed again.
+    healed_blobs = heal_blobs(caches, keys, [c.done_keys() for c in caches] if healed else done, ctx.logger)
+    if healed or healed_blobs:
         done = [c.done_keys() for c in caches]
     # A session cached with a failed model call is an outage, not a trajectory: browsed again.
     outages = outage_sessions(caches, keys, done, ctx.logger)
@@ -211,6 +214,8 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         "results": key, "backends": slugs, "table3": table3(df), "healed": len(healed),
         "workers": min(enc.workers or ctx.config.ray.concurrency, max(1, len(todo))),
     }
+    if healed_blobs:  # damaged observation images: the sessions that showed them browsed again
+        out["healed_blobs"] = len(healed_blobs)
     if outages:  # sessions cached with a failed call (before the retry rule), browsed again
         out["outages_redone"] = len(outages)
     if failed:
@@ -225,6 +230,7 @@ def describe(s: dict[str, Any]) -> str:
     failed = len(s.get("failed") or [])
     return (f"{count(s.get('sessions'))} sessions: {count(s.get('ran'))} browsed, {count(s.get('cached'))} reused"
             + (f", {failed} failed" if failed else "") + (f", {s['healed']} damaged redone" if s.get("healed") else "")
+            + (f", {s['healed_blobs']} damaged images redone" if s.get("healed_blobs") else "")
             + (f", {s['outages_redone']} cached with a failed call browsed again" if s.get("outages_redone") else ""))
 
 

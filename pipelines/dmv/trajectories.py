@@ -163,6 +163,13 @@ class TrajectoryCache:
         timing = pl.read_parquet(io.BytesIO(self.units.read_object(unit, ".timing.parquet")))
         return steps.join(timing.select("step", "latency_s"), on="step", how="left", maintain_order="left")
 
+    def image_keys(self, seed: int, j: int) -> set[str]:
+        """The blob keys of the images a finished session observed (its steps verified)."""
+        import polars as pl
+
+        steps = pl.read_parquet(io.BytesIO(self.units.read_object(f"{seed}/{j}", ".parquet")), columns=["image_key"])
+        return set(steps["image_key"].drop_nulls().to_list())
+
     def visited(self, seed: int, j: int) -> list[str]:
         """Distinct products the session visited, first-seen order (the recall probes)."""
         return list(self.read_summary(seed, j)["visited"])
@@ -186,3 +193,77 @@ def outage_sessions(caches: list["TrajectoryCache"], keys: Iterable[tuple[int, i
                         "discarded with %d probe units that read it, browsing again", caches[b].backend, s, j, n, units)
             out.append((b, s, j))
     return out
+
+
+def heal_blobs(caches: list["TrajectoryCache"], keys: Iterable[tuple[int, int, int]],
+               done: list[set[tuple[int, int]]], log: Any) -> list[str]:
+    """Verify every image blob the finished sessions among ``keys`` observed (``(backend index,
+    seed, j)``, ``done`` the finished ``(seed, j)`` per back-end). A damaged (or missing) blob is
+    named in one line and deleted, and every session that showed it is discarded with the probe
+    units that read it, so the stage browses them again and rewrites the blob (its key is its
+    content: every other reference is whole again once it is). Returns one line per blob healed."""
+    from vismem.core.cache import damaged_blobs
+
+    shown: dict[str, set[tuple[int, int, int]]] = {}
+    for b, s, j in keys:
+        if (s, j) in done[b]:
+            for key in caches[b].image_keys(s, j):
+                shown.setdefault(key, set()).add((b, s, j))
+    if not shown:
+        return []
+    bad = damaged_blobs(caches[0].store, shown)
+    for key, line in bad.items():
+        caches[0].store.delete(key)
+        units = discard_sessions(caches, sorted(shown[key]))
+        log.warning("%s: discarded with %d session(s) that showed it and %d probe units that read them, browsing again",
+                    line, len(shown[key]), units)
+    return list(bad.values())
+
+
+def discard_sessions(caches: list["TrajectoryCache"], sessions: Iterable[tuple[int, int, int]]) -> int:
+    """Discard sessions ``(index into caches, seed, j)`` and the probe units that read them;
+    returns how many probe units went."""
+    from vismem.pipelines.dmv.probecache import discard_reading
+
+    units = 0
+    for b, s, j in sessions:
+        caches[b].discard(s, j)
+        units += discard_reading(caches[b].store, caches[b].backend, s, j)
+    return units
+
+
+def verify_blobs(store: "Store", *, discard: bool = False) -> tuple[int, list[str]]:
+    """Check every content-addressed blob in the store: ``(blobs checked, one line per damaged
+    one)``. With ``discard`` each damaged blob is deleted with every cached session that showed it
+    and the probe units that read them (the next encode run browses them again); each line then
+    says what went."""
+    from vismem.core.blobref import BLOB_ROOT as ROOT
+    from vismem.core.cache import damaged_blobs
+
+    keys = list(store.iter_keys(ROOT + "/"))
+    bad = damaged_blobs(store, keys)
+    if not bad or not discard:
+        return len(keys), list(bad.values())
+    # which sessions showed each damaged blob: every finished session of every back-end
+    caches: dict[str, TrajectoryCache] = {}
+    users: dict[str, set[tuple[str, int, int]]] = {k: set() for k in bad}
+    for key in store.iter_keys(TRAJECTORY_ROOT + "/"):
+        m = re.match(rf"{TRAJECTORY_ROOT}/(.+)/(\d+)/(\d+)\.done\.json$", key)
+        if not m:
+            continue
+        cache = caches.setdefault(m[1], TrajectoryCache(store, m[1]))
+        try:
+            shown = cache.image_keys(int(m[2]), int(m[3]))
+        except Exception:  # noqa: BLE001 - a damaged session: the unit check names and discards it
+            continue
+        for blob in shown & set(bad):
+            users[blob].add((m[1], int(m[2]), int(m[3])))
+    lines = []
+    for key, line in bad.items():
+        store.delete(key)
+        slugs = sorted({u[0] for u in users[key]})
+        units = discard_sessions([caches[s] for s in slugs],
+                                  [(slugs.index(sl), s, j) for sl, s, j in sorted(users[key])])
+        lines.append(f"{line}; with {len(users[key])} session(s) that showed it and {units} probe units "
+                     "(the next encode run browses them again)")
+    return len(keys), lines

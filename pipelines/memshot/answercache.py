@@ -58,11 +58,12 @@ def verdict(summary: dict[str, Any]) -> None:
         summary["failure"] = f"{summary['failure']}; {line}" if summary.get("failure") else line
 
 
-def cached(ctx: "RunContext", key: str, keep: Any) -> Any:
+def cached(ctx: "RunContext", key: str, keep: Any, healed: list[str] | None = None) -> Any:
     """Rows of an earlier attempt's table at ``key`` that pass ``keep`` (None when there is none).
 
     The table is a :class:`vismem.core.cache.UnitCache` unit: read only when it matches its done
-    marker; a damaged one is discarded (named in the log) and every row is asked again.
+    marker; a damaged one is discarded (named in the log, its line appended to ``healed``, which
+    the stage counts) and every row is asked again.
     """
     import io
 
@@ -78,6 +79,8 @@ def cached(ctx: "RunContext", key: str, keep: Any) -> Any:
         df = pl.read_parquet(io.BytesIO(data))
     except Exception as err:  # noqa: BLE001 - a damaged table, whatever broke it: asked again
         ctx.logger.warning("damaged cache table %s (%s): discarded, asking again", key, type(err).__name__)
+        if healed is not None:
+            healed.append(f"damaged cache table {key} ({type(err).__name__})")
         units.discard(unit)
         ctx.store.delete(key)
         return None

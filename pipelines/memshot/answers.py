@@ -24,8 +24,10 @@ def model_label(vlm: Any, spec: dict[str, Any]) -> str:
     return f"{name} (stand-in)" if getattr(vlm, "stand_in", False) and "stand-in" not in name else name
 
 
-def _answers(ctx: "RunContext", ranked: Any, units: Any, questions: Any) -> tuple[Any, dict[str, Any], Any]:
-    """``(answers, the VLM spec, the VLM)``: earlier final answers kept, the rest asked now."""
+def _answers(ctx: "RunContext", ranked: Any, units: Any, questions: Any,
+             healed: list[str] | None = None) -> tuple[Any, dict[str, Any], Any]:
+    """``(answers, the VLM spec, the VLM)``: earlier final answers kept, the rest asked now (a
+    damaged earlier table: every answer asked again, its line appended to ``healed``)."""
     import polars as pl
 
     from vismem.memory.dialogue.answering import answer_tasks, generate_answers
@@ -44,7 +46,7 @@ def _answers(ctx: "RunContext", ranked: Any, units: Any, questions: Any) -> tupl
     # Resumable: final answers (ok / malformed) of an earlier attempt are kept; only missing
     # tasks and transport errors are asked again.
     a_key = f"{ctx.run_prefix}/memshot/answers_raw.parquet"
-    done = cached(ctx, a_key, pl.col("answer_status").is_in(["ok", "malformed"]))
+    done = cached(ctx, a_key, pl.col("answer_status").is_in(["ok", "malformed"]), healed)
     todo = tasks.join(done.select(KEYS), on=KEYS, how="anti") if done is not None else tasks
     if cfg.batch_inference == "ray-data":
         from vismem.pipelines.memshot.batch_llm import answers_on_ray_data
@@ -66,7 +68,7 @@ def _answers(ctx: "RunContext", ranked: Any, units: Any, questions: Any) -> tupl
     return answers, vlm_spec, vlm
 
 
-def _verdicts(ctx: "RunContext", answers: Any, questions: Any) -> Any:
+def _verdicts(ctx: "RunContext", answers: Any, questions: Any, healed: list[str] | None = None) -> Any:
     """``answers`` with the judge's verdict columns (a verdict reused only for the same prediction)."""
     import polars as pl
 
@@ -88,7 +90,7 @@ def _verdicts(ctx: "RunContext", answers: Any, questions: Any) -> Any:
     ctx.manifest.component("memshot.judge", judge_spec)
     judge = build_vlm(judge_spec)  # an HTTP client on ray-data (its name and stand-in flag), else the judge
     j_key = f"{ctx.run_prefix}/memshot/judged_raw.parquet"
-    jdone = _with_truncated(cached(ctx, j_key, ~pl.col("judge_status").str.starts_with("error")))
+    jdone = _with_truncated(cached(ctx, j_key, ~pl.col("judge_status").str.starts_with("error"), healed))
     if jdone is not None:  # a verdict is reused only for the very same prediction
         jdone = jdone.join(answers.select(KEYS + ["prediction"]), on=KEYS + ["prediction"], how="semi", nulls_equal=True)
     jtodo = answers.join(jdone.select(KEYS), on=KEYS, how="anti") if jdone is not None else answers
@@ -132,8 +134,9 @@ def answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any,
     from vismem.pipelines.memshot.steps import with_latency
 
     dataset = dataset_name(ctx.config.memshot)
-    answers, vlm_spec, vlm = _answers(ctx, ranked, units, questions)
-    answers = _verdicts(ctx, answers, questions)
+    healed: list[str] = []  # damaged answer / verdict tables of an earlier attempt, asked again
+    answers, vlm_spec, vlm = _answers(ctx, ranked, units, questions, healed)
+    answers = _verdicts(ctx, answers, questions, healed)
     hits = recall.select("variant", "conversation_id", "question_id", "k", pl.col("hit").alias("recall_hit"))
     qcols = questions.select("conversation_id", "question_id", "question", "answer", "category", "category_code")
     full = (answers.join(qcols, on=["conversation_id", "question_id"], how="left")
@@ -155,7 +158,7 @@ def answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any,
     overall = table.filter(pl.col("category") == "overall")
     processors = ({"processors": dict(ctx.manifest.data.get("processors") or {})}
                   if ctx.config.memshot.batch_inference == "ray-data" else {})
-    return {**processors,"answers": scored.height,
+    return {**processors, "answers": scored.height, "healed_tables": len(healed),
             "answer_failures": int((scored["answer_status"] != "ok").sum()),
             # Calls that failed (transport, unreadable input): never reused, retried by a re-run.
             "answer_errors": int(scored["answer_status"].str.starts_with("error").sum()),

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from vismem.core.store import Store
 
 #: Columns of the job's output frame (one row per shot).
-OUTPUT_COLUMNS = ("item_id", "ocr_text", "ocr_s", "ocr_cached", "sha256")
+OUTPUT_COLUMNS = ("item_id", "ocr_text", "ocr_s", "ocr_cached", "sha256", "ocr_healed")
 
 
 def session_rows(units: pl.DataFrame) -> list[dict[str, Any]]:
@@ -58,7 +58,7 @@ class _OcrActor:
         texts = read_batch(self.reader, images, get=get, put=put)
         return {"item_id": list(row["item_ids"]), "ocr_text": [t.text for t in texts],
                 "ocr_s": [t.seconds for t in texts], "ocr_cached": [t.cached for t in texts],
-                "sha256": [t.sha256 for t in texts]}
+                "sha256": [t.sha256 for t in texts], "ocr_healed": [t.healed for t in texts]}
 
 
 def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: "Store") -> list[dict[str, Any]] | None:
@@ -76,25 +76,26 @@ def _all_cached(rows: list[dict[str, Any]], spec: dict[str, Any], store: "Store"
     parts = []
     for row in rows:
         out: dict[str, list[Any]] = {"item_id": list(row["item_ids"]), "ocr_text": [], "ocr_s": [],
-                                     "ocr_cached": [], "sha256": []}
+                                     "ocr_cached": [], "sha256": [], "ocr_healed": []}
         for img in read_many(store.get_bytes, list(row["image_keys"])):
             text_key = cache_key(key, img)
-            hit = cached_text(get, text_key)
+            hit = cached_text(get, text_key, quiet=True)  # a damaged text: the reader names it
             if hit is None:
                 return None
             out["ocr_text"].append(hit[0])
             out["ocr_s"].append(hit[1])
             out["ocr_cached"].append(True)
             out["sha256"].append(key_hash(text_key))
+            out["ocr_healed"].append(False)
         parts.append(out)
     return parts
 
 
 def _frame(parts: list[dict[str, Any]]) -> pl.DataFrame:
     schema = {"item_id": pl.Utf8, "ocr_text": pl.Utf8, "ocr_s": pl.Float64, "ocr_cached": pl.Boolean,
-              "sha256": pl.Utf8}
+              "sha256": pl.Utf8, "ocr_healed": pl.Boolean}
     # Ray hands lists back as numpy arrays of numpy scalars: convert to plain Python values.
-    cast = {"item_id": str, "ocr_text": str, "ocr_s": float, "ocr_cached": bool, "sha256": str}
+    cast = {"item_id": str, "ocr_text": str, "ocr_s": float, "ocr_cached": bool, "sha256": str, "ocr_healed": bool}
     cols = {c: [cast[c](v) for p in parts for v in p[c]] for c in OUTPUT_COLUMNS}
     return pl.DataFrame(cols, schema=schema)
 
@@ -109,7 +110,7 @@ def read_shots(units: pl.DataFrame, spec: dict[str, Any], *, store: "Store", ray
     rows = session_rows(units)
     t0 = time.perf_counter()
     if not rows:
-        return _frame([]), {"shots": 0, "read": 0, "cached": 0, "wall_s": 0.0}
+        return _frame([]), {"shots": 0, "read": 0, "cached": 0, "healed": 0, "wall_s": 0.0}
     cached = _all_cached(rows, spec, store)
     if cached is not None:  # nothing to read: no actors, no models loaded
         parts = cached
@@ -134,5 +135,7 @@ def read_shots(units: pl.DataFrame, spec: dict[str, Any], *, store: "Store", ray
     if df["ocr_text"].null_count():
         raise RuntimeError(f"OCR job returned no text for {df['ocr_text'].null_count()} shots")
     summary = {"shots": df.height, "read": int((~df["ocr_cached"]).sum()), "cached": int(df["ocr_cached"].sum()),
+               # damaged cached texts read again (named in the log by the reader)
+               "healed": int(df["ocr_healed"].sum()),
                "ocr_s": round(float(df["ocr_s"].sum()), 3), "wall_s": round(time.perf_counter() - t0, 3)}
     return df, summary

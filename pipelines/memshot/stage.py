@@ -352,6 +352,10 @@ def describe(s: dict[str, Any]) -> str:
     read = ("; read rate " + ", ".join(f"{v} {100 * r['read_rate']:.1f} %" for v, r in rr.items()
                                        if isinstance(r, dict) and r.get("read_rate") is not None)) if rr else ""
     healed = f"; {s['healed']} damaged shot packs redone" if s.get("healed") else ""
+    ocr = s.get("ocr") if isinstance(s.get("ocr"), dict) else {}
+    healed += f"; {ocr['healed']} damaged OCR texts redone" if ocr.get("healed") else ""
+    if isinstance(ans, dict) and ans.get("healed_tables"):
+        healed += f"; {ans['healed_tables']} damaged answer/verdict tables redone"
     return (f"{count(s.get('conversations'))} conversation(s), {count(s.get('questions'))} questions, "
             f"{count(s.get('units'))} units{read}; {tail}{healed}")
 

@@ -158,10 +158,22 @@ def trajectory_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame]
     else:
         probes, banks, pairs = None, None, None
     blob_keys = set(steps["image_key"].drop_nulls().to_list()) | set(products.values())
-    found = _pmap(lambda k: store.get_bytes(k) if store.exists(k) else None, sorted(blob_keys))
+    found = _pmap(lambda k: _image_or_none(store, k), sorted(blob_keys))
     images = {k: data for k, data in zip(sorted(blob_keys), found) if data is not None}
     return trajectory_viewer(steps, probes, images, product_images=products, run_id=run_id, note=note, assets=assets,
                              banks=banks, pairs=pairs)
+
+
+def _image_or_none(store: "Store", key: str) -> bytes | None:
+    """An image blob's bytes, or None when it is missing or damaged (the viewer shows it absent; the
+    encode stage heals a damaged one -- a viewer never stops on it)."""
+    from vismem.core.cache import CacheDamaged
+
+    try:
+        return store.get_bytes(key) if store.exists(key) else None
+    except CacheDamaged as err:
+        log.warning("%s (shown as missing in the trajectory viewer)", err)
+        return None
 
 
 def sample_page(store: "Store", run_id: str, tables: dict[str, pl.DataFrame],

@@ -129,3 +129,66 @@ def test_every_cache_kind_heals_a_damaged_object(file_store, caplog):
     put(seconds_key(text_key), b"0.25")  # a record written before digests: trusted as it is
     put(text_key, b"old text")
     assert cached_text(get, text_key) == ("old text", 0.25)
+
+
+def test_a_damaged_blob_is_named_when_read_and_never_returned(file_store):
+    # A content-addressed blob's key is its digest: every read checks it, so a damaged image never
+    # reaches a model (nor a caption cached under the right id).
+    import hashlib
+
+    from vismem.core.cache import damaged_blobs
+
+    data = b"\x89PNG an observed page" * 100
+    key = f"blobs/sha256/{hashlib.sha256(data).hexdigest()}.png"
+    file_store.put_bytes(key, data)
+    assert file_store.get_bytes(key) == data and damaged_blobs(file_store, [key]) == {}
+    file_store.put_bytes(key, data[:700])  # truncated
+    with pytest.raises(CacheDamaged) as err:
+        file_store.get_bytes(key)
+    line = str(err.value)
+    assert line.startswith(f"damaged blob {key}: 700 bytes") and "\n" not in line
+    gone = f"blobs/sha256/{'0' * 64}.png"
+    assert damaged_blobs(file_store, [key, gone]) == {key: line, gone: f"damaged blob {gone}: missing"}
+    file_store.put_bytes("blobs/sha256/not-a-digest.png", b"x")  # only digest-named keys are checked
+    assert file_store.get_bytes("blobs/sha256/not-a-digest.png") == b"x"
+
+
+def test_store_verify_checks_blobs_and_discards_what_showed_them(tmp_path):
+    import hashlib
+    import io
+    import subprocess
+    import sys
+
+    import polars as pl
+
+    from vismem.core.store import Store
+
+    store = Store.open(f"file://{tmp_path}/st")
+    blobs = [b"image one" * 50, b"image two" * 50]
+    keys = [f"blobs/sha256/{hashlib.sha256(b).hexdigest()}.png" for b in blobs]
+    for k, b in zip(keys, blobs):
+        store.put_bytes(k, b)
+
+    def steps(*shown: str) -> bytes:
+        buf = io.BytesIO()
+        pl.DataFrame({"step": list(range(len(shown))), "image_key": list(shown)}).write_parquet(buf)
+        return buf.getvalue()
+
+    sessions = UnitCache(store, "trajectories/b--1")
+    sessions.commit("0/0", {".parquet": steps(keys[0])}, {"n": 1})
+    sessions.commit("0/1", {".parquet": steps(keys[0], keys[1])}, {"n": 2})
+    sessions.commit("0/2", {".parquet": steps(keys[1])}, {"n": 1})
+    UnitCache(store, "probes/b--1/0/arch--k").commit("ex/s2", {".parquet": b"rows"}, {"n": 1})
+    store.put_bytes(keys[1], b"random bytes over the image")
+    cmd = [sys.executable, "-m", "vismem", "store", "verify", "--store", f"file://{tmp_path}/st"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert f"damaged blob {keys[1]}: 27 bytes" in out.stdout and ", 1 damaged" in out.stdout
+    assert store.exists(keys[1]) and sessions.is_done("0/1")  # without --discard nothing goes
+    fixed = subprocess.run(cmd + ["--discard"], capture_output=True, text=True, timeout=120)
+    assert fixed.returncode == 1 and "with 2 session(s) that showed it and 1 probe units" in fixed.stdout
+    assert not store.exists(keys[1]) and store.exists(keys[0])
+    assert [sessions.is_done(u) for u in ("0/0", "0/1", "0/2")] == [True, False, False]
+    assert not store.exists("probes/b--1/0/arch--k/ex/s2.done.json")
+    clean = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0 and ", 0 damaged" in clean.stdout

@@ -3,6 +3,8 @@ trajectory cache keyed by (backend, seed, j), and the `encoding` result table.""
 
 from __future__ import annotations
 
+import logging
+
 import polars as pl
 import pytest
 
@@ -29,7 +31,7 @@ def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
     assert out["table3"][0]["mean_styles"] >= 3
 
 
-def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
+def test_extending_J_runs_only_new_sessions(tmp_path, ray_local, caplog) -> None:
     # The HTTP fast path keeps this multi-run test quick; the browser path runs on Ray above.
     from vismem.analysis.schemas import validate
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
@@ -85,6 +87,21 @@ def test_extending_J_runs_only_new_sessions(tmp_path, ray_local) -> None:
     healed = run(_cfg(tmp_path, J=5, env="http"), progress=False)["encode"]
     assert (healed["healed"], healed["ran"], healed["cached"]) == (2, 2, 3)
     assert store.get_bytes(cache.steps_key(0, 2)) == good and cache.verify(0, 2) == cache.verify(0, 3) == []
+
+    # A damaged observation image (its key is its digest) is named, deleted with every session
+    # that showed it, and those are browsed again, which writes the same image back.
+    from vismem.pipelines.dmv.encode import describe
+
+    shown = {j: cache.image_keys(0, j) for j in range(5)}
+    blob = sorted(shown[4] - shown[0])[0]
+    image = store.get_bytes(blob)
+    store.put_bytes(blob, image[: len(image) // 2])
+    with caplog.at_level(logging.WARNING, logger="vismem"):
+        redone = run(_cfg(tmp_path, J=5, env="http"), progress=False)["encode"]
+    showing = sum(blob in keys for keys in shown.values())
+    assert (redone["healed_blobs"], redone["ran"], redone["cached"]) == (1, showing, 5 - showing)
+    assert store.get_bytes(blob) == image and f"damaged blob {blob}: " in caplog.text
+    assert describe(redone).endswith(", 1 damaged images redone")
 
 
 def test_cli_flags_map_to_config() -> None:

@@ -92,3 +92,37 @@ def test_stage_turns_shots_into_pixel_text(file_store, conv):
     assert extras["seconds"]["embedder"].unique().to_list() == ["ocr-minilm (stand-in)"]
     none_cfg = SimpleNamespace(memshot=MemShotConfig(image_embedder=None), ray=RayConfig())
     assert _pixel_text(SimpleNamespace(**{**vars(ctx), "config": none_cfg}), units, [conv]) == (units, {})
+
+
+def test_a_damaged_cached_text_is_read_again_and_counted(file_store, monkeypatch, caplog):
+    # An emptied OCR text is named once, read again, and the job's summary (and so the stage's
+    # line) counts it; a whole cache reads nothing.
+    import vismem.serve.build as build
+    from vismem.memory.dialogue.pixels import cache_key
+    from vismem.pipelines.memshot.ocr import read_shots
+    from vismem.pipelines.memshot.stage import describe
+
+    class Reader:
+        ocr_key = "fake/v1"
+        reads = 0
+
+        def read_images(self, images):
+            Reader.reads += len(images)
+            return [f"text of {img.decode()}" for img in images]
+
+    monkeypatch.setattr(build, "build_embedder", lambda spec: Reader())
+    for i in range(3):
+        file_store.put_bytes(f"shots/{i}.png", f"shot {i}".encode())
+    units = pl.DataFrame({"variant": ["memshot"] * 3, "conversation_id": ["c"] * 3, "session_index": [0, 0, 1],
+                          "unit_index": [0, 1, 0], "unit_id": ["a", "b", "c"],
+                          "image_key": [f"shots/{i}.png" for i in range(3)]})
+    first, job = read_shots(units, SPEC, store=file_store, use_ray=False)
+    assert (job["read"], job["healed"], Reader.reads) == (3, 0, 3)
+    key = cache_key("fake/v1", b"shot 1")
+    file_store.put_bytes(key, b"")  # emptied
+    with caplog.at_level(logging.WARNING):
+        again, job = read_shots(units, SPEC, store=file_store, use_ray=False)
+    assert (job["read"], job["cached"], job["healed"], Reader.reads) == (1, 2, 1, 4)
+    assert again["ocr_text"].to_list() == first["ocr_text"].to_list() and again["ocr_healed"].to_list() == [False, True, False]
+    assert caplog.text.count(f"damaged cache object {key}") == 1
+    assert describe({"conversations": 1, "questions": 2, "units": 3, "ocr": job}).endswith("; 1 damaged OCR texts redone")

@@ -147,12 +147,18 @@ def test_stage_resumes_answers_and_embeddings(file_store, ray_local, tmp_path):
         cache_key = f"{ctx.run_prefix}/memshot/embeddings/text_embedder.parquet"
         stamp = file_store.read_table(cache_key)["embed_s"].to_list()
         second = memshot.run(_ctx(file_store, tmp_path, over))
+        # A damaged answer table is discarded, every answer asked again, and the line counts it.
+        raw = f"{ctx.run_prefix}/memshot/answers_raw.parquet"
+        file_store.put_bytes(raw, file_store.get_bytes(raw)[:-40])
+        third = memshot.run(_ctx(file_store, tmp_path, over))
     assert second["answers"]["answer_failures"] == 0
-    assert flaky.calls == calls + 2                                  # only the two failed tasks re-asked
+    assert flaky.calls == calls + 2 + 3                              # only the two failed tasks re-asked
     assert file_store.read_table(cache_key)["embed_s"].to_list() == stamp  # nothing re-embedded
     assert second["recall"] == first["recall"]
     ans = file_store.read_table(f"{ctx.run_prefix}/results/memshot_answers.parquet")
     assert ans["model"].unique().to_list() == ["openai:flaky"]  # a real endpoint: no stand-in mark
+    assert (second["answers"]["healed_tables"], third["answers"]["healed_tables"]) == (0, 1)
+    assert third["answers"]["answer_failures"] == 0 and "1 damaged answer/verdict tables redone" in memshot.describe(third)
 
 
 def test_a_stand_in_answering_vlm_is_named_so_in_every_answer_row():

@@ -3,6 +3,8 @@ bytes handed back are the store's, and the cache stays within its byte bound."""
 
 from __future__ import annotations
 
+import hashlib
+
 from vismem.pipelines.dmv.probes_job import BlobCache
 
 
@@ -10,9 +12,10 @@ def test_each_blob_is_read_once_and_the_bytes_are_the_stores(tmp_path):
     from vismem.core.store import Store
 
     store = Store.open(f"file://{tmp_path}/store")
-    keys = [f"blobs/sha256/{i:064x}.png" for i in range(3)]
-    for i, k in enumerate(keys):
-        store.put_bytes(k, bytes([i]) * 1000)
+    blobs = [bytes([i]) * 1000 for i in range(3)]
+    keys = [f"blobs/sha256/{hashlib.sha256(b).hexdigest()}.png" for b in blobs]  # content-addressed
+    for k, b in zip(keys, blobs):
+        store.put_bytes(k, b)
     reads: list[str] = []
 
     def read(key: str) -> bytes:

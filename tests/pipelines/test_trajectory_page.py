@@ -41,3 +41,22 @@ def test_sampled_page_states_the_sample_and_keeps_logs(file_store, monkeypatch):
     monkeypatch.setattr(viewers, "MAX_PROBE_LOGS", 6000)
     whole = viewers.trajectory_page(file_store, "tp-1", tables, seed=3, assets={})
     assert "seeded sample" not in whole and len(_probes_block(whole)["groups"]) == 2
+
+
+def test_a_damaged_image_is_shown_missing_and_the_page_still_builds(file_store, caplog):
+    """A blob whose bytes no longer match its key raises on read (the store checks it); the viewer
+    leaves that one image out, names it in the log, and builds the rest."""
+    from vismem.analysis.report import load_results
+    from vismem.pipelines.report import viewers
+
+    products = _write_trajectories(file_store, "tp-2")
+    tables, _ = load_results(file_store, "runs/tp-2")
+    whole: dict[str, bytes] = {}
+    viewers.trajectory_page(file_store, "tp-2", tables, seed=3, assets=whole)
+    bad = sorted(products.values())[0]
+    file_store.put_bytes(bad, b"not the image its key names")
+    assets: dict[str, bytes] = {}
+    with caplog.at_level("WARNING", logger="vismem"):
+        html = viewers.trajectory_page(file_store, "tp-2", tables, seed=3, assets=assets)
+    assert "<html" in html.lower() and len(assets) == len(whole) - 1
+    assert any(bad in r.getMessage() and "shown as missing" in r.getMessage() for r in caplog.records)
