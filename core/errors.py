@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import re
+from typing import Iterator
 
 
 class VismemError(Exception):
@@ -65,6 +66,20 @@ def did_you_mean(name: object, known: "list[str] | tuple[str, ...]") -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def error_chain(err: BaseException) -> Iterator[BaseException]:
+    """``err`` and every error behind it (``__cause__``, ``__context__``, a Ray error's ``cause``),
+    each once -- a chain can loop back on itself."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
+
+
 def user_error(err: BaseException) -> VismemError | None:
     """The ``VismemError`` behind ``err`` (itself, a cause, or one a Ray worker raised), else None.
 
@@ -73,19 +88,12 @@ def user_error(err: BaseException) -> VismemError | None:
     recovered from its last ``vismem.core.errors.<Class>: message`` line, so the CLI still prints
     one line and exits with that kind's code.
     """
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [err]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
+    for e in error_chain(err):
         if isinstance(e, VismemError):
             return e
         full = no_space(e, getattr(e, "filename", None) or "a file")
         if full is not None:
             return full
-        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
     text = str(err)
     found = re.findall(r"core\.errors\.(\w+): (.+)", text)
     if found:

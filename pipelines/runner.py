@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from vismem.core import progress as progress_lines
-from vismem.core.errors import NoSpace, StoreUnreachable, VismemError, user_error
+from vismem.core.errors import NoSpace, StoreUnreachable, VismemError, error_chain, user_error
 from vismem.core.lifeline import Lifeline
 from vismem.core.paths import local_dir
 from vismem.core.s3server import LocalS3Server
@@ -265,19 +265,12 @@ def _actor_death(err: BaseException) -> str:
     (a local run's actors are not restarted: :func:`vismem.pipelines.rayctx.actor_pool`); else ''."""
     from ray.exceptions import RayActorError
 
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [err]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
+    for e in error_chain(err):
         if isinstance(e, RayActorError) or "ActorDiedError" in type(e).__name__:
             text = str(e)
             detail = re.search(r"(?:exit detail|The actor is dead because)[: ]*([^\n]+)", text)
             why = detail.group(1) if detail else text.splitlines()[0] if text.strip() else ""
             return " ".join(why.split())[:300] or "its actor died unexpectedly"
-        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
     return ""
 
 
