@@ -53,14 +53,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           description="Check every finished trajectory and probe unit and every rendered MemShot "
                                       "session: each object's size and SHA-256 against what its done marker (a "
                                       "session's shard) recorded; and every content-addressed image blob against "
-                                      "the digest its key names. Prints one line per damaged unit or blob; exits 1 "
+                                      "the digest its key names; and every DMV-Bench catalogue image against the "
+                                      "sha256 its catalog.parquet recorded. Prints one line per damaged unit or blob; exits 1 "
                                       "when any is damaged. --discard drops their markers so the next run redoes "
                                       "them, and deletes a damaged blob with every cached session that showed it "
                                       "(and the probe units that read those) so the next encode run browses them "
+                                      "again, and deletes a damaged catalogue image so the next catalog run renders it "
                                       "again (a run also heals what it reads).")
-    ver.add_argument("prefix", nargs="*", help="cache roots to check (default: trajectories probes runs blobs)")
+    ver.add_argument("prefix", nargs="*", help="cache roots to check (default: trajectories probes runs blobs catalog)")
     ver.add_argument("--discard", action="store_true",
-                     help="drop the done markers of damaged units; delete damaged blobs and what showed them")
+                     help="drop the done markers of damaged units; delete damaged blobs (and what showed them) "
+                          "and damaged catalogue images")
     add_config_args(ver)
     ver.set_defaults(func=_verify, stages=[])
 
@@ -119,6 +122,7 @@ def _ls(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from vismem.core.blobref import BLOB_ROOT
     from vismem.core.cache import CACHE_ROOTS, verify_store
+    from vismem.pipelines.dmv.catalog_job import verify_catalogue
     from vismem.pipelines.dmv.trajectories import verify_blobs
     from vismem.pipelines.memshot.shotcache import verify_renders
     from vismem.pipelines.runner import open_store
@@ -131,6 +135,10 @@ def _verify(args: argparse.Namespace) -> int:
             checked, problems = checked + n, problems + bad
         if not args.prefix or any(p.strip("/") in ("blobs", BLOB_ROOT) for p in args.prefix):
             n, bad = verify_blobs(store, discard=args.discard)  # images agents observed: key = digest
+            checked, problems = checked + n, problems + bad
+        catalogues = [p for p in args.prefix if p.strip("/").split("/")[0] == "catalog"]
+        for prefix in catalogues or ([] if args.prefix else ["catalog"]):
+            n, bad = verify_catalogue(store, prefix.strip("/"), discard=args.discard)  # vs catalog.parquet
             checked, problems = checked + n, problems + bad
     for line in problems:
         print(line + ("  (discarded)" if args.discard else ""))

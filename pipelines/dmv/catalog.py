@@ -10,7 +10,9 @@
    ``with_cue/<cat>/<style>/NN.png`` and ``base/...`` (the official layout, so the ``store``
    image source and the official tooling read it). One output row per input row: keys, byte
    sizes, sha256, the depicted cue object. Rows whose images are already in the store are only
-   read back (hash + size), never re-rendered: a killed run resumes.
+   read back (hash + size), never re-rendered: a killed run resumes. An image an earlier
+   ``catalog.parquet`` recorded is checked against that record; a damaged one is named in the log
+   and its row rendered again (counted as ``healed``).
 3. **Collect** (pure): ``catalog.parquet`` (schema_version) beside the images, and
    ``runs/<run_id>/catalog.json`` pointing at the prefix.
 
@@ -115,6 +117,18 @@ def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
             for r in store.read_table(key).iter_rows(named=True):
                 if r["with_cue_key"] in existing and r["base_key"] in existing:
                     prev[r["url_hash"]] = {k: r[k] for k in ("url_hash",) + IMAGE_COLUMNS} | {"generated": False}
+    # a recorded image is trusted only when its bytes are what the table recorded: a damaged one is
+    # named, and its row rendered again (the images are byte-reproducible)
+    from vismem.pipelines.dmv.catalog_job import damaged_images
+
+    damaged = damaged_images(store, list(prev.values()))
+    bad_rows = {r["url_hash"] for r in prev.values() if r["with_cue_key"] in damaged or r["base_key"] in damaged}
+    for line in damaged.values():
+        ctx.logger.warning("%s: discarded, recomputing", line)
+    for r in rows:
+        if r["url_hash"] in bad_rows:
+            prev.pop(r["url_hash"])
+            r["exists"] = False
     todo = [r for r in rows if r["url_hash"] not in prev]
     ctx.manifest.component("image_source", public_spec(source_spec(cfg)))
     t_job = time.perf_counter()
@@ -138,7 +152,8 @@ def run(ctx: "RunContext", *, use_ray: bool = True) -> dict[str, Any]:
     }
     store.put_json(f"{ctx.run_prefix}/catalog.json", pointer)
     return {"status": "done", "prefix": prefix, "table": table_key, "variants": len(variants),
-            "generated": generated, "skipped": len(variants) - generated, "job_s": round(t_job, 3),
+            "generated": generated, "skipped": len(variants) - generated, "healed": len(damaged),
+            "job_s": round(t_job, 3),
             "worker_cpu_s": round(sum(r.get("cpu_s", 0.0) for r in results), 3),
             "bytes": int(table["with_cue_bytes"].sum() + table["base_bytes"].sum()),
             "wall_s": round(time.perf_counter() - t0, 3)}
@@ -154,7 +169,9 @@ def check(config: "RunConfig") -> None:
 
 def describe(s: dict[str, Any]) -> str:
     """One line of what ran and what was reused (the end-of-run summary)."""
-    return f"{count(s.get('variants'))} products: {count(s.get('generated'))} images generated, {count(s.get('skipped'))} reused"
+    return (f"{count(s.get('variants'))} products: {count(s.get('generated'))} images generated, "
+            f"{count(s.get('skipped'))} reused"
+            + (f"; {s['healed']} damaged catalogue images redone" if s.get("healed") else ""))
 
 
 STAGE = Stage(name="catalog", describe=describe, inputs=storefront_inputs, section="catalog", run=run, add_cli_args=add_cli_args,

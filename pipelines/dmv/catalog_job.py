@@ -144,6 +144,49 @@ def generate(rows: list[dict[str, Any]], *, store: "Store", spec: dict[str, Any]
     return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in results]
 
 
+def damaged_images(store: "Store", recorded: list[dict[str, Any]], threads: int = 8) -> dict[str, str]:
+    """``image key -> one line`` for every stored image of ``recorded`` (rows of an earlier
+    ``catalog.parquet``) whose bytes are not the sha256 and size that row recorded, read
+    concurrently. Catalogue images are byte-reproducible, so a damaged one is simply rendered again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    checks = [(r[f"{kind}_key"], r[f"{kind}_sha256"], r[f"{kind}_bytes"])
+              for r in recorded for kind in ("with_cue", "base")]
+
+    def problem(check: tuple[str, str, int]) -> str | None:
+        key, want, size = check
+        data = store.get_bytes(key)
+        got = hashlib.sha256(data).hexdigest()
+        if got == want and len(data) == size:
+            return None
+        return (f"damaged catalogue image {key}: {len(data)} bytes, sha256 {got[:12]}, "
+                f"catalog.parquet recorded {size} bytes, sha256 {want[:12]}")
+
+    if not checks:
+        return {}
+    with ThreadPoolExecutor(min(threads, len(checks))) as pool:
+        lines = list(pool.map(problem, checks))
+    return {key: line for (key, _w, _s), line in zip(checks, lines) if line}
+
+
+def verify_catalogue(store: "Store", prefix: str = "catalog", *, discard: bool = False) -> tuple[int, list[str]]:
+    """Check every stored catalogue image under ``prefix`` against the ``catalog*.parquet`` beside
+    it: ``(images checked, one line per damaged one)``. ``discard`` deletes the damaged images, so
+    the next catalog run renders them again (a run also heals what it finds)."""
+    keys = set(store.iter_keys(prefix))
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    tables = sorted(k for k in keys if k.rsplit("/", 1)[-1].startswith("catalog") and k.endswith(".parquet"))
+    for table in tables:
+        for r in store.read_table(table).iter_rows(named=True):
+            if r["with_cue_key"] in keys and r["base_key"] in keys:  # a lost image is no damage: a run redoes it
+                rows[(table.rsplit("/", 1)[0], r["url_hash"])] = r
+    bad = damaged_images(store, list(rows.values()))
+    if discard:
+        for key in bad:
+            store.delete(key)
+    return 2 * len(rows), list(bad.values())
+
+
 _EXT = {"png": "png", "jpeg": "jpg", "webp": "webp"}
 
 

@@ -188,3 +188,44 @@ def test_catalogue_pngs_are_the_same_bytes_in_two_fresh_processes(shared_dir):
     assert all(r.returncode == 0 for r in runs), runs[0].stderr[-2000:]
     first = runs[0].stdout.splitlines()
     assert len(first) >= 10 and runs[1].stdout.splitlines() == first
+
+
+def test_damaged_catalogue_image_is_named_and_rendered_again(tmp_path, file_store, shared_dir, caplog, capsys):
+    """A stored image whose bytes differ from what catalog.parquet recorded is not trusted: the
+    re-run names it in one line, renders it again (byte-identical) and counts it; `vismem store
+    verify` finds the same damage, and with --discard deletes it so the next run renders it."""
+    from vismem.pipelines.cli import main
+
+    verify = ["store", "verify", "--store", f"file://{tmp_path}/store"]
+    ctx = _ctx(file_store, tmp_path, shared_dir / "data", limit=3)
+    first = stage.run(ctx, use_ray=False)
+    assert first["generated"] == 3 and not first.get("healed")
+    row = file_store.read_table(first["table"]).row(1, named=True)
+    original = file_store.get_bytes(row["base_key"])
+    assert hashlib.sha256(original).hexdigest() == row["base_sha256"]
+    file_store.put_bytes(row["base_key"], original[:-10] + b"0123456789")  # same size, other bytes
+    assert main(verify) == 1
+    out = capsys.readouterr().out
+    assert f"damaged catalogue image {row['base_key']}: {len(original)} bytes" in out
+    assert "6 cached units checked, 1 damaged" in out
+
+    with caplog.at_level(logging.WARNING, logger="vismem"):
+        again = stage.run(ctx, use_ray=False)
+    assert again["healed"] == 1 and again["generated"] == 1 and again["skipped"] == 2
+    assert file_store.get_bytes(row["base_key"]) == original
+    lines = [r.getMessage() for r in caplog.records if "damaged catalogue image" in r.getMessage()]
+    assert len(lines) == 1 and row["base_key"] in lines[0]
+    assert "1 damaged catalogue images redone" in stage.describe(again)
+    assert file_store.read_table(again["table"]).row(1, named=True)["base_sha256"] == row["base_sha256"]
+
+    clean = stage.run(ctx, use_ray=False)  # healed: nothing left to redo
+    assert clean["healed"] == 0 and clean["generated"] == 0
+    assert main(verify) == 0
+
+    file_store.put_bytes(row["with_cue_key"], b"not a png")
+    assert main(verify + ["--discard", "catalog"]) == 1
+    assert not file_store.exists(row["with_cue_key"])
+    assert main(verify) == 0  # a lost image is not damage: the next run renders it
+    redone = stage.run(ctx, use_ray=False)
+    assert redone["generated"] == 1 and redone["healed"] == 0
+    assert hashlib.sha256(file_store.get_bytes(row["with_cue_key"])).hexdigest() == row["with_cue_sha256"]
