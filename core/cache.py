@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from vismem.core.errors import DataError
 
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import logging
 
     from vismem.core.store import Store
+
+T = TypeVar("T")
 
 #: Marker field holding ``{suffix: {"bytes": n, "sha256": hex}}`` (never part of a summary).
 OBJECTS = "_objects"
@@ -123,10 +125,21 @@ def heal(units: Iterable[tuple[UnitCache, str]], log: "logging.Logger") -> list[
     return healed
 
 
+def find_damage(items: Iterable[T], problem: Callable[[T], str | None], threads: int = 8) -> list[tuple[T, str]]:
+    """``(item, line)`` for every item ``problem`` finds damaged (its one line), checked on
+    ``threads`` threads -- the checks read cached objects back, so they overlap their I/O."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    items = list(items)
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(items)))) as pool:
+        return [(item, line) for item, line in zip(items, pool.map(problem, items)) if line]
+
+
 def damaged_blobs(store: "Store", keys: Iterable[str], threads: int = 8) -> dict[str, str]:
     """``blob key -> one line`` for every content-addressed blob among ``keys`` that is damaged
     (its bytes are not what its key names) or missing; read concurrently, each read verified."""
-    from concurrent.futures import ThreadPoolExecutor
 
     def problem(key: str) -> str | None:
         try:
@@ -137,9 +150,7 @@ def damaged_blobs(store: "Store", keys: Iterable[str], threads: int = 8) -> dict
             return f"damaged blob {key}: missing"
         return None
 
-    keys = list(dict.fromkeys(keys))
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(keys)))) as pool:
-        return {k: line for k, line in zip(keys, pool.map(problem, keys)) if line}
+    return dict(find_damage(dict.fromkeys(keys), problem, threads))
 
 
 #: Where the done-marker caches live in a store (trajectories, probe units).

@@ -148,25 +148,20 @@ def damaged_images(store: "Store", recorded: list[dict[str, Any]], threads: int 
     """``image key -> one line`` for every stored image of ``recorded`` (rows of an earlier
     ``catalog.parquet``) whose bytes are not the sha256 and size that row recorded, read
     concurrently. Catalogue images are byte-reproducible, so a damaged one is simply rendered again."""
-    from concurrent.futures import ThreadPoolExecutor
+    from vismem.core.cache import find_damage, record
 
     checks = [(r[f"{kind}_key"], r[f"{kind}_sha256"], r[f"{kind}_bytes"])
               for r in recorded for kind in ("with_cue", "base")]
 
     def problem(check: tuple[str, str, int]) -> str | None:
         key, want, size = check
-        data = store.get_bytes(key)
-        got = hashlib.sha256(data).hexdigest()
-        if got == want and len(data) == size:
+        got = record(store.get_bytes(key))
+        if (got["bytes"], got["sha256"]) == (size, want):
             return None
-        return (f"damaged catalogue image {key}: {len(data)} bytes, sha256 {got[:12]}, "
+        return (f"damaged catalogue image {key}: {got['bytes']} bytes, sha256 {got['sha256'][:12]}, "
                 f"catalog.parquet recorded {size} bytes, sha256 {want[:12]}")
 
-    if not checks:
-        return {}
-    with ThreadPoolExecutor(min(threads, len(checks))) as pool:
-        lines = list(pool.map(problem, checks))
-    return {key: line for (key, _w, _s), line in zip(checks, lines) if line}
+    return {check[0]: line for check, line in find_damage(checks, problem, threads)}
 
 
 def verify_catalogue(store: "Store", prefix: str = "catalog", *, discard: bool = False) -> tuple[int, list[str]]:

@@ -191,24 +191,20 @@ def refuse_damaged_images(ctx: "RunContext", chains: dict[Any, list[Any]]) -> No
     them: a damaged one is named in the log and deleted with every session that showed it (and the
     probe units that read those), and the stage is refused in one line naming the encode stage,
     which browses them again (and so writes the image back)."""
-    from vismem.core.cache import CacheDamaged, damaged_blobs
-    from vismem.pipelines.dmv.trajectories import TrajectoryCache, discard_sessions
+    from vismem.core.cache import CacheDamaged
+    from vismem.pipelines.dmv.trajectories import drop_damaged_blobs
 
     shown: dict[str, set[tuple[str, int, int]]] = {}
     for c, obs in chains.items():
         for o in obs:
             if o.image_key:
                 shown.setdefault(o.image_key, set()).add((c.slug, c.seed, o.j))
-    bad = damaged_blobs(ctx.store, shown)
-    if not bad:
+    dropped = drop_damaged_blobs(ctx.store, shown)
+    if not dropped:
         return
-    sessions = sorted(set().union(*(shown[k] for k in bad)))
-    slugs = sorted({s for s, _, _ in sessions})
-    for key, line in bad.items():
-        ctx.store.delete(key)
+    for key, line, _units in dropped:
         ctx.logger.warning("%s: discarded with the %d session(s) that showed it", line, len(shown[key]))
-    discard_sessions([TrajectoryCache(ctx.store, s) for s in slugs],
-                     [(slugs.index(s), seed, j) for s, seed, j in sessions])
-    raise CacheDamaged(f"{len(bad)} image(s) the cached sessions observed are damaged ({next(iter(bad.values()))}): "
+    sessions = set().union(*(shown[key] for key, _, _ in dropped))
+    raise CacheDamaged(f"{len(dropped)} image(s) the cached sessions observed are damaged ({dropped[0][1]}): "
                       f"discarded with the {len(sessions)} session(s) that showed them; run the encode stage to "
                       "browse them again")

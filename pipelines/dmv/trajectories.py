@@ -202,34 +202,37 @@ def heal_blobs(caches: list["TrajectoryCache"], keys: Iterable[tuple[int, int, i
     named in one line and deleted, and every session that showed it is discarded with the probe
     units that read it, so the stage browses them again and rewrites the blob (its key is its
     content: every other reference is whole again once it is). Returns one line per blob healed."""
-    from vismem.core.cache import damaged_blobs
-
-    shown: dict[str, set[tuple[int, int, int]]] = {}
+    shown: dict[str, set[tuple[str, int, int]]] = {}
     for b, s, j in keys:
         if (s, j) in done[b]:
             for key in caches[b].image_keys(s, j):
-                shown.setdefault(key, set()).add((b, s, j))
+                shown.setdefault(key, set()).add((caches[b].backend, s, j))
     if not shown:
         return []
-    bad = damaged_blobs(caches[0].store, shown)
-    for key, line in bad.items():
-        caches[0].store.delete(key)
-        units = discard_sessions(caches, sorted(shown[key]))
+    dropped = drop_damaged_blobs(caches[0].store, shown)
+    for key, line, units in dropped:
         log.warning("%s: discarded with %d session(s) that showed it and %d probe units that read them, browsing again",
                     line, len(shown[key]), units)
-    return list(bad.values())
+    return [line for _, line, _ in dropped]
 
 
-def discard_sessions(caches: list["TrajectoryCache"], sessions: Iterable[tuple[int, int, int]]) -> int:
-    """Discard sessions ``(index into caches, seed, j)`` and the probe units that read them;
-    returns how many probe units went."""
+def drop_damaged_blobs(store: "Store", shown: dict[str, set[tuple[str, int, int]]]) -> list[tuple[str, str, int]]:
+    """Check the blobs ``shown`` maps to the sessions ``(slug, seed, j)`` that observed them; delete
+    each damaged (or missing) one with those sessions and the probe units that read them (the next
+    encode run browses them again and so writes the blob back). Returns ``(key, line, probe units
+    discarded)`` per damaged blob."""
+    from vismem.core.cache import damaged_blobs
     from vismem.pipelines.dmv.probecache import discard_reading
 
-    units = 0
-    for b, s, j in sessions:
-        caches[b].discard(s, j)
-        units += discard_reading(caches[b].store, caches[b].backend, s, j)
-    return units
+    out = []
+    for key, line in damaged_blobs(store, shown).items():
+        store.delete(key)
+        units = 0
+        for slug, s, j in sorted(shown[key]):
+            TrajectoryCache(store, slug).discard(s, j)
+            units += discard_reading(store, slug, s, j)
+        out.append((key, line, units))
+    return out
 
 
 def verify_blobs(store: "Store", *, discard: bool = False) -> tuple[int, list[str]]:
@@ -258,12 +261,5 @@ def verify_blobs(store: "Store", *, discard: bool = False) -> tuple[int, list[st
             continue
         for blob in shown & set(bad):
             users[blob].add((m[1], int(m[2]), int(m[3])))
-    lines = []
-    for key, line in bad.items():
-        store.delete(key)
-        slugs = sorted({u[0] for u in users[key]})
-        units = discard_sessions([caches[s] for s in slugs],
-                                  [(slugs.index(sl), s, j) for sl, s, j in sorted(users[key])])
-        lines.append(f"{line}; with {len(users[key])} session(s) that showed it and {units} probe units "
-                     "(the next encode run browses them again)")
-    return len(keys), lines
+    return len(keys), [f"{line}; with {len(users[key])} session(s) that showed it and {units} probe units "
+                       "(the next encode run browses them again)" for key, line, units in drop_damaged_blobs(store, users)]

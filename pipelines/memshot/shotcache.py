@@ -11,10 +11,9 @@ Shards written before packs were recorded carry no ``pack`` and are trusted as t
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Iterable
 
-from vismem.core.cache import record
+from vismem.core.cache import find_damage, record
 
 if TYPE_CHECKING:
     import logging
@@ -56,10 +55,7 @@ def verify_shard(store: "Store", shard_key: str) -> str | None:
 
 def damaged_shards(store: "Store", shard_keys: Iterable[str]) -> list[tuple[str, str]]:
     """``(shard key, line)`` of every damaged session among ``shard_keys`` (read concurrently)."""
-    keys = list(shard_keys)
-    with ThreadPoolExecutor(min(_THREADS, max(1, len(keys)))) as pool:
-        lines = list(pool.map(lambda k: verify_shard(store, k), keys))
-    return [(k, line) for k, line in zip(keys, lines) if line]
+    return find_damage(shard_keys, lambda k: verify_shard(store, k), _THREADS)
 
 
 def heal_shards(store: "Store", shard_keys: Iterable[str], log: "logging.Logger") -> list[str]:
