@@ -12,17 +12,13 @@ import pytest
 def test_replay_refuses_a_damaged_image_and_encode_writes_it_back(tmp_path, ray_local, caplog):
     from vismem.core.cache import CacheDamaged
     from vismem.core.store import Store
-    from vismem.pipelines.config import load_config
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
     from vismem.pipelines.runner import run
 
+    from tests.pipelines.test_encode_outage import one_chain_config
+
     def cfg(stages):
-        return load_config(overrides={
-            "stages": stages, "runs_dir": str(tmp_path / "runs"), "store": {"uri": f"file://{tmp_path}/store"},
-            "encode": {"chains": 1, "J": 2, "env": "http"},
-            "memory": {"architectures": ["nomemory", "dualmem"],
-                       "components": {"captioner": "catalogue", "visual_encoder": "pocket-clip"}},
-            "probes": {"backends": ["scripted-recall"], "workers": 1}})
+        return one_chain_config(tmp_path, stages)
 
     first = run(cfg(["encode"]), progress=False)["encode"]
     store = Store.open(f"file://{tmp_path}/store")

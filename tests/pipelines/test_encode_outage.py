@@ -100,18 +100,12 @@ def test_a_stage_that_reads_chains_refuses_a_session_cached_with_a_failed_call(t
 
     from vismem.core.errors import ConfigError
     from vismem.core.store import parquet_bytes
-    from vismem.pipelines.config import load_config
     from vismem.pipelines.dmv.chains import missing_sessions, outage_cached, plan_chains
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
     from vismem.pipelines.runner import run
 
     def cfg(stages):
-        return load_config(overrides={
-            "stages": stages, "runs_dir": str(tmp_path / "runs"), "store": {"uri": f"file://{tmp_path}/store"},
-            "encode": {"chains": 1, "J": 2, "env": "http"},
-            "memory": {"architectures": ["nomemory", "dualmem"],
-                       "components": {"captioner": "catalogue", "visual_encoder": "pocket-clip"}},
-            "probes": {"backends": ["scripted-recall"], "workers": 1}})
+        return one_chain_config(tmp_path, stages)
 
     first = run(cfg(["encode"]), progress=False)["encode"]
     store = Store.open(f"file://{tmp_path}/store")
@@ -132,3 +126,16 @@ def test_a_stage_that_reads_chains_refuses_a_session_cached_with_a_failed_call(t
     out = run(cfg(["encode", "replay"]), progress=False)
     assert out["encode"]["outages_redone"] == 1 and out["encode"]["ran"] == 1
     assert outage_cached(store, chains, 2) == [] and out["replay"]["status"] == "done"
+
+
+def one_chain_config(tmp_path, stages):
+    """A one-chain, J = 2 DMV-Bench run on a file store under ``tmp_path`` (two architectures, the
+    scripted recaller): the smallest run whose encode, replay and probes read cached sessions."""
+    from vismem.pipelines.config import load_config
+
+    return load_config(overrides={
+        "stages": stages, "runs_dir": str(tmp_path / "runs"), "store": {"uri": f"file://{tmp_path}/store"},
+        "encode": {"chains": 1, "J": 2, "env": "http"},
+        "memory": {"architectures": ["nomemory", "dualmem"],
+                   "components": {"captioner": "catalogue", "visual_encoder": "pocket-clip"}},
+        "probes": {"backends": ["scripted-recall"], "workers": 1}})
