@@ -63,12 +63,14 @@ class Demand:
 
 
 def served_models() -> list[str]:
-    """The RayService's models: the serve ``paper`` preset, then every other vLLM variant."""
+    """The RayService's models: the serve ``paper`` preset, then every other vLLM variant for a
+    GPU (the engine tier's CPU variants, ``deploy.device: cpu``, are not the cluster's)."""
     from vismem.serve.deploy import PRESETS
     from vismem.serve.models import list_models, load_model_spec
 
     paper = list(PRESETS["paper"])
-    vllm = [m for m in list_models() if (load_model_spec(m).deploy or {}).get("engine") == "vllm"]
+    deploys = {m: load_model_spec(m).deploy or {} for m in list_models()}
+    vllm = [m for m, d in deploys.items() if d.get("engine") == "vllm" and d.get("device", "gpu") == "gpu"]
     return paper + [m for m in vllm if m not in paper]
 
 

@@ -20,12 +20,12 @@ import asyncio
 from typing import Any
 
 from vismem.serve.build import build_embedder, build_vlm
-from vismem.serve.deploy import DEPLOYMENT_NAME, llm_config, serve_config
+from vismem.serve.deploy import DEPLOYMENT_NAME, llm_app_args, llm_config, serve_config
 from vismem.serve.hosting import deployable
 from vismem.serve.openai_server import chat_completions, embeddings, models_list
 from vismem.serve.registry import registered
 from vismem.serve.versions import stack_versions
-from vismem.serve.weights import DEFAULT_ROOT, expand_on_node
+from vismem.serve.weights import DEFAULT_ROOT, expand_on_node, node_model_source
 
 
 class OpenAIModelServer:
@@ -120,7 +120,7 @@ def node_llm_configs(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for c in configs:
         loading = dict(c.get("model_loading_config") or {})
         if isinstance(loading.get("model_source"), str):
-            loading["model_source"] = expand_on_node(loading["model_source"])
+            loading["model_source"] = node_model_source(loading["model_source"])
         out.append({**c, "model_loading_config": loading})
     return out
 
@@ -140,14 +140,16 @@ def build_llm_app(models: list[str], weights: str = DEFAULT_ROOT):
     import importlib.util
 
     names = registered()
-    configs = node_llm_configs([llm_config(deployable(m, names), weights) for m in models])
+    ds = [deployable(m, names) for m in models]
+    configs = node_llm_configs([llm_config(d, weights) for d in ds])
     try:
         if importlib.util.find_spec("vllm") is None:  # fail fast: ray.serve.llm's import is slow
             raise ImportError("No module named 'vllm'")
         from ray.serve.llm import LLMConfig, build_openai_app
     except ImportError as e:
         raise ImportError(f"ray.serve.llm needs vLLM (install the 'gpu' extra on the cluster): {e}") from e
-    return build_openai_app({"llm_configs": [LLMConfig(**c) for c in configs]})
+    return build_openai_app(llm_app_args([LLMConfig(**c) for c in configs],
+                                         cpu=all(d.settings.device == "cpu" for d in ds)))
 
 
 def run_app(app: Any, *, name: str = "vismem-model", route_prefix: str = "/", host: str = "127.0.0.1",

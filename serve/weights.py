@@ -26,6 +26,9 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 DEFAULT_ROOT = "${VISMEM_MODELS_DIR:-/models}"
 #: A weights root meaning "the hub id itself" (the replica downloads it).
 HUB = "hub"
+#: A ``model_source`` naming a tiny random model that each node builds from a config
+#: (:func:`vismem.serve.testing.resolve_model_path`): the engine tier's stand-ins, nothing to sync.
+TINY_PREFIX = "tiny:"
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ def weights_of(variant: str) -> Weights | None:
     spec = load_model_spec(variant)
     deploy = spec.deploy or {}
     source = deploy.get("model_source") or (spec.args.get("model") if deploy.get("engine") == "vllm" else None)
-    if not source:
+    if not source or str(source).startswith(TINY_PREFIX):  # tiny models are built on the node
         return None
     if not _HUB_ID.match(str(source)):
         raise ConfigError(f"model {variant}: deploy.model_source {source!r} is not a hub id (org/name); "
@@ -76,6 +79,14 @@ def expand_on_node(value: Any, env: dict[str, str] | None = None) -> Any:
     from vismem.serve.models import expand_env
 
     return _home(expand_env(value, env))
+
+
+def node_model_source(source: str, env: dict[str, str] | None = None) -> str:
+    """A ``model_source`` as an engine on this node loads it: ``${VAR}`` / ``~`` expanded
+    (:func:`expand_on_node`) and a ``tiny:`` source built here (cached per node)."""
+    from vismem.serve.testing import resolve_model_path
+
+    return resolve_model_path(expand_on_node(source, env))
 
 
 def _home(value: Any) -> Any:

@@ -1,7 +1,9 @@
 """Shared fixtures: real parts on loopback (S3 server, Ray, Chromium), tiny data, seeded.
 
 Slow end-to-end tests carry ``@pytest.mark.slow`` and run only with ``-m slow`` or
-``VISMEM_SLOW=1``; the default run still covers every real part at least once.
+``VISMEM_SLOW=1``; the default run still covers every real part at least once. The engine tier
+(``tests/engine/``, marker ``engine``) runs the real vLLM CPU engine from ``.venv-engine/``
+(``scripts/test_engine.sh``).
 """
 
 from __future__ import annotations
@@ -22,13 +24,20 @@ os.environ.setdefault("VISMEM_PROGRESS", "0")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+#: Test tiers outside the default run: marker -> (the variable that also selects it, what it is).
+TIERS = {"slow": ("VISMEM_SLOW", "slow end-to-end test"),
+         "engine": ("VISMEM_ENGINE", "engine tier: the real vLLM CPU engine (scripts/test_engine.sh)")}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("VISMEM_SLOW") == "1" or "slow" in (config.getoption("-m") or ""):
-        return
-    skip = pytest.mark.skip(reason="slow end-to-end test (run with -m slow or VISMEM_SLOW=1)")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+    chosen = config.getoption("-m") or ""
+    for marker, (var, what) in TIERS.items():
+        if os.environ.get(var) == "1" or marker in chosen:
+            continue
+        skip = pytest.mark.skip(reason=f"{what} (run with -m {marker} or {var}=1)")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

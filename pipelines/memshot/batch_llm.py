@@ -261,15 +261,16 @@ def processor_for(choice: Any, spec: dict[str, Any], *, concurrency: int, batch_
     (None: http) over ``spec``."""
     from ray.data.llm import build_processor
 
-    from vismem.pipelines.memshot.processors import chat_template_kwargs
+    from vismem.pipelines.memshot.processors import chat_template_kwargs, cpu_map_kwargs
 
     kind, extra = getattr(choice, "kind", "http"), {}
     if kind == "http":
         cfg = http_processor_config(spec, concurrency=concurrency, batch_size=batch_size)
     elif kind == "engine":
         cfg = engine_processor_config(choice.model, weights=weights, concurrency=concurrency, batch_size=batch_size)
+        extra = cpu_map_kwargs(choice.model)
         if chat_template_kwargs(spec):
-            extra = {"builder_kwargs": {"chat_template_kwargs": chat_template_kwargs(spec)}}
+            extra["builder_kwargs"] = {"chat_template_kwargs": chat_template_kwargs(spec)}
     else:
         cfg = serve_processor_config(choice.deployment, app=choice.app, concurrency=concurrency,
                                      batch_size=batch_size, timeout_s=(spec.get("args") or {}).get("timeout_s"))

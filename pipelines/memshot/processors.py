@@ -201,13 +201,24 @@ def engine_row(body: dict[str, Any]) -> dict[str, Any]:
         elif k not in ("model", "messages", "max_tokens", "temperature", "chat_template_kwargs"):
             raise ConfigError(f"request field {k!r} has no vLLM engine equivalent (in-job engine: "
                               f"{', '.join(sorted(SAMPLING_KEYS))} or chat_template_kwargs)")
-    return {"messages": body["messages"], "sampling_params": sampling}
+    return {"messages": parts_content(body["messages"]), "sampling_params": sampling}
+
+
+def parts_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with every plain-string content as one text part. Ray Data stores a block's
+    rows in Arrow, which cannot unify a text-only turn sent as a string with an image turn sent as
+    a list of parts (``ArrowTypeError: Unable to merge``; a Qwen3-VL answer block failed whole on the
+    real engine); the chat templates render both forms alike."""
+    return [{**m, "content": [{"type": "text", "text": m["content"]}]} if isinstance(m.get("content"), str) else m
+            for m in messages]
 
 
 def serve_row(body: dict[str, Any]) -> dict[str, Any]:
     """The Serve deployment processor's row of an OpenAI chat request body: ``LLMServer.chat``
-    called with a ``ChatCompletionRequest`` of the same fields, one reply (not streamed)."""
-    return {"method": SERVE_METHOD, "dtype": SERVE_DTYPE, "request_kwargs": {**body, "stream": False}}
+    called with a ``ChatCompletionRequest`` of the same fields, one reply (not streamed); content
+    as parts, as in :func:`engine_row`."""
+    return {"method": SERVE_METHOD, "dtype": SERVE_DTYPE,
+            "request_kwargs": {**body, "messages": parts_content(body["messages"]), "stream": False}}
 
 
 def request_row(kind: str, spec: dict[str, Any], body: dict[str, Any] | None, err: Exception | None) -> dict[str, Any]:
@@ -304,18 +315,47 @@ def engine_processor_config(model: str, *, weights: str | None = None, concurren
     from vismem.serve.deploy import engine_env, model_source, placement_group
     from vismem.serve.hosting import deployable
     from vismem.serve.registry import registered
-    from vismem.serve.weights import DEFAULT_ROOT, HUB, check_root, expand_on_node
+    from vismem.serve.weights import DEFAULT_ROOT, HUB, check_root, node_model_source
 
     root = check_root(DEFAULT_ROOT if weights is None else weights)
     d = deployable(model, registered(), env=env)
     if d.settings.engine != "vllm":
         raise ValueError(f"model {model!r} is not a vLLM variant (deploy.engine: {d.settings.engine})")
     env_vars = {**engine_env(d), **({} if root == HUB else {"HF_HUB_OFFLINE": "1"})}
+    on_cpu = d.settings.device == "cpu"
+    stages = cpu_stages(d.kind == "vlm") if on_cpu else {"prepare_multimodal_stage": d.kind == "vlm"}
     return vLLMEngineProcessorConfig(
-        model_source=expand_on_node(model_source(d, root), env), engine_kwargs=dict(d.settings.engine_kwargs),
+        model_source=node_model_source(model_source(d, root), env), engine_kwargs=dict(d.settings.engine_kwargs),
         accelerator_type=d.settings.accelerator_type, runtime_env={"env_vars": env_vars},
-        placement_group_config=placement_group(d.settings.engine_kwargs), concurrency=concurrency,
-        batch_size=batch_size, prepare_multimodal_stage=d.kind == "vlm", should_continue_on_error=True)
+        placement_group_config=CPU_ENGINE_BUNDLES if on_cpu else placement_group(d.settings.engine_kwargs),
+        concurrency=concurrency, batch_size=batch_size, should_continue_on_error=True, **stages)
+
+
+#: The in-job engine's placement on a CPU engine (``deploy.device: cpu``): one CPU bundle, which is
+#: also what keeps Ray from asking for a GPU (with tp = pp = 1 and no bundles it asks for one).
+CPU_ENGINE_BUNDLES = {"bundles": [{"CPU": 1}]}
+#: CPUs of each small stage (chat template, tokenize, prepare-multimodal, detokenize) and of the
+#: pre/postprocess maps beside a CPU engine: Ray's default of 1 each (about 4 CPUs) does not fit
+#: beside the engine on a small node, and Ray Data then waits for CPUs forever, without an error.
+CPU_STAGE_CPUS = 0.25
+
+
+def cpu_stages(vlm: bool) -> dict[str, Any]:
+    """The small stages' configs of a CPU engine processor (:data:`CPU_STAGE_CPUS` each)."""
+    small = {"num_cpus": CPU_STAGE_CPUS}
+    return {"chat_template_stage": dict(small), "tokenize_stage": dict(small), "detokenize_stage": dict(small),
+            "prepare_multimodal_stage": {"enabled": vlm, **small}}
+
+
+def cpu_map_kwargs(model: str) -> dict[str, Any]:
+    """``build_processor``'s pre/postprocess map arguments for the in-job engine of ``model``:
+    :data:`CPU_STAGE_CPUS` each on a CPU engine, Ray's defaults otherwise."""
+    from vismem.serve.hosting import deployable
+    from vismem.serve.registry import registered
+
+    if deployable(model, registered()).settings.device != "cpu":
+        return {}
+    return {"preprocess_map_kwargs": {"num_cpus": CPU_STAGE_CPUS}, "postprocess_map_kwargs": {"num_cpus": CPU_STAGE_CPUS}}
 
 
 def serve_processor_config(deployment: str, *, app: str = "default", concurrency: int = 1, batch_size: int = 16,

@@ -104,6 +104,9 @@ class JinaV4Embedder:
         import json
         from pathlib import Path
 
+        from vismem.serve.vllm_cpu import prepare_in_process
+
+        prepare_in_process()
         from vllm import LLM
         from vllm.config import PoolerConfig
 

@@ -112,6 +112,9 @@ class Qwen3VLEmbedder:
     def _load_vllm(self, dtype: str, kwargs: dict[str, Any]) -> None:
         import json
 
+        from vismem.serve.vllm_cpu import prepare_in_process
+
+        prepare_in_process()
         from vllm import LLM  # cluster only: vllm is not installed locally
         from vllm.config import PoolerConfig
 

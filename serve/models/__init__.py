@@ -43,7 +43,8 @@ class ModelSpec(BaseModel):
     variant: str = Field(..., description="file stem: the name runs refer to (e.g. qwen2.5-vl-7b)")
     kind: Literal["vlm", "embedder"] = Field(..., description="which registry builds it")
     description: str = Field("", description="one line on what the model is and where it is used")
-    source: str = Field("", description="paper or context that uses it: memshot, dmv-bench, local")
+    source: str = Field("", description="paper or context that uses it: memshot, dmv-bench, local, engine (the "
+                        "engine tier: a tiny model on vLLM's CPU build, scripts/setup.sh --engine)")
     name: str = Field(..., description="registered backend name (openai, transformers, minilm, ...)")
     args: dict[str, Any] = Field(default_factory=dict, description="backend arguments, env-expanded")
     deploy: dict[str, Any] | None = Field(None, description="cluster hosting settings (engine, model_source, engine_kwargs, ...)")
