@@ -3,6 +3,14 @@
 # and the project installed into it. Quick (a few checks) when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# `--engine`: also the engine tier's venv, .venv-engine/ (vLLM's CPU build; scripts/engine/setup.sh).
+engine=0
+for a in "$@"; do
+  case "$a" in
+    --engine) engine=1 ;;
+    *) echo "setup.sh: unknown option $a (known: --engine)" >&2; exit 2 ;;
+  esac
+done
 
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
@@ -32,4 +40,7 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/pip install -q torch==2.13.0
   .venv/bin/pip install -q -e .
   echo "$want" > "$stamp"
+fi
+if [ "$engine" = 1 ]; then
+  bash scripts/engine/setup.sh
 fi
