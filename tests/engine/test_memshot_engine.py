@@ -1,0 +1,39 @@
+"""MemShot answers through ``ray.data.llm``'s vLLM engine processor on the real CPU engine: a
+``vismem run memshot`` whose answering model (tiny Qwen3-VL, the qwen3-vl-8b stand-in) and judge run
+as in-job engines (``memshot.processor: engine``), and whose shots are retrieved by the tiny
+Qwen3-VL-Embedding on vLLM's pooling runner; every question gets a recorded answer row."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+
+@pytest.mark.timeout(1800)
+def test_memshot_answers_and_verdicts_through_the_engine_processor(tmp_path, tiny_dir, capsys):
+    from vismem.core.store import Store
+    from vismem.pipelines.cli import main
+
+    store = tmp_path / "store"
+    argv = ["run", "memshot", "--store", f"file://{store}", "--no-progress", "--json",
+            "--set", "memshot.conversations=1", "--set", "memshot.max_questions=6",
+            "--set", "memshot.variants=[memshot, text-rag]", "--set", "memshot.k=[2]", "--set", "memshot.memories=[]",
+            "--set", "memshot.image_embedder={model: tiny-qwen3-vl-embedding-vllm}",
+            "--vlm", '{"model": "tiny-qwen3-vl-vllm"}', "--judge", '{"model": "tiny-qwen3-vl-vllm"}',
+            "--set", "memshot.answer_max_tokens=16", "--set", "memshot.batch_inference=ray-data",
+            "--set", "memshot.processor=engine", "--set", "memshot.judge_processor=engine",
+            "--set", f"runs_dir={tmp_path / 'runs'}", "--set", "ray.num_cpus=4", "--set", "ray.object_store_mb=400"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    print(json.dumps(out["memshot"], indent=1)[:4000])
+    ms = out["memshot"]
+    assert ms["status"] == "done"
+    s = Store.open(f"file://{store}")
+    answers = [k for k in s.list(f"runs/{out['_run_id']}") if "answers" in k and k.endswith(".parquet")]
+    assert answers, s.list(f"runs/{out['_run_id']}")
+    df = pl.concat([s.read_table(k) for k in answers], how="diagonal_relaxed")
+    print(df.head(8))
+    assert df.height == 12  # 6 questions x 2 variants, one row each
+    assert (df["answer_status"] == "ok").all()
