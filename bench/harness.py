@@ -39,6 +39,7 @@ BENCH_MODULES = (
     "vismem.bench.fleet",
     "vismem.bench.trajectory_viewer",
     "vismem.bench.sample_viewer",
+    "vismem.bench.engine",
 )
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 #: The environment every engine here runs with: a 1 GiB KV cache, unpinned OpenMP threads (two
-#: shared cores), no hub. The CPU build's own needs (VLLM_MLA_DISABLE) come from the project's code.
-ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1",
+#: shared cores), the engine's message queues on loopback, no hub. The CPU build's own needs (VLLM_MLA_DISABLE) come from the project's code.
+ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_HOST_IP": "127.0.0.1",
+              "HF_HUB_OFFLINE": "1",
               "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 os.environ.update(ENGINE_ENV)
 
