@@ -187,26 +187,30 @@ def fetch_missing(files: dict[str, Path], data_dir: Path, *, echo: Callable[[str
     from vismem.core.errors import DataError
     from vismem.core.secrets import strip_userinfo
 
-    wanted: dict[str, Path] = {}
+    from vismem.core.download import download
+
+    wanted: list[str] = []
     for role, path in files.items():
         # A role that is a dataset file's own path (``dmv-bench/seed_v2.json``) names it even where
         # the stage looks elsewhere for it (env.storefront.catalog.dmv_dir: the folder itself).
         hit = next(((ds, f) for ds in DATASETS.values() for f in ds.files if f.path == role), None)
         hit = hit or _owner(path, data_dir)
-        if hit and hit[0].name in AUTO_FETCH and not Path(path).is_file():
-            wanted.setdefault(hit[0].name, Path(path))
+        if hit and hit[0].name in AUTO_FETCH and not Path(path).is_file() and hit[0].name not in wanted:
+            wanted.append(hit[0].name)
     if not wanted:
         return []
     placed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="vismem-fetch-") as tmp:
-        for name, path in wanted.items():
-            try:
-                fetch(name, Path(tmp))
-            except DataError as err:
-                raise DataError(
-                    f"{path}: missing and could not be fetched ({strip_userinfo(str(err))}); fetch it with "
-                    f"`vismem data fetch {name}` (VISMEM_DATA_MIRROR=<base URL> reads <dataset>/<file> from a "
-                    f"mirror), or set data_dir to a folder that holds it (data_dir is {data_dir})") from None
+        for name in wanted:
+            for f in DATASETS[name].files:
+                try:
+                    download(_url(DATASETS[name], f), Path(tmp) / f.path, sha256=f.sha256, size=f.size)
+                except DataError as err:
+                    raise DataError(
+                        f"{data_dir / f.path}: missing and could not be fetched ({strip_userinfo(str(err))}); "
+                        f"fetch it with `vismem data fetch {name}` (VISMEM_DATA_MIRROR=<base URL> reads "
+                        f"<dataset>/<file> from a mirror), or set data_dir to a folder that holds it "
+                        f"(data_dir is {data_dir})") from None
         for name in wanted:
             for f in DATASETS[name].files:
                 dest = data_dir / f.path
