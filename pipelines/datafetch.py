@@ -181,13 +181,7 @@ def fetch_missing(files: dict[str, Path], data_dir: Path, *, echo: Callable[[str
     line: the file, the command, ``VISMEM_DATA_MIRROR``, ``data_dir``) leaves ``data_dir`` as it
     was. A present file is never replaced (it may be the user's own edit of the data).
     """
-    import shutil
     import tempfile
-
-    from vismem.core.errors import DataError
-    from vismem.core.secrets import strip_userinfo
-
-    from vismem.core.download import download
 
     wanted: list[str] = []
     for role, path in files.items():
@@ -199,32 +193,54 @@ def fetch_missing(files: dict[str, Path], data_dir: Path, *, echo: Callable[[str
             wanted.append(hit[0].name)
     if not wanted:
         return []
-    placed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="vismem-fetch-") as tmp:
         for name in wanted:
-            for f in DATASETS[name].files:
-                try:
-                    download(_url(DATASETS[name], f), Path(tmp) / f.path, sha256=f.sha256, size=f.size)
-                except DataError as err:
-                    raise DataError(
-                        f"{data_dir / f.path}: missing and could not be fetched ({strip_userinfo(str(err))}); "
-                        f"fetch it with `vismem data fetch {name}` (VISMEM_DATA_MIRROR=<base URL> reads "
-                        f"<dataset>/<file> from a mirror), or set data_dir to a folder that holds it "
-                        f"(data_dir is {data_dir})") from None
-        for name in wanted:
-            for f in DATASETS[name].files:
-                dest = data_dir / f.path
-                if dest.exists():
-                    continue
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                staged = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-                shutil.copyfile(Path(tmp) / f.path, staged)  # same filesystem as dest: the rename is atomic
-                os.replace(staged, dest)
-                size = dest.stat().st_size / 2**20
-                what = f"licence {DATASETS[name].licence}" if f.path.endswith("LICENSE") else "pinned SHA-256 checked"
-                echo(f"data: fetched {f.path} into {data_dir} ({size:,.2f} MiB, {what}) "
-                     f"from {strip_userinfo(_url(DATASETS[name], f))}")
-                placed.append(f.path)
+            _download_checked(DATASETS[name], Path(tmp), data_dir)
+        return [path for name in wanted for path in _place(DATASETS[name], Path(tmp), data_dir, echo)]
+
+
+def _download_checked(ds: Dataset, tmp: Path, data_dir: Path) -> None:
+    """Every file of ``ds`` into ``tmp``, checked against its pins; a failure is the run's one line."""
+    from vismem.core.download import download
+    from vismem.core.errors import DataError
+    from vismem.core.secrets import strip_userinfo
+
+    for f in ds.files:
+        try:
+            download(_url(ds, f), tmp / f.path, sha256=f.sha256, size=f.size)
+        except DataError as err:
+            raise DataError(
+                f"{data_dir / f.path}: missing and could not be fetched ({strip_userinfo(str(err))}); "
+                f"fetch it with `vismem data fetch {ds.name}` (VISMEM_DATA_MIRROR=<base URL> reads "
+                f"<dataset>/<file> from a mirror), or set data_dir to a folder that holds it "
+                f"(data_dir is {data_dir})") from None
+
+
+def _place(ds: Dataset, tmp: Path, data_dir: Path, echo: Callable[[str], None]) -> list[str]:
+    """Move ``ds``'s checked files from ``tmp`` to where ``data_dir`` lacks them, one line each."""
+    import shutil
+
+    from vismem.core.errors import DataError
+    from vismem.core.secrets import strip_userinfo
+
+    placed = []
+    for f in ds.files:
+        dest = data_dir / f.path
+        if dest.exists():
+            continue
+        staged = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(tmp / f.path, staged)  # beside dest: the rename is atomic for a concurrent reader
+            os.replace(staged, dest)
+        except OSError as err:
+            staged.unlink(missing_ok=True)
+            raise DataError(f"{dest}: fetched but cannot be written into data_dir {data_dir} "
+                            f"({err.strerror or err}); set data_dir to a writable folder") from None
+        what = f"licence {ds.licence}" if f.path.endswith("LICENSE") else "pinned SHA-256 checked"
+        echo(f"data: fetched {f.path} into {data_dir} ({dest.stat().st_size / 2**20:,.2f} MiB, {what}) "
+             f"from {strip_userinfo(_url(ds, f))}")
+        placed.append(f.path)
     return placed
 
 
