@@ -53,16 +53,11 @@ def _fetch_test_data() -> tuple[Path, str]:
     return root, ""
 
 
-_DATA: list[tuple[Path, str]] = []
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _test_data() -> tuple[Path, str]:
     """Once per session, before the first test: the data every test (and every run a test
     starts on the default ``data_dir``) reads is in place; a few stat calls when it already is."""
-    if not _DATA:
-        _DATA.append(_fetch_test_data())
-    return _DATA[0]
+    return _fetch_test_data()
 
 
 @pytest.fixture(scope="session")
