@@ -57,8 +57,9 @@ THREADS = 2  # the target machine's cores; one reader per machine here
 
 
 def _locomo_path() -> Path:
-    shared = Path(os.environ.get("VISMEM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-    return shared / "data/locomo/locomo10.json"
+    from vismem.core.paths import resolve_data_dir
+
+    return resolve_data_dir() / "locomo/locomo10.json"  # the runs' default data dir (shared or per-user)
 
 
 def _shots(conv: Any, variant_name: str, sessions: int | None = None) -> list[tuple[bytes, str]]:

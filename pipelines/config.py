@@ -50,7 +50,10 @@ class RunConfig(Frozen):
     )
     data_dir: str = Field(
         "../shared/data",
-        description="Directory holding `locomo/`, `dmv-bench/` (and optionally `longmemeval/`); relative to the repo root.",
+        description="Directory holding `locomo/`, `dmv-bench/` (and optionally `longmemeval/`); relative to the repo "
+                    "root. The default means $VISMEM_DATA_DIR, else ../shared/data when it exists, else "
+                    "$XDG_DATA_HOME/vismem/data (`vismem data` says which); `vismem run` fetches missing LoCoMo / "
+                    "DMV-Bench files into it.",
     )
     runs_dir: str = Field(
         "runs",

@@ -14,6 +14,10 @@ A file with no pin (``None``) is checked for nothing but being a complete downlo
 ``vismem data`` says so.
 
 ``VISMEM_DATA_MIRROR`` (a base URL) replaces every file's host: ``<mirror>/<dataset>/<file>``.
+
+:func:`fetch_missing` is what ``vismem run`` does before any work: the small pinned datasets
+(:data:`AUTO_FETCH`) its stages read and the data dir lacks are fetched, checked, and only then
+placed there; large or gated data (LongMemEval, the official images) is never fetched implicitly.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any, Callable
 
 from vismem.core.errors import ConfigError, did_you_mean
 
-__all__ = ["DATASETS", "DataFile", "Dataset", "dataset", "fetch", "fetch_hint", "status"]
+__all__ = ["AUTO_FETCH", "DATASETS", "DataFile", "Dataset", "dataset", "fetch", "fetch_hint", "fetch_missing",
+           "fetch_run_inputs", "status"]
 
 _LOCOMO = "https://raw.githubusercontent.com/snap-research/locomo/3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376"
 _DMV = "https://raw.githubusercontent.com/yyyujintang/DMV-Bench/6ee8a8ea944bb0e47c7ca988e2d9aac28d6a7865"
@@ -83,6 +88,11 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
 )}
 
 
+#: Datasets a run fetches by itself when its stages read them and they are missing: a few MB each,
+#: pinned by SHA-256. The LongMemEval files (up to 2.7 GB) are only ever fetched on request.
+AUTO_FETCH = ("locomo", "dmv-bench")
+
+
 def dataset(name: str) -> Dataset:
     """The dataset called ``name``; an unknown name is a one-line error listing the known ones."""
     if name not in DATASETS:
@@ -93,14 +103,8 @@ def dataset(name: str) -> Dataset:
 def fetch_hint(path: Path, data_dir: Path) -> str:
     """``"; `vismem data fetch NAME` downloads it"`` when ``path`` is a file of a fetchable
     dataset under ``data_dir``, else ``""`` (for the error that says a data file is missing)."""
-    try:
-        rel = Path(path).resolve().relative_to(Path(data_dir).resolve()).as_posix()
-    except ValueError:
-        return ""
-    for ds in DATASETS.values():
-        if any(f.path == rel for f in ds.files):
-            return f"; `vismem data fetch {ds.name}` downloads it into the data dir"
-    return ""
+    hit = _owner(path, data_dir)
+    return f"; `vismem data fetch {hit[0].name}` downloads it into the data dir" if hit else ""
 
 
 def _url(ds: Dataset, f: DataFile) -> str:
@@ -157,3 +161,95 @@ def fetch(name: str, data_dir: Path, *, progress: Callable[[str, int, int | None
         download(_url(ds, f), dest, sha256=f.sha256, size=f.size, timeout=timeout, progress=cb)
         done.append((f.path, "downloaded"))
     return done
+
+
+def _owner(path: Path, data_dir: Path) -> tuple[Dataset, DataFile] | None:
+    """The dataset and pinned file that ``path`` (under ``data_dir``) is, if any."""
+    try:
+        rel = Path(path).resolve().relative_to(Path(data_dir).resolve()).as_posix()
+    except ValueError:
+        return None
+    return next(((ds, f) for ds in DATASETS.values() for f in ds.files if f.path == rel), None)
+
+
+def fetch_missing(files: dict[str, Path], data_dir: Path, *, echo: Callable[[str], None]) -> list[str]:
+    """Fetch the :data:`AUTO_FETCH` datasets that ``files`` (a run's inputs, by role) need and
+    ``data_dir`` lacks; ``echo`` gets one line per file placed. Returns the files placed.
+
+    Everything is downloaded and checked in a temporary folder first and moved into ``data_dir``
+    only once all of it matched its pins: offline, or on a checksum failure, a ``DataError`` (one
+    line: the file, the command, ``VISMEM_DATA_MIRROR``, ``data_dir``) leaves ``data_dir`` as it
+    was. A present file is never replaced (it may be the user's own edit of the data).
+    """
+    import tempfile
+
+    wanted: list[str] = []
+    for role, path in files.items():
+        # A role that is a dataset file's own path (``dmv-bench/seed_v2.json``) names it even where
+        # the stage looks elsewhere for it (env.storefront.catalog.dmv_dir: the folder itself).
+        hit = next(((ds, f) for ds in DATASETS.values() for f in ds.files if f.path == role), None)
+        hit = hit or _owner(path, data_dir)
+        if hit and hit[0].name in AUTO_FETCH and not Path(path).is_file() and hit[0].name not in wanted:
+            wanted.append(hit[0].name)
+    if not wanted:
+        return []
+    with tempfile.TemporaryDirectory(prefix="vismem-fetch-") as tmp:
+        for name in wanted:
+            _download_checked(DATASETS[name], Path(tmp), data_dir)
+        return [path for name in wanted for path in _place(DATASETS[name], Path(tmp), data_dir, echo)]
+
+
+def _download_checked(ds: Dataset, tmp: Path, data_dir: Path) -> None:
+    """Every file of ``ds`` into ``tmp``, checked against its pins; a failure is the run's one line."""
+    from vismem.core.download import download
+    from vismem.core.errors import DataError
+    from vismem.core.secrets import strip_userinfo
+
+    for f in ds.files:
+        try:
+            download(_url(ds, f), tmp / f.path, sha256=f.sha256, size=f.size)
+        except DataError as err:
+            raise DataError(
+                f"{data_dir / f.path}: missing and could not be fetched ({strip_userinfo(str(err))}); "
+                f"fetch it with `vismem data fetch {ds.name}` (VISMEM_DATA_MIRROR=<base URL> reads "
+                f"<dataset>/<file> from a mirror), or set data_dir to a folder that holds it "
+                f"(data_dir is {data_dir})") from None
+
+
+def _place(ds: Dataset, tmp: Path, data_dir: Path, echo: Callable[[str], None]) -> list[str]:
+    """Move ``ds``'s checked files from ``tmp`` to where ``data_dir`` lacks them, one line each."""
+    import shutil
+
+    from vismem.core.errors import DataError
+    from vismem.core.secrets import strip_userinfo
+
+    placed = []
+    for f in ds.files:
+        dest = data_dir / f.path
+        if dest.exists():
+            continue
+        staged = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(tmp / f.path, staged)  # beside dest: the rename is atomic for a concurrent reader
+            os.replace(staged, dest)
+        except OSError as err:
+            staged.unlink(missing_ok=True)
+            raise DataError(f"{dest}: fetched but cannot be written into data_dir {data_dir} "
+                            f"({err.strerror or err}); set data_dir to a writable folder") from None
+        what = f"licence {ds.licence}" if f.path.endswith("LICENSE") else "pinned SHA-256 checked"
+        echo(f"data: fetched {f.path} into {data_dir} ({dest.stat().st_size / 2**20:,.2f} MiB, {what}) "
+             f"from {strip_userinfo(_url(ds, f))}")
+        placed.append(f.path)
+    return placed
+
+
+def fetch_run_inputs(config: Any, *, echo: Callable[[str], None]) -> list[str]:
+    """:func:`fetch_missing` for a run config's inputs (``RunConfig.input_files``) in its local
+    data dir; must run before the run id is taken, which hashes the inputs' content."""
+    from vismem.core.datadir import is_remote
+    from vismem.core.paths import resolve_data_dir
+
+    if is_remote(config.data_dir):  # object storage: copied as it is (core.datadir), never filled
+        return []
+    return fetch_missing(config.input_files(), resolve_data_dir(config.data_dir), echo=echo)

@@ -15,7 +15,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("VISMEM_SHARED", REPO.parent / "shared")).resolve()
+#: A ``shared/`` folder named by ``VISMEM_SHARED`` is the suite's data (its ``data/``); otherwise
+#: the suite reads what runs read by default (core.paths.default_data_dir: ``../shared/data``
+#: beside the checkout, else the per-user data dir, which set-up fills from the pinned sources).
+if os.environ.get("VISMEM_SHARED"):
+    os.environ.setdefault("VISMEM_DATA_DIR", str(Path(os.environ["VISMEM_SHARED"], "data").resolve()))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -40,12 +44,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
+def _fetch_test_data() -> tuple[Path, str]:
+    """The default data dir with LoCoMo and DMV-Bench in it, fetched (pinned, checked) where
+    missing, as ``vismem run`` does; ``(dir, "")`` or ``(dir, why they could not be had)``."""
+    import sys
+
+    from vismem.core.errors import VismemError
+    from vismem.core.paths import resolve_data_dir
+    from vismem.pipelines.datafetch import AUTO_FETCH, DATASETS, fetch_missing
+
+    root = resolve_data_dir()
+    files = {f.path: root / f.path for name in AUTO_FETCH for f in DATASETS[name].files}
+    try:
+        fetch_missing(files, root, echo=lambda line: print(line, file=sys.stderr))
+    except VismemError as err:
+        return root, str(err)
+    return root, ""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_data() -> tuple[Path, str]:
+    """Once per session, before the first test: the data every test (and every run a test
+    starts on the default ``data_dir``) reads is in place; a few stat calls when it already is."""
+    return _fetch_test_data()
+
+
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """The read-only ``shared/`` folder (papers and datasets)."""
-    if not (SHARED / "data").is_dir():
-        pytest.fail(f"shared data not found at {SHARED} (set VISMEM_SHARED)")
-    return SHARED
+def data_dir(_test_data) -> Path:
+    """The data dir (``locomo/``, ``dmv-bench/``) tests read: the run's default one."""
+    root, problem = _test_data
+    if problem:
+        pytest.fail(f"test data not available in {root}: {problem}")
+    return root
 
 
 @pytest.fixture(scope="session")

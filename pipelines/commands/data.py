@@ -1,7 +1,8 @@
 """``vismem data`` (what is present and verified) and ``vismem data fetch NAME`` (download it).
 
 Both work on the run's data dir (``data_dir`` of the config, ``--data-dir`` to override): the
-folder ``vismem run`` reads by default. Pins, licences and layout: :mod:`vismem.pipelines.datafetch`.
+folder ``vismem run`` reads by default (:func:`vismem.core.paths.default_data_dir`), named with
+why it is that one. Pins, licences and layout: :mod:`vismem.pipelines.datafetch`.
 """
 
 from __future__ import annotations
@@ -33,25 +34,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _data_dir(args: argparse.Namespace):
+    """The data dir the command works on, and why it is that one (one phrase)."""
     from pathlib import Path
 
+    from vismem.core.paths import DEFAULT_DATA_DIR, default_data_dir
     from vismem.pipelines.commands.run import config_from_args
     from vismem.pipelines.context import resolve_data_dir
 
     if args.data_dir:
-        return Path(args.data_dir).resolve()
-    return resolve_data_dir(config_from_args(args))
+        return Path(args.data_dir).resolve(), "--data-dir"
+    cfg = config_from_args(args)
+    if str(cfg.data_dir) == DEFAULT_DATA_DIR:
+        return default_data_dir()
+    return resolve_data_dir(cfg), f"data_dir of the config: {cfg.data_dir}"
 
 
 def _list(args: argparse.Namespace) -> int:
     from vismem.pipelines.datafetch import status
 
-    data_dir = _data_dir(args)
+    data_dir, why = _data_dir(args)
     rows = status(data_dir)
     if args.json:
-        print(json.dumps({"data_dir": str(data_dir), "datasets": rows}, indent=2))
+        print(json.dumps({"data_dir": str(data_dir), "data_dir_from": why, "datasets": rows}, indent=2))
         return 0
-    print(f"datasets in {data_dir}:")
+    print(f"datasets in {data_dir} ({why}):")
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         hint = f"  (vismem data fetch {r['name']})" if r["state"] in ("missing", "partial") else ""
@@ -65,7 +71,8 @@ def _fetch(args: argparse.Namespace) -> int:
     from vismem.pipelines.datafetch import dataset, fetch
 
     ds = dataset(args.name)  # an unknown name fails before anything is created
-    data_dir = _data_dir(args)
+    data_dir, why = _data_dir(args)
+    print(f"data dir: {data_dir} ({why})")
     print(f"{ds.name}: licence {ds.licence}")
     import time
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from vismem.pipelines.commands.run import add_config_args, config_from_args
+from vismem.pipelines.commands.run import add_config_args, config_from_args, fetch_inputs
 from vismem.core.errors import VismemError
 
 #: Never shipped in a job's working_dir: venvs, runs, caches and generated data.
@@ -176,6 +176,7 @@ def _submit(args: argparse.Namespace) -> int:
     from vismem.core.paths import repo_root
 
     cfg = config_from_args(args)
+    fetch_inputs(cfg)  # the job package ships the data dir's small datasets (pipelines.jobpackage)
     dashboard = _dashboard(args)
     if cfg.store.uri.startswith("local-s3://"):
         raise VismemError("a submitted run needs a store the cluster can reach: pass --store s3://... or file:///...")

@@ -42,6 +42,16 @@ def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = Non
     return load_config(args.config, preset=args.preset, overrides=over)
 
 
+def fetch_inputs(cfg: Any) -> None:
+    """Before any work (and before the run id, which hashes them): the small pinned datasets the
+    config's stages read and its data dir lacks are fetched, one line each on stderr."""
+    import sys
+
+    from vismem.pipelines.datafetch import fetch_run_inputs
+
+    fetch_run_inputs(cfg, echo=lambda line: print(line, file=sys.stderr, flush=True))
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -72,6 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         hint = did_you_mean(bad[0], STAGE_ORDER)
         raise ConfigError(f"unknown stage(s) {bad}{hint}; allowed: {', '.join(STAGE_ORDER)}")
     cfg = config_from_args(args)
+    fetch_inputs(cfg)
     if args.print_config:
         import yaml
 

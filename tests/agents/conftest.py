@@ -6,10 +6,10 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def shop(shared_dir):
+def shop(data_dir):
     from vismem.env.storefront.server import ShopServer
 
-    with ShopServer.from_data(shared_dir / "data", seed=0) as srv:
+    with ShopServer.from_data(data_dir, seed=0) as srv:
         yield srv
 
 

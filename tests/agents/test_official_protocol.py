@@ -217,7 +217,7 @@ def test_official_session_terminal_actions_and_product_pages_as_the_official_run
     assert (n_products, n_styles) == (2, 2) and res.steps[2].forced_nav and res.steps[5].forced_nav
 
 
-def test_fixed_protocol_keys_are_those_from_before_the_choice(shared_dir) -> None:
+def test_fixed_protocol_keys_are_those_from_before_the_choice(data_dir) -> None:
     """The local preset's trajectory slug and recall-prompt key, as computed by the code just before
     ``encode.protocol`` existed (8a4c2be^, run on the same data): caches of ``fixed`` runs stay valid.
     A deliberate key change updates these literals."""
@@ -225,7 +225,7 @@ def test_fixed_protocol_keys_are_those_from_before_the_choice(shared_dir) -> Non
     from vismem.pipelines.dmv.encode import plan
     from vismem.pipelines.dmv.probes import _protocol
 
-    cfg = load_config(preset="local", overrides={"data_dir": str(shared_dir / "data")})
+    cfg = load_config(preset="local", overrides={"data_dir": str(data_dir)})
     assert cfg.encode.protocol == "fixed"
     assert plan(cfg)[1] == ["scripted-shopper-stand-in-s0--9c94d7b2"]
     assert _protocol(cfg)["prompts"] == "42ba2e7387119fe0" and "protocol" not in _protocol(cfg)

@@ -63,17 +63,16 @@ def test_sample_data_compares_variants_and_says_what_was_embedded():
     assert json.dumps(d)
 
 
-def test_a_unit_text_past_the_pages_cap_says_what_it_left_out():
+def test_a_unit_text_past_the_pages_cap_says_what_it_left_out(data_dir):
     """Every LoCoMo session fits the page's cap whole (the longest is ~6,200 characters); a longer
     text is cut with a line saying how many characters the page left out, never silently."""
-    from tests.conftest import SHARED
     from vismem.analysis.samples import UNIT_TEXT_CAP
 
-    locomo = SHARED / "data/locomo/locomo10.json"
-    if locomo.exists():  # every session as one unit ('X said, "..."' a turn, header lines) fits
-        longest = max(sum(len(t["text"]) + len(t["speaker"]) + 10 for t in v) for c in json.loads(locomo.read_text())
-                      for k, v in c["conversation"].items() if k.startswith("session_") and isinstance(v, list))
-        assert 6000 < longest and longest + 200 < UNIT_TEXT_CAP
+    locomo = data_dir / "locomo/locomo10.json"
+    # Every session as one unit ('X said, "..."' a turn, header lines) fits.
+    longest = max(sum(len(t["text"]) + len(t["speaker"]) + 10 for t in v) for c in json.loads(locomo.read_text())
+                  for k, v in c["conversation"].items() if k.startswith("session_") and isinstance(v, list))
+    assert 6000 < longest and longest + 200 < UNIT_TEXT_CAP
     long = "x" * (UNIT_TEXT_CAP + 1234)
     q, units, ranked, _ = _frames()
     units = units.with_columns(pl.when(pl.col("unit_id") == "c/u1").then(pl.lit(long)).otherwise(pl.col("text")).alias("text"))

@@ -53,3 +53,16 @@ def serve(root: Path, **kw):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def build_mirror(data_dir: Path, dest: Path, names: tuple[str, ...] = ("locomo", "dmv-bench")) -> Path:
+    """A ``VISMEM_DATA_MIRROR`` folder (``<dataset>/<file>``) of the pinned files, copied from ``data_dir``."""
+    import shutil
+
+    from vismem.pipelines.datafetch import DATASETS
+
+    for name in names:
+        for f in DATASETS[name].files:
+            (dest / name).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(data_dir / f.path, dest / name / Path(f.path).name)
+    return dest

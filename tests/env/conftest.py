@@ -7,10 +7,10 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def catalog(shared_dir):
+def catalog(data_dir):
     from vismem.env.storefront.catalog import load_catalog
 
-    return load_catalog(shared_dir / "data", seed=0)
+    return load_catalog(data_dir, seed=0)
 
 
 @pytest.fixture(scope="session")

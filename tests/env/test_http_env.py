@@ -9,10 +9,10 @@ from vismem.env.http_env import HttpEnv, PageCache, page_fields
 
 
 @pytest.fixture(scope="module")
-def shop(shared_dir):
+def shop(data_dir):
     from vismem.env.storefront.server import ShopServer
 
-    with ShopServer.from_data(shared_dir / "data", seed=0) as srv:
+    with ShopServer.from_data(data_dir, seed=0) as srv:
         yield srv
 
 

@@ -110,11 +110,11 @@ def test_invalid_yaml_is_one_line_with_line_and_column(tmp_path):
     assert r.returncode == 2 and "--set memshot.k, column 3" in _one_line(r.stderr)
 
 
-def test_empty_locomo_file_is_a_data_error_naming_it(tmp_path, shared_dir):
+def test_empty_locomo_file_is_a_data_error_naming_it(tmp_path, data_dir):
     import shutil
 
     data = tmp_path / "data"
-    shutil.copytree(shared_dir / "data" / "dmv-bench", data / "dmv-bench")
+    shutil.copytree(data_dir / "dmv-bench", data / "dmv-bench")
     (data / "locomo").mkdir()
     (data / "locomo" / "locomo10.json").write_text("[]")
     cfg = _cfg(tmp_path, stages=["memshot"], data_dir=str(data))

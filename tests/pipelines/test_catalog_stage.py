@@ -34,11 +34,11 @@ def test_stage_module_imports_light():
     assert out.stdout.strip() == "False"
 
 
-def test_prefix_depends_on_pixels_inputs_only(shared_dir):
+def test_prefix_depends_on_pixels_inputs_only(data_dir):
     from vismem.env.storefront.catalog import load_catalog
     from vismem.pipelines.dmv.config import CatalogConfig
 
-    data = shared_dir / "data"
+    data = data_dir
     cfg = CatalogConfig()
     h = lambda c, cat: protocol.params_hash(protocol.image_params(c, cat.variants))  # noqa: E731
     s0, s0b, s1 = (load_catalog(data, seed=s) for s in (0, 0, 1))
@@ -49,10 +49,10 @@ def test_prefix_depends_on_pixels_inputs_only(shared_dir):
     assert h(cfg.model_copy(update={"limit": 20}), s0) == h(cfg, s0)  # a subset shares the images
 
 
-def test_plan_rows_marks_existing(shared_dir):
+def test_plan_rows_marks_existing(data_dir):
     from vismem.env.storefront.catalog import load_catalog
 
-    cat = load_catalog(shared_dir / "data")
+    cat = load_catalog(data_dir)
     vs = cat.variants[:3]
     done = {f"p/{vs[0].image_path}", f"p/{vs[0].base_image_path}", f"p/{vs[1].image_path}"}
     rows = stage.plan_rows(vs, "p", "png", done)
@@ -60,13 +60,13 @@ def test_plan_rows_marks_existing(shared_dir):
     assert rows[2]["with_cue_key"] == f"p/with_cue/{vs[2].cat}/{vs[2].style}/{vs[2].image_idx:02d}.png"
 
 
-def test_catalog_job_on_ray_and_s3_resumes(ray_local, s3_store, tmp_path, shared_dir):
+def test_catalog_job_on_ray_and_s3_resumes(ray_local, s3_store, tmp_path, data_dir):
     from PIL import Image
 
     from vismem.env.storefront.catalog import load_catalog
     from vismem.env.storefront.imagesource import build_image_source
 
-    ctx = _ctx(s3_store, tmp_path, shared_dir / "data", limit=20, batch_size=5)
+    ctx = _ctx(s3_store, tmp_path, data_dir, limit=20, batch_size=5)
     first = stage.run(ctx)
     assert first["variants"] == 20 and first["generated"] == 20 and first["skipped"] == 0
     prefix = first["prefix"]
@@ -102,19 +102,19 @@ def test_catalog_job_on_ray_and_s3_resumes(ray_local, s3_store, tmp_path, shared
     assert hashlib.sha256(s3_store.get_bytes(row["with_cue_key"])).hexdigest() == row["with_cue_sha256"]
 
 
-def test_official_source_through_the_job(tmp_path, file_store, shared_dir):
+def test_official_source_through_the_job(tmp_path, file_store, data_dir):
     """The official images (here a fake set at 300 px) are conformed to the configured size."""
     from PIL import Image
 
     from vismem.env.storefront.catalog import load_catalog
 
     root = tmp_path / "official"
-    cat = load_catalog(shared_dir / "data")
+    cat = load_catalog(data_dir)
     for v in cat.variants[:10]:
         for rel in (v.image_path, v.base_image_path):
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             Image.new("RGB", (300, 300), (v.image_idx * 20, 90, 90)).save(root / rel)
-    ctx = _ctx(file_store, tmp_path, shared_dir / "data", limit=10, image_source="official", image_source_args={"root": str(root)})
+    ctx = _ctx(file_store, tmp_path, data_dir, limit=10, image_source="official", image_source_args={"root": str(root)})
     out = stage.run(ctx, use_ray=False)
     assert out["generated"] == 10
     table = file_store.read_table(out["table"])
@@ -123,16 +123,16 @@ def test_official_source_through_the_job(tmp_path, file_store, shared_dir):
     assert im.size == (512, 512)
 
 
-def test_unknown_image_source_is_an_error(tmp_path, file_store, shared_dir):
+def test_unknown_image_source_is_an_error(tmp_path, file_store, data_dir):
     from vismem.core.errors import ConfigError, DataError
 
-    ctx = _ctx(file_store, tmp_path, shared_dir / "data", limit=2, image_source="nope")
+    ctx = _ctx(file_store, tmp_path, data_dir, limit=2, image_source="nope")
     with pytest.raises(ConfigError, match="nope"):
         stage.run(ctx, use_ray=False)
-    ctx = _ctx(file_store, tmp_path, shared_dir / "data", limit=2, image_source="official")
+    ctx = _ctx(file_store, tmp_path, data_dir, limit=2, image_source="official")
     with pytest.raises(ConfigError, match="root"):
         stage.run(ctx, use_ray=False)
-    ctx = _ctx(file_store, tmp_path, shared_dir / "data", limit=2, image_source="official",
+    ctx = _ctx(file_store, tmp_path, data_dir, limit=2, image_source="official",
                image_source_args={"root": str(tmp_path / "missing")})
     with pytest.raises(DataError, match="with_cue"):
         stage.run(ctx, use_ray=False)
@@ -173,7 +173,7 @@ for v in cat.variants[::97]:
 """
 
 
-def test_catalogue_pngs_are_the_same_bytes_in_two_fresh_processes(shared_dir):
+def test_catalogue_pngs_are_the_same_bytes_in_two_fresh_processes(data_dir):
     """The catalogue's default PNG writer is one whose bytes repeat (content keys must not change
     between runs); each fresh process renders and encodes the same products."""
     import subprocess
@@ -183,21 +183,21 @@ def test_catalogue_pngs_are_the_same_bytes_in_two_fresh_processes(shared_dir):
     from vismem.pipelines.dmv.config import CatalogConfig
 
     assert CatalogConfig().png_compress_level <= ISAL_MAX_LEVEL == 0  # ISA-L at level 0, nothing above
-    runs = [subprocess.run([sys.executable, "-c", _PHOTOS, str(shared_dir / "data")], capture_output=True,
+    runs = [subprocess.run([sys.executable, "-c", _PHOTOS, str(data_dir)], capture_output=True,
                            text=True, timeout=300) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[0].stderr[-2000:]
     first = runs[0].stdout.splitlines()
     assert len(first) >= 10 and runs[1].stdout.splitlines() == first
 
 
-def test_damaged_catalogue_image_is_named_and_rendered_again(tmp_path, file_store, shared_dir, caplog, capsys):
+def test_damaged_catalogue_image_is_named_and_rendered_again(tmp_path, file_store, data_dir, caplog, capsys):
     """A stored image whose bytes differ from what catalog.parquet recorded is not trusted: the
     re-run names it in one line, renders it again (byte-identical) and counts it; `vismem store
     verify` finds the same damage, and with --discard deletes it so the next run renders it."""
     from vismem.pipelines.cli import main
 
     verify = ["store", "verify", "--store", f"file://{tmp_path}/store"]
-    ctx = _ctx(file_store, tmp_path, shared_dir / "data", limit=3)
+    ctx = _ctx(file_store, tmp_path, data_dir, limit=3)
     first = stage.run(ctx, use_ray=False)
     assert first["generated"] == 3 and not first.get("healed")
     row = file_store.read_table(first["table"]).row(1, named=True)

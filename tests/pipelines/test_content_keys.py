@@ -17,12 +17,12 @@ CANARY = "AKIA-CANARY-123"
 
 
 @pytest.fixture
-def data_copy(tmp_path, shared_dir):
+def data_copy(tmp_path, data_dir):
     """A private copy of the shared data (LoCoMo + DMV-Bench) that a test may edit."""
     d = tmp_path / "data"
-    shutil.copytree(shared_dir / "data" / "dmv-bench", d / "dmv-bench")
+    shutil.copytree(data_dir / "dmv-bench", d / "dmv-bench")
     (d / "locomo").mkdir(parents=True)
-    shutil.copy(shared_dir / "data" / "locomo" / "locomo10.json", d / "locomo" / "locomo10.json")
+    shutil.copy(data_dir / "locomo" / "locomo10.json", d / "locomo" / "locomo10.json")
     return d
 
 
@@ -42,8 +42,8 @@ def _edit_locomo(path):
     clear_memo()
 
 
-def test_run_id_follows_the_data_content_not_its_path(tmp_path, data_copy, shared_dir):
-    ref = load_config(overrides={"data_dir": str(shared_dir / "data")})
+def test_run_id_follows_the_data_content_not_its_path(tmp_path, data_copy, data_dir):
+    ref = load_config(overrides={"data_dir": str(data_dir)})
     same = load_config(overrides={"data_dir": str(data_copy)})
     assert same.run_id == ref.run_id  # the same bytes elsewhere: the same run
     moved = data_copy.parent / "elsewhere.json"
@@ -60,10 +60,10 @@ def test_run_id_follows_the_data_content_not_its_path(tmp_path, data_copy, share
     assert load_config(overrides={"data_dir": str(data_copy)}).run_id != edited_id
 
 
-def test_trajectory_slugs_follow_the_catalogue_content(data_copy, shared_dir):
+def test_trajectory_slugs_follow_the_catalogue_content(data_copy, data_dir):
     from vismem.pipelines.dmv.protocol import plan
 
-    ref = plan(load_config(overrides={"data_dir": str(shared_dir / "data")}))[1]
+    ref = plan(load_config(overrides={"data_dir": str(data_dir)}))[1]
     assert plan(load_config(overrides={"data_dir": str(data_copy)}))[1] == ref
     _edit_catalogue(data_copy)
     assert plan(load_config(overrides={"data_dir": str(data_copy)}))[1] != ref  # pages changed: new trajectories

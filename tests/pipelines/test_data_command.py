@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.core.rangeserver import serve
-from vismem.core.paths import DEFAULT_DATA_DIR, repo_root
+from tests.core.rangeserver import build_mirror, serve
 from vismem.pipelines.datafetch import DATASETS
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = (repo_root() / DEFAULT_DATA_DIR).resolve()
 
 
 def _vismem(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -25,19 +22,12 @@ def _vismem(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Comple
 
 
 @pytest.fixture
-def mirror(tmp_path):
-    """A mirror folder laid out as ``<dataset>/<file>``, its files read from the project's shared data."""
-    if not (SHARED / "dmv-bench" / "seed_v2.json").is_file():
-        pytest.skip("shared data not present")
-    root = tmp_path / "mirror"
-    for ds in ("locomo", "dmv-bench"):
-        for f in DATASETS[ds].files:
-            (root / ds).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(SHARED / f.path, root / ds / Path(f.path).name)
-    return root
+def mirror(tmp_path, data_dir):
+    """A mirror folder laid out as ``<dataset>/<file>``, its files read from the suite's data."""
+    return build_mirror(data_dir, tmp_path / "mirror")
 
 
-def test_fetch_verifies_the_pins_prints_the_licence_and_lists(mirror, tmp_path):
+def test_fetch_verifies_the_pins_prints_the_licence_and_lists(mirror, tmp_path, data_dir):
     data = tmp_path / "data"
     # Half of seed_v2.json already there from an interrupted fetch: it is resumed, not restarted.
     part = data / "dmv-bench" / "seed_v2.json.part"
@@ -49,7 +39,7 @@ def test_fetch_verifies_the_pins_prints_the_licence_and_lists(mirror, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "licence Apache License 2.0" in r.stdout
     assert {"path": "/dmv-bench/seed_v2.json", "range": "bytes=300000-"} in log
-    assert (data / "dmv-bench" / "seed_v2.json").read_bytes() == (SHARED / "dmv-bench" / "seed_v2.json").read_bytes()
+    assert (data / "dmv-bench" / "seed_v2.json").read_bytes() == (data_dir / "dmv-bench" / "seed_v2.json").read_bytes()
     listed = json.loads(_vismem("data", "--data-dir", str(data), "--json", cwd=tmp_path).stdout)
     states = {d["name"]: d["state"] for d in listed["datasets"]}
     assert states["dmv-bench"] == "verified" and states["locomo"] == "missing"
@@ -75,12 +65,17 @@ def test_unknown_dataset_is_a_usage_error(tmp_path):
     assert r.returncode == 2 and "unknown dataset 'imagenet'" in r.stderr and not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("stages, name", [("[memshot]", "locomo"), ("[catalog]", "dmv-bench")])
-def test_a_missing_dataset_names_the_fetch_command(tmp_path, stages, name):
-    r = _vismem("run", "--set", f"data_dir={tmp_path / 'empty'}", "--set", f"stages={stages}",
-                "--store", f"file://{tmp_path}/st", cwd=tmp_path)
+@pytest.mark.parametrize("over, name", [("stages=[memshot]", "locomo"), ("memshot.enabled=false", "dmv-bench")])
+def test_offline_a_missing_dataset_stops_the_run_before_any_work_naming_how(tmp_path, over, name):
+    # Offline: the mirror's port is closed, so the run's own fetch of what it lacks cannot succeed.
+    r = _vismem("run", "--set", f"data_dir={tmp_path / 'empty'}", "--set", over,
+                "--set", f"runs_dir={tmp_path / 'runs'}", "--store", f"file://{tmp_path}/st", cwd=tmp_path,
+                env={"VISMEM_DATA_MIRROR": "http://127.0.0.1:9"})
     errors = [x for x in r.stderr.splitlines() if x.startswith("vismem: error:")]
-    assert r.returncode == 4 and len(errors) == 1 and f"`vismem data fetch {name}`" in errors[0]
+    assert r.returncode == 4 and len(errors) == 1, r.stderr
+    assert f"`vismem data fetch {name}`" in errors[0] and "VISMEM_DATA_MIRROR" in errors[0]
+    assert "cannot download" in errors[0] and f"data_dir is {tmp_path / 'empty'}" in errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no data dir, no runs dir, no store
 
 
 @pytest.mark.parametrize("name", ["longmemeval-s", "longmemeval-m", "longmemeval-oracle"])

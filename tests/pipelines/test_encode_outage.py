@@ -11,14 +11,14 @@ def _http_env(shop_url, **kw):
     return make_env("http", shop_url, **kw)
 
 
-def test_a_session_with_failed_calls_is_browsed_again_until_every_call_is_answered(tmp_path, shared_dir):
+def test_a_session_with_failed_calls_is_browsed_again_until_every_call_is_answered(tmp_path, data_dir):
     from vismem.pipelines.dmv.encode_job import EncodeWorker
 
     store = Store.open(f"file://{tmp_path}/store")
     reply = 'Thought: look\nAction: navigate("/collection/chair-modern")'
     spec = {"name": "scripted", "args": {"replies": [reply], "fail_first": 2}}
     for retries, ok in ((3, True), (0, False)):
-        w = EncodeWorker(store, [spec], [f"t-{retries}"], data_dir=str(shared_dir / "data"), max_failed_calls=0.5,
+        w = EncodeWorker(store, [spec], [f"t-{retries}"], data_dir=str(data_dir), max_failed_calls=0.5,
                          session_retries=retries, env_factory=_http_env)
         try:
             out = w({"backend": [0], "seed": [0], "j": [0]})

@@ -102,7 +102,7 @@ def test_encode_outage_exits_nonzero_caches_nothing_and_a_healed_rerun_completes
     assert df.height == 2 and (df["failed_calls"] == 0).all() and (df["distinct_products"] >= 8).all()
 
 
-def test_threshold_is_a_share_of_the_session_calls(tmp_path, ray_local, shared_dir):
+def test_threshold_is_a_share_of_the_session_calls(tmp_path, ray_local, data_dir):
     """A few failed calls (under the threshold) keep the session; max_failed_calls=0 fails it."""
     import re
 
@@ -112,7 +112,7 @@ def test_threshold_is_a_share_of_the_session_calls(tmp_path, ray_local, shared_d
     reply = 'Thought: look\nAction: navigate("/collection/chair-modern")'
     spec = {"name": "scripted", "args": {"replies": [reply], "fail_first": 3}}
     for limit, ok in ((0.5, True), (0.0, False)):
-        w = EncodeWorker(store, [spec], [f"t-{ok}"], data_dir=str(shared_dir / "data"),
+        w = EncodeWorker(store, [spec], [f"t-{ok}"], data_dir=str(data_dir),
                          max_failed_calls=limit, env_factory=_http_env)
         try:
             out = w({"backend": [0], "seed": [0], "j": [0]})
@@ -176,7 +176,7 @@ def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_loca
     assert len(list(store_dir.rglob("*.done.json"))) == 2
 
 
-def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
+def test_replies_of_any_size_are_stored_capped(data_dir, tmp_path):
     from vismem.agents.chains import session_spec
     from vismem.core.failures import REPLY_CAP
     from vismem.agents.session import run_session
@@ -185,7 +185,7 @@ def test_replies_of_any_size_are_stored_capped(shared_dir, tmp_path):
     from vismem.serve.backends.scripted import ScriptedVLM
 
     huge = 'Thought: many words\nAction: navigate("/collection/chair-modern")\n' + "blah " * 700_000  # 3.5 MB
-    with ShopServer.from_data(shared_dir / "data", seed=0) as shop, HttpEnv(shop.url) as env:
+    with ShopServer.from_data(data_dir, seed=0) as shop, HttpEnv(shop.url) as env:
         res = run_session(replace(session_spec(0, 0), n_steps=2), vlm=ScriptedVLM([huge]), env=env, backend="t")
     for s in res.steps:
         assert s.status == "ok" and s.action_type == "navigate"  # parsed from the whole reply

@@ -17,7 +17,7 @@ from vismem.pipelines.config import load_config
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_package_ships_the_data_the_stages_read(tmp_path):
+def test_package_ships_the_data_the_stages_read(tmp_path, data_dir):
     from vismem.pipelines import jobpackage
 
     cfg = load_config(None, overrides={"stages": ["catalog", "memshot"]})
@@ -26,7 +26,7 @@ def test_package_ships_the_data_the_stages_read(tmp_path):
     assert job["data_dir"] == "_data"
     assert shipped == sorted(["locomo/locomo10.json", "dmv-bench/seed_v2.json", "dmv-bench/cue_registry.json"])
     for rel in shipped:
-        assert (tmp_path / "_data" / rel).read_bytes() == (REPO / "../shared/data" / rel).resolve().read_bytes()
+        assert (tmp_path / "_data" / rel).read_bytes() == (data_dir / rel).read_bytes()
     # The code is linked, the checkout's history and runs are not.
     assert (tmp_path / "vismem" / "pipelines" / "cli.py").is_file() and not (tmp_path / ".git").exists()
     assert (tmp_path / "vismem" / "__init__.py").is_file() and not (tmp_path / "pipelines").exists()
@@ -48,7 +48,7 @@ def test_package_refuses_missing_or_oversized_data(tmp_path, monkeypatch):
         jobpackage.build(cfg, REPO, tmp_path / "pkg2")
 
 
-def test_s3_data_dir_is_copied_once_per_node(s3_store, s3_server, tmp_path, monkeypatch):
+def test_s3_data_dir_is_copied_once_per_node(s3_store, s3_server, tmp_path, monkeypatch, data_dir):
     from vismem.core import datadir
     from vismem.core.paths import resolve_data_dir
 
@@ -59,7 +59,7 @@ def test_s3_data_dir_is_copied_once_per_node(s3_store, s3_server, tmp_path, monk
     uri = s3_store.uri + "/data"
     with pytest.raises(ConfigError, match="holds no objects"):
         resolve_data_dir(uri)
-    src = (REPO / "../shared/data/dmv-bench/cue_registry.json").resolve()
+    src = data_dir / "dmv-bench/cue_registry.json"
     s3_store.put_bytes("data/dmv-bench/cue_registry.json", src.read_bytes())
     local = datadir.materialise(uri)
     assert local == datadir.cache_dir(uri) and (local / "dmv-bench/cue_registry.json").read_bytes() == src.read_bytes()

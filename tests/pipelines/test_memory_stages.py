@@ -179,7 +179,7 @@ def test_sigkill_mid_probes_then_rerun_gives_the_same_table_and_no_duplicates(fi
     assert again.sort(keys).equals(ref.sort(keys))
 
 
-def test_catalogue_captioner_reads_the_runs_data_dir(tmp_path, shared_dir):
+def test_catalogue_captioner_reads_the_runs_data_dir(tmp_path, data_dir):
     """A submitted job's data travels in its package: the stand-in captioner must read the run's
     data_dir, not the checkout's default; the cache keys do not depend on where it is."""
     import shutil
@@ -189,7 +189,7 @@ def test_catalogue_captioner_reads_the_runs_data_dir(tmp_path, shared_dir):
     from vismem.pipelines.dmv.chains import architecture_specs
 
     data = tmp_path / "moved"
-    shutil.copytree(shared_dir / "data" / "dmv-bench", data / "dmv-bench")
+    shutil.copytree(data_dir / "dmv-bench", data / "dmv-bench")
     here = _cfg(tmp_path, data_dir=str(data))
     specs = architecture_specs(here)
     caps = [s["args"]["captioner"] for s in specs if s["args"].get("captioner")]

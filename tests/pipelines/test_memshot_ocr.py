@@ -14,12 +14,12 @@ SPEC = {"name": "ocr-minilm", "args": {"ocr": {"name": "rapidocr-lines", "args":
 
 
 @pytest.fixture(scope="module")
-def conv(shared_dir):
+def conv(data_dir):
     from dataclasses import replace
 
     from vismem.env.dialogue import load_locomo
 
-    c = load_locomo(shared_dir / "data/locomo/locomo10.json")[0]
+    c = load_locomo(data_dir / "locomo/locomo10.json")[0]
     return replace(c, sessions=c.sessions[:2])  # 2 sessions, 10 shots: seconds, not minutes
 
 

@@ -22,9 +22,9 @@ MEMOCR = "memocr (stand-in extractive)"
 
 
 @pytest.fixture(scope="module")
-def locomo_cut(shared_dir, tmp_path_factory):
+def locomo_cut(data_dir, tmp_path_factory):
     """conv-26 with its first two sessions and the questions whose evidence lies in them."""
-    data = json.loads((shared_dir / "data/locomo/locomo10.json").read_text())[0]
+    data = json.loads((data_dir / "locomo/locomo10.json").read_text())[0]
     conv = data["conversation"]
     keep = {f"session_{i}" for i in range(1, SESSIONS + 1)}
     conv = {k: v for k, v in conv.items() if not k.startswith("session_")

@@ -22,11 +22,11 @@ from vismem.pipelines.memshot.render import (
 
 
 @pytest.fixture(scope="module")
-def small(shared_dir):
+def small(data_dir):
     """Two conversations cut to their first three sessions (12 to 20 shots)."""
     from dataclasses import replace
 
-    convs = load_locomo(shared_dir / "data/locomo/locomo10.json")[:2]
+    convs = load_locomo(data_dir / "locomo/locomo10.json")[:2]
     return [replace(c, sessions=c.sessions[:3]) for c in convs]
 
 
@@ -82,21 +82,21 @@ def test_text_variant_in_process(file_store, small):
     assert OUTPUT_COLUMNS[0] == "conversation_id"
 
 
-def test_render_all_from_config(file_store, shared_dir):
+def test_render_all_from_config(file_store, data_dir):
     from vismem.pipelines.memshot.config import MemShotConfig
     from vismem.pipelines.memshot.render import load_conversations, render_all
 
     cfg = MemShotConfig(conversations=1, variants=("no-render", "text-rag"))
-    convs = load_conversations(cfg, shared_dir / "data")
+    convs = load_conversations(cfg, data_dir)
     assert [c.conversation_id for c in convs] == ["conv-26"]
     out = render_all(file_store, cfg, convs, None, "runs/r1", use_ray=False)
     assert out["text-rag"]["units"] == 19 and out["no-render"]["units"] > 19
     assert out["no-render"]["table"] == "runs/r1/memshot/locomo/no-render/units.parquet"
     with pytest.raises(ConfigError, match="no file is given: set memshot.dataset_path"):
-        load_conversations(MemShotConfig(dataset="longmemeval"), shared_dir / "data")
+        load_conversations(MemShotConfig(dataset="longmemeval"), data_dir)
 
 
-def test_run_render_job_for_the_stage(file_store, shared_dir):
+def test_run_render_job_for_the_stage(file_store, data_dir):
     """The stage's entry point: units frame (modality, image_key) and render seconds."""
     from types import SimpleNamespace
 
@@ -104,7 +104,7 @@ def test_run_render_job_for_the_stage(file_store, shared_dir):
     from vismem.pipelines.memshot.render import run_render_job
 
     cfg = SimpleNamespace(memshot=MemShotConfig(conversations=1, variants=("no-render", "text-rag")), ray=None)
-    ctx = SimpleNamespace(config=cfg, store=file_store, data_dir=shared_dir / "data", run_prefix="runs/r2")
+    ctx = SimpleNamespace(config=cfg, store=file_store, data_dir=data_dir, run_prefix="runs/r2")
     import vismem.pipelines.memshot.render as mr
 
     orig = mr.render_all

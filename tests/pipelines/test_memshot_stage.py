@@ -198,14 +198,14 @@ def test_cli_vismem_run_memshot(tmp_path):
     assert any(k.startswith("memocr") and k.endswith("@5") for k in recall)
 
 
-def test_locomo_adversarial_behind_a_flag(shared_dir):
+def test_locomo_adversarial_behind_a_flag(data_dir):
     """Category 5 is left out by default and asked as the official multiple choice on request."""
     from vismem.env.dialogue import load_locomo
     from vismem.memory.dialogue.datasets.locomo import NOT_MENTIONED
     from vismem.pipelines.memshot.config import MemShotConfig
     from vismem.pipelines.memshot.stage import _questions
 
-    convs = load_locomo(shared_dir / "data/locomo/locomo10.json")[:1]
+    convs = load_locomo(data_dir / "locomo/locomo10.json")[:1]
     default = _questions(convs, MemShotConfig())
     assert "adversarial" not in default["category"].to_list()
     mc = _questions(convs, MemShotConfig(locomo_adversarial="multiple-choice"))

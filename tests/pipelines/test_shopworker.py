@@ -11,11 +11,11 @@ def _http_env(shop_url, **kw):
     return make_env("http", shop_url, **kw)
 
 
-def test_episode_threads_have_their_own_envs_sharing_one_page_cache(tmp_path, shared_dir):
+def test_episode_threads_have_their_own_envs_sharing_one_page_cache(tmp_path, data_dir):
     from vismem.pipelines.dmv.encode_job import EncodeWorker
 
     store = Store.open(f"file://{tmp_path}/store")
-    w = EncodeWorker(store, [{"name": "scripted-shopper", "args": {"seed": 0}}], ["t"], data_dir=str(shared_dir / "data"),
+    w = EncodeWorker(store, [{"name": "scripted-shopper", "args": {"seed": 0}}], ["t"], data_dir=str(data_dir),
                      env_factory=_http_env, episodes=3)
     try:
         out = w({"backend": [0, 0, 0], "seed": [0, 1, 2], "j": [0, 0, 0]})

@@ -20,12 +20,12 @@ def emb():
 
 
 @pytest.fixture(scope="module")
-def subset(shared_dir):
+def subset(data_dir):
     """A fixed subset: every 20th catalogue product (all ten categories), with and without cue."""
     from vismem.env.storefront.catalog import load_catalog
     from vismem.env.storefront.images.sources import ProceduralImageSource
 
-    catalog = load_catalog(shared_dir / "data", seed=0)
+    catalog = load_catalog(data_dir, seed=0)
     src = ProceduralImageSource(catalog, cache_items=0)
     picks = catalog.variants[:: len(catalog.variants) // N_PRODUCTS][:N_PRODUCTS]
     pairs = [src.get_pair(v.url_hash) for v in picks]

@@ -83,7 +83,9 @@ class OfficialImageSource(StoreImageSource):
         uri = root if "://" in root else Path(root).resolve().as_uri()
         if uri.startswith("file://") and check and not Path(uri[len("file://"):]).joinpath("with_cue").is_dir():
             raise DataError(f"official image set not found: {root!r} has no with_cue/ folder "
-                            "(expected the layout with_cue/<cat>/<style>/NN.png of the published set)")
+                            "(expected the layout with_cue/<cat>/<style>/NN.png of the published set; vismem never "
+                            "downloads it: get it from Hugging Face yyyujintang/DMV-Bench-Images and pass its "
+                            "folder with --image-root)")
         super().__init__(catalog, uri, **store_kwargs)
         if check:
             first = catalog.variants[0]

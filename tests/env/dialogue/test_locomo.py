@@ -12,8 +12,8 @@ from vismem.core.errors import DataError
 
 
 @pytest.fixture(scope="module")
-def convs(shared_dir):
-    return load_locomo(shared_dir / "data/locomo/locomo10.json")
+def convs(data_dir):
+    return load_locomo(data_dir / "locomo/locomo10.json")
 
 
 def test_counts(convs):
@@ -91,8 +91,8 @@ def test_image_captions(convs):
     (lambda d: d[0]["qa"][0].pop("answer"), "qa[0].answer"),
     (lambda d: d[0]["conversation"].pop("session_1_date_time"), "conversation.session_1_date_time"),
 ])
-def test_malformed_raises_data_error(shared_dir, tmp_path, mutate, field):
-    data = json.loads((shared_dir / "data/locomo/locomo10.json").read_text())[:1]
+def test_malformed_raises_data_error(data_dir, tmp_path, mutate, field):
+    data = json.loads((data_dir / "locomo/locomo10.json").read_text())[:1]
     mutate(data)
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(data))

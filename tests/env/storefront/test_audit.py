@@ -16,8 +16,8 @@ from vismem.env.storefront.leakage import Vocabulary
 
 
 @pytest.fixture(scope="module")
-def seed_doc(shared_dir):
-    return json.loads((shared_dir / "data" / "dmv-bench" / "seed_v2.json").read_text())
+def seed_doc(data_dir):
+    return json.loads((data_dir / "dmv-bench" / "seed_v2.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +43,20 @@ def test_real_catalogue_has_zero_hits(real_report):
     assert real_report.fields_scanned > 13_140 and real_report.catalog_fields == 14_140
 
 
-def _leaky_shop(shared_dir, seed_doc, mutate):
+def _leaky_shop(data_dir, seed_doc, mutate):
     doc = copy.deepcopy(seed_doc)
     mutate(doc)
-    cat = load_catalog(shared_dir / "data", seed=0, seed_doc=doc)
+    cat = load_catalog(data_dir, seed=0, seed_doc=doc)
     return cat, doc, TestClient(create_app(cat, build_image_source("placeholder", cat)))
 
 
-def test_injected_leaks_are_found(shared_dir, seed_doc):
+def test_injected_leaks_are_found(data_dir, seed_doc):
     def mutate(doc):
         v = next(x for x in doc["variants"] if x["id"] == "var_chair_modern_03")
         v["displayName"] = "Lumen Chair 04 with Red scarves"            # colour + head noun (plural)
         doc["collections"][1]["displayName"] = "Velvet Chairs"          # fine descriptor
         doc["categories"][0]["description"] = "Browse our chairs and baseball-caps."  # cue phrase
-    cat, doc, client = _leaky_shop(shared_dir, seed_doc, mutate)
+    cat, doc, client = _leaky_shop(data_dir, seed_doc, mutate)
     with client:
         rep = crawl_and_audit("http://testserver", cat, client=client, max_pages=60, seed_doc=doc)
     assert not rep.ok

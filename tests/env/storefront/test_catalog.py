@@ -13,14 +13,9 @@ from vismem.core.errors import DataError
 
 
 @pytest.fixture(scope="module")
-def docs(shared_dir):
-    d = shared_dir / "data" / "dmv-bench"
+def docs(data_dir):
+    d = data_dir / "dmv-bench"
     return json.loads((d / "seed_v2.json").read_text()), json.loads((d / "cue_registry.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def data_dir(shared_dir):
-    return shared_dir / "data"
 
 
 def test_hash_formula_known_value():
@@ -94,14 +89,14 @@ def test_missing_and_broken_files(tmp_path):
         load_catalog(tmp_path)
 
 
-def test_config_drives_seed_and_colour_order(shared_dir):
+def test_config_drives_seed_and_colour_order(data_dir):
     from vismem.pipelines.context import catalog_from_config
     from vismem.pipelines.config import load_config
     from vismem.core.errors import ConfigError
 
-    cfg = load_config(None, overrides={"seed": 5, "data_dir": str(shared_dir / "data"),
+    cfg = load_config(None, overrides={"seed": 5, "data_dir": str(data_dir),
                                        "catalog": {"colour_order": "official"}})
     cat = catalog_from_config(cfg)
     assert cat.seed == 5 and cat.colour_order == "official" and cat.variants[0].cue_color == "red"
     with pytest.raises(ConfigError):
-        load_catalog(shared_dir / "data", colour_order="sorted")
+        load_catalog(data_dir, colour_order="sorted")

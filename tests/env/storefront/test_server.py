@@ -21,8 +21,8 @@ def test_in_process_server_binds_loopback_on_a_free_port(shop_server):
     assert r.status_code == 200 and "Lamps" in r.text
 
 
-def test_python_m_storefront_serves(shared_dir):
-    p = subprocess.Popen([sys.executable, "-m", "vismem.env.storefront", "--data-dir", str(shared_dir / "data"),
+def test_python_m_storefront_serves(data_dir):
+    p = subprocess.Popen([sys.executable, "-m", "vismem.env.storefront", "--data-dir", str(data_dir),
                           "--seed", "3"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         line = p.stdout.readline()
@@ -36,7 +36,7 @@ def test_python_m_storefront_serves(shared_dir):
         img_paths = [a for a in httpx.get(url + "/product/df5b5fde").text.split('"') if a.startswith("/images/")]
         assert img_paths, "product page shows no image"
         served = httpx.get(url + img_paths[0]).content
-        cat = load_catalog(shared_dir / "data", seed=3)
+        cat = load_catalog(data_dir, seed=3)
         assert served == build_image_source("procedural", cat).get("df5b5fde")
     finally:
         p.send_signal(signal.SIGINT)
@@ -60,9 +60,9 @@ def test_placeholder_and_store_sources(catalog, file_store):
         src.get(catalog.variants[1].url_hash)
 
 
-def test_vismem_audit_cli(shared_dir, tmp_path):
+def test_vismem_audit_cli(data_dir, tmp_path):
     out = tmp_path / "audit.json"
-    r = subprocess.run([sys.executable, "-m", "vismem", "audit", "--data-dir", str(shared_dir / "data"),
+    r = subprocess.run([sys.executable, "-m", "vismem", "audit", "--data-dir", str(data_dir),
                         "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "L2 audit PASSED" in r.stdout and out.exists()

@@ -13,7 +13,7 @@ from vismem.memory.agent import (ArchitectureHook, InProcessFeatures, TableFeatu
 
 
 @pytest.fixture(scope="module")
-def trajectory(shared_dir):
+def trajectory(data_dir):
     from vismem.agents.chains import session_spec
     from vismem.agents.session import run_session
     from vismem.env.envs import make_env
@@ -28,7 +28,7 @@ def trajectory(shared_dir):
         return key
 
     images = {"name": "procedural", "args": {"size": 128}}
-    with ShopServer.from_data(str(shared_dir / "data"), seed=0, images=images) as shop:
+    with ShopServer.from_data(str(data_dir), seed=0, images=images) as shop:
         env = make_env("http", shop.url)
         vlm = build_vlm({"name": "scripted-shopper", "args": {"seed": 0}})
         steps = [s for j in range(2) for s in run_session(session_spec(0, j), vlm=vlm, env=env, backend="t",

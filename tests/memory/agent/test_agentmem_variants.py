@@ -94,13 +94,13 @@ def test_bad_args_are_config_errors_naming_the_field():
         build_architecture({"model": "worldmm-lite", "args": {"routing": "fixed"}})
 
 
-def test_catalogue_captioner_never_mentions_a_cue(shared_dir):
+def test_catalogue_captioner_never_mentions_a_cue(data_dir):
     from vismem.env.storefront.catalog import load_catalog
     from vismem.env.storefront.leakage import Vocabulary
 
-    cat = load_catalog(shared_dir / "data", seed=0)
+    cat = load_catalog(data_dir, seed=0)
     vocab = Vocabulary.from_catalog(cat)
-    caps = {t: build_captioner({"name": "catalogue", "args": {"task": t, "data_dir": str(shared_dir / "data")}})
+    caps = {t: build_captioner({"name": "catalogue", "args": {"task": t, "data_dir": str(data_dir)}})
             for t in TASKS}
     for v in cat.variants:
         for task, c in caps.items():

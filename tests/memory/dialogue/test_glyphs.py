@@ -22,9 +22,9 @@ ALPHABET = "AVTWYLPFavtwyfrjil.,;:'\"()-_/\\?!0123456789 éüñ–—’“”�
 
 
 @pytest.fixture(scope="module")
-def vocabulary(shared_dir) -> list[str]:
+def vocabulary(data_dir) -> list[str]:
     words: set[str] = set()
-    for conv in load_locomo(shared_dir / "data/locomo/locomo10.json"):
+    for conv in load_locomo(data_dir / "locomo/locomo10.json"):
         for s in conv.sessions:
             for t in s.turns:
                 words.update(t.text.split())

@@ -33,8 +33,8 @@ class BagOfWords:
 
 
 @pytest.fixture(scope="module")
-def conv(shared_dir):
-    return load_locomo(shared_dir / "data/locomo/locomo10.json")[0]
+def conv(data_dir):
+    return load_locomo(data_dir / "locomo/locomo10.json")[0]
 
 
 def test_text_rag_and_memshot_behind_the_protocol(conv):

@@ -74,10 +74,10 @@ def test_drawn_text_is_what_the_shot_shows():
     assert session_drawn_texts(conv, sess, load_variant("text-rag")) == []
 
 
-def test_drawn_texts_match_units_on_locomo(shared_dir):
+def test_drawn_texts_match_units_on_locomo(data_dir):
     from vismem.env.dialogue import load_locomo
 
-    conv = load_locomo(shared_dir / "data/locomo/locomo10.json")[0]
+    conv = load_locomo(data_dir / "locomo/locomo10.json")[0]
     v = load_variant("memshot")
     for sess in conv.sessions[:3]:
         units = session_units(conv, sess, v)

@@ -19,8 +19,8 @@ from vismem.core.errors import ConfigError, DataError
 
 
 @pytest.fixture(scope="module")
-def locomo(shared_dir):
-    return load_locomo(shared_dir / "data/locomo/locomo10.json")
+def locomo(data_dir):
+    return load_locomo(data_dir / "locomo/locomo10.json")
 
 
 def tiny() -> Conversation:
@@ -75,7 +75,7 @@ def _shots_digest(conv) -> str:
     return h.hexdigest()
 
 
-def test_shots_repeat_byte_for_byte_across_processes(locomo, shared_dir):
+def test_shots_repeat_byte_for_byte_across_processes(locomo, data_dir):
     """A whole conversation's shots (~150 shots, ~300 deflate segments) give the same bytes here and
     in two fresh processes: content-keyed caches and result tables rely on it. ISA-L's level 1
     failed this now and then (memory.dialogue.png.SHOT_LEVEL)."""
@@ -85,7 +85,7 @@ def test_shots_repeat_byte_for_byte_across_processes(locomo, shared_dir):
     here = _shots_digest(locomo[0])
     get_font.cache_clear()
     assert _shots_digest(locomo[0]) == here  # again in this process, after fresh font caches
-    path = str(shared_dir / "data/locomo/locomo10.json")
+    path = str(data_dir / "locomo/locomo10.json")
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", _DIGEST_CHILD, str(Path(__file__).parent), path],
                              capture_output=True, text=True, check=True)
@@ -298,15 +298,15 @@ def test_spliced_png_equals_composed_image(locomo):
     assert adler32_combine(zlib.adler32(b"abc"), zlib.adler32(b"defgh"), 5) == zlib.adler32(b"abcdefgh")
 
 
-def test_preview_cli(tmp_path, shared_dir):
+def test_preview_cli(tmp_path, data_dir):
     from vismem.memory.dialogue.__main__ import main
 
     out = tmp_path / "shots"
-    rc = main(["--path", str(shared_dir / "data/locomo/locomo10.json"), "--conversation", "conv-30",
+    rc = main(["--path", str(data_dir / "locomo/locomo10.json"), "--conversation", "conv-30",
                "--session", "2", "--out", str(out)])
     assert rc == 0
     pngs = sorted(out.glob("*.png"))
     assert pngs and len(pngs) == len((out / "units.jsonl").read_text().splitlines())
     assert Image.open(pngs[0]).size[0] == 948
-    assert main(["--path", str(shared_dir / "data/locomo/locomo10.json"), "--conversation", "nope",
+    assert main(["--path", str(data_dir / "locomo/locomo10.json"), "--conversation", "nope",
                  "--out", str(out)]) == 1

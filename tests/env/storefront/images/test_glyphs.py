@@ -16,8 +16,8 @@ MIN_DELTA_E = 15.0  # CIE76; ~6x a just-noticeable difference
 
 
 @pytest.fixture(scope="module")
-def registry_objects(shared_dir):
-    rows = json.loads((shared_dir / "data" / "dmv-bench" / "cue_registry.json").read_text())["rows"]
+def registry_objects(data_dir):
+    rows = json.loads((data_dir / "dmv-bench" / "cue_registry.json").read_text())["rows"]
     return sorted({r["cue_object"] for r in rows}), sorted({r["cue_color"] for r in rows})
 
 

@@ -28,11 +28,11 @@ def test_procedural_source(catalog):
         src.get("00000000")
 
 
-def test_seed_changes_colours_not_products(shared_dir):
+def test_seed_changes_colours_not_products(data_dir):
     """Same seed → same bytes; another seed recolours the cues of the same products."""
     from vismem.env.storefront.catalog import load_catalog
 
-    c0, c0b, c1 = (load_catalog(shared_dir / "data", seed=s) for s in (0, 0, 1))
+    c0, c0b, c1 = (load_catalog(data_dir, seed=s) for s in (0, 0, 1))
     s0, s0b, s1 = (build_image_source("procedural", c) for c in (c0, c0b, c1))
     h = next(v.url_hash for v in c0.variants if v.cue_color != c1.by_hash[v.url_hash].cue_color)
     assert s0.get(h) == s0b.get(h)
