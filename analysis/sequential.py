@@ -19,8 +19,8 @@ with predictable bets ``l+-`` (the predictable plug-in of Waudby-Smith & Ramdas 
 "Estimating means of bounded random variables by betting", truncated so no factor can reach 0) is
 a nonnegative martingale starting at 1, so by Ville's inequality ``P(exists t: K_t(theta*) >=
 1/alpha) <= alpha``. The confidence sequence is every grid theta never rejected; its hull, padded
-by one grid step, is reported. Null values that the units already drawn make impossible (the
-remaining units could not reach that rate) are rejected outright. The guarantee is
+by one grid step, is reported. The hull is then cut to the rates the units not yet drawn can still
+reach (exact, given the population's probe count). The guarantee is
 design-based: the randomness is the seeded draw order, so it holds for any fixed probe table --
 within-chain correlation included -- and it holds at every stopping time, so a cell may stop
 whenever its interval is narrow enough. ``population=None`` drops the without-replacement
@@ -118,22 +118,15 @@ def confidence_sequence(values: np.ndarray, sizes: np.ndarray, *, lower: float =
         drawn += real
         seen_c += np.where(real, v[:, t], 0.0)
         seen_n += n[:, t]
-        if total is not None:
-            rejected |= _infeasible(theta, seen_c, seen_n, total, lower, upper)
         while ci < cps.size and cps[ci] == t + 1:
-            out_lo[:, ci], out_hi[:, ci] = _hull(theta, rejected, step, lower, upper, log_p)
+            lo, hi = _hull(theta, rejected, step, lower, upper, log_p)
+            if total is not None:  # and never outside the rates the remaining units can still reach
+                f_lo = (seen_c + lower * (total - seen_n)) / np.maximum(total, 1e-12)
+                f_hi = (seen_c + upper * (total - seen_n)) / np.maximum(total, 1e-12)
+                lo, hi = np.minimum(np.maximum(lo, f_lo), f_hi), np.maximum(np.minimum(hi, f_hi), f_lo)
+            out_lo[:, ci], out_hi[:, ci] = lo, hi
             ci += 1
     return ConfidenceSequence(out_lo, out_hi, cps)
-
-
-def _infeasible(theta: np.ndarray, seen_c: np.ndarray, seen_n: np.ndarray, total: np.ndarray, lower: float,
-                upper: float) -> np.ndarray:
-    """Rates the population cannot have given the draws so far: the remaining ``total - seen_n``
-    probes would need a sum outside ``[lower, upper]`` times their count."""
-    rest_n = (total - seen_n)[:, None]
-    need = theta * total[:, None] - seen_c[:, None]
-    tol = 1e-9 * np.maximum(total[:, None], 1.0)
-    return (need < lower * rest_n - tol) | (need > upper * rest_n + tol)
 
 
 def _hull(theta: np.ndarray, rejected: np.ndarray, step: float, lower: float, upper: float,
