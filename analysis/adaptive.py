@@ -132,6 +132,38 @@ def open_blocks(status: pl.DataFrame) -> list[str]:
                   .unique().to_list())
 
 
+def units_from_probes(probes: pl.DataFrame, *, seed: int = 0, scored: int | None = None) -> pl.DataFrame:
+    """The per-unit frame of an exhaustive ``probes`` table (its longest J per back-end): one row
+    per (back-end, architecture, chain, recall session) with its probe count and correct count,
+    each back-end's units in a seeded draw order; only the first ``scored`` draws keep their
+    ``correct`` (None: all). What an adaptive run would have seen of an exhaustive one."""
+    top = probes.filter(pl.col("J") == pl.col("J").max().over("backend"))
+    units = (top.group_by("backend", "architecture", "study", pl.col("seed").alias("chain"),
+                          (pl.col("recall_session") - 1).alias("j"))
+             .agg(pl.len().alias("n"), pl.col("correct").cast(pl.Int64).sum().alias("correct"))
+             .sort("backend", "architecture", "chain", "j"))
+    parts = []
+    for i, ((backend,), block) in enumerate(units.group_by(["backend"], maintain_order=True)):
+        slots = block.select("chain", "j").unique().sort("chain", "j")
+        slots = slots.with_columns(pl.Series("draw", np.argsort(draw_order(slots.height, seed, i))))
+        parts.append(block.join(slots, on=["chain", "j"]))
+    out = pl.concat(parts) if parts else units.with_columns(pl.lit(0, pl.Int64).alias("draw"))
+    if scored is not None:
+        out = out.with_columns(pl.when(pl.col("draw") < scored).then(pl.col("correct")).alias("correct"))
+    return out.select(*UNIT_COLUMNS)
+
+
+def marks(status: pl.DataFrame) -> pl.DataFrame:
+    """The report's view of an ``adaptive`` table: per cell ``units`` and ``probes`` as
+    "probed / eligible", the estimate with its interval, and the stopping reason."""
+    def frac(a: str, b: str) -> pl.Expr:
+        return pl.format("{} / {}", pl.col(a), pl.col(b)).alias(a.split("_")[0])
+
+    return (status.sort("backend", "J", "kind", "architecture", descending=[False, False, True, False])
+            .select("backend", "J", "architecture", frac("units_probed", "units_eligible"),
+                    frac("probes_probed", "probes_eligible"), "estimate", "low", "high", "reason"))
+
+
 def draw_order(n_units: int, seed: int, *stream: int) -> np.ndarray:
     """The seeded random order of a block's ``n_units`` units (a permutation of their indices)."""
     from vismem.analysis.bootstrap import seeded_rng
@@ -145,4 +177,4 @@ def checkpoints(n_units: int, rule: Rule) -> list[int]:
     return sorted({*range(first, n_units + 1, max(rule.batch, 1)), n_units})
 
 
-__all__ = ["Rule", "cell_status", "open_blocks", "draw_order", "checkpoints", "UNIT_COLUMNS", "STATUS_SCHEMA"]
+__all__ = ["Rule", "cell_status", "units_from_probes", "marks", "open_blocks", "draw_order", "checkpoints", "UNIT_COLUMNS", "STATUS_SCHEMA"]

@@ -65,3 +65,28 @@ def test_simulated_studies_save_probes_and_keep_coverage():
     wide = sim.expected_fraction(chains=6, J=12, products=3, rule=Rule(width=0.3, min_units=8, batch=8), studies=8)
     narrow = sim.expected_fraction(chains=6, J=12, products=3, rule=Rule(width=0.05, min_units=8, batch=8), studies=8)
     assert 0 < wide < narrow <= 1
+
+
+def test_units_of_an_exhaustive_table_give_its_tsr_and_the_report_marks_every_cell():
+    from vismem.analysis import dmv, synthetic
+    from vismem.analysis.adaptive import units_from_probes
+    from vismem.analysis.render import table_markdown
+    from vismem.analysis.report import ReportOptions, build_report
+
+    probes = synthetic.probes(Js=(6,), chains=3, seed=2)
+    units = units_from_probes(probes, seed=2)
+    full = cell_status(units, Rule(grid=2001), [6]).filter(pl.col("kind") == "tsr")
+    ref = dmv.tsr_cells(probes, common=False, n_resamples=10)
+    both = full.join(ref, on=["backend", "J", "architecture"])
+    assert both.height == ref.height and (both["reason"] == "exhausted").all()
+    assert (both["estimate"] - both["tsr"]).abs().max() < 1e-12 and (both["probes_eligible"] == both["n_probes"]).all()
+    assert ((both["low"] <= both["tsr"]) & (both["tsr"] <= both["high"]) & (both["high"] - both["low"] < 0.002)).all()
+    assert units.select("backend", "chain", "j", "draw").unique().group_by("backend", "chain", "j").len()["len"].max() == 1
+
+    status = synthetic.adaptive(scored=4)
+    rep = build_report({"probes": probes, "adaptive": status}, "r", options=ReportOptions(n_resamples=50))
+    main = next(s for s in rep.sections if s.id == "dmv-main")
+    table = next(t for t in main.tables if t.id == "adaptive")
+    assert table.df.height == status.height and set(table.df["units"]) == {"4 / 12"}
+    assert "Adaptive run" in next(t for t in main.tables if t.id == "table2").caption
+    assert "4 / 12" in table_markdown(table) and set(table.df["reason"]) <= {"open", "width", "decided"}
