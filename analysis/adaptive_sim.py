@@ -56,34 +56,58 @@ class Outcome:
 
 
 def simulate(c: np.ndarray, sizes: np.ndarray, rule: Rule, *, seed: int = 0,
-             contrast: tuple[int, int] | None = None, grid: int = 201) -> Outcome:
-    """Run the stopping rule on every study of ``c`` (``(S, A, N)``; ``sizes`` ``(N,)``)."""
+             contrast: tuple[int, int] | None = None, grid: int = 201, first_pass: float = 0.3) -> Outcome:
+    """Run the stopping rule on every study of ``c`` (``(S, A, N)``; ``sizes`` ``(N,)``).
+
+    Most studies stop early: the first pass runs the sequences over the first ``first_pass``
+    share of the draws only, and the studies still open are run again over all of them (the
+    same draws, so the same intervals: a sequence's value at a look depends only on the draws
+    before it)."""
     S, A, N = c.shape
     sizes = np.asarray(sizes, dtype=np.float64)
     order = np.argsort(seeded_rng(seed, 7).random((S, N)), axis=1)
     cps = np.asarray(checkpoints(N, rule))
+    part = cps[cps <= max(int(first_pass * N), int(cps[0]))]
+    res = _looks(c, sizes, order, rule, contrast, grid, part, last_is_end=part.size == cps.size)
+    todo = np.flatnonzero(res["stop"] < 0)
+    if todo.size:
+        rest = _looks(c[todo], sizes, order[todo], rule, contrast, grid, cps, last_is_end=True)
+        for k in res:
+            res[k][todo] = rest[k]
+    rows = np.arange(S)
+    truth = c.sum(axis=2) / sizes.sum()
+    con = None
+    if contrast is not None:
+        con = (res["clow"], res["chigh"], truth[:, contrast[0]] - truth[:, contrast[1]])
+    return Outcome(res["units"], np.cumsum(sizes[order], axis=1)[rows, res["units"] - 1], float(sizes.sum()),
+                   res["low"], res["high"], truth, con)
+
+
+def _looks(c: np.ndarray, sizes: np.ndarray, order: np.ndarray, rule: Rule, contrast: tuple[int, int] | None,
+           grid: int, cps: np.ndarray, *, last_is_end: bool) -> dict[str, np.ndarray]:
+    """Each study's first look (of ``cps``) with every cell satisfied: its units, intervals and
+    the contrast's; ``stop`` -1 where no look satisfied it (and the last look is not the end)."""
+    S, A, N = c.shape
     n_ord = sizes[order]
     kw = dict(population=N, total_size=float(sizes.sum()), alpha=rule.alpha, grid=grid, checkpoints=cps,
               scale=float(sizes.max()))
-    seqs = [confidence_sequence(np.take_along_axis(c[:, a], order, 1), n_ord, **kw) for a in range(A)]
+    seqs = [confidence_sequence(np.take_along_axis(c[:, a], order, 1)[:, :cps[-1]], n_ord[:, :cps[-1]], **kw)
+            for a in range(A)]
     ok = np.stack([(s.high - s.low) <= rule.width for s in seqs])  # (A, S, C)
-    cseq = None
+    clo = chi = np.zeros((S, cps.size))
     if contrast is not None:
         d = (c[:, contrast[0]] - c[:, contrast[1]]).astype(np.float64)
-        cseq = confidence_sequence(np.take_along_axis(d, order, 1), n_ord, lower=-1.0, upper=1.0, **kw)
-        decided = (cseq.low > 0) | (cseq.high < 0)
-        ok[list(contrast)] |= decided[None]
-    ok[:, :, -1] = True  # the last checkpoint is every unit: exhausted
-    stop = np.argmax(ok.all(axis=0), axis=1)  # (S,) first checkpoint with every cell satisfied
-    rows = np.arange(S)
-    scored = np.cumsum(n_ord, axis=1)[rows, cps[stop] - 1]
-    truth = c.sum(axis=2) / sizes.sum()
-    low = np.stack([s.low[rows, stop] for s in seqs], axis=1)
-    high = np.stack([s.high[rows, stop] for s in seqs], axis=1)
-    con = None
-    if cseq is not None:
-        con = (cseq.low[rows, stop], cseq.high[rows, stop], truth[:, contrast[0]] - truth[:, contrast[1]])
-    return Outcome(cps[stop], scored, float(sizes.sum()), low, high, truth, con)
+        cseq = confidence_sequence(np.take_along_axis(d, order, 1)[:, :cps[-1]], n_ord[:, :cps[-1]], lower=-1.0,
+                                   upper=1.0, **kw)
+        clo, chi = cseq.low, cseq.high
+        ok[list(contrast)] |= ((clo > 0) | (chi < 0))[None]
+    if last_is_end:
+        ok[:, :, -1] = True  # the last look is every unit: exhausted
+    good = ok.all(axis=0)
+    stop = np.where(good.any(axis=1), np.argmax(good, axis=1), -1)
+    at, rows = np.maximum(stop, 0), np.arange(S)
+    return {"stop": stop, "units": cps[at], "low": np.stack([s.low[rows, at] for s in seqs], axis=1),
+            "high": np.stack([s.high[rows, at] for s in seqs], axis=1), "clow": clo[rows, at], "chigh": chi[rows, at]}
 
 
 def unit_sizes(chains: int, J: int, products: int) -> tuple[np.ndarray, np.ndarray]:
@@ -97,8 +121,10 @@ def synthetic(studies: int, *, chains: int, J: int, products: int, p: Mapping[st
     """``(c, sizes)``: per-unit correct counts ``(S, A, N)`` of simulated exhaustive probe tables.
 
     Each probe succeeds with ``p[arch] + chain effect + unit effect`` (clipped; an architecture at 0
-    stays at 0, as the verbal baselines), outcomes of one probe across architectures share one
-    uniform (common random numbers, as :func:`vismem.analysis.synthetic.probes`)."""
+    stays at 0, as the verbal baselines): the chain effect is shared by the architectures, the
+    unit effect each architecture's own (so two at one ``p`` still differ unit by unit), and
+    outcomes of one probe across architectures share one uniform (common random numbers, as
+    :func:`vismem.analysis.synthetic.probes`)."""
     ps = np.asarray(list(p.values()) if isinstance(p, Mapping) else list(p), dtype=np.float64)
     sizes, chain = unit_sizes(chains, J, products)
     rng = seeded_rng(seed, 3)
@@ -106,8 +132,8 @@ def synthetic(studies: int, *, chains: int, J: int, products: int, p: Mapping[st
     starts = np.concatenate([[0], np.cumsum(n_int)[:-1]])
     out = np.zeros((studies, ps.size, sizes.size))
     for s in range(studies):  # one study at a time: its probes, ~J^2 per chain
-        eff = rng.normal(0, chain_sd, chains)[chain] + rng.normal(0, unit_sd, sizes.size)
-        prob = np.where(ps[:, None] > 0, np.clip(ps[:, None] + eff[None, :], 0, 1), 0.0)  # (A, N)
+        eff = rng.normal(0, chain_sd, chains)[chain][None, :] + rng.normal(0, unit_sd, (ps.size, sizes.size))
+        prob = np.where(ps[:, None] > 0, np.clip(ps[:, None] + eff, 0, 1), 0.0)  # (A, N)
         u = rng.random(int(n_int.sum()))
         hit = u[None, :] < np.repeat(prob, n_int, axis=1)
         out[s] = np.add.reduceat(hit, starts, axis=1)
