@@ -123,7 +123,8 @@ def summary(status: "pl.DataFrame", rounds: int) -> dict[str, Any]:
     """What the stage summary records of an adaptive run."""
     import polars as pl
 
-    tsr = status.filter(pl.col("kind") == "tsr")
+    # the longest J's cells hold every unit (a shorter J's are a part of them)
+    tsr = status.filter((pl.col("kind") == "tsr") & (pl.col("J") == pl.col("J").max()))
     return {"adaptive": {"rounds": rounds, "units_probed": int(tsr["units_probed"].sum()),
                          "units_eligible": int(tsr["units_eligible"].sum()),
                          "reasons": dict(sorted(tsr.group_by("reason").len().iter_rows()))}}
