@@ -70,8 +70,8 @@ def test_simulated_studies_save_probes_and_keep_coverage():
 def test_units_of_an_exhaustive_table_give_its_tsr_and_the_report_marks_every_cell():
     from vismem.analysis import dmv, synthetic
     from vismem.analysis.adaptive import units_from_probes
-    from vismem.analysis.render import table_markdown
-    from vismem.analysis.report import ReportOptions, build_report
+    from vismem.analysis.render import Section, Table, table_markdown
+    from vismem.analysis.report import ReportOptions, _adaptive_marks, build_report
 
     probes = synthetic.probes(Js=(6,), chains=3, seed=2)
     units = units_from_probes(probes, seed=2)
@@ -84,9 +84,11 @@ def test_units_of_an_exhaustive_table_give_its_tsr_and_the_report_marks_every_ce
     assert units.select("backend", "chain", "j", "draw").unique().group_by("backend", "chain", "j").len()["len"].max() == 1
 
     status = synthetic.adaptive(scored=4)
-    rep = build_report({"probes": probes, "adaptive": status}, "r", options=ReportOptions(n_resamples=50))
+    rep = build_report({"adaptive": status}, "r", options=ReportOptions(n_resamples=50))
     main = next(s for s in rep.sections if s.id == "dmv-main")
     table = next(t for t in main.tables if t.id == "adaptive")
     assert table.df.height == status.height and set(table.df["units"]) == {"4 / 12"}
-    assert "Adaptive run" in next(t for t in main.tables if t.id == "table2").caption
     assert "4 / 12" in table_markdown(table) and set(table.df["reason"]) <= {"open", "width", "decided"}
+    t2 = Section("dmv-main", "main", tables=[Table("table2", "TSR", pl.DataFrame({"architecture": ["dualmem"]}))])
+    _adaptive_marks([t2], status)
+    assert "Adaptive run" in t2.tables[0].caption and [t.id for t in t2.tables] == ["table2", "adaptive"]
