@@ -303,6 +303,9 @@ class ProbesConfig(Frozen):
     def _adaptive_is_exhaustive_units(self) -> "ProbesConfig":
         if self.mode == "adaptive" and self.mc:
             raise ValueError("probes.mode adaptive draws from the exhaustive units: it cannot be combined with probes.mc")
+        pair = self.adaptive.contrast
+        if pair is not None and pair[0] == pair[1]:
+            raise ValueError("probes.adaptive.contrast needs two different architectures")
         return self
 
     @field_validator("ablation_chains")

@@ -64,6 +64,12 @@ def check(config: "RunConfig") -> None:
         names = {a.name for a in build_architectures(config)}
         if config.probes.ablation_chains is not None:
             _check_subset(config, names)
+        pair = config.probes.adaptive.contrast
+        if config.probes.mode == "adaptive" and pair is not None and not set(pair) <= names:
+            from vismem.core.errors import ConfigError
+
+            raise ConfigError(f"probes.adaptive.contrast: {sorted(set(pair) - names)} not among the probed "
+                              f"architectures ({', '.join(sorted(names))})")
         workers = config.probes.workers or config.ray.concurrency
         raw = list(config.probes.backends or config.encode.backends)
         for line in fleet_shortfall(raw, config.probes.in_flight, workers):

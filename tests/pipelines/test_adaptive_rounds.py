@@ -55,3 +55,21 @@ def test_rounds_stop_when_the_rule_is_met_and_take_each_unit_once():
     keys = [(u["chain"], u["j"], u["arch"]) for u in chosen]
     assert rounds == 1 + 4 and len(keys) == len(set(keys)) == 40  # 6 + 4 x 4 slots, both architectures
     assert set(status["reason"]) == {"exhausted"} and [len(c) for c in calls] == [12, 8, 8, 8, 4]
+
+
+def test_adaptive_config_is_checked():
+    import pytest
+
+    from vismem.core.errors import ConfigError
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.dmv.probes import check
+
+    with pytest.raises(ConfigError, match="cannot be combined with probes.mc"):
+        load_config(overrides={"probes": {"mode": "adaptive", "mc": 10}})
+    with pytest.raises(ConfigError, match="two different"):
+        load_config(overrides={"probes": {"mode": "adaptive", "adaptive": {"contrast": ["dualmem", "dualmem"]}}})
+    cfg = load_config(overrides={"memory": {"architectures": ["nomemory", "dualmem"]},
+                                 "probes": {"mode": "adaptive", "adaptive": {"contrast": ["dualmem", "m2a-lite"]}}})
+    with pytest.raises(ConfigError, match=r"probes.adaptive.contrast: \['m2a-lite'\] not among"):
+        check(cfg)
+    assert load_config().probes.mode == load_config(preset="paper").probes.mode == "exhaustive"
