@@ -346,7 +346,9 @@ def describe(s: dict[str, Any]) -> str:
     return (f"{count(s.get('units'))} probe units: {count(s.get('ran'))} ran, {count(s.get('cached'))} reused; "
             f"{count(s.get('probes'))} probes" + (f"; {s['healed']} damaged units redone" if s.get("healed") else "")
             + (f"; {len(s['ablation_chains']['architectures'])} ablation architectures on chains (seeds) "
-               f"{s['ablation_chains']['seeds']}" if s.get("ablation_chains") else ""))
+               f"{s['ablation_chains']['seeds']}" if s.get("ablation_chains") else "")
+            + (f"; adaptive: {s['adaptive']['units_probed']} of {s['adaptive']['units_eligible']} units in "
+               f"{s['adaptive']['rounds']} rounds" if s.get("adaptive") else ""))
 
 
 STAGE = Stage(name="probes", describe=describe, inputs=storefront_inputs, section="probes", run=run, check=check)
