@@ -199,9 +199,10 @@ def _recall_label(chains: list[Any], config: "RunConfig", recall: list[dict[str,
 
 
 def _scorer(ctx: "RunContext", chains: list[Any], keys: list[list[str]], kwargs: dict[str, Any],
-            workers: int) -> Any:
-    """``score(units)``: heal and reuse the finished ones, run the rest, and return ``{"ran",
-    "failed", "finished" (units now cached), "finished_keys", "cached", "healed"}``."""
+            workers: int) -> tuple[Any, Any]:
+    """``(score, cache)``: ``score(units)`` heals and reuses the finished units, runs the rest and
+    returns ``{"ran", "failed", "finished" (units now cached), "finished_keys", "cached",
+    "healed"}``; ``cache(unit)`` is the unit's :class:`ProbeCache`."""
     from vismem.core.cache import heal
     from vismem.pipelines.dmv.probecache import ProbeCache
     from vismem.pipelines.dmv.probes_job import run_units
@@ -230,12 +231,12 @@ def _scorer(ctx: "RunContext", chains: list[Any], keys: list[list[str]], kwargs:
                 "finished_keys": [(chains[u["chain"]].slug, chains[u["chain"]].seed,
                                    keys[u["arch"]][chains[u["chain"]].backend], u["set"], u["j"]) for u in finished]}
 
-    score.cache = cache  # type: ignore[attr-defined]
-    return score
+    return score, cache
 
 
 def _adaptive(ctx: "RunContext", units: list[dict[str, Any]], chains: list[Any], archs: list[Any],
-              labels: list[str], score: Any, observations: dict[Any, list[Any]]) -> tuple[dict[str, Any], Any]:
+              labels: list[str], scorer: tuple[Any, Any],
+              observations: dict[Any, list[Any]]) -> tuple[dict[str, Any], Any]:
     """Score ``units`` in adaptive rounds (:mod:`vismem.pipelines.dmv.adaptive`); returns the
     merged scoring result and the cell status."""
     from vismem.pipelines.dmv import adaptive
@@ -248,13 +249,14 @@ def _adaptive(ctx: "RunContext", units: list[dict[str, Any]], chains: list[Any],
     rule = adaptive.rule_of(cfg, [a.name for a in archs])
     frame = adaptive.eligible_frame(cfg, units, chains, archs, labels, sizes)
     results: list[dict[str, Any]] = []
+    score, cache = scorer
 
     def scored(batch: list[dict[str, Any]]) -> dict[str, Any]:
         results.append(score(batch))
         return results[-1]
 
     def correct_of(u: dict[str, Any]) -> int:
-        return int(score.cache(u).read_summary(u["set"], u["j"])["correct"])
+        return int(cache(u).read_summary(u["set"], u["j"])["correct"])
 
     chosen, status, rounds = adaptive.run_rounds(cfg, frame, units, scored, correct_of, rule, ctx.logger)
     merged = {"ran": [r for x in results for r in x["ran"]], "failed": [r for x in results for r in x["failed"]],
@@ -291,13 +293,13 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     units = plan_units(cfg, chains, len(archs), subset)
     workers = cfg.probes.workers or cfg.ray.concurrency
     episodes = episodes_per_actor(cfg.probes.in_flight, recall, workers)
-    score = _scorer(ctx, chains, keys, worker_kwargs(ctx, chains, archs, keys, recall, episodes=episodes), workers)
+    scorer = _scorer(ctx, chains, keys, worker_kwargs(ctx, chains, archs, keys, recall, episodes=episodes), workers)
     labels = _recall_label(chains, cfg, recall)
     status = None
     if cfg.probes.mode == "adaptive":
-        res, status = _adaptive(ctx, units, chains, archs, labels, score, observations)
+        res, status = _adaptive(ctx, units, chains, archs, labels, scorer, observations)
     else:
-        res = score(units)
+        res = scorer[0](units)
         res["units"] = units
     ctx.logger.info("probes: %d units, %d cached, %d ran", len(res["units"]), res["cached"], len(res["ran"]))
     rows, failed, finished = res["ran"], res["failed"], res["finished_keys"]
