@@ -159,8 +159,9 @@ def marks(status: pl.DataFrame) -> pl.DataFrame:
     def frac(a: str, b: str) -> pl.Expr:
         return pl.format("{} / {}", pl.col(a), pl.col(b)).alias(a.split("_")[0])
 
-    return (status.sort("backend", "J", "kind", "architecture", descending=[False, False, True, False])
-            .select("backend", "J", "architecture", frac("units_probed", "units_eligible"),
+    run = ["run"] if "run" in status.columns else []  # a report over several runs names each cell's run
+    return (status.sort(*run, "backend", "J", "kind", "architecture", descending=[False] * len(run) + [False, False, True, False])
+            .select(*run, "backend", "J", "architecture", frac("units_probed", "units_eligible"),
                     frac("probes_probed", "probes_eligible"), "estimate", "low", "high", "reason"))
 
 

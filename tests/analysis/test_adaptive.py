@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from vismem.analysis import adaptive_sim as sim
-from vismem.analysis.adaptive import Rule, cell_status, checkpoints, draw_order, open_blocks
+from vismem.analysis.adaptive import Rule, cell_status, checkpoints, draw_order, marks, open_blocks
 
 
 def _units(scored: int, *, a_rate=1.0, b_rate=0.0, n_units=12, study_b="main"):
@@ -92,3 +92,8 @@ def test_units_of_an_exhaustive_table_give_its_tsr_and_the_report_marks_every_ce
     t2 = Section("dmv-main", "main", tables=[Table("table2", "TSR", pl.DataFrame({"architecture": ["dualmem"]}))])
     _adaptive_marks([t2], status)
     assert "Adaptive run" in t2.tables[0].caption and [t.id for t in t2.tables] == ["table2", "adaptive"]
+    from vismem.analysis.dmv_runs import combine_runs
+
+    both = combine_runs({"a": {"probes": probes, "adaptive": status}, "b": {"probes": probes}})
+    assert marks(both["adaptive"])["run"].unique().to_list() == ["a"]
+
