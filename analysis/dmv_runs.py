@@ -58,11 +58,11 @@ def _tag(df: pl.DataFrame, run: str) -> pl.DataFrame:
 def combine_runs(tables: dict[str, dict[str, pl.DataFrame]], pool_first: Sequence[int] = ()) -> dict[str, pl.DataFrame]:
     """One set of result tables from ``{run: {kind: frame}}`` (run order kept).
 
-    Probe ids become ``<run>:<id>``; each row gets ``run`` and ``source_J`` (the J it was
+    Probe ids become ``<run>:<id>``; each row gets ``run`` (adaptive cell marks too) and ``source_J`` (the J it was
     measured at). For each J in ``pool_first``, a run with no main-grid rows at J for a
     back-end but rows at a longer J' adds its rows of the shortest such J' issued by session J,
     as J (the chain's first J sessions)."""
-    probes, enc = [], []
+    probes, enc, adaptive = [], [], []
     seen: dict[tuple[str, int], Any] = {}  # (backend, seed) -> the chain's slug in the first run that has it
     for i, (run, t) in enumerate(tables.items()):
         p = t.get("probes")
@@ -76,7 +76,12 @@ def combine_runs(tables: dict[str, dict[str, pl.DataFrame]], pool_first: Sequenc
         e = t.get("encoding")
         if e is not None and e.height:
             enc.append(_tag(e, run))
+        a = t.get("adaptive")  # an adaptive run's cell marks, named by run
+        if a is not None and a.height:
+            adaptive.append(_tag(a, run))
     out: dict[str, pl.DataFrame] = {}
+    if adaptive:
+        out["adaptive"] = pl.concat(adaptive, how="diagonal_relaxed")
     if probes:
         out["probes"] = pl.concat(probes, how="diagonal_relaxed")
     if enc:

@@ -107,6 +107,7 @@ def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict
 
     add_extra_tables(dmv_parts, tables)
     _dmv_captions(dmv_parts, tables.get("probes"), protocol or run_protocol(manifest))
+    _adaptive_marks(dmv_parts, tables.get("adaptive"))
     cs = catalogue_settings(manifest)
     if cs:
         # Trajectories and probes under the two colour orders are not comparable: say which one.
@@ -128,6 +129,30 @@ def build_report(tables: dict[str, pl.DataFrame], run_id: str, *, manifest: dict
                   generated=f"Result tables found: {found}. Seed {options.seed}, "
                             f"{options.n_resamples:,} bootstrap resamples.",
                   headline=head)
+
+
+def _adaptive_marks(parts: list[Any], status: pl.DataFrame | None) -> None:
+    """An adaptive run (probes.mode adaptive): Table 2 says its cells were scored on a seeded
+    random subset of their probe units, and a table marks every cell (units and probes probed /
+    eligible, the anytime-valid interval for the exhaustive TSR, why scoring stopped)."""
+    from vismem.analysis.adaptive import marks
+    from vismem.analysis.render import Table
+
+    main = next((s for s in parts if s.id == "dmv-main"), None)
+    if status is None or status.height == 0 or main is None:
+        return
+    note = (" Adaptive run (probes.mode adaptive): each cell is scored on a seeded random subset of its probe units, "
+            "marked in 'Adaptive probing' (n probed / n eligible, why scoring stopped).")
+    for t in main.tables:
+        if t.id == "table2":
+            t.caption += note
+    main.tables.append(Table(
+        "adaptive", "Adaptive probing: units and probes probed / eligible per cell, and why scoring stopped",
+        marks(status), percent=["estimate"], ci={"estimate": ("low", "high")},
+        caption="estimate: TSR (or A − B for the contrast row) over the scored probes; interval: the anytime-valid "
+                "confidence sequence (betting, without replacement; docs/adaptive-probing.md) for the value an "
+                "exhaustive run would report. reason: width (interval narrower than probes.adaptive.width), decided "
+                "(the contrast's interval excludes 0), exhausted (every unit scored), open (stopped unfinished)."))
 
 
 def headline_section(tables: dict[str, pl.DataFrame], options: ReportOptions) -> Section | None:

@@ -29,6 +29,7 @@ Kinds
 ``encoding``          one row per DMV-Bench encoding session (backend, seed, j).
 ``memshot_answers``   one row per MemShot question x variant x k (x model).
 ``memshot_recall``    one row per MemShot question x variant x k: evidence recall of retrieval.
+``adaptive``          one row per DMV-Bench cell of an adaptive probes run: units probed / eligible, interval, reason.
 
 This module imports only polars so any pipeline can use it cheaply.
 """
@@ -205,7 +206,32 @@ MEMSHOT_RECALL = Schema(
     key=("dataset", "conversation_id", "question_id", "variant", "k", "embedder", "max_height"),
 )
 
-SCHEMAS: dict[str, Schema] = {s.kind: s for s in (PROBES, ENCODING, MEMSHOT_ANSWERS, MEMSHOT_RECALL)}
+ADAPTIVE = Schema(
+    kind="adaptive",
+    version=1,
+    description="Adaptive probing (probes.mode adaptive): one row per (backend, J, architecture) cell, and per "
+                "(backend, J) one row for the headline contrast, as the stopping rule last saw them.",
+    columns=(
+        _c("backend", pl.String, "Back-end, as in the probes table."),
+        _c("J", pl.Int64, "Chain length of the cell."),
+        _c("architecture", pl.String, "Architecture, or 'A − B' for the contrast row."),
+        _c("kind", pl.String, "tsr (a cell) or contrast (the paired difference A − B)."),
+        _c("study", pl.String, "The architecture's study (main, ablation, alpha_sweep); main for the contrast."),
+        _c("units_probed", pl.Int64, "Probe units (chain, recall session) scored."),
+        _c("units_eligible", pl.Int64, "Probe units an exhaustive run scores."),
+        _c("probes_probed", pl.Int64, "Probes in the scored units."),
+        _c("probes_eligible", pl.Int64, "Probes an exhaustive run scores."),
+        _c("estimate", pl.Float64, "TSR (or A − B) over the scored probes.", nullable=True),
+        _c("low", pl.Float64, "Lower end of the anytime-valid interval for the exhaustive value."),
+        _c("high", pl.Float64, "Upper end of that interval."),
+        _c("reason", pl.String, "Why scoring stopped: width, decided (the contrast), exhausted, or open (the "
+           "back-end ran out of rounds: a partial run)."),
+    ),
+    checks=(("units_probed must not exceed units_eligible", lambda: pl.col("units_probed") > pl.col("units_eligible")),),
+    key=("backend", "J", "architecture", "kind"),
+)
+
+SCHEMAS: dict[str, Schema] = {s.kind: s for s in (PROBES, ENCODING, MEMSHOT_ANSWERS, MEMSHOT_RECALL, ADAPTIVE)}
 KINDS: tuple[str, ...] = tuple(SCHEMAS)
 
 #: Defaults filled into missing optional columns that are not nullable.

@@ -146,3 +146,13 @@ def memshot_recall(*, variants: Sequence[str] = ("memshot", "text_rag"), ks: Seq
                              "category": LOCOMO_CATEGORIES[q % 4], "variant": v, "k": k, "recall": rec,
                              "hit": rec > 0})
     return pl.DataFrame(rows)
+
+
+def adaptive(*, chains: int = 3, J: int = 5, scored: int = 4, seed: int = 0) -> pl.DataFrame:
+    """A valid ``adaptive`` table: the stopping rule's cells after the first ``scored`` draws of
+    a synthetic exhaustive probes table (contrast DualMem vs M2A-lite)."""
+    from vismem.analysis.adaptive import Rule, cell_status, units_from_probes
+
+    units = units_from_probes(probes(Js=(J,), chains=chains, seed=seed), seed=seed, scored=scored)
+    return cell_status(units, Rule(min_units=2, contrast=("dualmem", "m2a-lite"), grid=101), [J])
+

@@ -32,6 +32,7 @@ BENCH_MODULES = (
     "vismem.bench.stats",
     "vismem.bench.memory_replay",
     "vismem.bench.probes",
+    "vismem.bench.adaptive",
     "vismem.bench.pocket_clip",
     "vismem.bench.scaling",
     "vismem.bench.cluster",

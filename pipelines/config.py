@@ -142,6 +142,9 @@ class RunConfig(Frozen):
         data = _without_content_fields(self, self.model_dump(mode="json", exclude={"store", "ray", "runs_dir",
                                                                                    "data_dir", "stages"}))
         data["inputs"] = self.input_digests()
+        if self.probes.mode == "exhaustive":  # the default: an exhaustive run keeps the id it had before the mode
+            for key in ("mode", "adaptive"):
+                data.get("probes", {}).pop(key, None)
         blob = json.dumps(drop_secrets(data), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -190,7 +190,27 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
             "hosted_calls": sum(e["calls"] for e in hosted), "hosted_tokens": sum(e["tokens"] for e in hosted),
             "hosted_cost_usd": sum(costs) if costs else None,
             "wall_s": wall_s, "wall_hours": wall_s / 3600, "warnings": [w for r in rows for w in r["warnings"]],
-            "growth": growth(cfg, rates)}
+            "growth": growth(cfg, rates), **adaptive_saving(cfg, rates, rows)}
+
+
+def adaptive_saving(cfg: Any, rates: Rates, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"adaptive": ...}`` for a ``probes.mode: adaptive`` config: the expected share of the
+    exhaustive probe units it scores (simulated, :func:`vismem.analysis.adaptive_sim.expected_fraction`:
+    one architecture at TSR 0.5, the widest interval, on the longest J) times the probes stage's
+    own calls and GPU-hours -- whatever per-call cost model produced them."""
+    probes = next((r for r in rows if r["stage"] == "probes"), None)
+    if probes is None or cfg.probes.mode != "adaptive":
+        return {}
+    from vismem.analysis.adaptive import Rule
+    from vismem.analysis.adaptive_sim import expected_fraction
+
+    a = cfg.probes.adaptive
+    J = max(cfg.probes.J or (cfg.encode.J,))
+    frac = expected_fraction(chains=cfg.encode.chains, J=J, products=rates.products_per_session,
+                             rule=Rule(width=a.width, alpha=a.alpha, batch=a.batch, min_units=a.min_units), seed=cfg.seed)
+    return {"adaptive": {"fraction": frac, "J": J, "width": a.width, "exhaustive_calls": probes["calls"],
+                         "calls": frac * probes["calls"], "exhaustive_gpu_hours": probes["gpu_hours"],
+                         "gpu_hours": frac * probes["gpu_hours"], "saving": 1 / frac if frac else None}}
 
 
 def ray_data_flight(cfg: Any, ep: Endpoint, rates: Rates) -> tuple[int, float]:
@@ -322,6 +342,12 @@ def render(plan: dict[str, Any]) -> str:
                 out.append(f"{e['endpoint']}: {e['replicas_held']} of {e['replicas']} replicas held, "
                            f"{e['streams_per_gpu']:.0f} streams per GPU ({e['streams_from']}), "
                            f"target_ongoing_requests {e['target']:g}")
+    ad = plan.get("adaptive")
+    if ad:
+        out.append(f"adaptive probes (probes.mode adaptive, width {ad['width']:g} at J={ad['J']}): ~{ad['calls']:,.0f} "
+                   f"probe calls, {ad['gpu_hours']:,.2f} GPU-hours, beside the exhaustive {ad['exhaustive_calls']:,.0f} "
+                   f"calls, {ad['exhaustive_gpu_hours']:,.2f} GPU-hours ({ad['saving']:,.1f}x fewer; simulated at TSR 0.5, "
+                   "the widest case; the rows above are the exhaustive plan)")
     out += [f"warning: {w}" for w in plan["warnings"]]
     out += ["", "probes per chain and architecture against J (exhaustive O(J^2), Monte Carlo O(J*M)):",
             f"{'J':>4}{'encode calls':>14}{'exhaustive':>12}{'MC (M=' + str(plan['growth'][0]['M']) + ')':>12}"]

@@ -225,6 +225,22 @@ ABLATION_ONLY = ("dualmem-verb", "dualmem-a0.25", "dualmem-vis", "dualmem-img", 
                  "dualmem-vis-cap")
 
 
+class AdaptiveConfig(Frozen):
+    """Adaptive probing's stopping rule (``probes.mode: adaptive``; docs/adaptive-probing.md)."""
+
+    width: float = Field(0.1, gt=0, le=1, description="A cell (back-end, J, architecture) is done when its TSR's "
+                         "anytime-valid confidence interval (for the exhaustive run's TSR) is at most this wide "
+                         "(0.1: +-5 points, about the chain-cluster CI of a J = 50 cell).")
+    alpha: float = Field(0.05, gt=0, lt=1, description="Error rate of every interval and of the contrast's decision "
+                         "(0.05: 95% intervals).")
+    batch: int = Field(32, ge=1, description="Units (chain, recall session) of each back-end scored, for every "
+                       "architecture, between two looks at the rule.")
+    min_units: int = Field(32, ge=1, description="Units scored before the rule may stop a back-end (its first batch).")
+    contrast: tuple[str, str] | None = Field(
+        None, description="The headline's paired contrast [A, B]: when its difference's interval excludes 0, A's and "
+        "B's cells are done (decided) whatever their width. None: report.compare when it is set, else no contrast.")
+
+
 class ProbesConfig(Frozen):
     """Recall probes over the replayed banks (the ``probes`` stage; official f2_online_ic)."""
 
@@ -260,6 +276,14 @@ class ProbesConfig(Frozen):
         "until it has model answers; one still without them fails its unit (not cached, re-run later). An outage is "
         "never scored as a memory failure. Not part of the run id.")
 
+    mode: Literal["exhaustive", "adaptive"] = Field(
+        "exhaustive", description="exhaustive: every probe unit (chain, recall session) of every architecture. "
+        "adaptive: each back-end's units in a seeded random order (shared by the architectures), scored in batches "
+        "until every main-study cell's TSR interval is narrow enough or the headline contrast is decided "
+        "(probes.adaptive; not with probes.mc). Units are the exhaustive run's own cached units, so an adaptive run "
+        "continued as exhaustive re-scores none.")
+    adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig,
+                                     description="The stopping rule of probes.mode adaptive (ignored otherwise).")
     ablation_chains: int | tuple[int, ...] | None = Field(
         None, description="The chain subset the architectures in probes.ablation_architectures are probed on, as the "
         "paper's Table 4 (its ablation rows score the 7 seeded chains of the ablation sweep, a subset of the 25 behind "
@@ -274,6 +298,15 @@ class ProbesConfig(Frozen):
         "probes.ablation_chains (ignored without it). Default: the Table 4 rows above the paper's rule that no other "
         "table needs; DualMem (Table 2) and the encoder block's dualmem-a0.5 / dualmem-clip, which the paper scores "
         "on the full set, stay on every chain.")
+
+    @model_validator(mode="after")
+    def _adaptive_is_exhaustive_units(self) -> "ProbesConfig":
+        if self.mode == "adaptive" and self.mc:
+            raise ValueError("probes.mode adaptive draws from the exhaustive units: it cannot be combined with probes.mc")
+        pair = self.adaptive.contrast
+        if pair is not None and pair[0] == pair[1]:
+            raise ValueError("probes.adaptive.contrast needs two different architectures")
+        return self
 
     @field_validator("ablation_chains")
     @classmethod

@@ -64,6 +64,12 @@ def check(config: "RunConfig") -> None:
         names = {a.name for a in build_architectures(config)}
         if config.probes.ablation_chains is not None:
             _check_subset(config, names)
+        pair = config.probes.adaptive.contrast
+        if config.probes.mode == "adaptive" and pair is not None and not set(pair) <= names:
+            from vismem.core.errors import ConfigError
+
+            raise ConfigError(f"probes.adaptive.contrast: {sorted(set(pair) - names)} not among the probed "
+                              f"architectures ({', '.join(sorted(names))})")
         workers = config.probes.workers or config.ray.concurrency
         raw = list(config.probes.backends or config.encode.backends)
         for line in fleet_shortfall(raw, config.probes.in_flight, workers):
@@ -192,21 +198,87 @@ def _recall_label(chains: list[Any], config: "RunConfig", recall: list[dict[str,
     return names
 
 
-def run(ctx: "RunContext") -> dict[str, Any]:
-    """Run every pending probe unit, then write ``results/probes.parquet``."""
-    from vismem.analysis.schemas import write_results
-    from vismem.pipelines.dmv.chains import build_architectures, plan_chains
-    from vismem.pipelines.dmv.probes_job import run_units
+def _scorer(ctx: "RunContext", chains: list[Any], keys: list[list[str]], kwargs: dict[str, Any],
+            workers: int) -> tuple[Any, Any]:
+    """``(score, cache)``: ``score(units)`` heals and reuses the finished units, runs the rest and
+    returns ``{"ran", "failed", "finished" (units now cached), "finished_keys", "cached",
+    "healed"}``; ``cache(unit)`` is the unit's :class:`ProbeCache`."""
     from vismem.core.cache import heal
-    from vismem.pipelines.dmv.probecache import ProbeCache, arch_key, read_units
+    from vismem.pipelines.dmv.probecache import ProbeCache
+    from vismem.pipelines.dmv.probes_job import run_units
+
+    cfg = ctx.config
+
+    def cache(u: dict[str, Any]) -> Any:
+        c = chains[u["chain"]]
+        return ProbeCache(ctx.store, c.slug, c.seed, keys[u["arch"]][c.backend])
+
+    def score(units: list[dict[str, Any]]) -> dict[str, Any]:
+        pairs = {(u["arch"], u["chain"]) for u in units}
+        caches = {k: cache({"arch": k[0], "chain": k[1]}) for k in pairs}
+        done = {k: c.done_units() for k, c in caches.items()}
+        # A finished unit is trusted only whole: a damaged one is discarded and probed again.
+        healed = heal(((caches[(u["arch"], u["chain"])].units, f"{u['set']}/s{u['j']}") for u in units
+                       if (u["set"], u["j"]) in done[(u["arch"], u["chain"])]), ctx.logger)
+        if healed:
+            done = {k: c.done_units() for k, c in caches.items()}
+        todo = [u for u in units if (u["set"], u["j"]) not in done[(u["arch"], u["chain"])]]
+        rows = run_units(todo, kwargs, on_ray=cfg.probes.on_ray, ray_cfg=cfg.ray, workers=workers) if todo else []
+        finished = [u for u in units if (u["set"], u["j"]) in done[(u["arch"], u["chain"])]
+                    or cache(u).is_done(u["set"], u["j"])]
+        return {"ran": rows, "failed": [r for r in rows if not r["ok"]], "finished": finished,
+                "cached": len(units) - len(todo), "healed": healed,
+                "finished_keys": [(chains[u["chain"]].slug, chains[u["chain"]].seed,
+                                   keys[u["arch"]][chains[u["chain"]].backend], u["set"], u["j"]) for u in finished]}
+
+    return score, cache
+
+
+def _adaptive(ctx: "RunContext", units: list[dict[str, Any]], chains: list[Any], archs: list[Any],
+              labels: list[str], scorer: tuple[Any, Any],
+              observations: dict[Any, list[Any]]) -> tuple[dict[str, Any], Any]:
+    """Score ``units`` in adaptive rounds (:mod:`vismem.pipelines.dmv.adaptive`); returns the
+    merged scoring result and the cell status."""
+    from vismem.pipelines.dmv import adaptive
+
+    cfg = ctx.config
+    cue_of = cue_lookup(cfg).get
+    Jmax = max(cfg.probes.J or (cfg.encode.J,))
+    sizes = {(ci, j): n for ci, c in enumerate(chains)
+             for j, n in adaptive.unit_sizes(observations[c], cue_of, Jmax).items()}
+    rule = adaptive.rule_of(cfg, [a.name for a in archs])
+    frame = adaptive.eligible_frame(cfg, units, chains, archs, labels, sizes)
+    results: list[dict[str, Any]] = []
+    score, cache = scorer
+
+    def scored(batch: list[dict[str, Any]]) -> dict[str, Any]:
+        results.append(score(batch))
+        return results[-1]
+
+    def correct_of(u: dict[str, Any]) -> int:
+        return int(cache(u).read_summary(u["set"], u["j"])["correct"])
+
+    chosen, status, rounds = adaptive.run_rounds(cfg, frame, units, scored, correct_of, rule, ctx.logger)
+    merged = {"ran": [r for x in results for r in x["ran"]], "failed": [r for x in results for r in x["failed"]],
+              "finished_keys": [k for x in results for k in x["finished_keys"]],
+              "cached": sum(x["cached"] for x in results), "healed": [h for x in results for h in x["healed"]],
+              "units": chosen, "extra": adaptive.summary(status, rounds)}
+    return merged, status
+
+
+def run(ctx: "RunContext") -> dict[str, Any]:
+    """Run every pending probe unit (or, adaptive, the rounds the stopping rule asks for), then
+    write ``results/probes.parquet`` (and ``results/adaptive.parquet``)."""
+    from vismem.analysis.schemas import write_results
+    from vismem.pipelines.dmv.chains import build_architectures, load_run_chains, plan_chains
+    from vismem.pipelines.dmv.probecache import arch_key, read_units
     from vismem.pipelines.dmv.protocol import episodes_per_actor
-    from vismem.pipelines.dmv.chains import load_run_chains
 
     cfg = ctx.config
     if not cfg.probes.enabled:
         return {"status": "disabled"}
     t0 = time.perf_counter()
-    load_run_chains(ctx)  # every session the probes read is cached (ConfigError otherwise)
+    observations = load_run_chains(ctx)  # every session the probes read is cached (ConfigError otherwise)
     chains = plan_chains(cfg)
     archs = build_architectures(cfg)
     recall = recallers(cfg)
@@ -219,39 +291,32 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         ctx.manifest.component(f"probes.recaller[{i}]", spec)
     subset = subset_only(cfg, [a.name for a in archs])
     units = plan_units(cfg, chains, len(archs), subset)
-    caches = {(ai, ci): ProbeCache(ctx.store, c.slug, c.seed, keys[ai][c.backend])
-              for ci, c in enumerate(chains) for ai in range(len(archs))}
-    done = {k: c.done_units() for k, c in caches.items()}
-    # A finished unit is trusted only whole: a damaged one is discarded and probed again.
-    healed = heal(((caches[(u["arch"], u["chain"])].units, f"{u['set']}/s{u['j']}") for u in units
-                   if (u["set"], u["j"]) in done[(u["arch"], u["chain"])]), ctx.logger)
-    if healed:
-        done = {k: c.done_units() for k, c in caches.items()}
-    todo = [u for u in units if (u["set"], u["j"]) not in done[(u["arch"], u["chain"])]]
-    ctx.logger.info("probes: %d units, %d cached, %d to run", len(units), len(units) - len(todo), len(todo))
     workers = cfg.probes.workers or cfg.ray.concurrency
     episodes = episodes_per_actor(cfg.probes.in_flight, recall, workers)
-    rows = run_units(todo, worker_kwargs(ctx, chains, archs, keys, recall, episodes=episodes), on_ray=cfg.probes.on_ray,
-                     ray_cfg=cfg.ray, workers=workers) if todo else []
-    failed = [r for r in rows if not r["ok"]]
-    finished = []
-    for u in units:
-        c = chains[u["chain"]]
-        key = keys[u["arch"]][c.backend]
-        if (u["set"], u["j"]) in done[(u["arch"], u["chain"])] or ProbeCache(ctx.store, c.slug, c.seed, key).is_done(
-                u["set"], u["j"]):
-            finished.append((c.slug, c.seed, key, u["set"], u["j"]))
+    scorer = _scorer(ctx, chains, keys, worker_kwargs(ctx, chains, archs, keys, recall, episodes=episodes), workers)
+    labels = _recall_label(chains, cfg, recall)
+    status = None
+    if cfg.probes.mode == "adaptive":
+        res, status = _adaptive(ctx, units, chains, archs, labels, scorer, observations)
+    else:
+        res = scorer[0](units)
+        res["units"] = units
+    ctx.logger.info("probes: %d units, %d cached, %d ran", len(res["units"]), res["cached"], len(res["ran"]))
+    rows, failed, finished = res["ran"], res["failed"], res["finished_keys"]
     raw = read_units(ctx.store, finished)
-    summary: dict[str, Any] = {"units": len(units), "ran": len(rows) - len(failed), "cached": len(units) - len(todo),
-                               "healed": len(healed), **_subset_summary(cfg, archs, subset),
+    summary: dict[str, Any] = {"units": len(res["units"]), "ran": len(rows) - len(failed), "cached": res["cached"],
+                               "healed": len(res["healed"]), **_subset_summary(cfg, archs, subset),
+                               **res.get("extra", {}),
                                "failed": [{"unit": {k: r[k] for k in ("chain", "arch", "j", "set")}, "error": r["error"]}
                                           for r in failed][:20]}
+    if status is not None:
+        write_results(ctx.store, ctx.run_prefix, "adaptive", status)
     if raw is not None:
         import polars as pl
 
         arch_of = {k: i for i, row in enumerate(keys) for k in row}
         raw = raw.with_columns(pl.col("arch_key").replace_strict(arch_of, return_dtype=pl.Int64).alias("arch"))
-        df = results_frame(raw, cfg, chains, archs, _recall_label(chains, cfg, recall))
+        df = results_frame(raw, cfg, chains, archs, labels)
         write_results(ctx.store, ctx.run_prefix, "probes", df)
         main = df.filter(pl.col("study") == "main")
         summary["tsr"] = {f"{r['architecture']}@J{r['J']}": round(r["tsr"], 4) for r in
@@ -260,7 +325,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
         summary["probes"] = int(raw.height)
         summary["vlm_calls_per_probe"] = round(float(raw["vlm_calls"].mean()), 3) if raw.height else None
         summary["results"] = f"{ctx.run_prefix}/results/probes.parquet"
-    summary["status"] = "partial" if failed or len(finished) < len(units) else "done"
+    summary["status"] = "partial" if failed or len(finished) < len(res["units"]) else "done"
     if failed:
         from vismem.core.failures import failure_line
 
@@ -283,7 +348,9 @@ def describe(s: dict[str, Any]) -> str:
     return (f"{count(s.get('units'))} probe units: {count(s.get('ran'))} ran, {count(s.get('cached'))} reused; "
             f"{count(s.get('probes'))} probes" + (f"; {s['healed']} damaged units redone" if s.get("healed") else "")
             + (f"; {len(s['ablation_chains']['architectures'])} ablation architectures on chains (seeds) "
-               f"{s['ablation_chains']['seeds']}" if s.get("ablation_chains") else ""))
+               f"{s['ablation_chains']['seeds']}" if s.get("ablation_chains") else "")
+            + (f"; adaptive: {s['adaptive']['units_probed']} of {s['adaptive']['units_eligible']} units in "
+               f"{s['adaptive']['rounds']} rounds" if s.get("adaptive") else ""))
 
 
 STAGE = Stage(name="probes", describe=describe, inputs=storefront_inputs, section="probes", run=run, check=check)

@@ -12,7 +12,8 @@ from vismem.core.errors import DataError
 
 def test_every_kind_validates_its_synthetic_table_and_empty_table():
     tables = {"probes": synthetic.probes(chains=2, Js=(3,)), "encoding": synthetic.encoding(chains=2, J=3),
-              "memshot_answers": synthetic.memshot_answers(questions=4), "memshot_recall": synthetic.memshot_recall(questions=4)}
+              "memshot_answers": synthetic.memshot_answers(questions=4), "memshot_recall": synthetic.memshot_recall(questions=4),
+              "adaptive": synthetic.adaptive()}
     assert set(tables) == set(KINDS)
     for kind, df in tables.items():
         out = validate(df, kind)
