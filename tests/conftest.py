@@ -8,6 +8,7 @@ Slow end-to-end tests carry ``@pytest.mark.slow`` and run only with ``-m slow`` 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -67,6 +68,38 @@ def _test_data() -> tuple[Path, str]:
     """Once per session, before the first test: the data every test (and every run a test
     starts on the default ``data_dir``) reads is in place; a few stat calls when it already is."""
     return _fetch_test_data()
+
+#: Modules that use the session's local Ray (their source names one of these fixtures).
+RAY_FIXTURES = ("ray_local",)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``scripts/test.sh`` runs 2 xdist workers with ``--dist loadgroup``; the groups are ours: a
+    module runs whole on one worker (its module-scoped fixtures -- a shop, a browser -- start once,
+    not once per worker) and the modules on the session's local Ray share one worker (one Ray
+    start-up; two Rays never fight over the 2 cores while the other worker runs the rest).
+    xdist's own ``xdist_group`` markers cannot do it under pytest 9 (it renames ``item._nodeid``,
+    which pytest 9 no longer reads)."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "ray" if _uses_ray(module) else module
+
+    return ModuleScheduling(config, log)
+
+
+@functools.cache
+def _uses_ray(module: str) -> bool:
+    try:
+        src = (REPO / module).read_text()
+    except OSError:
+        return False
+    return any(name in src for name in RAY_FIXTURES)
 
 
 @pytest.fixture(scope="session")
