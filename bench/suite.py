@@ -34,7 +34,13 @@ TOP = 20
 
 #: End-to-end tests in the slow tier (``-m slow``) -> the fast tests of the default run that check
 #: each behaviour they check (issue 37: moving a test to `slow` loses no behaviour).
-SLOW_TIER: dict[str, tuple[str, ...]] = {}
+SLOW_TIER: dict[str, tuple[str, ...]] = {
+    # every listener of a real `vismem run` (weed, Ray, driver, shop) on loopback: Ray's (driver,
+    # GCS, raylet, agents, workers) in a fresh process; weed's and the shop's as a run starts them
+    "tests/pipelines/test_rayctx_loopback.py::test_a_real_local_run_listens_on_loopback_only": (
+        "tests/pipelines/test_rayctx_loopback.py::test_local_ray_listens_on_loopback_only",
+        "tests/pipelines/test_rayctx_loopback.py::test_the_store_server_and_the_shop_listen_on_loopback_only"),
+}
 
 _LINE = re.compile(r"^(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S.*)$")
 _SUMMARY = re.compile(r"^=*\s*(.*?\d+ (?:passed|failed|error|errors|skipped).*?) in (\d+(?:\.\d+)?)s")
