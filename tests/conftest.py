@@ -1,9 +1,12 @@
 """Shared fixtures: real parts on loopback (S3 server, Ray, Chromium), tiny data, seeded.
 
 Slow end-to-end tests carry ``@pytest.mark.slow`` and run only with ``-m slow`` or
-``VISMEM_SLOW=1``; the default run still covers every real part at least once. The engine tier
-(``tests/engine/``, marker ``engine``) runs the real vLLM CPU engine from ``.venv-engine/``
-(``scripts/test_engine.sh``).
+``VISMEM_SLOW=1`` (``TIERS``); the default run still covers every real part at least once, and
+every behaviour of a test moved to the slow tier (``vismem.bench.suite.SLOW_TIER`` names the fast
+tests that check it). The engine tier (``tests/engine/``, marker ``engine``) runs the real vLLM CPU
+engine from ``.venv-engine/`` (``scripts/test_engine.sh``). ``scripts/test.sh`` runs the default
+set on two pytest-xdist workers (``pytest_xdist_make_scheduler`` below); each worker has its own
+session fixtures (S3 server, Ray), on free ports and in its own temp dirs.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ def _test_data() -> tuple[Path, str]:
     """Once per session, before the first test: the data every test (and every run a test
     starts on the default ``data_dir``) reads is in place; a few stat calls when it already is."""
     return _fetch_test_data()
+
 
 #: Modules that use the session's local Ray (their source names one of these fixtures).
 RAY_FIXTURES = ("ray_local",)
