@@ -54,14 +54,14 @@ def test_local_ray_listens_on_loopback_only(tmp_path):
     assert exposed == [], f"Ray listeners beyond loopback: {exposed}"
 
 
-def test_the_store_server_and_the_shop_listen_on_loopback_only(s3_server, shared_dir):
+def test_the_store_server_and_the_shop_listen_on_loopback_only(s3_server, data_dir):
     """The other listeners of a local run, started as a run starts them (the slow tier's real run
     below reads them all at once): the local S3 server -- weed and every port it opens -- and the
     shop the agents browse (``ShopServer.from_data``, as the shop workers start it)."""
     from vismem.env.storefront.server import ShopServer
     from vismem.pipelines.localcluster import is_loopback, listening_sockets
 
-    with ShopServer.from_data(shared_dir / "data", seed=0) as shop:
+    with ShopServer.from_data(data_dir, seed=0) as shop:
         listeners = listening_sockets([s3_server.pid, os.getpid()])
         assert (os.getpid(), "127.0.0.1", shop.port) in listeners
     weed = [x for x in listeners if x[0] == s3_server.pid]
