@@ -1,13 +1,17 @@
 """Shared fixtures: real parts on loopback (S3 server, Ray, Chromium), tiny data, seeded.
 
 Slow end-to-end tests carry ``@pytest.mark.slow`` and run only with ``-m slow`` or
-``VISMEM_SLOW=1``; the default run still covers every real part at least once. The engine tier
-(``tests/engine/``, marker ``engine``) runs the real vLLM CPU engine from ``.venv-engine/``
-(``scripts/test_engine.sh``).
+``VISMEM_SLOW=1`` (``TIERS``); the default run still covers every real part at least once, and
+every behaviour of a test moved to the slow tier (``vismem.bench.suite.SLOW_TIER`` names the fast
+tests that check it). The engine tier (``tests/engine/``, marker ``engine``) runs the real vLLM CPU
+engine from ``.venv-engine/`` (``scripts/test_engine.sh``). ``scripts/test.sh`` runs the default
+set on two pytest-xdist workers (``pytest_xdist_make_scheduler`` below); each worker has its own
+session fixtures (S3 server, Ray), on free ports and in its own temp dirs.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -67,6 +71,39 @@ def _test_data() -> tuple[Path, str]:
     """Once per session, before the first test: the data every test (and every run a test
     starts on the default ``data_dir``) reads is in place; a few stat calls when it already is."""
     return _fetch_test_data()
+
+
+#: Modules that use the session's local Ray (their source names one of these fixtures).
+RAY_FIXTURES = ("ray_local",)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``scripts/test.sh`` runs 2 xdist workers with ``--dist loadgroup``; the groups are ours: a
+    module runs whole on one worker (its module-scoped fixtures -- a shop, a browser -- start once,
+    not once per worker) and the modules on the session's local Ray share one worker (one Ray
+    start-up; two Rays never fight over the 2 cores while the other worker runs the rest).
+    xdist's own ``xdist_group`` markers cannot do it under pytest 9 (it renames ``item._nodeid``,
+    which pytest 9 no longer reads)."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "ray" if _uses_ray(module) else module
+
+    return ModuleScheduling(config, log)
+
+
+@functools.cache
+def _uses_ray(module: str) -> bool:
+    try:
+        src = (REPO / module).read_text()
+    except OSError:
+        return False
+    return any(name in src for name in RAY_FIXTURES)
 
 
 @pytest.fixture(scope="session")

@@ -54,6 +54,23 @@ def test_local_ray_listens_on_loopback_only(tmp_path):
     assert exposed == [], f"Ray listeners beyond loopback: {exposed}"
 
 
+def test_the_store_server_and_the_shop_listen_on_loopback_only(s3_server, data_dir):
+    """The other listeners of a local run, started as a run starts them (the slow tier's real run
+    below reads them all at once): the local S3 server -- weed and every port it opens -- and the
+    shop the agents browse (``ShopServer.from_data``, as the shop workers start it)."""
+    from vismem.env.storefront.server import ShopServer
+    from vismem.pipelines.localcluster import is_loopback, listening_sockets
+
+    with ShopServer.from_data(data_dir, seed=0) as shop:
+        listeners = listening_sockets([s3_server.pid, os.getpid()])
+        assert (os.getpid(), "127.0.0.1", shop.port) in listeners
+    weed = [x for x in listeners if x[0] == s3_server.pid]
+    assert len(weed) >= 2 and any(port == int(s3_server.endpoint_url.rsplit(":", 1)[1]) for _p, _a, port in weed), weed
+    exposed = [x for x in listeners if not is_loopback(x[1])]
+    assert exposed == [], f"listeners beyond loopback: {exposed}"
+
+
+@pytest.mark.slow  # a whole `vismem run` (weed + Ray + encode); fast: the two tests above
 @pytest.mark.timeout(420)
 def test_a_real_local_run_listens_on_loopback_only(tmp_path):
     # A plain `vismem run` on the default local-s3 store: its local S3 server, Ray (GCS, raylet,
