@@ -50,10 +50,12 @@ def test_the_default_root_is_the_cluster_models_dir_expanded_where_the_job_runs(
 
 @pytest.mark.parametrize("model", VLLM_MODELS)
 @pytest.mark.parametrize("root", ["${VISMEM_MODELS_DIR:-/models}", "s3://bucket/models", "hub"])
-def test_served_and_in_job_engines_load_the_same_weights_with_the_same_engine_env(model, root, monkeypatch):
+def test_served_and_in_job_engines_load_the_same_weights_with_the_same_engine_env(model, root, monkeypatch,
+                                                                                  tmp_path):
     """What `vismem serve up --weights ROOT` deploys and what a job's own engine loads agree for
     every vLLM model YAML: the same weights (paths expanded on the node as the app builder does)
-    and the same batch-invariant environment."""
+    and the same environment (batch-invariant on GPU engines; a CPU engine's tiny model is built on
+    the node and runs without it)."""
     from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 
     from vismem.serve.apps import node_llm_configs
@@ -62,15 +64,21 @@ def test_served_and_in_job_engines_load_the_same_weights_with_the_same_engine_en
     from vismem.serve.registry import registered
 
     monkeypatch.setenv("VISMEM_MODELS_DIR", "/mnt/weights")
-    (served,) = node_llm_configs([llm_config(deployable(model, registered()), root)])
+    monkeypatch.setenv("VISMEM_TINY_DIR", str(tmp_path))
+    d = deployable(model, registered())
+    cpu = d.settings.device == "cpu"
+    (served,) = node_llm_configs([llm_config(d, root)])
     served = LLMConfig(**served)
     in_job = engine_processor_config(model, weights=root)
     assert in_job.model_source == served.model_loading_config.model_source
-    assert in_job.model_source.endswith(served.model_loading_config.model_id.split("/")[-1])
     served_env = served.runtime_env["env_vars"]
-    assert served_env.get("VLLM_BATCH_INVARIANT") == "1"
     assert {k: v for k, v in in_job.runtime_env["env_vars"].items() if k != "HF_HUB_OFFLINE"} == served_env
     assert in_job.engine_kwargs.items() >= served.engine_kwargs.items()
+    if cpu:  # a tiny model built on the node, whatever the weights root; no GPU-only kernels
+        assert in_job.model_source.startswith(str(tmp_path)) and "VLLM_BATCH_INVARIANT" not in served_env
+        return
+    assert in_job.model_source.endswith(served.model_loading_config.model_id.split("/")[-1])
+    assert served_env.get("VLLM_BATCH_INVARIANT") == "1"
     pg = in_job.placement_group_config  # Ray's validated form of the same dict
     assert (pg and {"strategy": pg["strategy"], "bundle_per_worker": {"GPU": pg["bundle_per_worker"]["GPU"]}}) \
         == served.placement_group_config
