@@ -42,7 +42,7 @@ F1_NAMES = {"f1": "official LoCoMo F1 (snap-research/locomo task_eval: stemmed m
 #: (:func:`recall_table`).
 RECALL_WITH_EVIDENCE = "recall (questions with evidence only)"
 #: Acc over the judged answers only (judge failures left out), beside the official reading.
-ACC_JUDGED_ONLY = "Overall Acc (judge failures left out)"
+ACC_JUDGED_ONLY = "Overall judged-only Acc"
 #: The column name of the official F1 beside the paper's.
 OFFICIAL_F1 = "LoCoMo F1"
 

@@ -31,7 +31,9 @@ _PAPER_TABLE2 = ("paper* columns: the paper's Table 2 number where its text stat
                  "cells are empty.")
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
 _PAPER_MS = ("paper *: the MemShot paper's number for the row's backbone and variant (Tables 1-5; Tables 1, 2, 4 at "
-             "its top-10), quoted, not measured; empty for a model or variant the paper did not run.")
+             "its top-10), quoted, not measured -- only beside a row run in the paper's setting (a Qwen3-VL "
+             "backbone answering, Qwen3-VL-Embedding-8B retrieving, GLM-5 judging, the table's k and dataset); "
+             "paper note says which part of a row's setting differed where its cells are empty.")
 
 
 @dataclass(frozen=True)
@@ -310,6 +312,14 @@ def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Re
     return [main, abl, rsec, *more]
 
 
+def _judged_caption(t: pl.DataFrame) -> str:
+    """What the second Acc column is, where a judge failed (:data:`vismem.analysis.memshot.ACC_JUDGED_ONLY`)."""
+    if memshot.ACC_JUDGED_ONLY not in t.columns:
+        return ""
+    return (f" Overall Acc counts a judge failure (an answer without a verdict) wrong, as the official scripts do; "
+            f"{memshot.ACC_JUDGED_ONLY} is the other reading, over judged answers only.")
+
+
 def _f1_caption(ans: pl.DataFrame) -> str:
     """What the F1 columns are (:data:`vismem.analysis.memshot.F1_NAMES`)."""
     if not memshot.has_paper_f1(ans):
@@ -331,7 +341,8 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
                                  highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t), group="family",
                                  caption=f"Rows in the paper's order, by family. Excluded categories: "
                                  f"{', '.join(ex) or 'none'}. " + _f1_caption(ans) + _CI_MEMSHOT
-                                 + (" " + _PAPER_MS if "paper Overall Acc" in t.columns else "")))
+                                 + (" " + _PAPER_MS if "paper Overall Acc" in t.columns else "")
+                                 + _judged_caption(t)))
     unj = int(ans["judge_label"].null_count())
     if unj:
         main.notes.append(f"{unj} answers have no judge verdict (unanswered, judge failure or no judge); "
@@ -374,8 +385,12 @@ def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | 
             rt, c = attach(rt, cluster_ci_long(src, [*by, "k"], value, opt), [*by, "k"], None, name)
             ci |= c
     rt = order_rows(rt, "variant", "memshot", before=["dataset"], after=["embedder", "max_height", "k"])
-    rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt, percent=["recall", "hit"],
-                             ci=ci, links=links.memshot(rt), caption=CI_RECALL, group="family"))
+    other = memshot.RECALL_WITH_EVIDENCE
+    cap = CI_RECALL + (f" recall counts a question without evidence turns as 1, as the official LoCoMo evaluation "
+                       f"does; {other} is the other reading." if other in rt.columns else "")
+    rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt,
+                             percent=["recall", "hit", *([other] if other in rt.columns else [])],
+                             ci=ci, links=links.memshot(rt), caption=cap, group="family"))
     rsec.figures.append(Figure("memshot-recall", "Evidence recall@k", *figures.render(figures.recall_at_k(rt))))
     ct = memshot.recall_category_table(rec)
     if ct.height:
