@@ -193,9 +193,10 @@ def test_cli_vismem_run_memshot(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout[proc.stdout.index("{"):])
     recall = set(summary["memshot"]["recall"])
-    # --variant picks the variants; the local preset's memories (memocr) are evaluated beside them
-    assert summary["memshot"]["status"] == "done" and {k for k in recall if not k.startswith("memocr")} == {"text-rag@5"}
-    assert any(k.startswith("memocr") and k.endswith("@5") for k in recall)
+    # --variant picks the variants; the local preset's memories (session-summary-shots) are evaluated beside them
+    summ = "session-summary-shots"
+    assert summary["memshot"]["status"] == "done" and {k for k in recall if not k.startswith(summ)} == {"text-rag@5"}
+    assert any(k.startswith(summ) and k.endswith("@5") for k in recall)
 
 
 def test_locomo_adversarial_behind_a_flag(shared_dir):
