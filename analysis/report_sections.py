@@ -19,6 +19,7 @@ from vismem.analysis.bootstrap import N_RESAMPLES
 from vismem.analysis.dmv_paper import (encoding_paper, with_paper, with_paper_intervals, with_paper_leader,
                                        with_paper_wide)
 from vismem.analysis.memshot_paper_cols import with_paper_by_k, with_paper_overall
+from vismem.analysis.memshot_sections import LME_SHOT_RULE
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.paper_order import order_rows
 from vismem.analysis.render import Figure, Section, Table
@@ -342,7 +343,7 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
                                  caption=f"Rows in the paper's order, by family. Excluded categories: "
                                  f"{', '.join(ex) or 'none'}. " + _f1_caption(ans) + _CI_MEMSHOT
                                  + (" " + _PAPER_MS if "paper Overall Acc" in t.columns else "")
-                                 + _judged_caption(t)))
+                                 + _judged_caption(t) + (" " + LME_SHOT_RULE if ds == "longmemeval" else "")))
     unj = int(ans["judge_label"].null_count())
     if unj:
         main.notes.append(f"{unj} answers have no judge verdict (unanswered, judge failure or no judge); "

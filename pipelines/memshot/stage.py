@@ -207,13 +207,14 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     if memories:
         units = pl.concat([units, memories["units"]], how="diagonal_relaxed")
         ranked = pl.concat([ranked, memories["ranked"]])
-    whole, ranked = ranked, ranked.filter(pl.col("rank") <= max(cfg.k))
         embed_parts.append(memories["seconds"])
         embedder_names.update(memories["embedders"])
         pixels = steps.add_readings(ctx, pixels, memories["readings"])
+    whole, ranked = ranked, ranked.filter(pl.col("rank") <= max(cfg.k))
     # The ranking is an intermediate (answers and any re-scoring start from it), not a result table.
     ctx.store.write_table(f"{ctx.run_prefix}/memshot/ranked.parquet", ranked, schema_version=SUMMARY_SCHEMA_VERSION)
 
+    # a question without evidence turns: LoCoMo's official recall scores it 1, LongMemEval leaves it out
     recall = evidence_recall(ranked, units, questions, cfg.k, no_evidence=no_evidence_rule(cfg.dataset))
     recall = recall.with_columns(
         pl.lit(dataset_name(cfg)).alias("dataset"),
