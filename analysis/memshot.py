@@ -194,7 +194,7 @@ def height_table(answers: pl.DataFrame, **kw) -> pl.DataFrame:
     if hs["max_height"].n_unique() < 2:
         return pl.DataFrame(schema={"dataset": pl.String, "model": pl.String, "variant": pl.String,
                                     "max_height": pl.Int64})
-    t = by_k_table(hs, ["dataset", "model", "variant", "embedder", "max_height"], **kw)
+    t = by_k_table(hs, ["dataset", "model", "judge", "variant", "embedder", "max_height"], **kw)
     return t.sort(["dataset", "model", "max_height", "variant"], nulls_last=True) if t.height else t
 
 

@@ -319,6 +319,27 @@ def test_a_paper_backbone_run_with_a_stand_in_retriever_or_judge_takes_no_paper_
     assert full["paper Overall Acc"] == pytest.approx(0.7513) and full["paper note"] is None
 
 
+def test_captions_say_the_setting_and_the_longmemeval_shot_rule():
+    from vismem.analysis.memshot_sections import LME_SHOT_RULE, lme_section
+    from vismem.memory.dialogue.pack import GROW_LIMIT
+
+    ans = synthetic.memshot_answers(variants={"memshot": 0.7, "no-render": 0.6}, questions=4, conversations=2,
+                                    model="qwen3-vl-8b")
+    ans = ans.with_columns(pl.lit("minilm").alias("embedder"), pl.lit(PAPER_JUDGE).alias("judge"))
+    lme = ans.with_columns(pl.lit("longmemeval").alias("dataset"))
+    rep = build_report({"memshot_answers": validate(pl.concat([ans, lme]), "memshot_answers")}, "p", options=FAST)
+    for tid in ("memshot-locomo", "memshot-longmemeval", "memshot-ablations"):
+        cap = _table(rep, tid).caption
+        assert "answering model qwen3-vl-8b; retriever minilm; judge openai:glm-5" in cap, tid
+    assert LME_SHOT_RULE in _table(rep, "memshot-longmemeval").caption
+    assert LME_SHOT_RULE not in _table(rep, "memshot-locomo").caption
+    # the stated bound is the renderer's
+    assert f"at most {GROW_LIMIT} x its maximum height" in LME_SHOT_RULE
+    sec = lme_section(pl.DataFrame({"variant": ["text-rag"], "corpus": ["turn"], "level": ["turn"], "k": [1],
+                                    "recall_any": [1.0], "recall_all": [1.0], "ndcg_any": [1.0], "by_position": [0.0]}))
+    assert LME_SHOT_RULE in sec.notes
+
+
 def test_height_sweep_rows_take_only_their_own_height():
     from vismem.analysis.memshot_paper_cols import with_paper_by_k
 
