@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from vismem.memory.dialogue.memories import MEMORIES, MemoryUnit
-from vismem.memory.dialogue.memories.lexical import Granularity, _Empty, keyed_units
+from vismem.memory.dialogue.memories.lexical import Granularity, check_granularity, keyed_units
 
 #: Upstream's batch size for flat-contriever documents.
 BATCH = 128
@@ -37,7 +37,7 @@ class FlatContrieverMemory:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        keyed_units(_Empty(), granularity)  # a bad granularity fails here, before any work
+        check_granularity(granularity)  # a bad granularity fails here, before any work
         self.granularity = granularity
         self.name = label or f"flat-contriever:{granularity}"
         self.spec = {"name": "flat-contriever", "args": {"path": path, "granularity": granularity,

@@ -1,7 +1,8 @@
 """LongMemEval's standard retrieval baselines behind the DialogueMemory protocol: upstream's
 ``flat-bm25`` (``rank_bm25``, as ``src/retrieval/run_retrieval.py`` runs it) and dense retrieval
-(``dense``, with the run's text embedder, a stand-in for upstream's ``flat-contriever`` /
-``flat-stella`` / ``flat-gte``, whose weights this project does not run), over sessions or turns.
+(``dense``, with the run's text embedder: a stand-in, named so, for upstream's
+``flat-contriever`` -- :mod:`vismem.memory.dialogue.memories.contriever`, where its weights are
+at hand -- and ``flat-stella`` / ``flat-gte``, not implemented), over sessions or turns.
 
 As LongMemEval's ``src/retrieval`` indexes them, a unit's *key* (what is matched against the
 question) is its user turns when the dialogue has roles (LongMemEval: a session is keyed by
@@ -55,6 +56,11 @@ def upstream_order(scores: np.ndarray) -> np.ndarray:
     return np.argsort(scores)[::-1]
 
 
+def check_granularity(granularity: str) -> None:
+    """Raise ConfigError unless ``granularity`` is ``session`` or ``turn`` (before any work)."""
+    keyed_units(_Empty(), granularity)  # type: ignore[arg-type]
+
+
 def keyed_units(conversation: Any, granularity: Granularity) -> list[tuple[str, MemoryUnit]]:
     """``(key, unit)`` per session or turn of ``conversation`` (keys and values as the module says)."""
     from vismem.memory.dialogue.text import session_text, unit_text
@@ -90,7 +96,7 @@ class BM25Memory:
     def __init__(self, *, granularity: Granularity = "session", label: str | None = None,
                  text_embedder: Any = None, image_embedder: Any = None) -> None:
         # the run's embedders are injected into every memory's args; BM25 reads no vectors
-        keyed_units(_Empty(), granularity)  # a bad granularity fails here, before any work
+        check_granularity(granularity)  # a bad granularity fails here, before any work
         self.granularity = granularity
         self.name = label or f"flat-bm25:{granularity}"
         self.spec = {"name": "flat-bm25", "args": {"granularity": granularity, **({"label": label} if label else {})}}
@@ -145,7 +151,7 @@ class DenseMemory(RetrievingMemory):
 
     def __init__(self, *, granularity: Granularity = "session", label: str | None = None,
                  text_embedder: Any = None, image_embedder: Any = None) -> None:
-        keyed_units(_Empty(), granularity)
+        check_granularity(granularity)
         self.granularity = granularity
         self.name = f"dense:{granularity}"
         super().__init__(label=label, text_embedder=text_embedder, image_embedder=image_embedder)
