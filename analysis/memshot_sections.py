@@ -122,6 +122,23 @@ def pixels_section(readings: pl.DataFrame | None, latency: pl.DataFrame | None, 
     return s
 
 
+def setting_caption(t: pl.DataFrame) -> str:
+    """Which setting the rows ran: answering model, retriever and judge as the rows record them."""
+    parts = []
+    for col, what in (("model", "answering model"), ("embedder", "retriever"), ("judge", "judge")):
+        vals = sorted({str(v) for v in t[col].to_list() if v is not None}) if col in t.columns else []
+        parts.append(f"{what} {' / '.join(vals) if vals else 'not recorded'}")
+    return "Setting (per row in its columns): " + "; ".join(parts) + ". "
+
+
+def judged_caption(t: pl.DataFrame) -> str:
+    """What the second Acc column is, where a judge failed (:data:`vismem.analysis.memshot.ACC_JUDGED_ONLY`)."""
+    if memshot.ACC_JUDGED_ONLY not in t.columns:
+        return ""
+    return (f" Overall Acc counts a judge failure (an answer without a verdict) wrong, as the official scripts do; "
+            f"{memshot.ACC_JUDGED_ONLY} is the other reading, over judged answers only.")
+
+
 #: Where our LongMemEval shots differ from the paper's text (App. A.3: a turn-pair taller than the
 #: shot "expands" the image, no bound stated): a shot grows to at most 4 x its maximum height
 #: (``vismem.memory.dialogue.pack.GROW_LIMIT``; a test holds the two equal) and a taller pair is split.

@@ -19,7 +19,7 @@ from vismem.analysis.bootstrap import N_RESAMPLES
 from vismem.analysis.dmv_paper import (encoding_paper, with_paper, with_paper_intervals, with_paper_leader,
                                        with_paper_wide)
 from vismem.analysis.memshot_paper_cols import with_paper_by_k, with_paper_overall
-from vismem.analysis.memshot_sections import LME_SHOT_RULE
+from vismem.analysis.memshot_sections import LME_SHOT_RULE, judged_caption, setting_caption
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.paper_order import order_rows
 from vismem.analysis.render import Figure, Section, Table
@@ -313,23 +313,6 @@ def memshot_sections(ans: pl.DataFrame | None, rec: pl.DataFrame | None, opt: Re
     return [main, abl, rsec, *more]
 
 
-def _setting_caption(t: pl.DataFrame) -> str:
-    """Which setting the rows ran: answering model, retriever and judge as the rows record them."""
-    parts = []
-    for col, what in (("model", "answering model"), ("embedder", "retriever"), ("judge", "judge")):
-        vals = sorted({str(v) for v in t[col].to_list() if v is not None}) if col in t.columns else []
-        parts.append(f"{what} {' / '.join(vals) if vals else 'not recorded'}")
-    return "Setting (per row in its columns): " + "; ".join(parts) + ". "
-
-
-def _judged_caption(t: pl.DataFrame) -> str:
-    """What the second Acc column is, where a judge failed (:data:`vismem.analysis.memshot.ACC_JUDGED_ONLY`)."""
-    if memshot.ACC_JUDGED_ONLY not in t.columns:
-        return ""
-    return (f" Overall Acc counts a judge failure (an answer without a verdict) wrong, as the official scripts do; "
-            f"{memshot.ACC_JUDGED_ONLY} is the other reading, over judged answers only.")
-
-
 def _f1_caption(ans: pl.DataFrame) -> str:
     """What the F1 columns are (:data:`vismem.analysis.memshot.F1_NAMES`)."""
     if not memshot.has_paper_f1(ans):
@@ -349,10 +332,10 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
         t = with_paper_overall(t, ds)
         main.tables.append(Table(f"memshot-{ds}", f"{ds}: Acc / F1 (%) per category", t, percent=_pct(t),
                                  highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t), group="family",
-                                 caption=_setting_caption(t) + "Rows in the paper's order, by family. Excluded categories: "
+                                 caption=setting_caption(t) + "Rows in the paper's order, by family. Excluded categories: "
                                  f"{', '.join(ex) or 'none'}. " + _f1_caption(ans) + _CI_MEMSHOT
                                  + (" " + _PAPER_MS if "paper Overall Acc" in t.columns else "")
-                                 + _judged_caption(t) + (" " + LME_SHOT_RULE if ds == "longmemeval" else "")))
+                                 + judged_caption(t) + (" " + LME_SHOT_RULE if ds == "longmemeval" else "")))
     unj = int(ans["judge_label"].null_count())
     if unj:
         main.notes.append(f"{unj} answers have no judge verdict (unanswered, judge failure or no judge); "
@@ -365,7 +348,7 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
     at = with_paper_by_k(at, "Table 3")
     abl.tables.append(Table("memshot-ablations", "Variants by top-k: Acc / F1 (%)", at, percent=_pct(at), ci=ci,
                             links=links.memshot(at), group="block",
-                            caption=_setting_caption(at) + "Rows in Table 3's order and blocks. " + _CI_MEMSHOT
+                            caption=setting_caption(at) + "Rows in Table 3's order and blocks. " + _CI_MEMSHOT
                             + (" " + _PAPER_MS if any(c.startswith("paper ") for c in at.columns) else "")))
     ht = memshot.height_table(ans, exclude_categories=ex)
     if ht.height:
@@ -373,7 +356,7 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
         ht = with_paper_by_k(ht, "Table 5")
         abl.tables.append(Table("memshot-height", "Maximum rendering height by top-k: Acc / F1 (%)", ht,
                                 percent=_pct(ht), ci=ci, links=links.memshot(ht),
-                                caption=_setting_caption(ht) + _CI_MEMSHOT + (" " + _PAPER_MS if any(c.startswith("paper ")
+                                caption=setting_caption(ht) + _CI_MEMSHOT + (" " + _PAPER_MS if any(c.startswith("paper ")
                                                                             for c in ht.columns) else "")))
     else:
         abl.notes.append("No rendering-height sweep (fewer than two max_height values).")
