@@ -153,32 +153,56 @@ def _memshot_pairs(df: pl.DataFrame, value: str, cell: list[str], opt: Any, metr
                     continue
                 row = _paired_row(pairs["a"].to_numpy(), pairs["b"].to_numpy(), pairs["conversation_id"].to_numpy(),
                                   n_resamples=opt.n_resamples, seed=opt.seed)
-                p_a, p_b, p_set, *p_d = paper(ctx) if paper else (None, None, None)
+                emb = {side: (g.filter(pl.col("_label") == lab)["embedder"].drop_nulls().first()
+                              if "embedder" in g.columns else None) for side, lab in (("A", a_label), ("B", b_label))}
+                p_a, p_b, p_set, *p_d = paper(ctx, emb) if paper else (None, None, None)
                 diff = p_a - p_b if p_a is not None and p_b is not None else (p_d[0] if p_d else None)
-                setting = ", ".join(f"{k}={v}" if k == "k" else str(v) for k, v in ctx.items() if v is not None)
+                setting = ", ".join(f"{k}={v}" if k in ("k", "judge") else str(v) for k, v in ctx.items() if v is not None)
                 rows.append({"study": "MemShot", "contrast": "memory shots vs Text RAG", "setting": setting,
                              "metric": metric, "A": a_label, "B": b_label, **row, "paper A": p_a, "paper B": p_b,
                              "paper A − B": diff, "paper setting": p_set})
     return rows
 
 
-def _paper_hit(ctx: dict[str, Any]) -> tuple[Any, ...]:
+def _gaps(ctx: dict[str, Any], emb: dict[str, Any], *, judged: bool) -> list[str]:
+    """How the cell's setting (both sides' retrievers; model and judge for Acc) differs from the
+    paper's (:func:`vismem.analysis.memshot_paper_cols.setting_gaps`)."""
+    from vismem.analysis.memshot_paper_cols import setting_gaps
+
+    gaps: list[str] = []
+    for side in ("A", "B"):
+        row = {"embedder": emb.get(side), "model": ctx.get("model"), "judge": ctx.get("judge")}
+        gaps += [g for g in setting_gaps(row) if g not in gaps and (judged or g.startswith("retriever"))]
+    return gaps
+
+
+def _not_paper(gaps: list[str]) -> tuple[Any, ...]:
+    return None, None, "none: not the paper's setting (" + "; ".join(gaps) + ")"
+
+
+def _paper_hit(ctx: dict[str, Any], emb: dict[str, Any]) -> tuple[Any, ...]:
     """§5.3 on Fig. 4a: MemShot retrieves the evidence about 5 points more often than Text RAG at
-    the same budget (top-10; LoCoMo, Qwen3-VL-Embedding-8B retriever) -- a difference only."""
+    the same budget (top-10; LoCoMo, Qwen3-VL-Embedding-8B retriever) -- a difference only, and
+    only where both sides retrieved with the paper's retriever."""
     if ctx.get("dataset") != "locomo" or ctx.get("k") != 10:
         return None, None, None
+    if gaps := _gaps(ctx, emb, judged=False):
+        return _not_paper(gaps)
     return None, None, "≈ +5 points: LoCoMo, top-10, Qwen3-VL-Embedding-8B retriever (§5.3, Fig. 4a)", 0.05
 
 
-def _paper_acc(ctx: dict[str, Any]) -> tuple[float | None, float | None, str | None]:
+def _paper_acc(ctx: dict[str, Any], emb: dict[str, Any]) -> tuple[float | None, float | None, str | None]:
     """The paper's Overall Acc of MemShot and Text RAG for the run's answering model (LoCoMo:
-    Table 1 at top-10, Table 3 at top-5); none for a model the paper did not run."""
+    Table 1 at top-10, Table 3 at top-5), only where the run had the paper's setting (its
+    retriever and judge, a paper backbone); otherwise none, and the setting column says why."""
     from vismem.analysis.memshot_paper import quoted_rows
     from vismem.analysis.memshot_paper_cols import paper_backbone, quoted_by_k
 
-    backbone = paper_backbone(ctx.get("model"))
-    if ctx.get("dataset") != "locomo" or backbone is None:
+    if ctx.get("dataset") != "locomo":
         return None, None, None
+    if gaps := _gaps(ctx, emb, judged=True):
+        return _not_paper(gaps)
+    backbone = paper_backbone(ctx.get("model"))
     if ctx.get("k") == 10:
         t1 = quoted_rows().filter((pl.col("table") == "Table 1") & (pl.col("category") == "Overall")
                                   & (pl.col("backbone") == backbone))
@@ -210,7 +234,8 @@ def headline_table(tables: dict[str, pl.DataFrame], opt: Any) -> pl.DataFrame:
         from vismem.analysis.memshot import with_outcome
 
         scored = with_outcome(ans.filter(~pl.col("category").is_in(list(opt.exclude_categories))))
-        rows += _memshot_pairs(scored, "judge_label", ["dataset", "model", "k"], opt, "Acc", paper=_paper_acc)
+        rows += _memshot_pairs(scored, "judge_label", ["dataset", "model", "judge", "k"], opt, "Acc",
+                               paper=_paper_acc)
     return pl.DataFrame(rows, schema=SCHEMA) if rows else pl.DataFrame(schema=SCHEMA)
 
 

@@ -1,9 +1,13 @@
 """MemShot scoring: Acc/F1 per category (Tables 1, 2, 4), ablations (Table 3), rendering-height
 sweep (Table 5) and evidence recall@k, as pure functions over validated frames.
 
-Acc counts every question: an unanswered or unjudged one (null verdict) counts as wrong, so
-failures cannot inflate it; ``judged`` / ``coverage`` say how many verdicts there were. Acc is
-null only for a group with no verdict at all (no judge configured). F1 is the mean token F1
+Acc counts every question, as the official scripts do: an unanswered question or a judge
+failure (null verdict: an empty or unparseable reply, a failed call) counts as wrong --
+LongMemEval's ``evaluate_qa`` labels a reply without "yes" wrong, the LoCoMo judge one without
+"CORRECT" -- so failures cannot inflate it; ``judged`` / ``coverage`` say how many verdicts there
+were, and ``acc_judged`` (:data:`ACC_JUDGED_ONLY` in the category table, where a judge failed)
+is the other reading, over judged answers only. Acc is null only for a group with no verdict at
+all (no judge configured). F1 is the mean token F1
 over all rows. Both are proportions in [0, 1]; the report shows percent. "Overall" pools every
 included question (LoCoMo's adversarial category is excluded by default, as in Table 1).
 
@@ -34,6 +38,11 @@ GROUP = ("dataset", "model", "judge", "variant", "embedder", "k", "max_height")
 #: cannot import it, so tests/analysis/test_memshot_tables.py holds the two equal).
 F1_NAMES = {"f1": "official LoCoMo F1 (snap-research/locomo task_eval: stemmed multiset overlap, per category)",
             "f1_mem0": "paper F1 (LightMem / A-MEM set-based token F1, as mem0 reuses it)"}
+#: Evidence recall over the questions that have evidence turns only, beside the official reading
+#: (:func:`recall_table`).
+RECALL_WITH_EVIDENCE = "recall (questions with evidence only)"
+#: Acc over the judged answers only (judge failures left out), beside the official reading.
+ACC_JUDGED_ONLY = "Overall judged-only Acc"
 #: The column name of the official F1 beside the paper's.
 OFFICIAL_F1 = "LoCoMo F1"
 
@@ -58,28 +67,33 @@ def _order(categories: Sequence[str]) -> list[str]:
 
 
 def _outcome(columns: Sequence[str]) -> pl.Expr:
-    """``judge_label`` as Acc counts it: an unanswered question (``prediction`` null) is wrong; an
-    answered one without a verdict (a judge failure: an empty or unparseable reply, a failed call)
-    stays null and is left out -- the judge said nothing about the answer. Without a
-    ``prediction`` column every null verdict counts as unanswered."""
-    unanswered = pl.col("prediction").is_null() if "prediction" in columns else pl.lit(True)
-    return pl.when(pl.col("judge_label").is_null() & unanswered).then(False).otherwise(pl.col("judge_label"))
+    """``judge_label`` as Acc counts it: no verdict (unanswered, or a judge failure) is wrong, as
+    the official scripts count it (module docstring). ``columns`` is kept for callers' symmetry."""
+    return pl.col("judge_label").fill_null(False)
 
 
 def _metrics(columns: Sequence[str], mem0: bool = False) -> list[pl.Expr]:
     judged = pl.col("judge_label").is_not_null().sum()
     return [pl.len().alias("n"),
-            # unanswered questions in the denominator, judge failures not; null when nothing was judged
+            # every question in the denominator; null when nothing was judged (no judge)
             pl.when(judged > 0).then(_outcome(columns).cast(pl.Float64).mean()).alias("acc"),
+            pl.col("judge_label").cast(pl.Float64).mean().alias("acc_judged"),
             pl.col("f1_mem0" if mem0 else "f1").mean().alias("f1"),
             (pl.col("f1") if mem0 else pl.lit(None, pl.Float64)).mean().alias("f1_official"),
             pl.col("judge_label").is_null().sum().alias("unjudged"),
             judged.alias("judged"),
-            (judged / pl.len()).alias("coverage")]
+            (judged / pl.len()).alias("coverage"),
+            _failures(columns).alias("judge_failures")]
+
+
+def _failures(columns: Sequence[str]) -> pl.Expr:
+    """Answered questions without a verdict (judge failures; unanswered ones are not)."""
+    answered = pl.col("prediction").is_not_null() if "prediction" in columns else pl.lit(False)
+    return (pl.col("judge_label").is_null() & answered).sum()
 
 
 def with_outcome(answers: pl.DataFrame, by: Sequence[str] = GROUP) -> pl.DataFrame:
-    """``answers`` with ``judge_label`` as Acc counts it (:func:`_outcome`) in every ``by`` group
+    """``answers`` with ``judge_label`` as Acc counts it (:func:`_outcome`: no verdict is wrong) in every ``by`` group
     that has a verdict at all; groups without any keep nulls (no judge). For intervals computed
     over ``judge_label`` (which drop nulls) to match :func:`scores`."""
     keys = [c for c in by if c in answers.columns]
@@ -92,11 +106,13 @@ def with_outcome(answers: pl.DataFrame, by: Sequence[str] = GROUP) -> pl.DataFra
 
 def scores(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
            exclude_categories: Sequence[str] = ("adversarial",)) -> pl.DataFrame:
-    """Long table: per group and category (and ``Overall``): n, acc, f1 (the paper's, :func:`has_paper_f1`),
-    f1_official (the LoCoMo F1 beside it; null when ``f1`` is the only one), unjudged, judged, coverage."""
+    """Long table: per group and category (and ``Overall``): n, acc, acc_judged (over judged answers
+    only), f1 (the paper's, :func:`has_paper_f1`), f1_official (the LoCoMo F1 beside it; null when
+    ``f1`` is the only one), unjudged, judged, coverage, judge_failures (answered, no verdict)."""
     by = [c for c in by if c in answers.columns]
     schema = {**{c: answers.schema[c] for c in by}, "category": pl.String, "n": pl.Int64, "acc": pl.Float64,
-              "f1": pl.Float64, "f1_official": pl.Float64, "unjudged": pl.Int64, "judged": pl.Int64, "coverage": pl.Float64}
+              "acc_judged": pl.Float64, "f1": pl.Float64, "f1_official": pl.Float64, "unjudged": pl.Int64,
+              "judged": pl.Int64, "coverage": pl.Float64, "judge_failures": pl.Int64}
     df = answers.filter(~pl.col("category").is_in(list(exclude_categories)))
     if df.height == 0:
         return pl.DataFrame(schema=schema)
@@ -123,11 +139,13 @@ def category_table(answers: pl.DataFrame, by: Sequence[str] = GROUP, *,
     cols = []
     for c in cats:
         cols += [pl.col(f"acc_{c}").alias(f"{c} Acc"), pl.col(f"f1_{c}").alias(f"{c} F1")]
-    n = long.filter(pl.col("category") == "Overall").select(*by, "n", "coverage", "f1_official")
+    n = long.filter(pl.col("category") == "Overall").select(*by, "n", "coverage", "f1_official", "acc_judged")
     if has_paper_f1(answers):
         cols.append(pl.col("f1_official").alias(f"Overall {OFFICIAL_F1}"))
-    out = (wide.join(n.select(*by, "f1_official"), on=by, how="left", nulls_equal=True).select(*by, *cols)
-           .join(n.drop("f1_official"), on=by, how="left", nulls_equal=True))
+    if int(long.filter(pl.col("category") == "Overall")["judge_failures"].sum()):
+        cols.append(pl.col("acc_judged").alias(ACC_JUDGED_ONLY))  # the other reading, only where it differs
+    out = (wide.join(n.select(*by, "f1_official", "acc_judged"), on=by, how="left", nulls_equal=True)
+           .select(*by, *cols).join(n.drop("f1_official", "acc_judged"), on=by, how="left", nulls_equal=True))
     if "latency_s" in answers.columns and answers["latency_s"].null_count() < answers.height:
         # Memory-construction latency is per conversation: average one value per conversation.
         lat = (answers.filter(pl.col("latency_s").is_not_null()).group_by([*by, "conversation_id"])
@@ -176,7 +194,7 @@ def height_table(answers: pl.DataFrame, **kw) -> pl.DataFrame:
     if hs["max_height"].n_unique() < 2:
         return pl.DataFrame(schema={"dataset": pl.String, "model": pl.String, "variant": pl.String,
                                     "max_height": pl.Int64})
-    t = by_k_table(hs, ["dataset", "model", "variant", "embedder", "max_height"], **kw)
+    t = by_k_table(hs, ["dataset", "model", "judge", "variant", "embedder", "max_height"], **kw)
     return t.sort(["dataset", "model", "max_height", "variant"], nulls_last=True) if t.height else t
 
 
@@ -197,12 +215,17 @@ def recall_category_table(recall: pl.DataFrame | None) -> pl.DataFrame:
 def recall_table(recall: pl.DataFrame | None, answers: pl.DataFrame | None = None) -> pl.DataFrame:
     """Evidence recall@k and hit@k per (dataset, variant[, embedder]) and k.
 
-    From ``memshot_recall`` when given; otherwise hit@k from the answers' ``recall_hit``.
+    From ``memshot_recall`` when given; otherwise hit@k from the answers' ``recall_hit``. ``recall``
+    counts a LoCoMo question without evidence turns as 1, as the official evaluation does; where
+    the table has such questions, :data:`RECALL_WITH_EVIDENCE` beside it is the mean over the
+    others only (the other reading, labelled).
     """
     if recall is not None and recall.height:
         by = [c for c in ("dataset", "variant", "embedder", "max_height") if c in recall.columns]
+        some = "n_evidence" in recall.columns and bool((recall["n_evidence"] == 0).any())
+        other = [pl.col("recall").filter(pl.col("n_evidence") > 0).mean().alias(RECALL_WITH_EVIDENCE)] if some else []
         return (recall.group_by([*by, "k"]).agg(pl.len().alias("n"), pl.col("recall").mean().alias("recall"),
-                                                 pl.col("hit").cast(pl.Float64).mean().alias("hit"))
+                                                 pl.col("hit").cast(pl.Float64).mean().alias("hit"), *other)
                 .sort([*by, "k"], nulls_last=True))
     if answers is not None and answers.height and "recall_hit" in answers.columns:
         known = answers.filter(pl.col("recall_hit").is_not_null())

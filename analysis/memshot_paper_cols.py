@@ -2,13 +2,16 @@
 
 Tables 1, 2 and 4 (one Overall row per backbone and method, at the paper's top-10) from
 :mod:`vismem.analysis.memshot_paper`; Tables 3 and 5 (top-5 and top-10 per variant) transcribed
-here. A row gets a paper number only when its answering model is one of the paper's backbones
-(never a stand-in) and its variant is the paper's row; every other cell stays null. Pure.
+here. A row gets a paper number only when it ran the paper's setting (§4): a paper backbone
+as answering model (never a stand-in), Qwen3-VL-Embedding-8B as retriever, GLM-5 as judge, the
+table's k and dataset, and the paper's row for its variant; every other row's cells stay null and
+its ``paper note`` says which part of the setting differed. Pure.
 """
 
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import polars as pl
 
@@ -52,10 +55,14 @@ Table 5,Qwen3-VL-8B-Instruct,h512,10,72.34,54.93
 HEIGHTS = {"memshot": 768, "no-header": 768, "no-render": 768, "h512": 512, "h1024": 1024, "full-session": None,
            "text-rag": None}
 
-#: Our variant names of the paper's Table 1/2/4 methods (a stand-in never takes a paper number).
-METHODS = {"memshot": "MemShot", "text-rag": "Text RAG", "memocr": "MemOCR"}
+#: Our variant names of the paper's Table 1/2/4 methods. The MemOCR-style baseline
+#: (``session-summary-shots``) is not MemOCR's memory, so it never takes MemOCR's number.
+METHODS = {"memshot": "MemShot", "text-rag": "Text RAG"}
 #: The paper's retrieval budget for Tables 1, 2 and 4 (§4 implementation details: top-10).
 PAPER_K = 10
+#: The paper's setting besides backbone, k and dataset (§4): the shared retriever and the judge.
+PAPER_RETRIEVER = "Qwen3-VL-Embedding-8B"
+PAPER_JUDGE = "GLM-5"
 
 
 def quoted_by_k() -> pl.DataFrame:
@@ -64,11 +71,15 @@ def quoted_by_k() -> pl.DataFrame:
     return df.with_columns(pl.col("acc") / 100, pl.col("f1") / 100)
 
 
+def _stand_in(name: str) -> bool:
+    return "stand-in" in name or "tiny" in name or name.startswith("scripted")
+
+
 def paper_backbone(model: str | None) -> str | None:
     """The paper's Qwen3-VL backbone a measured answering model is (``qwen3-vl-8b``,
     ``Qwen/Qwen3-VL-8B-Instruct``); None for any other model or a stand-in."""
     low = str(model or "").lower()
-    if not low or "stand-in" in low or "tiny" in low:
+    if not low or _stand_in(low):
         return None
     for b in ("Qwen3-VL-2B-Instruct", "Qwen3-VL-8B-Instruct", "Qwen3-VL-32B-Instruct"):
         if b.lower().replace("-instruct", "") in low:
@@ -76,44 +87,91 @@ def paper_backbone(model: str | None) -> str | None:
     return None
 
 
+def is_paper_retriever(embedder: str | None) -> bool:
+    """Whether a measured row's retriever (its ``embedder`` label) is the paper's Qwen3-VL-Embedding-8B."""
+    low = str(embedder or "").lower()
+    return "qwen3-vl-embedding" in low and "8b" in low and not _stand_in(low)
+
+
+def is_paper_judge(judge: str | None) -> bool:
+    """Whether a measured row's judge (its ``judge`` label, e.g. ``openai:glm-5``) is the paper's GLM-5."""
+    low = str(judge or "").lower()
+    return "glm-5" in low and not _stand_in(low)
+
+
+def setting_gaps(row: dict[str, Any], *, k: int | None = None) -> list[str]:
+    """How a measured row's setting differs from the paper's (empty: it is the paper's): answering
+    model, retriever, judge and -- when ``k`` is given -- the retrieval budget. A column the row
+    does not carry is a gap too (``not recorded``): a paper number needs the setting shown."""
+    gaps = []
+    model, emb, judge = row.get("model"), row.get("embedder"), row.get("judge")
+    if paper_backbone(model) is None:
+        gaps.append(f"answering model {model or 'not recorded'} is not a paper backbone")
+    if not is_paper_retriever(emb):
+        gaps.append(f"retriever {emb or 'not recorded'}, not {PAPER_RETRIEVER}")
+    if not is_paper_judge(judge):
+        gaps.append(f"judge {judge or 'not recorded'}, not {PAPER_JUDGE}")
+    if k is not None and row.get("k") != k:
+        gaps.append(f"top-{row.get('k')}, the paper's is top-{k}")
+    return gaps
+
+
+def _note(gaps: list[str]) -> str:
+    return "not the paper's setting: " + "; ".join(gaps)
+
+
 def with_paper_overall(t: pl.DataFrame, dataset: str) -> pl.DataFrame:
     """A Tables 1/2/4 layout frame with ``paper Overall Acc`` / ``paper Overall F1``: the paper's
-    Overall row for the row's backbone and method at its top-10 (null elsewhere); unchanged when
-    no row has one."""
+    Overall row for the row's backbone and method, only where the row ran the paper's setting
+    (:func:`setting_gaps` at top-10); ``paper note`` says why a row's cells are empty."""
     if not t.height or not {"variant", "model", "k"} <= set(t.columns):
         return t
     q = quoted_rows().filter((pl.col("dataset") == dataset) & (pl.col("category") == "Overall"))
     look = {(r["backbone"], r["method"]): (r["acc"], r["f1"]) for r in q.iter_rows(named=True)}
-    vals = [look.get((paper_backbone(m), METHODS.get(str(v)))) if k == PAPER_K else None
-            for m, v, k in zip(t["model"].to_list(), t["variant"].to_list(), t["k"].to_list())]
-    if not any(vals):
-        return t
+    vals, notes = [], []
+    for row in t.iter_rows(named=True):
+        method = METHODS.get(str(row["variant"]))
+        gaps = setting_gaps(row, k=PAPER_K)
+        hit = look.get((paper_backbone(row["model"]), method))
+        vals.append(None if gaps else hit)
+        notes.append(_note(gaps) if gaps else None if hit else
+                     f"the paper reports no {paper_backbone(row['model'])} {method or row['variant']} row on {dataset}")
     return t.with_columns(pl.Series("paper Overall Acc", [v[0] if v else None for v in vals], dtype=pl.Float64),
-                          pl.Series("paper Overall F1", [v[1] if v else None for v in vals], dtype=pl.Float64))
+                          pl.Series("paper Overall F1", [v[1] if v else None for v in vals], dtype=pl.Float64),
+                          pl.Series("paper note", notes, dtype=pl.String))
 
 
 def with_paper_by_k(t: pl.DataFrame, table: str) -> pl.DataFrame:
     """A Tables 3/5 layout frame (``Top-<k> Acc`` / ``Top-<k> F1``) with ``paper Top-<k> Acc`` /
     ``paper Top-<k> F1`` for rows the paper's ``table`` reports (LoCoMo, its backbone, the
-    variant); unchanged when no row has one."""
+    variant at the paper's height) and that ran its setting (:func:`setting_gaps`); ``paper note``
+    says why a row's cells are empty. Unchanged when the frame has no column the table reports."""
     if not t.height or not {"variant", "model"} <= set(t.columns):
         return t
     q = quoted_by_k().filter(pl.col("table") == table)
     look = {(r["backbone"], r["variant"], r["k"]): (r["acc"], r["f1"]) for r in q.iter_rows(named=True)}
-    ds = t["dataset"].to_list() if "dataset" in t.columns else ["locomo"] * t.height
-    hs = t["max_height"].to_list() if "max_height" in t.columns else [None] * t.height
-    # A row run at another height than the paper's row (a height sweep of one variant) gets none.
-    keys = [(paper_backbone(m), str(v)) if d == "locomo" and (h is None or h == HEIGHTS.get(str(v), -1))
-            else (None, None) for m, v, d, h in zip(t["model"].to_list(), t["variant"].to_list(), ds, hs)]
-    cols = []
-    for k in sorted({k for (_, _, k) in look}):
-        if f"Top-{k} Acc" not in t.columns:
-            continue
-        hits = [look.get((b, v, k)) for b, v in keys]
-        if any(hits):
-            cols += [pl.Series(f"paper Top-{k} Acc", [h[0] if h else None for h in hits], dtype=pl.Float64),
-                     pl.Series(f"paper Top-{k} F1", [h[1] if h else None for h in hits], dtype=pl.Float64)]
-    return t.with_columns(cols) if cols else t
+    ks = [k for k in sorted({k for (_, _, k) in look}) if f"Top-{k} Acc" in t.columns]
+    if not ks:
+        return t
+    keys, notes = [], []
+    for row in t.iter_rows(named=True):
+        gaps = setting_gaps(row)
+        if row.get("dataset", "locomo") != "locomo":
+            gaps.append(f"dataset {row.get('dataset')}, {table} is LoCoMo")
+        h = row.get("max_height")
+        # A row run at another height than the paper's row (a height sweep of one variant) gets none.
+        if h is not None and h != HEIGHTS.get(str(row["variant"]), -1):
+            gaps.append(f"max_height {h}, the paper's {row['variant']} row is {HEIGHTS.get(str(row['variant']))}")
+        known = any((paper_backbone(row["model"]), str(row["variant"]), k) in look for k in ks)
+        keys.append(None if gaps else (paper_backbone(row["model"]), str(row["variant"])))
+        notes.append(_note(gaps) if gaps else None if known else f"{table} has no {row['variant']} row for this model")
+    cols = [pl.Series("paper note", notes, dtype=pl.String)]
+    for k in ks:
+        hits = [look.get((*key, k)) if key else None for key in keys]
+        cols += [pl.Series(f"paper Top-{k} Acc", [h[0] if h else None for h in hits], dtype=pl.Float64),
+                 pl.Series(f"paper Top-{k} F1", [h[1] if h else None for h in hits], dtype=pl.Float64)]
+    return t.with_columns(cols[1:] + cols[:1])
 
 
-__all__ = ["METHODS", "PAPER_K", "paper_backbone", "quoted_by_k", "with_paper_by_k", "with_paper_overall"]
+__all__ = ["METHODS", "PAPER_JUDGE", "PAPER_K", "PAPER_RETRIEVER", "is_paper_judge", "is_paper_retriever",
+           "paper_backbone", "quoted_by_k", "setting_gaps", "with_paper_by_k", "with_paper_overall"]

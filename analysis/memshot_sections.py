@@ -122,6 +122,31 @@ def pixels_section(readings: pl.DataFrame | None, latency: pl.DataFrame | None, 
     return s
 
 
+def setting_caption(t: pl.DataFrame) -> str:
+    """Which setting the rows ran: answering model, retriever and judge as the rows record them."""
+    parts = []
+    for col, what in (("model", "answering model"), ("embedder", "retriever"), ("judge", "judge")):
+        vals = sorted({str(v) for v in t[col].to_list() if v is not None}) if col in t.columns else []
+        parts.append(f"{what} {' / '.join(vals) if vals else 'not recorded'}")
+    return "Setting (per row in its columns): " + "; ".join(parts) + ". "
+
+
+def judged_caption(t: pl.DataFrame) -> str:
+    """What the second Acc column is, where a judge failed (:data:`vismem.analysis.memshot.ACC_JUDGED_ONLY`)."""
+    if memshot.ACC_JUDGED_ONLY not in t.columns:
+        return ""
+    return (f" Overall Acc counts a judge failure (an answer without a verdict) wrong, as the official scripts do; "
+            f"{memshot.ACC_JUDGED_ONLY} is the other reading, over judged answers only.")
+
+
+#: Where our LongMemEval shots differ from the paper's text (App. A.3: a turn-pair taller than the
+#: shot "expands" the image, no bound stated): a shot grows to at most 4 x its maximum height
+#: (``vismem.memory.dialogue.pack.GROW_LIMIT``; a test holds the two equal) and a taller pair is split.
+LME_SHOT_RULE = ("LongMemEval shots: the paper lets a shot grow when one turn-pair does not fit (App. A.3) and states "
+                 "no bound; here a shot grows to at most 4 x its maximum height, and a turn-pair taller than that is "
+                 "split over several shots of at most the maximum height (a difference from the paper's text).")
+
+
 def lme_section(lme: pl.DataFrame | None) -> Section:
     """LongMemEval's own retrieval metrics (``memshot_lme_retrieval``: recall_any / recall_all /
     NDCG@k per variant, corpus granularity and level), as its ``src/retrieval`` evaluation
@@ -135,10 +160,14 @@ def lme_section(lme: pl.DataFrame | None) -> Section:
         t = t.drop("corpus", "level", "schema_version", strict=False).sort("variant", "k")
         s.tables.append(Table(f"memshot-lme-{corpus}-{level}", f"LongMemEval retrieval, {name} (%)", t,
                               percent=["recall_any", "recall_all", "ndcg_any", "by_position"],
-                              caption="recall_any / recall_all / NDCG@k per question, averaged over questions with a "
-                                      "has_answer user turn, abstention (_abs) questions left out (as upstream). "
-                                      "by_position: share of the top-k items no retrieved unit showed (they follow "
-                                      "in haystack order: past the retrieved depth a k measures that order)."))
+                              caption="recall_any / recall_all / NDCG@k per question over the whole ranking (every "
+                                      "unit ranked, as upstream ranks its whole corpus), averaged over questions with "
+                                      "a has_answer user turn, abstention (_abs) questions left out (as upstream). "
+                                      "flat-bm25 is upstream's; dense is a stand-in for its flat-contriever (the run's "
+                                      "embedder). by_position: share of the top-k items no retrieved unit showed "
+                                      "(they follow in haystack order; 0 unless a memory cached before whole rankings "
+                                      "were kept)."))
+    s.notes.append(LME_SHOT_RULE)
     return s
 
 

@@ -31,8 +31,8 @@ DMV_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: The same for MemShot variants and memories (Tables 1-5 rows).
 MEMSHOT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Text memory (Text RAG and text-memory baselines)",
-     ("text-rag", "bm25", "dense", "mem0", "lightmem", "memos", "memoryos", "evermemos")),
-    ("Visual memory", ("memocr", "memshot")),
+     ("text-rag", "flat-bm25", "bm25", "dense", "mem0", "lightmem", "memos", "memoryos", "evermemos")),
+    ("Visual memory", ("session-summary-shots", "memocr", "memshot")),
     ("MemShot ablations (Table 3)",
      ("full-session", "full-session-no-render", "no-header", "no-render")),
     ("Rendering height (Table 5)", ("h512", "h512-no-render", "h1024", "h1024-no-render")),
@@ -44,7 +44,7 @@ MEMSHOT_TABLE3: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Full Session", ("full-session", "text-rag", "full-session-no-render")),
     ("MemShot (fixed length 768)", ("memshot", "no-header", "no-render")),
     ("Other heights (Table 5)", ("h512", "h512-no-render", "h1024", "h1024-no-render")),
-    ("Memories", ("memocr", "bm25", "dense", "mem0")),
+    ("Memories", ("session-summary-shots", "memocr", "flat-bm25", "bm25", "dense", "mem0")),
 )
 
 _ORDERS = {"dmv": DMV_FAMILIES, "memshot": MEMSHOT_FAMILIES, "memshot-table3": MEMSHOT_TABLE3}

@@ -19,6 +19,7 @@ from vismem.analysis.bootstrap import N_RESAMPLES
 from vismem.analysis.dmv_paper import (encoding_paper, with_paper, with_paper_intervals, with_paper_leader,
                                        with_paper_wide)
 from vismem.analysis.memshot_paper_cols import with_paper_by_k, with_paper_overall
+from vismem.analysis.memshot_sections import LME_SHOT_RULE, judged_caption, setting_caption
 from vismem.analysis.intervals import attach, ci_bounds, ci_names, mean_ci
 from vismem.analysis.paper_order import order_rows
 from vismem.analysis.render import Figure, Section, Table
@@ -31,7 +32,9 @@ _PAPER_TABLE2 = ("paper* columns: the paper's Table 2 number where its text stat
                  "cells are empty.")
 _CI_MEMSHOT = "[95% CI: question-level percentile bootstrap.]"
 _PAPER_MS = ("paper *: the MemShot paper's number for the row's backbone and variant (Tables 1-5; Tables 1, 2, 4 at "
-             "its top-10), quoted, not measured; empty for a model or variant the paper did not run.")
+             "its top-10), quoted, not measured -- only beside a row run in the paper's setting (a Qwen3-VL "
+             "backbone answering, Qwen3-VL-Embedding-8B retrieving, GLM-5 judging, the table's k and dataset); "
+             "paper note says which part of a row's setting differed where its cells are empty.")
 
 
 @dataclass(frozen=True)
@@ -329,9 +332,10 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
         t = with_paper_overall(t, ds)
         main.tables.append(Table(f"memshot-{ds}", f"{ds}: Acc / F1 (%) per category", t, percent=_pct(t),
                                  highlight=["Overall Acc", "Overall F1"], ci=ci, links=links.memshot(t), group="family",
-                                 caption=f"Rows in the paper's order, by family. Excluded categories: "
+                                 caption=setting_caption(t) + "Rows in the paper's order, by family. Excluded categories: "
                                  f"{', '.join(ex) or 'none'}. " + _f1_caption(ans) + _CI_MEMSHOT
-                                 + (" " + _PAPER_MS if "paper Overall Acc" in t.columns else "")))
+                                 + (" " + _PAPER_MS if "paper Overall Acc" in t.columns else "")
+                                 + judged_caption(t) + (" " + LME_SHOT_RULE if ds == "longmemeval" else "")))
     unj = int(ans["judge_label"].null_count())
     if unj:
         main.notes.append(f"{unj} answers have no judge verdict (unanswered, judge failure or no judge); "
@@ -344,7 +348,7 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
     at = with_paper_by_k(at, "Table 3")
     abl.tables.append(Table("memshot-ablations", "Variants by top-k: Acc / F1 (%)", at, percent=_pct(at), ci=ci,
                             links=links.memshot(at), group="block",
-                            caption="Rows in Table 3's order and blocks. " + _CI_MEMSHOT
+                            caption=setting_caption(at) + "Rows in Table 3's order and blocks. " + _CI_MEMSHOT
                             + (" " + _PAPER_MS if any(c.startswith("paper ") for c in at.columns) else "")))
     ht = memshot.height_table(ans, exclude_categories=ex)
     if ht.height:
@@ -352,7 +356,7 @@ def _answer_tables(main: Section, abl: Section, ans: pl.DataFrame, opt: ReportOp
         ht = with_paper_by_k(ht, "Table 5")
         abl.tables.append(Table("memshot-height", "Maximum rendering height by top-k: Acc / F1 (%)", ht,
                                 percent=_pct(ht), ci=ci, links=links.memshot(ht),
-                                caption=_CI_MEMSHOT + (" " + _PAPER_MS if any(c.startswith("paper ")
+                                caption=setting_caption(ht) + _CI_MEMSHOT + (" " + _PAPER_MS if any(c.startswith("paper ")
                                                                             for c in ht.columns) else "")))
     else:
         abl.notes.append("No rendering-height sweep (fewer than two max_height values).")
@@ -374,8 +378,12 @@ def _recall_tables(rsec: Section, rec: pl.DataFrame | None, ans: pl.DataFrame | 
             rt, c = attach(rt, cluster_ci_long(src, [*by, "k"], value, opt), [*by, "k"], None, name)
             ci |= c
     rt = order_rows(rt, "variant", "memshot", before=["dataset"], after=["embedder", "max_height", "k"])
-    rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt, percent=["recall", "hit"],
-                             ci=ci, links=links.memshot(rt), caption=CI_RECALL, group="family"))
+    other = memshot.RECALL_WITH_EVIDENCE
+    cap = CI_RECALL + (f" recall counts a question without evidence turns as 1, as the official LoCoMo evaluation "
+                       f"does; {other} is the other reading." if other in rt.columns else "")
+    rsec.tables.append(Table("memshot-recall", "Evidence recall@k and hit@k (%)", rt,
+                             percent=["recall", "hit", *([other] if other in rt.columns else [])],
+                             ci=ci, links=links.memshot(rt), caption=cap, group="family"))
     rsec.figures.append(Figure("memshot-recall", "Evidence recall@k", *figures.render(figures.recall_at_k(rt))))
     ct = memshot.recall_category_table(rec)
     if ct.height:

@@ -184,7 +184,9 @@ MEMSHOT_ANSWERS = Schema(
 
 MEMSHOT_RECALL = Schema(
     kind="memshot_recall",
-    version=1,
+    # 2: a LoCoMo question without evidence turns has a row (recall 1, hit null, n_evidence 0), as
+    # the official LoCoMo evaluation scores it; version 1 left it out.
+    version=2,
     description="MemShot evidence recall: one row per (dataset, question, variant, k).",
     columns=(
         _c("dataset", pl.String, "locomo or longmemeval."),
@@ -193,9 +195,12 @@ MEMSHOT_RECALL = Schema(
         _c("category", pl.String, "Question category."),
         _c("variant", pl.String, "Retrieval unit variant (memshot, text_rag, ...)."),
         _c("k", pl.Int64, "Cut-off of the ranked list."),
-        _c("recall", pl.Float64, "Fraction of the question's evidence turns covered by the top k units, in [0, 1]."),
-        _c("hit", pl.Boolean, "At least one evidence turn covered by the top k."),
-        _c("n_evidence", pl.Int64, "Evidence turns of the question.", required=False),
+        _c("recall", pl.Float64, "Fraction of the question's evidence turns covered by the top k units, in [0, 1]; "
+           "1 for a LoCoMo question without evidence turns (official LoCoMo evaluation; LongMemEval leaves such "
+           "questions out)."),
+        _c("hit", pl.Boolean, "At least one evidence turn covered by the top k; null for a question without "
+           "evidence turns.", nullable=True),
+        _c("n_evidence", pl.Int64, "Evidence turns of the question (0: none; recall 1 then).", required=False),
         _c("embedder", pl.String, "Embedder name (a stand-in's name when one was used).", required=False),
         _c("max_height", pl.Int64, "Maximum rendering height (null = unbounded).", required=False),
     ),

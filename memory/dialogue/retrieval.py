@@ -160,8 +160,10 @@ def embed_items(items: pl.DataFrame, embedder: Any, *, read_image: Callable[[str
 
 # -- ranking -------------------------------------------------------------------------------------
 
-def rank_units(units: pl.DataFrame, questions: pl.DataFrame, vectors: dict[str, np.ndarray], k_max: int) -> pl.DataFrame:
-    """Top-``k_max`` units per (variant, question) by cosine similarity, within the conversation.
+def rank_units(units: pl.DataFrame, questions: pl.DataFrame, vectors: dict[str, np.ndarray],
+               k_max: int | None) -> pl.DataFrame:
+    """Top-``k_max`` units per (variant, question) by cosine similarity, within the conversation
+    (``k_max`` None: every unit, the whole ranking).
 
     ``vectors`` maps item ids (see :func:`embedding_items`) to unit-length vectors. Ties break
     by unit order in ``units`` (stable sort), so rankings are deterministic.
@@ -222,17 +224,23 @@ def evidence_ranks(units: pl.DataFrame, questions: pl.DataFrame, vectors: dict[s
 # -- recall (pure) -------------------------------------------------------------------------------
 
 def evidence_recall(ranked: pl.DataFrame, units: pl.DataFrame, questions: pl.DataFrame,
-                    ks: Sequence[int]) -> pl.DataFrame:
+                    ks: Sequence[int], *, no_evidence: str = "one") -> pl.DataFrame:
     """Per (variant, question, k): ``recall`` (evidence fraction shown), ``hit``, ``n_evidence``.
 
-    Questions without evidence dia_ids are left out (recall is undefined for them). Every other
-    question of every ranked variant gets a row: one with no ranked unit (its conversation has no
-    units in that variant) scores 0 rather than silently leaving the mean.
+    A question without evidence dia_ids scores ``recall`` 1 with ``hit`` null and ``n_evidence``
+    0 (``no_evidence="one"``: the official LoCoMo ``eval_question_answering`` appends 1 to its
+    recall list for such a question), or is left out (``"drop"``: LongMemEval's retrieval
+    evaluation skips questions without a target). Every other question of every ranked variant
+    gets a row: one with no ranked unit (its conversation has no units in that variant) scores 0
+    rather than silently leaving the mean.
     """
+    if no_evidence not in ("one", "drop"):
+        raise ValueError(f"no_evidence must be 'one' or 'drop', got {no_evidence!r}")
     shown = units.select("variant", "conversation_id", pl.col("unit_id").cast(pl.Utf8), "dia_ids")
     ev = (questions.select("conversation_id", "question_id", "category", "evidence")
-          .with_columns(pl.col("evidence").list.unique().alias("evidence"))
-          .filter(pl.col("evidence").list.len() > 0))
+          .with_columns(pl.col("evidence").fill_null(pl.lit([], dtype=pl.List(pl.Utf8))).list.unique()))
+    if no_evidence == "drop":
+        ev = ev.filter(pl.col("evidence").list.len() > 0)
     outs = []
     for k in sorted(set(int(k) for k in ks)):
         top = (ranked.filter(pl.col("rank") <= k)
@@ -241,6 +249,7 @@ def evidence_recall(ranked: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
                .group_by(["variant", "conversation_id", "question_id"])
                .agg(pl.col("dia_ids").drop_nulls().unique().alias("shown")))
         base = ranked.select("variant").unique().join(ev, how="cross")
+        n_ev = pl.col("n_evidence")
         outs.append(
             base.join(top, on=["variant", "conversation_id", "question_id"], how="left")
             .with_columns(pl.col("shown").fill_null(pl.lit([], dtype=pl.List(pl.Utf8))))
@@ -249,8 +258,9 @@ def evidence_recall(ranked: pl.DataFrame, units: pl.DataFrame, questions: pl.Dat
                 pl.col("evidence").list.len().cast(pl.Int64).alias("n_evidence"),
                 pl.col("evidence").list.set_intersection(pl.col("shown")).list.len().alias("_found"),
             )
-            .with_columns((pl.col("_found") / pl.col("n_evidence")).cast(pl.Float64).alias("recall"),
-                          (pl.col("_found") > 0).alias("hit"))
+            .with_columns(pl.when(n_ev == 0).then(1.0).otherwise(pl.col("_found") / n_ev).cast(pl.Float64)
+                          .alias("recall"),
+                          pl.when(n_ev == 0).then(None).otherwise(pl.col("_found") > 0).alias("hit"))
             .select("variant", "conversation_id", "question_id", "category", "k", "recall", "hit", "n_evidence")
         )
     if not outs:

@@ -304,19 +304,15 @@ def score_answers(answers: pl.DataFrame, dataset: str) -> pl.DataFrame:
 def accuracy_table(scored: pl.DataFrame, by: tuple[str, ...] = ("variant", "k")) -> pl.DataFrame:
     """Accuracy and F1 per ``by`` + category, plus an ``overall`` row per ``by`` group.
 
-    ``accuracy`` counts an unanswered question (``prediction`` null) as wrong, so answer
-    failures cannot inflate it, and leaves a judge failure (an answer without a verdict:
-    ``correct`` null) out -- an empty or unparseable verdict says nothing about the answer.
-    ``coverage`` is the share that got a verdict and ``judge_failures`` the count that did not
-    (unanswered ones included). ``accuracy`` is null only when nothing in the group was judged
-    (no judge). ``accuracy_judged`` is the mean over verdicts alone. Needs ``category`` (cast
-    to string), ``correct`` (bool or null), ``f1``, ``f1_mem0``; without a ``prediction``
-    column every null verdict counts as unanswered.
+    ``accuracy`` counts an unanswered question (``prediction`` null) and a judge failure (an
+    answer without a verdict: ``correct`` null) as wrong, as the official scripts do
+    (LongMemEval's ``evaluate_qa``: a reply without "yes" is wrong), so failures cannot inflate
+    it. ``coverage`` is the share that got a verdict and ``judge_failures`` the count that did
+    not (unanswered ones included). ``accuracy`` is null only when nothing in the group was
+    judged (no judge). ``accuracy_judged`` is the other reading, the mean over verdicts alone.
+    Needs ``category`` (cast to string), ``correct`` (bool or null), ``f1``, ``f1_mem0``.
     """
-    unanswered = pl.col("prediction").is_null() if "prediction" in scored.columns else pl.lit(True)
-    df = scored.with_columns(pl.col("category").cast(pl.Utf8),
-                             pl.when(pl.col("correct").is_null() & unanswered).then(False)
-                             .otherwise(pl.col("correct")).alias("_outcome"))
+    df = scored.with_columns(pl.col("category").cast(pl.Utf8), pl.col("correct").fill_null(False).alias("_outcome"))
 
     def agg(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         return frame.group_by(keys, maintain_order=True).agg(

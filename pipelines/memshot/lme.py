@@ -1,6 +1,8 @@
 """LongMemEval's own retrieval metrics in the MemShot stage (dataset ``longmemeval``).
 
-Beside evidence recall@k, each variant's unit ranking induces a ranking of LongMemEval's corpus
+Beside evidence recall@k, each variant's unit ranking -- the whole ranking, every unit of the
+conversation, as upstream ranks its whole corpus (the stage keeps it for this dataset) -- induces
+a ranking of LongMemEval's corpus
 (:func:`vismem.analysis.lme_retrieval.ranking_from_units`) at turn and at session granularity,
 scored as upstream's ``src/retrieval`` evaluation does (``recall_any`` / ``recall_all`` /
 ``ndcg_any`` at 1, 3, 5, 10, 30, 50; abstention and target-less questions left out). The result
@@ -10,8 +12,9 @@ level, k):
 ``corpus``  ``turn`` (user turns) or ``session``; ``level`` ``turn`` or ``session`` (a turn
             corpus scored at session level is upstream's turn→session metric)
 ``n``       questions averaged
-``by_position``  mean share of the top-k items no retrieved unit showed: they follow in corpus
-            order, so a k past the retrieved depth measures the haystack order, not the retriever
+``by_position``  mean share of the top-k items no ranked unit showed: they follow in corpus
+            order (0 with whole rankings; above 0 only for a memory's ranking cached before the
+            stage kept whole rankings, whose k past its depth then measures the haystack order)
 """
 
 from __future__ import annotations

@@ -20,6 +20,13 @@ def dataset_name(cfg: Any) -> str:
     return cfg.dataset
 
 
+def no_evidence_rule(dataset: str) -> str:
+    """How evidence recall treats a question without evidence turns, as each dataset's official
+    code does: LoCoMo's ``eval_question_answering`` scores it 1 (``"one"``); LongMemEval's
+    retrieval evaluation leaves it out (``"drop"``)."""
+    return "drop" if dataset == "longmemeval" else "one"
+
+
 def embedder_groups(units: Any, cfg: Any) -> Iterator[tuple[str, dict[str, Any], Any]]:
     """``(role, spec, units)`` per embedder: text units → text_embedder, image units → image_embedder."""
     import polars as pl
@@ -34,8 +41,10 @@ def embedder_groups(units: Any, cfg: Any) -> Iterator[tuple[str, dict[str, Any],
             yield role, EMBEDDERS.resolve(spec, field=f"memshot.{role}"), group
 
 
-def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: Any, questions: Any) -> tuple[Any, Any, str]:
-    """Embed one embedder's units + questions, rank; return (ranked, unit embed seconds, embedder name)."""
+def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: Any, questions: Any, *,
+                   full: bool = False) -> tuple[Any, Any, str]:
+    """Embed one embedder's units + questions, rank; return (ranked, unit embed seconds, embedder name).
+    ``ranked`` holds the top ``max(memshot.k)`` per question, or every unit with ``full``."""
     import numpy as np
     import polars as pl
 
@@ -78,7 +87,7 @@ def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: An
     vecs = np.stack([cache[i][0] for i in ids])
     secs = np.asarray([cache[i][1] for i in ids])
     vectors = dict(zip(ids, vecs))
-    ranked = rank_units(units, qs, vectors, max(cfg.k))
+    ranked = rank_units(units, qs, vectors, None if full else max(cfg.k))
     # Where a miss's first evidence unit sits in the whole ranking (the ranking keeps the top k
     # only): what the sample viewer says for a miss (EVIDENCE_RANKS).
     ctx.store.write_table(f"{ctx.run_prefix}/{EVIDENCE_RANKS}/{role}.parquet", evidence_ranks(units, qs, vectors),

@@ -38,7 +38,7 @@ from vismem.core.errors import ConfigError
 from vismem.pipelines.memshot.answercache import check_dataset_file, verdict
 from vismem.pipelines.memshot.answers import answer_and_score, write_result
 from vismem.pipelines.memshot.retrieve import (SUMMARY_SCHEMA_VERSION, dataset_name, embedder_groups, max_heights,
-                                               retrieve_units)
+                                               no_evidence_rule, retrieve_units)
 from vismem.pipelines.stage import Stage, count
 
 if TYPE_CHECKING:
@@ -192,25 +192,30 @@ def run(ctx: "RunContext") -> dict[str, Any]:
     retrieval_units, pixels = steps.pixel_text(ctx, units, conversations)
     if pixels:
         embed_parts.append(pixels.pop("seconds"))
+    # LongMemEval's retrieval metrics rank the whole corpus (upstream ``run_retrieval``), so that
+    # dataset keeps every unit's rank; answers and evidence recall read the top k of it.
+    full = cfg.dataset == "longmemeval"
     for role, spec, group in embedder_groups(retrieval_units, cfg):
-        ranked, secs, name = retrieve_units(ctx, role, spec, group, questions)
+        ranked, secs, name = retrieve_units(ctx, role, spec, group, questions, full=full)
         ranked_parts.append(ranked)
         embed_parts.append(secs)
         embedder_names.update({v: name for v in group["variant"].unique().to_list()})
     if not ranked_parts:
         return {"status": "no-retrieval", "units": units.height, "reason": "no embedder for any variant"}
     ranked = pl.concat(ranked_parts)
-    memories = steps.memories(ctx, conversations, questions)
+    memories = steps.memories(ctx, conversations, questions, full=full)
     if memories:
         units = pl.concat([units, memories["units"]], how="diagonal_relaxed")
         ranked = pl.concat([ranked, memories["ranked"]])
         embed_parts.append(memories["seconds"])
         embedder_names.update(memories["embedders"])
         pixels = steps.add_readings(ctx, pixels, memories["readings"])
+    whole, ranked = ranked, ranked.filter(pl.col("rank") <= max(cfg.k))
     # The ranking is an intermediate (answers and any re-scoring start from it), not a result table.
     ctx.store.write_table(f"{ctx.run_prefix}/memshot/ranked.parquet", ranked, schema_version=SUMMARY_SCHEMA_VERSION)
 
-    recall = evidence_recall(ranked, units, questions, cfg.k)
+    # a question without evidence turns: LoCoMo's official recall scores it 1, LongMemEval leaves it out
+    recall = evidence_recall(ranked, units, questions, cfg.k, no_evidence=no_evidence_rule(cfg.dataset))
     recall = recall.with_columns(
         pl.lit(dataset_name(cfg)).alias("dataset"),
         pl.col("variant").replace_strict(embedder_names, default=None).alias("embedder"),
@@ -225,7 +230,7 @@ def run(ctx: "RunContext") -> dict[str, Any]:
 
     from vismem.pipelines.memshot.lme import lme_retrieval
 
-    lme = lme_retrieval(ctx, conversations, ranked, units, embedder_names,
+    lme = lme_retrieval(ctx, conversations, whole, units, embedder_names,
                         skip=memories["no_recall"] if memories else ())
     latency = _latency(render_s, pl.concat(embed_parts), units, dataset=dataset_name(cfg))
     ctx.store.write_table(f"{results}/memshot_latency.parquet", latency, schema_version=SUMMARY_SCHEMA_VERSION)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vismem.pipelines.memshot.retrieve import SUMMARY_SCHEMA_VERSION, dataset_name, embedder_label, max_heights, retrieve_units
+from vismem.pipelines.memshot.retrieve import (SUMMARY_SCHEMA_VERSION, dataset_name, embedder_label, max_heights,
+                                               no_evidence_rule, retrieve_units)
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -80,7 +81,8 @@ def extra_recall(ctx: "RunContext", units: Any, questions: Any) -> Any:
     for i, raw in enumerate(cfg.extra_retrievers):
         spec = EMBEDDERS.resolve(raw, field=f"memshot.extra_retrievers[{i}]")
         ranked, _secs, name = retrieve_units(ctx, f"extra_retriever_{i}", spec, units, questions)
-        parts.append(evidence_recall(ranked, units, questions, cfg.k).with_columns(
+        rule = no_evidence_rule(cfg.dataset)
+        parts.append(evidence_recall(ranked, units, questions, cfg.k, no_evidence=rule).with_columns(
             pl.lit(dataset_name(cfg)).alias("dataset"), pl.lit(name).alias("embedder"),
             pl.col("variant").replace_strict(max_heights(units), default=None, return_dtype=pl.Int64)
             .alias("max_height")))
@@ -109,10 +111,11 @@ def with_unit_size(recall: Any) -> Any:
         pl.col("variant").replace_strict(modality, default=None, return_dtype=pl.Utf8).alias("unit_modality"))
 
 
-def memories(ctx: "RunContext", conversations: list[Any], questions: Any) -> dict[str, Any]:
+def memories(ctx: "RunContext", conversations: list[Any], questions: Any, *, full: bool = False) -> dict[str, Any]:
     """Evaluate ``memshot.memories`` (DialogueMemory adapters: memocr, external systems, ...)
     beside the batch variants: ingest each conversation (timed: construction latency), store
-    the shots they draw, retrieve the top-k per question. Returns units / ranked / seconds
+    the shots they draw, retrieve the top-k per question (with ``full``, a memory tied to turns
+    ranks every unit, as LongMemEval's retrieval metrics need). Returns units / ranked / seconds
     frames shaped like the batch path's, the embedder name per memory, and the memories whose
     units are not tied to turns (no recall), or ``{}`` when none is configured.
 
@@ -147,7 +150,8 @@ def memories(ctx: "RunContext", conversations: list[Any], questions: Any) -> dic
             out = done.get(conv.conversation_id)
             if out is None:
                 qs = questions.filter(pl.col("conversation_id") == conv.conversation_id)
-                out = _memory_conversation(ctx, mem, meta, base, conv, qs, max(cfg.k))
+                out = _memory_conversation(ctx, mem, meta, base, conv, qs,
+                                           None if full and meta["scores_recall"] else max(cfg.k))
                 ctx.store.put_json(f"{base}/done/{conv.conversation_id}.json", out)  # only once complete
             out = _in_column_order(out)  # a stored unit comes back with its keys sorted
             secs.append(out["seconds"])
@@ -192,20 +196,24 @@ def _build_memory(spec: Any, inject: dict[str, Any]) -> tuple[Any, dict[str, Any
     mem = build_memory(spec, **inject)
     emb = getattr(getattr(mem, "embedder", None), "spec", None)
     raw = getattr(mem, "spec", spec)
-    return mem, {"name": mem.name, "label": embedder_label(emb) if emb else mem.name,
+    label = embedder_label(emb) if emb else mem.name
+    if getattr(mem, "stands_in_for", None):  # e.g. dense retrieval with the run's embedder for flat-contriever
+        label += f" (stand-in for {mem.stands_in_for})"
+    return mem, {"name": mem.name, "label": label,
                  "scores_recall": bool(getattr(mem, "scores_recall", True)),
                  "spec": raw.raw() if hasattr(raw, "raw") else raw}
 
 
 def _memory_conversation(ctx: "RunContext", mem: Any, meta: dict[str, Any], base: str, conv: Any, qs: Any,
-                         k_max: int) -> dict[str, Any]:
-    """Ingest one conversation into ``mem`` (timed), store its shots, retrieve for its questions:
-    the JSON-able rows of this unit of work."""
+                         k_max: int | None) -> dict[str, Any]:
+    """Ingest one conversation into ``mem`` (timed), store its shots, retrieve for its questions
+    (``k_max`` None: every unit): the JSON-able rows of this unit of work."""
     from vismem.pipelines.memshot.render import shot_key
 
     name, cid = meta["name"], conv.conversation_id
     seconds = {"variant": name, "conversation_id": cid, "embed_s": float(mem.ingest(conv)), "embedder": meta["label"]}
     built = mem.units(cid)
+    k_max = k_max or max(len(built), 1)
     read = mem.ocr_texts(cid) if hasattr(mem, "ocr_texts") else []
     readings = [_reading(name, u, t) for u, t in zip(built, read) if u.image is not None]
     retrieved = {q: mem.retrieve(cid, text, k_max)

@@ -38,8 +38,9 @@ def test_category_table_known_values_and_adversarial_excluded():
     assert r5["Overall Acc"] == 2 / 3 and r5["Overall F1"] == 0.5 and r5["n"] == 3
     assert r5["coverage"] == 1.0
     r10 = t.filter(pl.col("k") == 10).row(0, named=True)
-    assert r10["single-hop Acc"] == 1.0  # an answer the judge gave no verdict on is left out ...
-    assert r10["Overall Acc"] == 1.0 and r10["coverage"] == 2 / 3  # ... not wrong, and coverage says so
+    assert r10["single-hop Acc"] == 0.5  # an answer the judge gave no verdict on is wrong (official) ...
+    assert r10["Overall Acc"] == 2 / 3 and r10["coverage"] == 2 / 3  # ... and coverage says so
+    assert r10[memshot.ACC_JUDGED_ONLY] == 1.0 and r5[memshot.ACC_JUDGED_ONLY] == 2 / 3  # the other reading
     assert math.isclose(r10["single-hop F1"], 0.6)  # F1 counts it
     with_adv = memshot.category_table(_known(), exclude_categories=())
     assert "adversarial Acc" in with_adv.columns
@@ -54,7 +55,7 @@ def test_by_k_tables_and_height_sweep():
     assert memshot.height_table(base).height == 0  # no sweep
     sweep = pl.concat([base.with_columns(pl.lit(h, pl.Int64).alias("max_height")) for h in (512, 768)])
     ht = memshot.height_table(sweep)
-    assert ht["max_height"].to_list() == [512, 768] and ht["Top-10 Acc"].to_list() == [1.0, 1.0]
+    assert ht["max_height"].to_list() == [512, 768] and ht["Top-10 Acc"].to_list() == [2 / 3, 2 / 3]
 
 
 def test_recall_table_from_recall_rows_or_answer_hits():
@@ -123,17 +124,25 @@ def test_acc_denominator_includes_an_unanswered_question():
     assert memshot.with_outcome(none)["judge_label"].null_count() == 3  # no judge at all: stays unknown
 
 
-def test_a_judge_failure_is_left_out_not_wrong():
-    """An answered question without a verdict (empty or unparseable judge reply) is no evidence
-    either way: out of Acc's denominator, counted in coverage."""
+def test_a_judge_failure_counts_wrong_as_the_official_scripts_and_the_other_reading_is_labelled():
+    """An answered question without a verdict (empty or unparseable judge reply) is wrong, as
+    LongMemEval's ``evaluate_qa`` scores it (``'yes' in reply.lower()``: no reply, no yes); Acc over
+    judged answers only stands beside it, labelled, only where a judge failed."""
+    replies = ["yes", "no", ""]  # the third: a judge failure
+    official = sum("yes" in r.lower() for r in replies) / len(replies)
     rows = [_ans("q1", "single-hop", "memshot", 5, True, 1.0), _ans("q2", "single-hop", "memshot", 5, False, 0.0),
             _ans("q3", "single-hop", "memshot", 5, None, 0.0)]
     df = validate(pl.DataFrame(rows, schema_overrides={"max_height": pl.Int64}), "memshot_answers")
     long = memshot.scores(df).filter(pl.col("category") == "Overall").row(0, named=True)
-    assert long["acc"] == 0.5 and long["n"] == 3 and long["judged"] == 2 and long["coverage"] == 2 / 3
-    assert memshot.with_outcome(df)["judge_label"].to_list() == [True, False, None]
-    # without a prediction column every missing verdict counts as unanswered (wrong)
-    assert memshot.scores(df.drop("prediction")).filter(pl.col("category") == "Overall")["acc"][0] == 1 / 3
+    assert long["acc"] == official == 1 / 3 and long["n"] == 3 and long["judged"] == 2 and long["coverage"] == 2 / 3
+    assert long["acc_judged"] == 0.5 and long["judge_failures"] == 1
+    assert memshot.with_outcome(df)["judge_label"].to_list() == [True, False, False]
+    t = memshot.category_table(df).row(0, named=True)
+    assert t["Overall Acc"] == 1 / 3 and t[memshot.ACC_JUDGED_ONLY] == 0.5
+    # no judge failure (an unanswered question is no failure of the judge): no second reading
+    ok = df.with_columns(pl.when(pl.col("question_id") == "q3").then(None).otherwise(pl.col("prediction"))
+                         .alias("prediction"))
+    assert memshot.ACC_JUDGED_ONLY not in memshot.category_table(ok).columns
 
 
 def test_fig4a_accuracy_conditioned_on_retrieval():

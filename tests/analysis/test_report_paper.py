@@ -255,9 +255,14 @@ def test_figures_shown_at_half_their_pixel_width():
         assert int(width) == round(px / 2)
 
 
-def _answers(model: str) -> pl.DataFrame:
+#: The paper's retriever and judge as results name them (embedder_label, model_label).
+PAPER_EMB, PAPER_JUDGE = "qwen3-vl-embedding:qwen3-vl-embedding-8b", "openai:glm-5"
+
+
+def _answers(model: str, embedder: str = PAPER_EMB, judge: str = PAPER_JUDGE) -> pl.DataFrame:
     v = {"memshot": 0.7, "text-rag": 0.6, "no-render": 0.55, "no-header": 0.65, "full-session": 0.6}
-    return validate(synthetic.memshot_answers(variants=v, questions=8, model=model), "memshot_answers")
+    df = synthetic.memshot_answers(variants=v, questions=8, model=model)
+    return validate(df.with_columns(pl.lit(embedder).alias("embedder"), pl.lit(judge).alias("judge")), "memshot_answers")
 
 
 def test_memshot_tables_carry_the_papers_numbers_for_its_backbones():
@@ -278,27 +283,87 @@ def test_memshot_tables_carry_the_papers_numbers_for_its_backbones():
     assert k10["paper setting"] == "Qwen3-VL-8B-Instruct, LoCoMo, top-10 (Table 1)"
     k5 = head.filter(pl.col("setting").str.ends_with("k=5")).row(0, named=True)
     assert k5["paper A − B"] == pytest.approx(0.7273 - 0.6786) and "(Table 3)" in k5["paper setting"]
-    # A stand-in answering model takes no paper number anywhere.
+    # A stand-in answering model takes no paper number anywhere; the note says why.
     stand = build_report({"memshot_answers": _answers("tiny-qwen3-vl-8b (stand-in)")}, "p", options=FAST)
-    assert not any(c.startswith("paper ") for t in stand.tables() if t.id.startswith("memshot") for c in t.df.columns)
+    _no_paper_numbers(stand, "answering model tiny-qwen3-vl-8b (stand-in) is not a paper backbone")
+
+
+def _no_paper_numbers(rep, why: str) -> None:
+    """Every paper cell of every MemShot table and of the headline is empty, and each says ``why``."""
+    tables = [t for t in rep.tables() if t.id.startswith("memshot")]
+    for t in tables:
+        for c in t.df.columns:
+            if c.startswith("paper ") and c != "paper note":
+                assert t.df[c].null_count() == t.df.height, (t.id, c)
+        if "paper note" in t.df.columns:
+            assert all(why in n for n in t.df["paper note"].to_list()), (t.id, t.df["paper note"].to_list())
+    assert any("paper note" in t.df.columns for t in tables)
+    head = _table(rep, "headline").df.filter(pl.col("metric") == "Acc")
+    assert head.height and head["paper A"].null_count() == head.height
+    assert all(s.startswith("none: not the paper's setting") and why in s for s in head["paper setting"].to_list())
+
+
+def test_a_paper_backbone_run_with_a_stand_in_retriever_or_judge_takes_no_paper_number():
+    """75.13 / 56.46 beside an OCR + MiniLM retrieval or a scripted judge would pass off another
+    setting's number as this run's (issue: the paper's numbers by model and variant only)."""
+    from vismem.analysis.memshot_paper_cols import with_paper_overall
+
+    ocr = build_report({"memshot_answers": _answers("qwen3-vl-8b", embedder="ocr-minilm:rapidocr+all-MiniLM-L6-v2 "
+                                                    "(stand-in)", judge="scripted:judge (stand-in)")}, "p", options=FAST)
+    _no_paper_numbers(ocr, "retriever ocr-minilm:rapidocr+all-MiniLM-L6-v2 (stand-in), not Qwen3-VL-Embedding-8B; "
+                           "judge scripted:judge (stand-in), not GLM-5")
+    row = {"dataset": "locomo", "model": "qwen3-vl-8b", "variant": "memshot", "k": 10, "embedder": PAPER_EMB}
+    bare = with_paper_overall(pl.DataFrame([row]), "locomo").row(0, named=True)  # no judge column: not shown
+    assert bare["paper Overall Acc"] is None and bare["paper note"].endswith("judge not recorded, not GLM-5")
+    full = with_paper_overall(pl.DataFrame([{**row, "judge": PAPER_JUDGE}]), "locomo").row(0, named=True)
+    assert full["paper Overall Acc"] == pytest.approx(0.7513) and full["paper note"] is None
+
+
+def test_captions_say_the_setting_and_the_longmemeval_shot_rule():
+    from vismem.analysis.memshot_sections import LME_SHOT_RULE, lme_section
+    from vismem.memory.dialogue.pack import GROW_LIMIT
+
+    ans = synthetic.memshot_answers(variants={"memshot": 0.7, "no-render": 0.6}, questions=4, conversations=2,
+                                    model="qwen3-vl-8b")
+    ans = ans.with_columns(pl.lit("minilm").alias("embedder"), pl.lit(PAPER_JUDGE).alias("judge"))
+    lme = ans.with_columns(pl.lit("longmemeval").alias("dataset"))
+    rep = build_report({"memshot_answers": validate(pl.concat([ans, lme]), "memshot_answers")}, "p", options=FAST)
+    for tid in ("memshot-locomo", "memshot-longmemeval", "memshot-ablations"):
+        cap = _table(rep, tid).caption
+        assert "answering model qwen3-vl-8b; retriever minilm; judge openai:glm-5" in cap, tid
+    assert LME_SHOT_RULE in _table(rep, "memshot-longmemeval").caption
+    assert LME_SHOT_RULE not in _table(rep, "memshot-locomo").caption
+    # the stated bound is the renderer's
+    assert f"at most {GROW_LIMIT} x its maximum height" in LME_SHOT_RULE
+    sec = lme_section(pl.DataFrame({"variant": ["text-rag"], "corpus": ["turn"], "level": ["turn"], "k": [1],
+                                    "recall_any": [1.0], "recall_all": [1.0], "ndcg_any": [1.0], "by_position": [0.0]}))
+    assert LME_SHOT_RULE in sec.notes
 
 
 def test_height_sweep_rows_take_only_their_own_height():
     from vismem.analysis.memshot_paper_cols import with_paper_by_k
 
     t = pl.DataFrame({"dataset": ["locomo"] * 3, "model": ["qwen3-vl-8b"] * 3, "variant": ["memshot", "memshot", "h512"],
-                      "max_height": [512, 768, None], "Top-5 Acc": [0.5, 0.6, 0.7]})
-    got = with_paper_by_k(t, "Table 5")["paper Top-5 Acc"].to_list()
+                      "max_height": [512, 768, None], "Top-5 Acc": [0.5, 0.6, 0.7], "embedder": [PAPER_EMB] * 3,
+                      "judge": [PAPER_JUDGE] * 3})
+    out = with_paper_by_k(t, "Table 5")
+    got = out["paper Top-5 Acc"].to_list()
     assert got[0] is None and got[1] == pytest.approx(0.7273) and got[2] == pytest.approx(0.7019)
+    assert "max_height 512" in out["paper note"][0] and out["paper note"][1] is None
 
 
 def test_headline_hit_rate_row_quotes_the_papers_retrieval_gain():
-    rep = build_report(_tables(), "h", options=FAST)
+    rec = _tables()["memshot_recall"]
+    rep = build_report({"memshot_recall": rec.with_columns(pl.lit(PAPER_EMB).alias("embedder"))}, "h", options=FAST)
     hit = _table(rep, "headline").df.filter(pl.col("metric") == "evidence hit@k")
     by_k = {r["setting"]: r for r in hit.iter_rows(named=True)}
     assert by_k["locomo, k=10"]["paper A − B"] == pytest.approx(0.05) and "Fig. 4a" in by_k["locomo, k=10"][
         "paper setting"]
     assert by_k["locomo, k=5"]["paper A − B"] is None
+    # recall rows without the retriever named (or a stand-in's) take no paper difference
+    bare = _table(build_report({"memshot_recall": rec}, "h", options=FAST),
+                  "headline").df.filter((pl.col("metric") == "evidence hit@k") & pl.col("setting").str.ends_with("k=10"))
+    assert bare["paper A − B"][0] is None and "retriever not recorded" in bare["paper setting"][0]
 
 
 def test_encoding_table_quotes_the_papers_breadth_for_its_back_ends_only():

@@ -1,7 +1,7 @@
 """Dialogue memories behind one protocol: ingest a conversation, retrieve units for a question.
 
 A :class:`DialogueMemory` is what Tables 1-2 compare: Text RAG, MemShot, the MemOCR-style
-summarise-then-render baseline, and the external text-memory systems (LightMem, MemOS,
+summarise-then-render baseline (``session-summary-shots``), and the external text-memory systems (LightMem, MemOS,
 MemoryOS, EverMemOS) once an implementation is plugged in. Each one
 
 1. **ingests** a conversation (``ingest(conv)`` → construction seconds, Table 1's Latency);
@@ -12,9 +12,11 @@ MemoryOS, EverMemOS) once an implementation is plugged in. Each one
 
 Memories are built by name from ``{name, args}`` specs (:data:`MEMORIES`, a
 ``vismem.core.registry.Registry``); the ``memshot`` stage evaluates ``memshot.memories`` beside its
-batch variants. Built-ins: ``text-rag``, ``memshot`` (any shot variant), ``memocr``, LongMemEval's
-retrieval baselines ``bm25`` / ``dense`` over sessions or turns
-(:mod:`vismem.memory.dialogue.memories.lexical`), ``mem0`` through mem0's own API
+batch variants. Built-ins: ``text-rag``, ``memshot`` (any shot variant), ``session-summary-shots``
+(the MemOCR-style baseline; ``memocr`` is its old name), LongMemEval's retrieval baselines
+``flat-bm25`` (old name ``bm25``) / ``flat-contriever`` as upstream runs them and ``dense`` (the
+run's embedder, a stand-in) over sessions or turns (:mod:`vismem.memory.dialogue.memories.lexical`,
+:mod:`vismem.memory.dialogue.memories.contriever`), ``mem0`` through mem0's own API
 (:mod:`vismem.memory.dialogue.memories.mem0mem`), and the
 external adapters ``lightmem`` / ``memos`` / ``memoryos`` / ``evermemos``
 (:mod:`vismem.memory.dialogue.memories.external`).

@@ -9,6 +9,10 @@ in the metadata), scoped to the conversation (``user_id``); construction latency
 all ``add`` calls (LLM extraction and embedding included). mem0 stores extracted facts, not turns:
 its units are not tied to dialogue turns, so evidence recall is not scored (``scores_recall``
 False), Acc and F1 are.
+
+mem0 has only run here with a scripted extraction LLM (the tests' loopback endpoint), so its
+rows are named a stand-in (``mem0 (stand-in)``) unless the spec says ``stand_in: false`` -- for
+a run whose ``llm`` is a real model, once one has run it.
 """
 
 from __future__ import annotations
@@ -31,17 +35,18 @@ def _endpoint(spec: Any, field: str) -> dict[str, Any]:
             "api_key": (os.environ.get(key_env, "") if key_env else "") or "EMPTY"}
 
 
-@MEMORIES.register("mem0")
+@MEMORIES.register("mem0", stand_in=lambda args: args.get("stand_in", True))
 class Mem0Memory:
-    """mem0 ``Memory`` with OpenAI-compatible LLM and embedder, Qdrant in-process."""
+    """mem0 ``Memory`` with OpenAI-compatible LLM and embedder, Qdrant in-process; ``stand_in``
+    (default True) names its rows a stand-in (the module docstring says why)."""
 
     name = "mem0"
     modality = "text"
     scores_recall = False
 
     def __init__(self, *, llm: dict[str, Any] | None = None, embedder: dict[str, Any] | None = None,
-                 embedding_dims: int = 384, label: str | None = None, text_embedder: Any = None,
-                 image_embedder: Any = None) -> None:
+                 embedding_dims: int = 384, label: str | None = None, stand_in: bool = True,
+                 text_embedder: Any = None, image_embedder: Any = None) -> None:
         llm_ep, emb_ep = _endpoint(llm, "llm"), _endpoint(embedder, "embedder")
         self._dir = tempfile.TemporaryDirectory(prefix="vismem-mem0-")
         os.environ["MEM0_TELEMETRY"] = "False"  # read when mem0 is imported: no calls home
@@ -54,9 +59,11 @@ class Mem0Memory:
             raise ConfigError("memory 'mem0' needs the mem0ai package (pip install mem0ai==2.2.1)") from err
         # mem0 imported earlier, before the variable was set, would still send events
         mem0_telemetry.MEM0_TELEMETRY = mem0_main.MEM0_TELEMETRY = False
-        self.name = label or "mem0"
+        self.stand_in = bool(stand_in)
+        self.name = (label or "mem0") + (" (stand-in)" if self.stand_in else "")
         self.spec = {"name": "mem0", "args": {"llm": dict(llm), "embedder": dict(embedder),
-                                              "embedding_dims": embedding_dims}}
+                                              "embedding_dims": embedding_dims,
+                                              **({} if self.stand_in else {"stand_in": False})}}
         self.memory = Memory.from_config({
             "llm": {"provider": "openai", "config": {"model": llm_ep["model"], "openai_base_url": llm_ep["base_url"],
                                                      "api_key": llm_ep["api_key"], "temperature": 0.0}},

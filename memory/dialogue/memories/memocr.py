@@ -1,18 +1,24 @@
-"""MemOCR-style memory: summarise each session into memory text, then render it as a shot.
+"""The MemOCR-style baseline, ``session-summary-shots``: each session summarised into memory
+text, then drawn as a shot by MemShot's renderer.
 
-MemOCR (Shi et al., 2026) keeps a rich-text memory written by an LLM and reads it as an
-image; the MemShot paper reproduces it by keeping its *summarise-then-render* procedure
-(App. A.2). Here each session is summarised (``summarizer``: any VLM spec, given
-``prompts/memocr_summarize.txt``) and the memory text is drawn by MemShot's own renderer —
-header band (session label, date) over one "Memory" bubble, as tall as the text needs — so the
-comparison with MemShot changes the memory content (summary vs raw turns) and nothing else.
-Units are one shot per session, retrieved with the run's image embedder.
+It is *not* MemOCR's memory. MemOCR (Shi et al., 2026) keeps a rich-text memory written and
+laid out by an LLM and reads it as an image; the MemShot paper reproduces it by keeping its
+*summarise-then-render* procedure (App. A.2). Here each session is summarised (``summarizer``:
+any VLM spec, given ``prompts/memocr_summarize.txt``) and the memory text is drawn by MemShot's
+own renderer -- header band (session label, date) over one "Memory" bubble, as tall as the text
+needs -- so the comparison with MemShot changes the memory content (a per-session summary vs raw
+turns) and nothing else; results name it ``session-summary-shots`` so that no one reads its
+rows as MemOCR's (nor sets MemOCR's quoted number beside them). Units are one shot per
+session, retrieved with the run's image embedder.
 
 Locally (``summarizer`` unset) an **extractive stand-in** writes the memory: the most
 informative turns (content words, numbers and names), cut to their first sentences, in
-dialogue order — named as a stand-in in results. Its units show exactly the turns it kept
+dialogue order -- named as a stand-in in results. Its units show exactly the turns it kept
 (``dia_ids``); an LLM summary's units are credited with the whole session (which of its turns
 survive in the summary cannot be known), as Text RAG's session units are.
+
+``memocr`` is kept as another name of this memory (configs written before the rename); runs
+recorded under it keep the name they ran with.
 """
 
 from __future__ import annotations
@@ -68,7 +74,11 @@ def extractive_memory(session: Any, *, ratio: float = 0.35, max_words: int = 30)
     return "\n".join(lines), tuple(kept)
 
 
-@MEMORIES.register("memocr", stand_in=lambda args: not args.get("summarizer"))
+#: What results call this memory (not MemOCR's own memory: see the module docstring).
+NAME = "session-summary-shots"
+
+
+@MEMORIES.register(NAME, stand_in=lambda args: not args.get("summarizer"))
 class MemOCRMemory(RetrievingMemory):
     """Args:
         summarizer: VLM spec that writes each session's memory (None: the extractive stand-in).
@@ -78,7 +88,7 @@ class MemOCRMemory(RetrievingMemory):
         text_embedder / image_embedder: injected by the stage; shots use the image embedder.
     """
 
-    name = "memocr"
+    name = NAME
     modality = "image"
 
     def __init__(self, *, summarizer: Any = None, ratio: float = 0.35, max_words: int = 30, concurrency: int = 8,
@@ -98,7 +108,7 @@ class MemOCRMemory(RetrievingMemory):
             self.summarizer = build_vlm(summarizer)
         self.stand_in = self.summarizer is None
         if self.stand_in:
-            self.name = "memocr (stand-in extractive)"
+            self.name = f"{NAME} (stand-in extractive)"
 
     def summarise(self, conversation: Any, session: Any) -> tuple[str, tuple[str, ...]]:
         """``(memory text, dia_ids credited)`` of one session."""
@@ -138,3 +148,6 @@ class MemOCRMemory(RetrievingMemory):
         (u,) = session_units(conv, memo, self.variant)
         return MemoryUnit(f"{conversation.conversation_id}/{session.session_id}/memocr", conversation.conversation_id,
                           session.index, dia_ids, "image", text, u.image)
+
+
+MEMORIES.register("memocr", stand_in=lambda args: not args.get("summarizer"))(MemOCRMemory)

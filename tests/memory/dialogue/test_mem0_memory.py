@@ -13,7 +13,7 @@ import pytest
 
 from vismem.core.errors import ConfigError
 from vismem.env.dialogue.model import Session, Turn
-from vismem.memory.dialogue.memories import DialogueMemory, build_memory
+from vismem.memory.dialogue.memories import MEMORIES, DialogueMemory, build_memory
 
 os.environ["MEM0_TELEMETRY"] = "False"  # before mem0 is first imported (the adapter also turns it off)
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="vismem-mem0-test-"))  # not the home folder
@@ -41,6 +41,9 @@ def test_mem0_ingests_with_its_extraction_format_and_searches():
         ep = {"model": srv.model_id, "base_url": srv.base_url}
         mem = build_memory({"name": "mem0", "args": {"llm": ep, "embedder": ep}}, text_embedder={"name": "minilm"})
         assert isinstance(mem, DialogueMemory) and mem.scores_recall is False
+        # only a scripted extraction LLM has run mem0 here: its rows say stand-in until a real one does
+        assert mem.name == "mem0 (stand-in)" and MEMORIES.is_stand_in({"name": "mem0", "args": {"llm": ep}})
+        assert not MEMORIES.is_stand_in({"name": "mem0", "args": {"llm": ep, "stand_in": False}})
         secs = mem.ingest(_conv())
         assert secs > 0
         texts = sorted(u.text for u in mem.units("c1"))

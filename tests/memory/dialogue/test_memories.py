@@ -54,9 +54,12 @@ def test_text_rag_and_memshot_behind_the_protocol(conv):
 
 
 def test_memocr_extractive_stand_in_summarises_then_renders(conv):
-    mem = build_memory("memocr", image_embedder=BagOfWords())
-    assert mem.stand_in and MEMORIES.is_stand_in({"name": "memocr", "args": {}})
-    assert mem.name == "memocr (stand-in extractive)"
+    mem = build_memory("session-summary-shots", image_embedder=BagOfWords())
+    assert mem.stand_in and MEMORIES.is_stand_in({"name": "session-summary-shots", "args": {}})
+    # named for what it is (per-session summaries drawn by MemShot's renderer), not MemOCR's memory
+    assert mem.name == "session-summary-shots (stand-in extractive)"
+    old = build_memory("memocr", image_embedder=BagOfWords())  # configs from before the rename still build it
+    assert type(old) is type(mem) and old.name == mem.name and MEMORIES.is_stand_in({"name": "memocr", "args": {}})
     mem.ingest(conv)
     units = mem.units(conv.conversation_id)
     assert len(units) == len(conv.sessions)  # one memory shot per session
@@ -79,7 +82,7 @@ def test_memocr_with_an_llm_summarizer(conv):
                                        "• Caroline went to an LGBTQ support group on 7 May 2023.")[1], label="sum")
     mem = build_memory({"name": "memocr", "args": {"summarizer": llm, "concurrency": 2}},
                        image_embedder=BagOfWords())
-    assert not mem.stand_in and mem.name == "memocr"
+    assert not mem.stand_in and mem.name == "session-summary-shots"
     mem.ingest(conv)
     u = mem.units(conv.conversation_id)[0]
     assert u.text.startswith("• Caroline went") and set(u.dia_ids) == {t.dia_id for t in conv.sessions[0].turns}

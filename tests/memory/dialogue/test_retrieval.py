@@ -99,17 +99,35 @@ def test_evidence_recall_exact_from_recorded_dia_ids():
     assert set(rec["n_evidence"].to_list()) == {1, 2}
 
 
-def test_recall_skips_questions_without_evidence_and_summarises():
+def _locomo_recall(evidence: list[str], shown: set[str]) -> float:
+    """LoCoMo's ``eval_question_answering`` recall of one question (turn-level context), re-written:
+    the share of evidence shown, and 1 for a question with no evidence."""
+    return sum(e in shown for e in evidence) / len(evidence) if evidence else 1.0
+
+
+def test_recall_of_a_question_without_evidence_is_one_as_locomo_scores_it_or_left_out():
     qs = _questions().with_columns(pl.when(pl.col("question_id") == "q2").then(pl.lit([], pl.List(pl.Utf8)))
                                    .otherwise(pl.col("evidence")).alias("evidence"))
     ranked, units, _ = _ranked()
     rec = R.evidence_recall(ranked, units, qs, ks=[1, 3])
-    assert "q2" not in rec["question_id"].to_list()
+    dia = {(v, u): set(d) for v, u, d in units.select("variant", "unit_id", "dia_ids").iter_rows()}
+    ev = dict(qs.select("question_id", "evidence").iter_rows())
+    for r in rec.iter_rows(named=True):  # every row as the official code scores it
+        top = ranked.filter((pl.col("variant") == r["variant"]) & (pl.col("question_id") == r["question_id"])
+                            & (pl.col("rank") <= r["k"]))["unit_id"].to_list()
+        shown = set().union(*[dia[(r["variant"], u)] for u in top])
+        assert r["recall"] == pytest.approx(_locomo_recall(ev[r["question_id"]], shown))
+    q2 = rec.filter(pl.col("question_id") == "q2")
+    assert q2.height == 4 and q2["hit"].null_count() == 4 and set(q2["n_evidence"]) == {0}
     summary = R.recall_summary(rec)
     overall = summary.filter((pl.col("category") == "overall") & (pl.col("variant") == "text-rag") & (pl.col("k") == 3))
-    assert overall["n"][0] == 2
-    # text-rag has 3 units, so k=3 shows every dia_id: recall 1
+    assert overall["n"][0] == 3
+    # text-rag has 3 units, so k=3 shows every dia_id: recall 1 (q2 too); hit over the two with evidence
     assert overall["recall"][0] == pytest.approx(1.0) and overall["hit_rate"][0] == pytest.approx(1.0)
+    dropped = R.evidence_recall(ranked, units, qs, ks=[1, 3], no_evidence="drop")  # LongMemEval's rule
+    assert "q2" not in dropped["question_id"].to_list() and dropped.height == rec.height - 4
+    with pytest.raises(ValueError, match="no_evidence"):
+        R.evidence_recall(ranked, units, qs, ks=[1], no_evidence="zero")
 
 
 def test_missing_columns_raise_data_error():

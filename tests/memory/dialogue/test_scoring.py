@@ -129,11 +129,12 @@ def test_score_answers_and_accuracy_table():
     table = S.accuracy_table(scored)
     overall = table.filter(pl.col("category") == "overall").row(0, named=True)
     assert overall["n"] == 4 and overall["judge_failures"] == 1
-    # the answered but unjudged one is a judge failure: left out, not wrong (2 of 3)
-    assert overall["accuracy"] == pytest.approx(2 / 3) and overall["coverage"] == pytest.approx(0.75)
+    # the answered but unjudged one is a judge failure: wrong, as the official scripts count it
+    # (2 of 4); over the verdicts alone, the other reading, 2 of 3
+    assert overall["accuracy"] == pytest.approx(2 / 4) and overall["coverage"] == pytest.approx(0.75)
     assert overall["accuracy_judged"] == pytest.approx(2 / 3)
     cat2 = table.filter(pl.col("category") == "2").row(0, named=True)
-    assert cat2["n"] == 2 and cat2["accuracy"] == pytest.approx(1.0) and cat2["f1"] == pytest.approx(0.5)
+    assert cat2["n"] == 2 and cat2["accuracy"] == pytest.approx(0.5) and cat2["f1"] == pytest.approx(0.5)
     # an unanswered question (no prediction) is wrong: in the denominator
     unanswered = S.accuracy_table(scored.with_columns(pl.when(pl.col("correct").is_null()).then(None)
                                                       .otherwise(pl.col("prediction")).alias("prediction")))
