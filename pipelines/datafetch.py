@@ -18,7 +18,6 @@ A file with no SHA-256 pin (``None``) is checked for nothing but its pinned size
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -105,7 +104,9 @@ def fetch_hint(path: Path, data_dir: Path) -> str:
 
 
 def _url(ds: Dataset, f: DataFile) -> str:
-    mirror = os.environ.get("VISMEM_DATA_MIRROR", "").rstrip("/")
+    from vismem.core.envvars import env_http_url
+
+    mirror = env_http_url("VISMEM_DATA_MIRROR")
     return f"{mirror}/{ds.name}/{Path(f.path).name}" if mirror else f.url
 
 

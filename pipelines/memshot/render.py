@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from vismem.env.dialogue.model import Conversation, session_from_dict
 from vismem.memory.dialogue.png import SHOT_LEVEL
 from vismem.memory.dialogue.variants import Variant
 from vismem.core.blobref import make_ref
+from vismem.core.envvars import env_int
 from vismem.core.errors import ConfigError, DataError, user_error
 from vismem.core.keys import key_part
 from vismem.pipelines.memshot.sessions import session_rows, session_waves  # noqa: F401 - session_rows re-exported
@@ -138,8 +138,9 @@ def render_rows(rows: list[dict[str, Any]], *, store: "Store", variant: Variant,
 
 
 _WRITER: Any = None
-#: Writer threads per process: enough to keep a put in flight while one waits on the server.
-WRITE_THREADS = int(os.environ.get("VISMEM_WRITE_THREADS", "2"))
+#: Writer threads per process: enough to keep a put in flight while one waits on the server
+#: (``$VISMEM_WRITE_THREADS``, 0 to 32, read when the first writer starts; None: not read yet).
+WRITE_THREADS: int | None = None
 
 
 class _Inline:
@@ -161,7 +162,8 @@ def _writer() -> Any:
     if _WRITER is None:
         from concurrent.futures import ThreadPoolExecutor
 
-        _WRITER = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="shot-writer") if WRITE_THREADS else _Inline()
+        n = WRITE_THREADS if WRITE_THREADS is not None else env_int("VISMEM_WRITE_THREADS", 2, lo=0, hi=32)
+        _WRITER = ThreadPoolExecutor(n, thread_name_prefix="shot-writer") if n else _Inline()
     return _WRITER
 
 
@@ -232,6 +234,7 @@ def render_units(store: "Store", conversations: Sequence[Conversation], variant:
         variant = load_variant(variant)
     prefix = prefix.strip("/")
     t0 = time.perf_counter()
+    env_int("VISMEM_WRITE_THREADS", 2, lo=0, hi=32)  # a bad value fails here, before any work, not in a worker
     _check_variant(store, prefix, variant, image_format, compress_level)
     done = set(_list_shards(store, prefix))
     # Keys only here: the sessions' JSON is built a wave at a time below (session_waves).
