@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from vismem.core.errors import DataError
+from vismem.core.errors import DataError, VismemError
 
 __all__ = ["UniqueIds", "json_loads_unique"]
 
@@ -39,10 +39,11 @@ class UniqueIds:
         return len(self._first)
 
 
-def json_loads_unique(text: str | bytes, source: str) -> object:
+def json_loads_unique(text: str | bytes, source: str, *, error: type[VismemError] = DataError) -> object:
     """``json.loads(text)`` refusing an object that gives one key twice (``json`` keeps the last
-    silently): DataError naming ``source`` and the key. For files read whole (LoCoMo, the
-    DMV-Bench catalogue); ``ValueError`` for malformed JSON passes to the caller."""
+    silently): ``error`` (DataError for a data file, ConfigError for a flag) naming ``source``
+    and the key. For JSON read whole (LoCoMo, the DMV-Bench catalogue, ``--vlm`` specs);
+    ``ValueError`` for malformed JSON passes to the caller."""
     import json
 
     def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
@@ -50,7 +51,7 @@ def json_loads_unique(text: str | bytes, source: str) -> object:
         if len(out) < len(items):
             keys = [k for k, _ in items]
             twice = next(k for i, k in enumerate(keys) if k in keys[:i])
-            raise DataError(f"{source}: an object gives key {twice!r} twice (one value would silently "
+            raise error(f"{source}: an object gives key {twice!r} twice (one value would silently "
                             "replace the other)")
         return out
 
