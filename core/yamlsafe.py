@@ -13,6 +13,7 @@ The bounds are listed in ``docs/bounds.md``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -53,6 +54,11 @@ class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
 
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_yaml_map)
+# YAML 1.2 reads 1e-3 as a number; PyYAML (YAML 1.1) as the string "1e-3", which the strict
+# config check would then refuse where a number goes.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 
 def decode_utf8(data: bytes, source: str) -> str:

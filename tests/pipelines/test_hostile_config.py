@@ -110,3 +110,10 @@ def test_a_json_spec_flag_with_a_key_twice_is_a_config_error():
     assert err.value.exit_code == 2
     with pytest.raises(ConfigError, match="--judge must be a JSON object"):
         cli_overrides(argparse.Namespace(judge="[" * 100_000 + "]" * 100_000))
+
+
+def test_an_exponent_is_a_number_as_in_yaml_1_2(tmp_path):
+    """PyYAML reads 1e-3 as a string; the strict check would refuse it where a number goes."""
+    assert load_yaml("a: 1e-3\nb: -2E+2\nc: 1e\n", "t") == {"a": 0.001, "b": -200.0, "c": "1e"}
+    cfg = load_config(_write(tmp_path, "memshot: {embed_gpus: 5e-1}\n"))
+    assert cfg.memshot.embed_gpus == 0.5
