@@ -12,17 +12,6 @@ from vismem.serve.openai_format import messages_to_openai, parse_completion
 from vismem.serve.registry import VLMS
 from vismem.serve.vlm import ChatResult, Message, VLMError
 
-#: Characters a reply may have per requested token (a token is a few characters; 64 leaves room
-#: for long whitespace or code tokens), and at least this many in all.
-REPLY_CHARS_PER_TOKEN = 64
-REPLY_CHARS_MIN = 64 << 10
-
-
-def reply_chars_bound(max_tokens: int) -> int:
-    """Longest reply text accepted for ``max_tokens``: a longer one is a malformed response (it
-    would be stored in every trajectory, answer and log that holds the reply)."""
-    return max(REPLY_CHARS_MIN, REPLY_CHARS_PER_TOKEN * int(max_tokens))
-
 
 @VLMS.register("openai", stand_in=lambda args: bool(args.get("stand_in")))
 class OpenAIChatVLM(RetryingJSONClient):
@@ -90,10 +79,6 @@ class OpenAIChatVLM(RetryingJSONClient):
         except ValueError as e:
             raise VLMError(f"{self.name}: malformed response: {e}; body={self.scrub(str(data))[:300]!r}",
                            reason="malformed_response") from e
-        if len(text) > reply_chars_bound(max_tokens):  # no honest server writes this much for max_tokens
-            raise VLMError(f"{self.name}: malformed response: {len(text):,} characters of reply for max_tokens="
-                           f"{max_tokens} (the bound is {reply_chars_bound(max_tokens):,})",
-                           reason="malformed_response")
         # A reply can repeat what was sent too (an echoing proxy): it is stored, so it is scrubbed.
         text = self.scrub(text, reply=True) if text else text
         return ChatResult(text=text, latency_s=time.perf_counter() - t0, prompt_tokens=pt, completion_tokens=ct)
