@@ -86,3 +86,13 @@ def test_an_element_nested_too_deep_is_a_data_error(tmp_path):
     p.write_text("[" + "[" * 100_000 + "]" * 100_000 + "]")
     with pytest.raises(DataError, match="nested too deep"):
         list(iter_json_array(p))
+
+
+def test_a_key_given_twice_in_an_element_is_a_data_error(tmp_path):
+    from vismem.core.errors import DataError
+    from vismem.core.jsonarray import iter_json_array
+
+    p = tmp_path / "dup.json"
+    p.write_text('[{"question_id": "a"}, {"question_id": "b", "x": {"role": "user", "role": "assistant"}}]')
+    with pytest.raises(DataError, match=r"array element #1: an object gives key 'role' twice"):
+        list(iter_json_array(p))
