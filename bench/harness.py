@@ -37,6 +37,7 @@ BENCH_MODULES = (
     "vismem.bench.scaling",
     "vismem.bench.cluster",
     "vismem.bench.longmemeval_load",
+    "vismem.bench.memshot_lme_memory",
     "vismem.bench.fleet",
     "vismem.bench.trajectory_viewer",
     "vismem.bench.sample_viewer",

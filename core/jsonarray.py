@@ -18,16 +18,34 @@ from vismem.core.errors import DataError
 
 #: Characters read per refill: large against one LongMemEval_S record (~0.5 MB), small against RAM.
 CHUNK_CHARS = 8 << 20
+#: Longest one element may be (characters): a LongMemEval_M record is ~5 MB; a file whose
+#: "element" never ends (no closing bracket) stops here instead of filling memory.
+MAX_ELEMENT_CHARS = 256 << 20
 _WS = re.compile(r"[ \t\n\r]*")
+
+
+class _DuplicateKey(ValueError):
+    """An object of an element gives a key twice (``args[0]``)."""
+
+
+def _unique_pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    # ~4% of the parse time of a LongMemEval file: its bulk is strings, not objects
+    out = dict(items)
+    if len(out) < len(items):
+        keys = [k for k, _ in items]
+        raise _DuplicateKey(next(k for i, k in enumerate(keys) if k in keys[:i]))
+    return out
 
 
 class JsonArrayReader:
     """Iterate the elements of the JSON array in ``path`` (``DataError`` on malformed text)."""
 
-    def __init__(self, path: str | Path, *, chunk_chars: int = CHUNK_CHARS) -> None:
+    def __init__(self, path: str | Path, *, chunk_chars: int = CHUNK_CHARS,
+                 max_element_chars: int | None = None) -> None:
         self.path = Path(path)
         self.chunk_chars = max(16, int(chunk_chars))
-        self._dec = json.JSONDecoder()
+        self.max_element_chars = MAX_ELEMENT_CHARS if max_element_chars is None else int(max_element_chars)
+        self._dec = json.JSONDecoder(object_pairs_hook=_unique_pairs)
 
     def __iter__(self) -> Iterator[Any]:
         with open(self.path, encoding="utf-8") as fh:  # FileNotFoundError passes to the caller
@@ -99,10 +117,18 @@ class JsonArrayReader:
             try:
                 obj, end = self._dec.raw_decode(self._buf, self._pos)
             except json.JSONDecodeError as err:
+                if len(self._buf) - self._pos > self.max_element_chars:
+                    raise DataError(f"{self.path}: array element #{index} is longer than {self.max_element_chars:,} "
+                                    "characters (the bound of one record), or never ends") from None
                 # an element cut by the chunk boundary looks malformed: read on, then judge
                 if self._fill():
                     continue
                 raise DataError(f"{self.path}: not valid JSON in array element #{index} ({err.msg})") from None
+            except RecursionError:
+                raise DataError(f"{self.path}: array element #{index} is nested too deep to read") from None
+            except _DuplicateKey as dup:
+                raise DataError(f"{self.path}: array element #{index}: an object gives key {dup.args[0]!r} twice "
+                                "(one value would silently replace the other)") from None
             if end == len(self._buf) and not self._eof and isinstance(obj, (int, float)):
                 # a number at the buffer's end may continue in the next chunk
                 if self._fill():
@@ -111,6 +137,8 @@ class JsonArrayReader:
             return obj
 
 
-def iter_json_array(path: str | Path, *, chunk_chars: int = CHUNK_CHARS) -> Iterator[Any]:
-    """The elements of the JSON array in ``path``, read incrementally (see the module doc)."""
-    return iter(JsonArrayReader(path, chunk_chars=chunk_chars))
+def iter_json_array(path: str | Path, *, chunk_chars: int = CHUNK_CHARS,
+                    max_element_chars: int | None = None) -> Iterator[Any]:
+    """The elements of the JSON array in ``path``, read incrementally (see the module doc);
+    ``max_element_chars`` None: :data:`MAX_ELEMENT_CHARS` as it is at the call."""
+    return iter(JsonArrayReader(path, chunk_chars=chunk_chars, max_element_chars=max_element_chars))

@@ -222,20 +222,23 @@ class Store:
             return self._get_range(*ref)
         return check_blob(key, self._get_plain(key))
 
-    def _get_plain(self, key: str) -> bytes:
+    def _get_plain(self, key: str, limit: int | None = None) -> bytes:
         if self.is_s3:
             from botocore.exceptions import ClientError
 
             bucket, k = self._s3_key(key)
             try:
-                return self._s3().get_object(Bucket=bucket, Key=k)["Body"].read()
+                obj = self._s3().get_object(Bucket=bucket, Key=k)
             except ClientError as err:
                 if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                     raise FileNotFoundError(self.url(key)) from None
                 raise
+            _within(self.url(key), obj.get("ContentLength"), limit)
+            return obj["Body"].read()
         path = self._local_root() / self._clean(key)
         if not path.is_file():
             raise FileNotFoundError(self.url(key))
+        _within(self.url(key), path.stat().st_size, limit)
         return path.read_bytes()
 
     @guarded
@@ -336,8 +339,12 @@ class Store:
         self.put_bytes(key, json.dumps(obj, indent=2, sort_keys=True, default=str).encode(),
                        content_type="application/json")
 
+    @guarded
     def get_json(self, key: str) -> Any:
-        return json.loads(self.get_bytes(key))
+        """A JSON object of the store (a manifest, a shard, a marker), at most MAX_JSON_BYTES."""
+        if parse_ref(key) is not None:
+            return json.loads(self.get_bytes(key))
+        return json.loads(check_blob(key, self._get_plain(key, MAX_JSON_BYTES)))
 
     # -- tables -------------------------------------------------------------------------------
     def arrow_filesystem(self) -> Any:
@@ -399,6 +406,16 @@ class Store:
         if not self.exists(key):
             url = url.rstrip("/") + "/**/*.parquet"
         return pl.scan_parquet(url, storage_options=self.polars_storage_options())
+
+
+#: Largest JSON object read back from a store (bytes): a shard or manifest is kB to a few MB.
+MAX_JSON_BYTES = 256 << 20
+
+
+def _within(url: str, size: int | None, limit: int | None) -> None:
+    """StoreError when an object of ``size`` bytes is past ``limit`` (checked before it is read)."""
+    if limit is not None and size is not None and size > limit:
+        raise StoreError(f"{url}: {size:,} bytes, more than the {limit:,} a JSON object of the store may have")
 
 
 def parquet_bytes(table: Any, *, schema_version: int | None = None) -> bytes:

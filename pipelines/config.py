@@ -23,6 +23,7 @@ from vismem.pipelines.memshot.config import MemShotConfig
 from vismem.pipelines.report.config import ReportConfig
 from vismem.pipelines.settings import RayConfig, StoreConfig
 from vismem.core.errors import ConfigError, did_you_mean
+from vismem.core.yamlsafe import MAX_YAML_BYTES, load_yaml
 
 from vismem.pipelines.stage_order import STAGE_ORDER
 
@@ -45,7 +46,7 @@ class RunConfig(Frozen):
     )
     seed: int = Field(0, ge=0, description="Root seed: every random choice of the run flows from it.")
     stages: tuple[str, ...] = Field(
-        STAGE_ORDER,
+        STAGE_ORDER, json_schema_extra={"repeats": "merged"},
         description=f"Stages to run, in any order (executed in canonical order). Allowed: {', '.join(STAGE_ORDER)}.",
     )
     data_dir: str = Field(
@@ -203,17 +204,6 @@ def _model_at(model: type[Frozen], loc: tuple[Any, ...]) -> type[Frozen] | None:
     return model
 
 
-def _yaml_error(path: Path, err: yaml.YAMLError) -> str:
-    """One line: ``invalid YAML in FILE line L, column C: what`` (PyYAML's own is 5-7 lines)."""
-    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-    what = " ".join(str(getattr(err, "problem", None) or err).split())
-    context = getattr(err, "context", None)
-    if context and getattr(err, "problem", None):
-        what = f"{what} ({' '.join(str(context).split())})"
-    where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return f"invalid YAML in {path}{where}: {what}"
-
-
 def parse_config(data: dict[str, Any] | None, *, source: str = "<dict>") -> RunConfig:
     """Validate a mapping into a RunConfig, raising ConfigError (exit 2) with a readable message."""
     if data is None:
@@ -230,8 +220,8 @@ def load_preset(name: str) -> dict[str, Any]:
     """The raw mapping of a named preset."""
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
-    text = resources.files("vismem.pipelines.presets").joinpath(f"{name}.yaml").read_text()
-    return yaml.safe_load(text) or {}
+    text = resources.files("vismem.pipelines.presets").joinpath(f"{name}.yaml").read_bytes()
+    return load_yaml(text, f"preset {name}") or {}
 
 
 _SPEC_KEYS = frozenset({"name", "args", "model"})
@@ -259,6 +249,14 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _read_bounded(path: Path) -> bytes:
+    """The bytes of a config file, refusing one past the YAML bound before reading it whole."""
+    size = path.stat().st_size
+    if size > MAX_YAML_BYTES:
+        raise ConfigError(f"{path}: {size:,} bytes of YAML, more than the {MAX_YAML_BYTES:,} allowed")
+    return path.read_bytes()
+
+
 def load_config(
     path: str | Path | None = None,
     *,
@@ -283,11 +281,8 @@ def load_config(
         elif not p.is_file():
             raise ConfigError(f"config file not found: {p}")
         else:
-            text = p.read_text()
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise ConfigError(_yaml_error(p, err)) from None
+            text = _read_bounded(p)
+        loaded = load_yaml(text, str(p))
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"invalid run config ({p}): top level must be a mapping")
         file_data = dict(loaded or {})
@@ -317,7 +312,7 @@ def dotted_overrides(pairs: list[str]) -> dict[str, Any]:
             if not isinstance(node, dict):
                 raise ConfigError(f"override {pair!r}: {part!r} was already given a value, not fields")
         try:
-            node[parts[-1]] = yaml.safe_load(raw)
-        except yaml.YAMLError as err:
-            raise ConfigError(_yaml_error(Path(f"--set {key}"), err).replace(" line 1, column", ", column")) from None
+            node[parts[-1]] = load_yaml(raw, f"--set {key}")
+        except ConfigError as err:
+            raise ConfigError(str(err).replace(" line 1, column", ", column")) from None
     return out

@@ -10,7 +10,7 @@ changes) and pinned by the hub's LFS SHA-256 and size of each file at that revis
 could not be checked against a download here (no network); they are the figures several public
 projects record independently for these exact files and revision (and quote from the hub's file
 pages), while re-uploads by third parties differ -- a download from anywhere else fails the check.
-A file with no pin (``None``) is checked for nothing but being a complete download, and
+A file with no SHA-256 pin (``None``) is checked for nothing but its pinned size, and
 ``vismem data`` says so.
 
 ``VISMEM_DATA_MIRROR`` (a base URL) replaces every file's host: ``<mirror>/<dataset>/<file>``.
@@ -22,7 +22,6 @@ placed there; large or gated data (LongMemEval, the official images) is never fe
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -48,12 +47,13 @@ _LME_LICENCE = ("MIT (the license:mit tag of the xiaowu0162/longmemeval-cleaned 
 
 @dataclass(frozen=True)
 class DataFile:
-    """One file: where it goes under the data dir, its canonical URL and its pins (None: unknown)."""
+    """One file: where it goes under the data dir, its canonical URL and its pins: the SHA-256
+    (None: unknown) and the size in bytes, always known (the download stops there)."""
 
     path: str
     url: str
     sha256: str | None
-    size: int | None
+    size: int
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,14 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         DataFile("locomo/locomo10.json", f"{_LOCOMO}/data/locomo10.json",
                  "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4", 2_805_274),
         DataFile("locomo/LICENSE", f"{_LOCOMO}/LICENSE.txt",
-                 "41003d4a74749c0220e33dd415042164b5a1093ed401f36277234f772d22d3d0", None))),
+                 "41003d4a74749c0220e33dd415042164b5a1093ed401f36277234f772d22d3d0", 19_347))),
     Dataset("dmv-bench", "Apache License 2.0, yyyujintang/DMV-Bench", (
         DataFile("dmv-bench/seed_v2.json", f"{_DMV}/data/vismem_diag_v2/seed_v2.json",
                  "09bfb430a4fb8c062a7b249f6db0a6241501c90aa0f8347457bdd94b26555543", 708_925),
         DataFile("dmv-bench/cue_registry.json", f"{_DMV}/data/vismem_diag_v2/cue_registry.json",
                  "76549998e21fbbdcbc31a512ce0c17da275824107e06f6fd2f6b5676089bd088", 226_578),
         DataFile("dmv-bench/LICENSE", f"{_DMV}/LICENSE",
-                 "3f9371432468f698656133b31e7cf37e1b220f5254a5afe9efdbc88add9f4cf2", None)),
+                 "3f9371432468f698656133b31e7cf37e1b220f5254a5afe9efdbc88add9f4cf2", 11_318)),
         note="catalogue images (Hugging Face yyyujintang/DMV-Bench-Images) are not fetched"),
     *(Dataset(f"longmemeval-{k}", _LME_LICENCE, (DataFile(f"longmemeval/{f}", f"{_LME}/{f}", *_LME_PINS[f]),),
               note=f"hub revision {_LME_REVISION[:7]}; run with "
@@ -108,7 +108,9 @@ def fetch_hint(path: Path, data_dir: Path) -> str:
 
 
 def _url(ds: Dataset, f: DataFile) -> str:
-    mirror = os.environ.get("VISMEM_DATA_MIRROR", "").rstrip("/")
+    from vismem.core.envvars import env_http_url
+
+    mirror = env_http_url("VISMEM_DATA_MIRROR")
     return f"{mirror}/{ds.name}/{Path(f.path).name}" if mirror else f.url
 
 
@@ -120,7 +122,7 @@ def file_state(data_dir: Path, f: DataFile) -> str:
     p = data_dir / f.path
     if not p.is_file():
         return "partial" if p.with_name(p.name + ".part").is_file() else "missing"
-    if f.size is not None and p.stat().st_size != f.size:
+    if p.stat().st_size != f.size:
         return f"mismatch: {p.stat().st_size:,} bytes, expected {f.size:,}"
     if f.sha256 is None:
         return "present, unverified"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import random
 import threading
@@ -31,6 +32,42 @@ from vismem.core.secrets import Scrubber, secret_values
 from vismem.serve.vlm import VLMError
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+#: Largest reply body read (bytes): a chat or embeddings reply is kB to a few MB (a batch of
+#: 64 embeddings of 4,096 floats as JSON text is ~5 MB); an endless body stops here.
+MAX_REPLY_BYTES = 64 << 20
+#: Longest wait a ``Retry-After`` header may ask for before the client's own backoff_max_s cap.
+RETRY_AFTER_MAX_S = 3600.0
+
+
+class _TooLong(Exception):
+    """A reply body past MAX_REPLY_BYTES (its length so far in ``args[0]``)."""
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait: delta-seconds or an HTTP date, clamped to
+    ``[0, RETRY_AFTER_MAX_S]``; None for a value that is neither (negative, ``nan``, ``inf``,
+    garbage), so the client falls back to its own backoff instead of dying on ``time.sleep``."""
+    if not value:
+        return None
+    text = value.strip()[:64]
+    try:
+        secs = float(text)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None or when.tzinfo is None:
+            return None
+        secs = when.timestamp() - time.time()
+        return min(max(secs, 0.0), RETRY_AFTER_MAX_S)
+    if not math.isfinite(secs) or secs < 0:
+        return None
+    return min(secs, RETRY_AFTER_MAX_S)
+
 
 #: Strings at least this long are spliced into the payload as they are (see :func:`dumps_body`).
 SPLICE_MIN = 1024
@@ -163,14 +200,26 @@ class RetryingJSONClient:
                 self._client = None
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), self.backoff_max_s)
-            except ValueError:
-                pass
+        wait = retry_after_seconds(retry_after)
+        if wait is not None:
+            return min(wait, self.backoff_max_s)
         base = min(self.backoff_s * (2 ** attempt), self.backoff_max_s)
         # Jitter only spreads retries in time; it never touches what is generated.
         return base * (1.0 + 0.25 * random.random())
+
+    def _send(self, path: str, payload: str) -> tuple[int, bytes, str | None]:
+        """POST and read the reply, at most :data:`MAX_REPLY_BYTES` of it: ``(status, body,
+        Retry-After)``. A longer reply stops being read there (VLMError ``malformed_response``)."""
+        with self._http().stream("POST", path, content=payload) as resp:
+            length = resp.headers.get("content-length", "")
+            if length.isdigit() and int(length) > MAX_REPLY_BYTES:
+                raise _TooLong(int(length))
+            body = bytearray()
+            for block in resp.iter_bytes():
+                body += block
+                if len(body) > MAX_REPLY_BYTES:
+                    raise _TooLong(len(body))
+            return resp.status_code, bytes(body), resp.headers.get("retry-after")
 
     def post(self, path: str, body: dict[str, Any], *, who: str) -> dict[str, Any]:
         """POST JSON and return the decoded object; ``who`` prefixes error messages."""
@@ -181,28 +230,31 @@ class RetryingJSONClient:
             retry_after = None
             with self._sem:
                 try:
-                    resp = self._http().post(path, content=payload)
+                    status, raw, retry_after = self._send(path, payload)
+                except _TooLong as e:
+                    raise VLMError(f"{who}: malformed response (more than {MAX_REPLY_BYTES:,} bytes: {e.args[0]:,} "
+                                   "read when reading stopped)", reason="malformed_response", attempts=attempt + 1) from None
                 except httpx.TimeoutException as e:
                     reason, detail = "timeout", self.scrub(f"{type(e).__name__}: {e}")
                 except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
                     reason, detail = "connect", self.scrub(f"{type(e).__name__}: {e}")
                 else:
-                    if resp.status_code == 200:
+                    text = raw.decode("utf-8", "replace")
+                    if status == 200:
                         try:
-                            data = resp.json()
-                        except ValueError as e:
-                            raise VLMError(f"{who}: malformed response (not JSON): {self.scrub(resp.text)[:300]!r}",
+                            data = json.loads(raw)
+                        except (ValueError, RecursionError) as e:  # nesting past the parser's stack too
+                            raise VLMError(f"{who}: malformed response (not JSON): {self.scrub(text)[:300]!r}",
                                            reason="malformed_response", attempts=attempt + 1) from e
                         if not isinstance(data, dict):
-                            raise VLMError(f"{who}: malformed response (not an object): {self.scrub(resp.text)[:300]!r}",
+                            raise VLMError(f"{who}: malformed response (not an object): {self.scrub(text)[:300]!r}",
                                            reason="malformed_response", attempts=attempt + 1)
                         return data
                     # Scrubbed before the cut, so no part of a credential is left at the edge.
-                    reason, detail = f"http_{resp.status_code}", self.scrub(resp.text)[:500]
-                    if resp.status_code not in RETRY_STATUSES and resp.status_code < 500:
-                        raise VLMError(f"{who}: HTTP {resp.status_code}: {detail}", reason=reason,
+                    reason, detail = f"http_{status}", self.scrub(text)[:500]
+                    if status not in RETRY_STATUSES and status < 500:
+                        raise VLMError(f"{who}: HTTP {status}: {detail}", reason=reason,
                                        attempts=attempt + 1)
-                    retry_after = resp.headers.get("retry-after")
             if attempt + 1 < attempts:
                 time.sleep(self._delay(attempt, retry_after))
         raise VLMError(f"{who}: failed after {attempts} attempts ({reason}): {detail}", reason=reason,

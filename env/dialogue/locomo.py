@@ -7,6 +7,8 @@ Pitfalls of the official file handled here (counts checked in tests):
 * ``answer`` is sometimes an int (stored as text);
 * category 5 (adversarial) items carry ``adversarial_answer`` and mostly no ``answer``: kept with
   ``scored=False`` (the paper's tables leave them out);
+* a ``sample_id`` repeated in the file, or a ``dia_id`` repeated in a conversation, is an error
+  naming both records (keyed by id, one would silently replace the other);
 * 4 questions have empty evidence, and some evidence strings are malformed (``'D8:6; D9:17'``,
   ``'D'``, ``'D:11:26'``, ``'D30:05'``, several ids joined by spaces) or name turns that do not
   exist: every id that can be parsed and resolved is kept, the rest is recorded verbatim in
@@ -23,7 +25,10 @@ from typing import Any
 
 from vismem.env.dialogue.model import LOCOMO_CATEGORIES, Conversation, Question, Session, Turn
 from vismem.core.errors import DataError
+from vismem.core.unique import UniqueIds, json_loads_unique
 
+#: Largest LoCoMo-format file read (bytes).
+MAX_LOCOMO_BYTES = 256 << 20
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DIA_ID = re.compile(r"D:?(\d+):0*(\d+)")
 _DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
@@ -70,16 +75,28 @@ def load_locomo(path: str | Path) -> list[Conversation]:
     """Read ``locomo10.json`` into conversations (speaker_a on the left, speaker_b right)."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text())
+        size = path.stat().st_size
+        if size > MAX_LOCOMO_BYTES:  # read whole: ~10x its size in Python objects
+            raise DataError(f"{path}: {size:,} bytes, more than the {MAX_LOCOMO_BYTES:,} a LoCoMo-format file "
+                            "may have (it is read whole; locomo10.json has 2.8 MB)")
+        raw = json_loads_unique(path.read_bytes(), str(path))
     except FileNotFoundError:
         raise DataError(f"{path}: LoCoMo file not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: not valid JSON ({err})") from None
+    except RecursionError:
+        raise DataError(f"{path}: not valid JSON (nested too deep to read)") from None
     if not isinstance(raw, list):
         raise DataError(f"{path}: expected a JSON list of conversations, got {type(raw).__name__}")
     if not raw:
         raise DataError(f"{path}: the LoCoMo file holds no conversations (an empty list)")
-    return [_conversation(path, i, rec) for i, rec in enumerate(raw)]
+    ids = UniqueIds("sample_id")
+    out = []
+    for i, rec in enumerate(raw):
+        conv = _conversation(path, i, rec)
+        ids.add(conv.conversation_id, f"record #{i}", prefix=f"{path}: ")
+        out.append(conv)
+    return out
 
 
 def _conversation(path: Path, i: int, rec: Any) -> Conversation:
@@ -122,6 +139,10 @@ def _conversation(path: Path, i: int, rec: Any) -> Conversation:
                               image_caption=cap if isinstance(cap, str) and cap else None))
         sessions.append(Session(session_id=key, index=n, date_text=date_text,
                                 date=parse_locomo_date(date_text), turns=tuple(turns)))
+    turn_ids = UniqueIds("dia_id")
+    for s in sessions:
+        for j, t in enumerate(s.turns):
+            turn_ids.add(t.dia_id, f"conversation.{s.session_id}[{j}]", prefix=f"{path}: record {where}: ")
     known = {t.dia_id: s.session_id for s in sessions for t in s.turns}
     qa = rec.get("qa", [])
     if not isinstance(qa, list):

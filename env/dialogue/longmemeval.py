@@ -9,7 +9,8 @@ The files live on a model hub, never in this repository: the loader takes a path
 share one schema and are read the same way: record by record (:class:`LongMemEvalReader`), so
 the ~2.7 GB ``_m`` file never sits in memory as JSON. A session id repeated inside a record with
 identical turns (upstream issue #54) is kept once and counted; with other turns it is a
-:class:`DuplicateSessionError`. :func:`retrieval_corpus` gives LongMemEval's own retrieval
+:class:`DuplicateSessionError`; a question id repeated across records is a ``DataError`` naming
+both. :func:`retrieval_corpus` gives LongMemEval's own retrieval
 corpus and labels (``vismem.analysis.lme_retrieval`` scores rankings over it).
 """
 
@@ -22,6 +23,7 @@ from typing import Any, Iterator
 from vismem.env.dialogue.model import LONGMEMEVAL_COLUMNS, Conversation, Question, Session, Turn
 from vismem.core.errors import DataError
 from vismem.core.jsonarray import iter_json_array
+from vismem.core.unique import UniqueIds
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"  # "2023/05/20 (Sat) 02:21"
 #: Display names of the two roles; the assistant is drawn on the left, the user on the right.
@@ -72,11 +74,16 @@ class LongMemEvalReader:
 
     def __iter__(self) -> Iterator[Conversation]:
         n = 0
+        # A question id names the record's conversation (and its store keys): a repeat would
+        # overwrite the first record's shots, so it is an error naming both.
+        ids = UniqueIds("question_id")
         try:
             if self.limit is not None and self.limit <= 0:
                 return
             for i, rec in enumerate(iter_json_array(self.path)):
-                yield _record(self.path, i, rec, self.duplicates, self._shared)
+                conv = _record(self.path, i, rec, self.duplicates, self._shared)
+                ids.add(conv.conversation_id, f"record #{i}", prefix=f"{self.path}: ")
+                yield conv
                 n += 1
                 if n == self.limit:
                     return
@@ -140,9 +147,10 @@ def _record(path: Path, i: int, rec: Any, duplicates: list[tuple[str, str]],
         turns = _turns(path, where, k, sid, turns_raw)
         if sid in seen:
             if seen[sid] != turns:
+                first = next(i for i, x in enumerate(ids) if x == sid)
                 raise DuplicateSessionError(
                     f"{path}: record {where}: field 'haystack_session_ids' repeats session {sid!r} "
-                    f"(at position {k}) with different turns; an identical repeat would be kept once")
+                    f"(positions {first} and {k}) with different turns; an identical repeat would be kept once")
             duplicates.append((qid, sid))  # identical repeat (upstream #54): keep the first
             continue
         if shared is not None:

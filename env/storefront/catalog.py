@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vismem.core.errors import ConfigError, DataError
+from vismem.core.unique import UniqueIds, json_loads_unique
 
 #: The ten basic cue colours, in the official index order.
 COLOURS: tuple[str, ...] = (
@@ -47,6 +48,8 @@ STYLES: tuple[str, ...] = ("modern", "minimalist", "vintage", "industrial", "sca
                            "bohemian", "mid_century", "rustic", "japandi", "art_deco")
 ColourOrder = Literal["seeded", "official"]
 SEED_FILE = "seed_v2.json"
+#: Largest catalogue or cue-registry file read (bytes; both are read whole).
+MAX_CATALOG_BYTES = 64 << 20
 CUE_FILE = "cue_registry.json"
 CATALOG_SCHEMA_VERSION = 1
 N_CATEGORIES, N_STYLES, N_VARIANTS_PER_COLLECTION = 10, 10, 10
@@ -185,11 +188,17 @@ def dmv_dir(data_dir: str | Path) -> Path:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > MAX_CATALOG_BYTES:
+            raise DataError(f"{path}: {size:,} bytes, more than the {MAX_CATALOG_BYTES:,} a catalogue file may have "
+                            "(seed_v2.json has 0.7 MB)")
+        return json_loads_unique(path.read_bytes(), str(path))
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise DataError(f"{path}: not valid JSON (nested too deep to read)") from None
 
 
 def _get(rec: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
@@ -248,9 +257,12 @@ def _categories(sd: Any, sp: str) -> tuple[list[Category], dict[str, str]]:
     """The categories in sort order, and category id -> slug."""
     categories = []
     cat_ids: dict[str, str] = {}
+    ids, slugs = UniqueIds("category id"), UniqueIds("category slug")
     for i, rec in enumerate(_list(sd, "categories", sp)):
         w = f"{sp}: categories[{i}]"
         slug = _get(rec, "slug", str, w)
+        ids.add(_get(rec, "id", str, w), f"categories[{i}]", prefix=f"{sp}: ")
+        slugs.add(slug, f"categories[{i}]", prefix=f"{sp}: ")
         cat_ids[_get(rec, "id", str, w)] = slug
         categories.append(Category(slug, _get(rec, "display", str, w),
                                    _get(rec, "description", str, w), _get(rec, "sortOrder", int, w)))
@@ -261,9 +273,11 @@ def _categories(sd: Any, sp: str) -> tuple[list[Category], dict[str, str]]:
 def _products(sd: Any, sp: str, cat_ids: dict[str, str]) -> dict[tuple[str, str], dict]:
     """``(category, style) -> {name, desc, long, material}`` of the seed's products."""
     products: dict[tuple[str, str], dict] = {}
+    ids = UniqueIds("product id")
     for i, rec in enumerate(_list(sd, "products", sp)):
         w = f"{sp}: products[{i}]"
         pid = _get(rec, "id", str, w)
+        ids.add(pid, f"products[{i}]", prefix=f"{sp}: ")
         cat = cat_ids.get(_get(rec, "categoryId", str, w))
         if cat is None or not pid.startswith(f"prod_{cat}_"):
             raise DataError(f"{w} ({pid}): unknown category or malformed id")
@@ -277,11 +291,11 @@ def _products(sd: Any, sp: str, cat_ids: dict[str, str]) -> dict[tuple[str, str]
 def _registry_rows(cd: Any, cp: str) -> dict[str, dict]:
     """The cue registry: url_hash -> {cat, style, prod_idx, cue_object, cue_color} (hashes unique)."""
     reg: dict[str, dict] = {}
+    hashes = UniqueIds("url_hash")
     for i, r in enumerate(_list(cd, "rows", cp)):
         w = f"{cp}: rows[{i}]"
         h = _get(r, "url_hash", str, w)
-        if h in reg:
-            raise DataError(f"{w}: duplicate url_hash {h}")
+        hashes.add(h, f"rows[{i}]", prefix=f"{cp}: ")
         reg[h] = {k: _get(r, k, t, w) for k, t in
                   (("cat", str), ("style", str), ("prod_idx", int), ("cue_object", str), ("cue_color", str))}
     return reg
@@ -290,8 +304,10 @@ def _registry_rows(cd: Any, cp: str) -> dict[str, dict]:
 def _collection_records(sd: Any, sp: str, cat_ids: dict[str, str]) -> dict[str, dict]:
     """Collection id -> its fields (and ``where``, for messages)."""
     coll_recs: dict[str, dict] = {}
+    ids = UniqueIds("collection id")
     for i, rec in enumerate(_list(sd, "collections", sp)):
         w = f"{sp}: collections[{i}]"
+        ids.add(_get(rec, "id", str, w), f"collections[{i}]", prefix=f"{sp}: ")
         coll_recs[_get(rec, "id", str, w)] = {
             "slug": _get(rec, "slug", str, w),
             "cat": cat_ids.get(_get(rec, "categoryId", str, w)),
@@ -307,10 +323,11 @@ def _official_variants(raw_variants: list, coll_recs: dict[str, dict], reg: dict
                        sp: str, cp: str) -> list[dict]:
     """The seed's variants, each checked against the hash formula and the cue registry."""
     official: list[dict] = []
-    seen_hashes: set[str] = set()
+    seen_hashes, seen_ids = UniqueIds("urlHash"), UniqueIds("variant id")
     for i, rec in enumerate(raw_variants):
         w = f"{sp}: variants[{i}]"
         vid = _get(rec, "id", str, w)
+        seen_ids.add(vid, f"variants[{i}]", prefix=f"{sp}: ")
         w = f"{w} ({vid})"
         col = coll_recs.get(_get(rec, "collectionId", str, w))
         if col is None or col["cat"] is None:
@@ -326,9 +343,7 @@ def _official_variants(raw_variants: list, coll_recs: dict[str, dict], reg: dict
         if h != url_hash(cat, style, idx):
             raise DataError(f"{w}: urlHash {h} != sha1('{cat}|{style}|{idx:02d}|v2')[:8] = "
                             f"{url_hash(cat, style, idx)}")
-        if h in seen_hashes:
-            raise DataError(f"{w}: duplicate urlHash {h}")
-        seen_hashes.add(h)
+        seen_hashes.add(h, f"variants[{i}] ({vid})", prefix=f"{sp}: ")
         price = _get(rec, "price", (int, float), w)
         obj, colour = _get(rec, "_cue_object", str, w), _get(rec, "_cue_color", str, w)
         r = reg.get(h)
@@ -343,7 +358,7 @@ def _official_variants(raw_variants: list, coll_recs: dict[str, dict], reg: dict
                          "name": _get(rec, "displayName", str, w), "price": float(price),
                          "col": col, "obj": obj, "colour": colour, "where": w})
     if len(reg) != len(official):
-        extra = sorted(set(reg) - seen_hashes)[:3]
+        extra = sorted(h for h in reg if h not in seen_hashes)[:3]
         raise DataError(f"{cp}: {len(reg)} rows but {len(official)} variants in {sp} (e.g. extra {extra})")
     return official
 

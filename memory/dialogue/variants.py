@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 from vismem.core.config import Frozen
 from vismem.core.errors import ConfigError, did_you_mean
 from vismem.memory.dialogue.style import Style
+from vismem.core.yamlsafe import load_yaml
 
 VARIANTS_DIR = Path(__file__).resolve().parent / "variants"
 
@@ -70,7 +71,7 @@ def load_variant(name: str) -> Variant:
         raise ConfigError(f"unknown memory variant {name!r}{did_you_mean(name, list_variants())}; "
                           f"available: {', '.join(list_variants())}")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_bytes(), str(path)) or {}
         data.setdefault("name", path.stem)
         return Variant.model_validate(data)
     except (yaml.YAMLError, ValidationError) as err:

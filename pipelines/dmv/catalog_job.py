@@ -38,15 +38,28 @@ class RowCatalog:
         self.by_hash = {v.url_hash: v for v in self.variants}
 
 
-def _conform(data: bytes, size: int, fmt: str, compress_level: int) -> bytes:
-    """Re-encode a foreign image (official set) to the configured size/format when they differ."""
+#: Largest official catalogue image accepted (pixels; the released images are 1024 x 1024).
+MAX_IMAGE_PIXELS = 8192 * 8192
+
+
+def _conform(data: bytes, size: int, fmt: str, compress_level: int, name: str = "an official image") -> bytes:
+    """Re-encode a foreign image (official set) to the configured size/format when they differ;
+    one past :data:`MAX_IMAGE_PIXELS`, or not an image, is a DataError naming it (read from its
+    header, before anything is decoded)."""
     import io
 
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
+    from vismem.core.errors import DataError
     from vismem.env.storefront.images.scene import encode
 
-    im = Image.open(io.BytesIO(data))
+    try:
+        im = Image.open(io.BytesIO(data))
+    except (UnidentifiedImageError, OSError) as err:
+        raise DataError(f"{name}: not a readable image ({err})") from None
+    if im.size[0] * im.size[1] > MAX_IMAGE_PIXELS:
+        raise DataError(f"{name}: {im.size[0]} x {im.size[1]} pixels, more than the {MAX_IMAGE_PIXELS:,} "
+                        "a catalogue image may have")
     if im.size == (size, size) and (im.format or "").lower() == ("jpeg" if fmt == "jpeg" else fmt):
         return data
     return encode(im.convert("RGB").resize((size, size), Image.LANCZOS), fmt, compress_level)
@@ -76,7 +89,8 @@ def generate_rows(rows: list[dict[str, Any]], *, store: "Store", spec: dict[str,
             else:
                 cue_b, base_b = src.get(r["url_hash"], True), src.get(r["url_hash"], False)
             if not procedural:
-                cue_b, base_b = (_conform(b, size, fmt, compress_level) for b in (cue_b, base_b))
+                cue_b, base_b = (_conform(b, size, fmt, compress_level, f"official image of variant {r['url_hash']}")
+                                 for b in (cue_b, base_b))
             ctype = f"image/{'jpeg' if fmt == 'jpeg' else fmt}"
             futures.append(pool.submit(store.put_bytes, r["base_key"], base_b, content_type=ctype))
             # each put is atomic; a row counts as done only when both images are stored (plan_rows)

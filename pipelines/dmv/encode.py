@@ -77,10 +77,12 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
     specs = getattr(args, "encode_backends", None)
     if specs:
         from vismem.core.errors import ConfigError
+        from vismem.core.unique import json_loads_unique
 
         try:
-            over["backends"] = [json.loads(s) if s.strip().startswith("{") else s for s in specs]
-        except json.JSONDecodeError as err:
+            over["backends"] = [json_loads_unique(s, "--backend", error=ConfigError) if s.strip().startswith("{") else s
+                                for s in specs]
+        except (json.JSONDecodeError, RecursionError) as err:
             raise ConfigError(f"--backend must be a name or a JSON object like {{\"name\": ..., \"args\": {{...}}}}: {err}") from None
     return {"encode": over} if over else {}
 

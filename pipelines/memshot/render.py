@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from vismem.env.dialogue.model import Conversation, session_from_dict, session_to_dict
+from vismem.env.dialogue.model import Conversation, session_from_dict
 from vismem.memory.dialogue.png import SHOT_LEVEL
 from vismem.memory.dialogue.variants import Variant
 from vismem.core.blobref import make_ref
+from vismem.core.envvars import env_int
 from vismem.core.errors import ConfigError, DataError, user_error
 from vismem.core.keys import key_part
+from vismem.pipelines.memshot.sessions import session_rows, session_waves  # noqa: F401 - session_rows re-exported
 from vismem.pipelines.memshot.shotcache import heal_shards, pack_record
 
 if TYPE_CHECKING:
@@ -70,16 +71,6 @@ def pack_key(prefix: str, conversation_id: str, session_id: str) -> str:
 
 def shard_key(prefix: str, conversation_id: str, session_id: str) -> str:
     return f"{prefix}/shards/{_safe(conversation_id)}/{_safe(session_id)}.json"
-
-
-def session_rows(conversations: Iterable[Conversation]) -> list[dict[str, Any]]:
-    """The job's input: one JSON-carrying row per non-empty session (pure)."""
-    return [
-        {"dataset": c.dataset, "source": c.source, "conversation_id": c.conversation_id,
-         "speakers": json.dumps(list(c.speakers)), "session_id": s.session_id, "session_index": s.index,
-         "session_json": json.dumps(session_to_dict(s))}
-        for c in conversations for s in c.sessions if s.turns
-    ]
 
 
 def _unit_schema() -> Any:
@@ -147,8 +138,9 @@ def render_rows(rows: list[dict[str, Any]], *, store: "Store", variant: Variant,
 
 
 _WRITER: Any = None
-#: Writer threads per process: enough to keep a put in flight while one waits on the server.
-WRITE_THREADS = int(os.environ.get("VISMEM_WRITE_THREADS", "2"))
+#: Writer threads per process: enough to keep a put in flight while one waits on the server
+#: (``$VISMEM_WRITE_THREADS``, 0 to 32, read when the first writer starts; None: not read yet).
+WRITE_THREADS: int | None = None
 
 
 class _Inline:
@@ -170,7 +162,8 @@ def _writer() -> Any:
     if _WRITER is None:
         from concurrent.futures import ThreadPoolExecutor
 
-        _WRITER = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="shot-writer") if WRITE_THREADS else _Inline()
+        n = WRITE_THREADS if WRITE_THREADS is not None else env_int("VISMEM_WRITE_THREADS", 2, lo=0, hi=32)
+        _WRITER = ThreadPoolExecutor(n, thread_name_prefix="shot-writer") if n else _Inline()
     return _WRITER
 
 
@@ -227,7 +220,7 @@ def _list_shards(store: "Store", prefix: str) -> list[str]:
     return [k for k in store.list(f"{prefix}/shards") if k.endswith(".json")]
 
 
-def render_units(store: "Store", conversations: Iterable[Conversation], variant: Variant | str, ray_cfg: Any,
+def render_units(store: "Store", conversations: Sequence[Conversation], variant: Variant | str, ray_cfg: Any,
                  prefix: str, *, image_format: str = "png", compress_level: int = SHOT_LEVEL, batch_size: int | None = None,
                  use_ray: bool = True) -> dict[str, Any]:
     """Build every unit of ``conversations`` for ``variant`` under ``prefix``; resumable.
@@ -241,45 +234,58 @@ def render_units(store: "Store", conversations: Iterable[Conversation], variant:
         variant = load_variant(variant)
     prefix = prefix.strip("/")
     t0 = time.perf_counter()
-    rows = session_rows(conversations)
+    env_int("VISMEM_WRITE_THREADS", 2, lo=0, hi=32)  # a bad value fails here, before any work, not in a worker
     _check_variant(store, prefix, variant, image_format, compress_level)
     done = set(_list_shards(store, prefix))
+    # Keys only here: the sessions' JSON is built a wave at a time below (session_waves).
+    keys = [shard_key(prefix, c.conversation_id, s.session_id) for c in conversations for s in c.sessions if s.turns]
     # A finished session whose pack (or shard) is damaged is named, discarded and rendered again.
-    keys = [shard_key(prefix, r["conversation_id"], r["session_id"]) for r in rows]
     healed = heal_shards(store, [k for k in keys if k in done], logging.getLogger("vismem"))
     if healed:
         done = set(_list_shards(store, prefix))
-    todo = [r for r, k in zip(rows, keys) if k not in done]
+    n_todo = sum(k not in done for k in keys)
     kw = dict(store=store, variant=variant, prefix=prefix, image_format=image_format, compress_level=compress_level)
     results: list[dict[str, Any]] = []
-    if todo and use_ray:
-        import ray.data
-
-        from vismem.pipelines.rayctx import batch_size_for, init_ray, task_pool
+    if n_todo and use_ray:
+        from vismem.pipelines.rayctx import batch_size_for, init_ray
 
         init_ray(ray_cfg)
-        if batch_size is None:
-            batch_size = batch_size_for(len(todo), ray_cfg.concurrency, least=4)
-        ds = ray.data.from_items(todo, override_num_blocks=max(1, min(len(todo), (len(todo) + batch_size - 1) // batch_size)))
-        out = ds.map_batches(_render_batch, fn_kwargs=kw, batch_size=batch_size, batch_format="numpy",
-                             **task_pool(ray_cfg))
-        try:
-            results = out.take_all()
-        except Exception as err:  # a DataError raised in a worker reaches us wrapped by Ray
-            raise user_error(err) or err
-        if len(results) != len(todo):  # one output row per input row, or the stage is broken
-            raise RuntimeError(f"render job returned {len(results)} rows for {len(todo)} sessions")
-    elif todo:
-        results = render_rows(todo, **kw)
+        if batch_size is None:  # from the whole job's size, so waves batch as one job would
+            batch_size = batch_size_for(n_todo, ray_cfg.concurrency, least=4)
+    skip = {k for k in keys if k in done}
+    waves = session_waves(conversations, skip, key=lambda c, s: shard_key(prefix, c, s)) if n_todo else ()
+    for wave in waves:
+        results += _render_wave(wave, kw, ray_cfg, batch_size, use_ray)
     table_key = f"{prefix}/units.parquet"
     units = collect_units(store, prefix, keys=keys)
     store.write_table(table_key, units, schema_version=SCHEMA_VERSION)
     return {
-        "variant": variant.name, "prefix": prefix, "table": table_key, "sessions": len(rows),
-        "rendered_sessions": len(results), "skipped_sessions": len(rows) - len(todo), "healed": len(healed),
+        "variant": variant.name, "prefix": prefix, "table": table_key, "sessions": len(keys),
+        "rendered_sessions": len(results), "skipped_sessions": len(keys) - n_todo, "healed": len(healed),
         "units": units.num_rows, "bytes": int(sum(units.column("bytes").to_pylist())),
         "rendered_units": int(sum(r["n_units"] for r in results)), "wall_s": time.perf_counter() - t0,
     }
+
+
+def _render_wave(todo: list[dict[str, Any]], kw: dict[str, Any], ray_cfg: Any, batch_size: int | None,
+                 use_ray: bool) -> list[dict[str, Any]]:
+    """Render one wave's sessions (a Ray Data job, or in this process); one summary row each."""
+    if not use_ray:
+        return render_rows(todo, **kw)
+    import ray.data
+
+    from vismem.pipelines.rayctx import task_pool
+
+    bs = batch_size or len(todo)
+    ds = ray.data.from_items(todo, override_num_blocks=max(1, min(len(todo), -(-len(todo) // bs))))
+    out = ds.map_batches(_render_batch, fn_kwargs=kw, batch_size=bs, batch_format="numpy", **task_pool(ray_cfg))
+    try:
+        results = out.take_all()
+    except Exception as err:  # a DataError raised in a worker reaches us wrapped by Ray
+        raise user_error(err) or err
+    if len(results) != len(todo):  # one output row per input row, or the stage is broken
+        raise RuntimeError(f"render job returned {len(results)} rows for {len(todo)} sessions")
+    return results
 
 
 def collect_units(store: "Store", prefix: str, keys: Iterable[str] | None = None) -> Any:

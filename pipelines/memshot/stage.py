@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vismem.core.errors import ConfigError
+from vismem.core.unique import json_loads_unique
 from vismem.pipelines.memshot.answercache import check_dataset_file, verdict
 from vismem.pipelines.memshot.answers import answer_and_score, write_result
 from vismem.pipelines.memshot.retrieve import (SUMMARY_SCHEMA_VERSION, dataset_name, embedder_groups, max_heights,
@@ -78,8 +79,8 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
         raw = getattr(args, flag, None)
         if raw:
             try:
-                out[flag] = json.loads(raw)
-            except json.JSONDecodeError as err:
+                out[flag] = json_loads_unique(raw, f"--{flag}", error=ConfigError)
+            except (json.JSONDecodeError, RecursionError) as err:
                 raise ConfigError(f"--{flag} must be a JSON object like {{\"name\": ..., \"args\": {{...}}}}: {err}") from None
     return {"memshot": out} if out else {}
 

@@ -28,8 +28,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from vismem.core.yamlsafe import load_yaml
 
 MODELS_DIR = Path(__file__).resolve().parent
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -103,7 +104,7 @@ def _raw(name: str) -> dict[str, Any]:
     path = MODELS_DIR / f"{name}.yaml"
     if not path.is_file():
         raise KeyError(f"unknown model {name!r}; known: {', '.join(list_models())}")
-    data = yaml.safe_load(path.read_text()) or {}
+    data = load_yaml(path.read_bytes(), str(path)) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping")
     return data

@@ -62,3 +62,37 @@ def test_reads_lazily(tmp_path):
     assert next(it) == {"a": 1}
     with pytest.raises(DataError):
         next(it)
+
+
+def test_an_element_that_never_ends_stops_at_the_bound(tmp_path):
+    """Issue 38: a record past the per-element bound (or one whose closing bracket never
+    comes) is one DataError, not a buffer that grows with the file."""
+    from vismem.core.errors import DataError
+    from vismem.core.jsonarray import iter_json_array
+
+    p = tmp_path / "endless.json"
+    p.write_text('[{"a": 1}, {"text": "' + "x" * 200_000)
+    it = iter_json_array(p, chunk_chars=1024, max_element_chars=50_000)
+    assert next(it) == {"a": 1}
+    with pytest.raises(DataError, match=r"array element #1 is longer than 50,000 characters"):
+        next(it)
+
+
+def test_an_element_nested_too_deep_is_a_data_error(tmp_path):
+    from vismem.core.errors import DataError
+    from vismem.core.jsonarray import iter_json_array
+
+    p = tmp_path / "deep.json"
+    p.write_text("[" + "[" * 100_000 + "]" * 100_000 + "]")
+    with pytest.raises(DataError, match="nested too deep"):
+        list(iter_json_array(p))
+
+
+def test_a_key_given_twice_in_an_element_is_a_data_error(tmp_path):
+    from vismem.core.errors import DataError
+    from vismem.core.jsonarray import iter_json_array
+
+    p = tmp_path / "dup.json"
+    p.write_text('[{"question_id": "a"}, {"question_id": "b", "x": {"role": "user", "role": "assistant"}}]')
+    with pytest.raises(DataError, match=r"array element #1: an object gives key 'role' twice"):
+        list(iter_json_array(p))

@@ -304,3 +304,17 @@ def test_a_local_s3_server_out_of_disk_answering_a_bare_internal_error_is_no_spa
                            check=False)  # no local server dir (a remote S3): nothing to measure
     free["bytes"] = 0
     assert store_fault(elsewhere, weed_full, "k/x.bin") is None
+
+
+def test_a_json_object_past_the_bound_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """Issue 38: store objects are inputs too; a JSON object past MAX_JSON_BYTES is one line."""
+    from vismem.core import store as store_mod
+    from vismem.core.errors import StoreError
+    from vismem.core.store import Store
+
+    st = Store.open(f"file://{tmp_path}/s")
+    st.put_json("m.json", {"rows": list(range(1000))})
+    assert st.get_json("m.json")["rows"][-1] == 999
+    monkeypatch.setattr(store_mod, "MAX_JSON_BYTES", 100)
+    with pytest.raises(StoreError, match=r"m\.json: \d[\d,]* bytes, more than the 100 a JSON object of the store may have"):
+        st.get_json("m.json")

@@ -240,3 +240,59 @@ def test_an_endpoint_refusing_calls_in_flight_is_backed_off_and_no_call_is_lost(
             t.join()
     assert out == ["ok"] * 8 and backend.calls == 8 + 6
     assert time.perf_counter() - t0 >= 0.01  # the refused calls waited (backoff_s) before their retry
+
+
+@pytest.mark.parametrize("header", ["-5", "nan", "inf", "-inf", "1e400", "soon", "Wed, 21 Oct 2015 07:28:00 GMT",
+                                    "99999999999"])
+def test_any_retry_after_header_is_a_bounded_wait_never_a_crash(header):
+    """Issue 38 item 2: ``Retry-After: -5`` / ``nan`` ended the run in a ValueError from time.sleep."""
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    app, calls = FastAPI(), []
+
+    @app.post("/v1/chat/completions")
+    def limited():
+        calls.append(1)
+        if len(calls) == 1:
+            return JSONResponse({"error": "slow down"}, status_code=429, headers={"Retry-After": header})
+        return JSONResponse({"choices": [{"message": {"content": "ok"}}]})
+
+    with LocalOpenAIServer(app=app) as srv:
+        t0 = time.perf_counter()
+        assert _client(srv, max_retries=2).chat([Message("user", "x")]).text == "ok"
+    assert len(calls) == 2 and time.perf_counter() - t0 < 5  # waited at most backoff_max_s (0.05 s)
+
+
+def test_retry_after_values_are_clamped():
+    from vismem.serve.http_client import RETRY_AFTER_MAX_S, retry_after_seconds
+
+    assert retry_after_seconds("2.5") == 2.5 and retry_after_seconds("0") == 0.0
+    assert retry_after_seconds("99999999999") == RETRY_AFTER_MAX_S
+    for bad in ("-5", "nan", "inf", "", None, "soon", "1e400"):
+        assert retry_after_seconds(bad) is None
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: no wait
+
+
+def test_an_endless_reply_stops_at_the_bound(monkeypatch):
+    from fastapi import FastAPI
+    from fastapi.responses import StreamingResponse
+
+    from vismem.serve import http_client
+
+    monkeypatch.setattr(http_client, "MAX_REPLY_BYTES", 1 << 20)
+    app, sent = FastAPI(), []
+
+    @app.post("/v1/chat/completions")
+    def endless():
+        def body():
+            block = b"[" * 65536
+            for _ in range(10_000):  # 640 MB unless the client stops reading
+                sent.append(len(block))
+                yield block
+        return StreamingResponse(body(), media_type="application/json")
+
+    with LocalOpenAIServer(app=app) as srv:
+        with pytest.raises(VLMError, match=r"more than 1,048,576 bytes") as ei:
+            _client(srv, max_retries=0).chat([Message("user", "x")])
+    assert ei.value.reason == "malformed_response" and sum(sent) < 64 << 20

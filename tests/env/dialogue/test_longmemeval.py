@@ -134,7 +134,7 @@ def test_conflicting_repeated_session_is_a_named_error(tmp_path):
     r["haystack_sessions"].append([{"role": "user", "content": "Something else entirely."}])
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(recs))
-    with pytest.raises(DuplicateSessionError, match=r"record #0 \(e47becba\).*'sharegpt_yywfAQ8_0' \(at position 2\) "
+    with pytest.raises(DuplicateSessionError, match=r"record #0 \(e47becba\).*'sharegpt_yywfAQ8_0' \(positions 0 and 2\) "
                        "with different turns") as err:
         load_longmemeval(p)
     assert isinstance(err.value, DataError)
