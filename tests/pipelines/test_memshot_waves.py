@@ -13,8 +13,8 @@ from vismem.pipelines.memshot.render import read_units, render_units, session_ro
 
 
 @pytest.fixture(scope="module")
-def small(shared_dir):
-    convs = load_locomo(shared_dir / "data/locomo/locomo10.json")[:2]
+def small(data_dir):
+    convs = load_locomo(data_dir / "locomo/locomo10.json")[:2]
     return [replace(c, sessions=c.sessions[:3]) for c in convs]
 
 

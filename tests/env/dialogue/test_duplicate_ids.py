@@ -15,8 +15,8 @@ from vismem.env.dialogue.longmemeval import DuplicateSessionError
 
 
 @pytest.fixture(scope="module")
-def locomo(shared_dir):
-    return json.loads((shared_dir / "data/locomo/locomo10.json").read_text())[:2]
+def locomo(data_dir):
+    return json.loads((data_dir / "locomo/locomo10.json").read_text())[:2]
 
 
 def _write(tmp_path, obj, name="d.json"):
@@ -77,21 +77,21 @@ def test_longmemeval_identical_repeats_kept_conflicting_ones_name_both_positions
     ("products", "id", "product id"), ("collections", "id", "collection id"),
     ("categories", "id", "category id"), ("variants", "id", "variant id"),
 ])
-def test_catalogue_ids_are_unique(shared_dir, section, field, label):
+def test_catalogue_ids_are_unique(data_dir, section, field, label):
     from vismem.env.storefront.catalog import load_catalog
 
-    d = shared_dir / "data" / "dmv-bench"
+    d = data_dir / "dmv-bench"
     seed = json.loads((d / "seed_v2.json").read_text())
     seed[section][1][field] = seed[section][0][field]
     with pytest.raises(DataError, match=rf"{section}\[1\]: duplicate {label} .*, also in {section}\[0\]"):
-        load_catalog(shared_dir / "data", seed_doc=seed)
+        load_catalog(data_dir, seed_doc=seed)
 
 
-def test_cue_registry_rows_name_both(shared_dir):
+def test_cue_registry_rows_name_both(data_dir):
     from vismem.env.storefront.catalog import load_catalog
 
-    d = shared_dir / "data" / "dmv-bench"
+    d = data_dir / "dmv-bench"
     cues = json.loads((d / "cue_registry.json").read_text())
     cues["rows"][5]["url_hash"] = cues["rows"][2]["url_hash"]
     with pytest.raises(DataError, match=r"rows\[5\]: duplicate url_hash .*, also in rows\[2\]"):
-        load_catalog(shared_dir / "data", cue_doc=cues)
+        load_catalog(data_dir, cue_doc=cues)
