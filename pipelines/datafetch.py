@@ -22,6 +22,7 @@ placed there; large or gated data (LongMemEval, the official images) is never fe
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
