@@ -31,6 +31,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override a per-call figure, e.g. --rate latency_s=1.5 (see the printed assumptions)")
     p.add_argument("--measured", metavar="RUN_ID",
                    help="take latency_s and steps_per_session from this finished run's trajectories in --store")
+    p.add_argument("--device", metavar="NAME", help="the GPU every GPU-served model runs on (H100, H200, A100, L40S, "
+                   "cpu; default: each deployment's accelerator_type); its peaks are serve/devices/devices.yaml's")
+    p.add_argument("--calibration", metavar="FILE", help="measured engine throughput per model (prefill tokens/s, "
+                   "decode tokens/s at a batch): the JSON `vismem bench serve-throughput --out FILE` writes, or a "
+                   "{calibrations: [...]} YAML; replaces the utilisation defaults for those models")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     for stage in all_stages():  # the same stage flags as `vismem run` (--chains, --J, ...)
         stage.add_cli_args(p)
@@ -148,6 +153,12 @@ def _plan(args: argparse.Namespace) -> int:
             import sys
 
             print(f"vismem: warning: {warning}", file=sys.stderr)
-    plan = estimate(cfg, rates_from(args.rate, measured), gpus=args.gpus)
+    from vismem.pipelines.plangpu import Sizing
+    from vismem.serve.throughput import device_named, load_calibration
+
+    if args.device:
+        device_named(args.device)  # an unknown name is one line before anything is planned
+    sizing = Sizing(args.device, load_calibration(args.calibration) if args.calibration else {})
+    plan = estimate(cfg, rates_from(args.rate, measured), gpus=args.gpus, sizing=sizing)
     print(json.dumps(plan, indent=2) if args.json else render(plan))
     return 0
