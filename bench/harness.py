@@ -40,6 +40,7 @@ BENCH_MODULES = (
     "vismem.bench.trajectory_viewer",
     "vismem.bench.sample_viewer",
     "vismem.bench.engine",
+    "vismem.bench.calibrate",
 )
 
 
