@@ -41,6 +41,7 @@ BENCH_MODULES = (
     "vismem.bench.sample_viewer",
     "vismem.bench.engine",
     "vismem.bench.calibrate",
+    "vismem.bench.plancheck",
 )
 
 

@@ -64,3 +64,28 @@ def test_plan_bad_device_or_calibration_is_one_line(tmp_path, capsys):
     assert main(["plan", "--calibration", str(bad)]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no calibrations" in err[0]
+
+
+def test_plan_check_counts_the_tiny_checkpoints_facts_and_predicts_from_a_calibration(tmp_path):
+    """The engine check's offline half: model facts counted from a checkpoint's tensors, and the
+    plan's wall of a batch all in flight on one calibrated replica (its latency: Little's law)."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from vismem.bench.plancheck import BATCH, REPLY, predict, tiny_facts
+    from vismem.serve.throughput import Calibration
+
+    cfg = {"text_config": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                           "num_key_value_heads": 2}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    save_file({"model.visual.w": np.zeros((10, 10), "float32"), "model.language_model.embed_tokens.weight":
+               np.zeros((400, 64), "float32"), "model.language_model.layers.0.w": np.zeros((64, 30), "float32"),
+               "lm_head.weight": np.zeros((400, 64), "float32")}, str(tmp_path / "model.safetensors"))
+    f = tiny_facts(tmp_path)
+    assert (f.vision_params, f.active_params) == (100, 64 * 30 + 400 * 64)  # the input embedding is a lookup
+    assert f.kv_bytes_per_token == 2 * 2 * 16 * 2 * 4 and f.weights_bytes == (100 + 400 * 64 * 2 + 64 * 30) * 4
+    # calibrated decode of BATCH sequences at the workload's context, no prefill cost to speak of:
+    # the batch's wall is REPLY steps of BATCH / decode tokens/s each
+    cal = Calibration(model="t", prefill_tokens_per_s=1e9, decode_tokens_per_s=100.0, decode_batch=BATCH,
+                      decode_context=200 + REPLY / 2, seconds_per_image=0.0)
+    assert predict(f, cal, 200.0) == pytest.approx(REPLY * BATCH / 100.0, rel=0.01)
