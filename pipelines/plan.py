@@ -366,6 +366,6 @@ def render(plan: dict[str, Any]) -> str:
             "saturated: prefill and vision FLOP, or decode's bytes), client-cpu (the client's own work)",
             "assumptions (override with --rate NAME=VALUE): "
             + ", ".join(f"{k}={v}" for k, v in plan["rates"].items()),
-            "GPU utilisation without --calibration (serve/devices/devices.yaml): "
+            "GPU utilisation without --calibration (serve/devices.yaml): "
             + ", ".join(f"{k}={v:g}" for k, v in plan["utilisation"].items())]
     return "\n".join(out)

@@ -13,7 +13,7 @@ cache, with ``images`` images and ``completion`` reply tokens costs a replica
   is ``completion x step / B`` and its own wait ``completion x step``.
 
 Prefill and decode seconds add up (vLLM interleaves them on one GPU; no overlap is assumed, which
-errs long). Device facts are data (``serve/devices/devices.yaml``, datasheet sources in comments,
+errs long). Device facts are data (``serve/devices.yaml``, datasheet sources in comments,
 with the utilisation defaults); model facts are the model YAML's ``serving:`` block
 (``active_params_b``, ``layers``, ``hidden_size``, ``vision_params_b``, ``kv_bytes_per_token``,
 ``weights_gb``, ``dtype``). A :class:`Calibration` (``vismem plan --calibration``) replaces the
@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vismem.core.errors import ConfigError
 from vismem.serve.models import ModelSpec, expand_env
 
-DEVICES_FILE = Path(__file__).parent / "devices" / "devices.yaml"
+DEVICES_FILE = Path(__file__).parent / "devices.yaml"
 _DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
            "float32": "fp32", "float": "fp32", "fp32": "fp32", "fp8": "fp8", "auto": "bf16"}
 
@@ -79,7 +79,7 @@ def device_named(name: str) -> Device:
     for n, d in known.items():
         if n.lower() == str(name).lower():
             return d
-    raise ConfigError(f"unknown device {name!r}; known: {', '.join(known)} (serve/devices/devices.yaml)")
+    raise ConfigError(f"unknown device {name!r}; known: {', '.join(known)} (serve/devices.yaml)")
 
 
 def device_of(ms: ModelSpec) -> Device:

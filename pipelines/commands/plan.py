@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--measured", metavar="RUN_ID",
                    help="take latency_s and steps_per_session from this finished run's trajectories in --store")
     p.add_argument("--device", metavar="NAME", help="the GPU every GPU-served model runs on (H100, H200, A100, L40S, "
-                   "cpu; default: each deployment's accelerator_type); its peaks are serve/devices/devices.yaml's")
+                   "cpu; default: each deployment's accelerator_type); its peaks are serve/devices.yaml's")
     p.add_argument("--calibration", metavar="FILE", help="measured engine throughput per model (prefill tokens/s, "
                    "decode tokens/s at a batch): the JSON `vismem bench serve-throughput --out FILE` writes, or a "
                    "{calibrations: [...]} YAML; replaces the utilisation defaults for those models")
