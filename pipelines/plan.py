@@ -262,7 +262,8 @@ def _stage_row(stage: str, works: list[_Work], offered: float, rates: Rates, gpu
 
 def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float = 0.0,
                   cpu_wall: float = 0.0, sizing: Sizing | None = None) -> dict[str, Any]:
-    ep = w.endpoint
+    sizing = sizing or Sizing()
+    ep = sizing.sized(w.endpoint)
     per_image = image_tokens(ep, rates.image_px, rates.image_tokens)
     prompt = w.text + w.images * per_image
     tokens_per_call = prompt + w.completion
@@ -281,7 +282,7 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float 
     in_flight = max(1.0, min(limits.values()))
     bound = min(limits, key=lambda k: limits[k])
     latency = rates.latency_s
-    eng = (sizing or Sizing()).engine(ep) if ep.kind == "gpu" else None
+    eng = sizing.engine(ep) if ep.kind == "gpu" else None
     gpu: dict[str, Any] = {}
     if eng is not None:
         gpu = gpu_latency(eng, prompt=prompt, per_image=per_image, images=w.images, completion=w.completion,

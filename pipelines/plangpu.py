@@ -25,7 +25,7 @@ session's prefix until its next step (vLLM evicts least recently used blocks fir
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vismem.pipelines.planfleet import Endpoint
@@ -46,6 +46,13 @@ class Sizing:
             device = device_named(self.device) if self.device else None
             self._engines[ep.name] = engine_for(ep.spec, device, self.calibrations.get(ep.name))
         return self._engines[ep.name]
+
+    def sized(self, ep: Endpoint) -> Endpoint:
+        """``ep`` on the chosen device: its KV cache sized from that device's memory (``--device``)."""
+        if not self.device or ep.kind != "gpu" or not ep.spec.serving:
+            return ep
+        serving = {**ep.spec.serving, "gpu_memory_gb": device_named(self.device).memory_gb}
+        return replace(ep, spec=ep.spec.model_copy(update={"serving": serving}))
 
     def warnings(self) -> list[str]:
         """The engines' calibration warnings (a figure above the device's peak, cut to it)."""

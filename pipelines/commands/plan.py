@@ -21,7 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Estimate what a config costs before running it: VLM calls and tokens per "
                        "stage and endpoint (GPU-served models apart from hosted APIs: requests per minute, cost "
                        "when the model YAML has a price), calls in flight (the stage's in_flight, the client's "
-                       "max_concurrency, the fleet's KV capacity), GPU-hours held, wall time on N GPUs, and how "
+                       "max_concurrency, the fleet's KV capacity), a GPU call's cost from its tokens (prefill, "
+                       "vision, decode on the device's peaks x utilisation, or --calibration) and each row's bound "
+                       "(compute, bandwidth, kv, client, rate-limit), GPU-hours held, wall time on N GPUs, and how "
                        "probes grow with J (exhaustive O(J^2) per chain, Monte Carlo O(J*M)). Per-call figures "
                        "are given (--rate) or measured from a finished run (--measured RUN_ID, read from --store).")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to plan (default: the config's)")

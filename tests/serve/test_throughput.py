@@ -181,3 +181,16 @@ def test_a_model_without_facts_has_no_engine_and_bad_facts_are_one_error():
                                                          if k != "active_params_b"}})) is None
     with pytest.raises(ConfigError, match="serving needs numeric active_params_b"):
         model_facts(ms.model_copy(update={"serving": {**ms.serving, "layers": "many"}}))
+
+
+def test_device_option_sizes_the_kv_cache_and_the_peaks():
+    from vismem.pipelines.config import load_config
+    from vismem.pipelines.plan import estimate
+    from vismem.pipelines.plangpu import Sizing
+
+    cfg = load_config(preset="paper", overrides={"stages": ["probes"]})
+    rows = {d: _gpu_rows(estimate(cfg, gpus=8, sizing=Sizing(d)))[0] for d in ("H100", "L40S", "H200")}
+    assert {d: r["device"] for d, r in rows.items()} == {"H100": "H100", "L40S": "L40S", "H200": "H200"}
+    # 48 GB hold fewer streams than 80 GB; a fifth of the bandwidth and a third of the FLOP/s cost GPU-hours
+    assert rows["L40S"]["streams_per_gpu"] < rows["H100"]["streams_per_gpu"]
+    assert rows["L40S"]["gpu_hours"] > 2 * rows["H100"]["gpu_hours"] >= 2 * rows["H200"]["gpu_hours"]
