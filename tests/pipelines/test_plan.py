@@ -164,6 +164,11 @@ def test_cli_prints_endpoints_and_kv_streams():
     r = _plan("--preset", "paper", "--gpus", "8")
     assert r.returncode == 0, r.stderr
     assert "qwen2.5-vl-7b" in r.stdout and "hosted" in r.stdout and "streams per GPU (KV cache" in r.stdout
+    # each GPU row's token model and bound, and the utilisation it assumes
+    probes = next(ln for ln in r.stdout.splitlines() if ln.startswith("probes") and "qwen2.5-vl-7b" in ln)
+    assert " compute " in probes
+    assert "qwen2.5-vl-7b on H100 (990 bf16 TFLOP/s, 3.35 TB/s)" in r.stdout and "prefix-cached" in r.stdout
+    assert "GPU utilisation without --calibration (serve/devices.yaml): prefill_mfu=0.45" in r.stdout
 
 
 def test_probe_growth_with_J():
