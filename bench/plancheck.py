@@ -24,6 +24,7 @@ import base64
 import importlib.util
 import io
 import json
+import os
 import time
 import uuid
 from pathlib import Path
@@ -133,8 +134,13 @@ def predict(facts: Any, cal: Any, prompt_tokens: float) -> float:
 def check() -> list[dict[str, Any]]:
     """Steps 1-3 of the module doc, as records."""
     from vismem.serve.build import build_vlm
+    from vismem.serve.models import load_model_spec
     from vismem.serve.testing import resolve_model_path
 
+    # The engine tier's environment for the tiny model (its YAML's deploy.env_vars: a 1 GiB KV cache,
+    # unpinned threads, loopback queues); without it the CPU engine asks for 92 % of the memory.
+    for k, v in (load_model_spec("tiny-qwen2.5-vl-vllm").deploy or {}).get("env_vars", {}).items():
+        os.environ.setdefault(k, str(v))
     vlm = build_vlm({"name": "vllm", "args": {"path": "tiny:qwen2.5-vl", "engine_kwargs": ENGINE}})
     llm = vlm.llm
     _chat(llm, [_user("warm up")], 1)
