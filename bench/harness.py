@@ -43,6 +43,8 @@ BENCH_MODULES = (
     "vismem.bench.sample_viewer",
     "vismem.bench.engine",
     "vismem.bench.suite",
+    "vismem.bench.calibrate",
+    "vismem.bench.plancheck",
 )
 
 

@@ -35,9 +35,15 @@ OpenAI-compatible endpoint; calls, tokens, requests per minute needed and, with 
 * a hosted endpoint's own limit when one is given (``--rate endpoint_slots``: a rate limit, or
   the simulated fleet of ``vismem bench fleet``);
 * the client's own cap (``max_concurrency``, per actor);
-* a GPU endpoint's fleet: ``replicas x streams per replica``, replicas ``min(max_replicas,
+* a GPU endpoint's fleet (bound ``kv``): ``replicas x streams per replica``, replicas ``min(max_replicas,
   GPUs / tensor_parallel_size)``, streams from KV capacity (:func:`vismem.serve.budget.kv_streams`,
-  or ``--rate streams_per_gpu``; its ``target_ongoing_requests`` when the YAML has no ``serving:``).
+  or ``--rate streams_per_gpu``; its ``target_ongoing_requests`` when the YAML has no ``serving:``);
+* a hosted endpoint's ``--rate endpoint_slots`` (bound ``rate-limit``).
+
+**Latency.** A hosted or local endpoint's call takes ``latency_s``. A GPU endpoint's follows from
+its tokens and the load (:mod:`vismem.pipelines.plangpu`: prefill, vision and decode on the
+device's peaks x utilisation or a ``--calibration``, Little's law over the replicas held), and a
+row whose replicas are saturated is bound ``compute`` or ``bandwidth``.
 
 An endpoint's wall is ``max(calls * (latency_s + cpu) / in_flight, critical path, client CPU)``:
 each call also costs the client ``cpu`` seconds of its own work (``encode_cpu_s``,
@@ -45,7 +51,7 @@ each call also costs the client ``cpu`` seconds of its own work (``encode_cpu_s`
 bench fleet``), which no endpoint takes off it, so a stage cannot finish before ``calls x cpu /
 cores``, ``cores`` = ``min(actors, client_cores or ray.num_cpus)`` (an actor is one Python
 process: one core at most), and a stage it bounds says so (``bound: client-cpu`` and a warning).
-Calls bound by the endpoint's own slots cost it ``latency_s`` each. Sessions are
+Calls bound by the endpoint's own slots cost it the latency each. Sessions are
 independent, so encoding's critical path is one session (``steps`` calls); a probe unit's probes
 run at once, so the probes' is one probe (``recall`` calls); an answer's one call. GPU-hours count the GPUs Serve holds: ``ceil(in_flight /
 target_ongoing_requests)`` replicas (at most the fleet) for the endpoint's wall.
@@ -57,6 +63,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from vismem.pipelines.plangpu import Sizing, describe, gpu_latency
 from vismem.pipelines.planfleet import Endpoint, endpoint_of, image_tokens
 
 
@@ -74,7 +81,9 @@ class Rates:
     completion_tokens: float = 120.0     # a ReAct thought + action (max_tokens is the cap, rarely reached)
     questions_per_conversation: float = 150.0  # scored LoCoMo questions per conversation
     answer_text_tokens: float = 400.0    # the question and instructions beside the k memory shots
-    latency_s: float = 2.0               # seconds per VLM call at the planned load (measured: a run's mean)
+    latency_s: float = 2.0               # seconds per call of a hosted / local endpoint, or of a GPU model without model facts
+    shared_prefix_tokens: float = 300.0  # system prompt + instructions every call of an endpoint shares (prefix-cached)
+    step_new_tokens: float = 400.0       # text new at an agent step (the page, the last reply); the rest repeats the step before
     streams_per_gpu: float | None = None  # None: from KV capacity (model YAML serving:), else this
     endpoint_slots: float | None = None  # requests a hosted endpoint serves at once (rate limit, simulator); None: no limit
     # Client CPU seconds per call (page env, memory retrieval, prompt and request building, reply
@@ -123,8 +132,10 @@ class _Work:
     per_actor: float | None = None  # units one actor can have at once (probes: two chains' probes)
 
 
-def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, Any]:
-    """Calls, tokens, GPU-hours, hosted cost and wall hours of ``cfg``'s enabled stages on ``gpus`` GPUs."""
+def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing | None = None) -> dict[str, Any]:
+    """Calls, tokens, GPU-hours, hosted cost and wall hours of ``cfg``'s enabled stages on ``gpus``
+    GPUs; ``sizing``: the device and calibrations of GPU endpoints (default: each deployment's own device)."""
+    sizing = sizing or Sizing()
     stages = set(cfg.stages)
     B, C, J = len(cfg.encode.backends), cfg.encode.chains, cfg.encode.J
     steps, img = rates.steps_per_session, rates.images_per_call
@@ -179,7 +190,8 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
             plan_stages.append(("memshot judge", [_Work(jep, answers, answers, 1, 0, 400.0, 10.0, jcopies)],
                                 joffered, {}))
     cores = rates.client_cores or cfg.ray.num_cpus
-    rows = [_stage_row(name, works, offered, rates, gpus, extra, cores) for name, works, offered, extra in plan_stages]
+    rows = [_stage_row(name, works, offered, rates, gpus, extra, cores, sizing)
+            for name, works, offered, extra in plan_stages]
     wall_s = sum(r["wall_s"] for r in rows)
     eps = [e for r in rows for e in r["endpoints"]]
     hosted = [e for e in eps if e["kind"] == "hosted"]
@@ -189,7 +201,8 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1) -> dict[str, An
             "gpu_hours": sum(e["gpu_hours"] for e in eps), "gpu_calls": sum(e["calls"] for e in eps if e["kind"] == "gpu"),
             "hosted_calls": sum(e["calls"] for e in hosted), "hosted_tokens": sum(e["tokens"] for e in hosted),
             "hosted_cost_usd": sum(costs) if costs else None,
-            "wall_s": wall_s, "wall_hours": wall_s / 3600, "warnings": [w for r in rows for w in r["warnings"]],
+            "wall_s": wall_s, "wall_hours": wall_s / 3600,
+            "warnings": [w for r in rows for w in r["warnings"]] + sizing.warnings(), "utilisation": _util(),
             "growth": growth(cfg, rates), **adaptive_saving(cfg, rates, rows)}
 
 
@@ -239,8 +252,14 @@ def _offered(in_flight: int | None, works: list[_Work], actors: int) -> float:
     return float(-(-int(in_flight) // actors) * actors)
 
 
+def _util() -> dict[str, float]:
+    from vismem.serve.throughput import utilisation
+
+    return utilisation()
+
+
 def _stage_row(stage: str, works: list[_Work], offered: float, rates: Rates, gpus: int,
-               extra: dict[str, float], cores: float | None = None) -> dict[str, Any]:
+               extra: dict[str, float], cores: float | None = None, sizing: Sizing | None = None) -> dict[str, Any]:
     total = sum(w.calls for w in works) or 1.0
     n_gpu_eps = max(1, len({w.endpoint.name for w in works if w.endpoint.kind == "gpu"}))
     # The stage's client CPU: every call of every back-end on the same actors, each a Python
@@ -249,7 +268,8 @@ def _stage_row(stage: str, works: list[_Work], offered: float, rates: Rates, gpu
     actors = float(max(1, max((w.copies for w in works), default=1)))
     usable = min(actors, float(cores)) if cores else actors
     cpu_wall = sum(w.calls for w in works) * cpu / usable
-    eps = [_endpoint_row(w, offered * w.calls / total, rates, max(1, gpus // n_gpu_eps), cpu, cpu_wall) for w in works]
+    eps = [_endpoint_row(w, offered * w.calls / total, rates, max(1, gpus // n_gpu_eps), cpu, cpu_wall, sizing)
+           for w in works]
     warnings = [f"{stage}: {w}" for e in eps for w in e.pop("warnings")]
     if eps and all(e["bound_by"] == "client-cpu" for e in eps):
         warnings.append(f"{stage}: the client's CPU bounds it: {sum(w.calls for w in works):,.0f} calls x "
@@ -261,9 +281,11 @@ def _stage_row(stage: str, works: list[_Work], offered: float, rates: Rates, gpu
 
 
 def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float = 0.0,
-                  cpu_wall: float = 0.0) -> dict[str, Any]:
-    ep = w.endpoint
-    prompt = w.text + w.images * image_tokens(ep, rates.image_px, rates.image_tokens)
+                  cpu_wall: float = 0.0, sizing: Sizing | None = None) -> dict[str, Any]:
+    sizing = sizing or Sizing()
+    ep = sizing.sized(w.endpoint)
+    per_image = image_tokens(ep, rates.image_px, rates.image_tokens)
+    prompt = w.text + w.images * per_image
     tokens_per_call = prompt + w.completion
     warnings: list[str] = []
     limits = {"offered": offered, "units": w.units}
@@ -274,16 +296,22 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float 
     fleet: dict[str, Any] = {}
     if ep.kind == "gpu":
         fleet = ep.fleet(tokens_per_call, gpus, rates.streams_per_gpu)
-        limits["fleet"] = fleet["capacity"]
+        limits["kv"] = fleet["capacity"]
     if ep.kind != "gpu" and rates.endpoint_slots is not None:
-        limits["endpoint"] = float(rates.endpoint_slots)
+        limits["rate-limit"] = float(rates.endpoint_slots)
     in_flight = max(1.0, min(limits.values()))
     bound = min(limits, key=lambda k: limits[k])
     latency = rates.latency_s
+    eng = sizing.engine(ep) if ep.kind == "gpu" else None
+    gpu: dict[str, Any] = {}
+    if eng is not None:
+        gpu = gpu_latency(eng, prompt=prompt, per_image=per_image, images=w.images, completion=w.completion,
+                          unit_calls=w.unit_calls, in_flight=in_flight, fleet=fleet, rates=rates)
+        latency, bound = gpu["latency_s"], gpu["bound"] or bound
     # An episode's step is the call and the client's own work on it; calls waiting for an
     # endpoint's slot (the endpoint or fleet bound) cost the endpoint only its service time.
     cycle = latency + cpu
-    per_call = latency if bound in ("endpoint", "fleet") else cycle
+    per_call = latency if bound in ("rate-limit", "kv", "compute", "bandwidth") else cycle
     wall = max(w.calls * per_call / in_flight, w.unit_calls * cycle) if w.calls else 0.0
     if w.calls and cpu_wall > wall:  # the client cannot issue the calls faster than its CPU allows
         wall, bound = cpu_wall, "client-cpu"
@@ -293,7 +321,13 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float 
                            "wall_s": wall, "gpu_hours": 0.0, "calls_per_s": w.calls / wall if wall else 0.0}
     if ep.kind == "gpu":
         held = min(fleet["replicas"], math.ceil(in_flight / fleet["target"]))
-        row.update(gpu_hours=held * fleet["tp"] * wall / 3600, replicas_held=held, **{
+        row.update(gpu_hours=held * fleet["tp"] * wall / 3600, replicas_held=held, latency_s=latency,
+                   **{k: v for k, v in gpu.items() if k not in ("bound", "held", "latency_s")})
+        if gpu and wall:  # what the plan makes each GPU held do, against the device's peaks
+            gpu_s = held * fleet["tp"] * wall
+            row.update(flops_util=w.calls * gpu["flops_per_call"] / gpu_s / gpu["peak_flops"],
+                       bytes_util=w.calls * gpu["bytes_per_call"] / gpu_s / gpu["peak_bandwidth"])
+        row.update(**{
             k: fleet[k] for k in ("replicas", "streams_per_replica", "streams_per_gpu", "target", "streams_from")})
         if fleet["fill"] > in_flight and w.units > in_flight:
             warnings.append(f"{ep.name}: {in_flight:.0f} calls in flight (bound by {bound}) keep {held} of its "
@@ -342,6 +376,7 @@ def render(plan: dict[str, Any]) -> str:
                 out.append(f"{e['endpoint']}: {e['replicas_held']} of {e['replicas']} replicas held, "
                            f"{e['streams_per_gpu']:.0f} streams per GPU ({e['streams_from']}), "
                            f"target_ongoing_requests {e['target']:g}")
+                out.append("  " + describe(e, plan["utilisation"]))
     ad = plan.get("adaptive")
     if ad:
         out.append(f"adaptive probes (probes.mode adaptive, width {ad['width']:g} at J={ad['J']}): ~{ad['calls']:,.0f} "
@@ -353,6 +388,11 @@ def render(plan: dict[str, Any]) -> str:
             f"{'J':>4}{'encode calls':>14}{'exhaustive':>12}{'MC (M=' + str(plan['growth'][0]['M']) + ')':>12}"]
     for g in plan["growth"]:
         out.append(f"{g['J']:>4}{g['encode_calls']:>14,.0f}{g['exhaustive']:>12,.0f}{g['mc']:>12,.0f}")
-    out += ["", "assumptions (override with --rate NAME=VALUE): "
-            + ", ".join(f"{k}={v}" for k, v in plan["rates"].items())]
+    out += ["", "bounds: offered/units/groups (the stage's work in flight), client (max_concurrency), kv (the "
+            "replicas' KV cache), rate-limit (--rate endpoint_slots), compute / bandwidth (the GPUs held are "
+            "saturated: prefill and vision FLOP, or decode's bytes), client-cpu (the client's own work)",
+            "assumptions (override with --rate NAME=VALUE): "
+            + ", ".join(f"{k}={v}" for k, v in plan["rates"].items()),
+            "GPU utilisation without --calibration (serve/devices.yaml): "
+            + ", ".join(f"{k}={v:g}" for k, v in plan["utilisation"].items())]
     return "\n".join(out)

@@ -21,7 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Estimate what a config costs before running it: VLM calls and tokens per "
                        "stage and endpoint (GPU-served models apart from hosted APIs: requests per minute, cost "
                        "when the model YAML has a price), calls in flight (the stage's in_flight, the client's "
-                       "max_concurrency, the fleet's KV capacity), GPU-hours held, wall time on N GPUs, and how "
+                       "max_concurrency, the fleet's KV capacity), a GPU call's cost from its tokens (prefill, "
+                       "vision, decode on the device's peaks x utilisation, or --calibration) and each row's bound "
+                       "(compute, bandwidth, kv, client, rate-limit), GPU-hours held, wall time on N GPUs, and how "
                        "probes grow with J (exhaustive O(J^2) per chain, Monte Carlo O(J*M)). Per-call figures "
                        "are given (--rate) or measured from a finished run (--measured RUN_ID, read from --store).")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to plan (default: the config's)")
@@ -31,6 +33,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override a per-call figure, e.g. --rate latency_s=1.5 (see the printed assumptions)")
     p.add_argument("--measured", metavar="RUN_ID",
                    help="take latency_s and steps_per_session from this finished run's trajectories in --store")
+    p.add_argument("--device", metavar="NAME", help="the GPU every GPU-served model runs on (H100, H200, A100, L40S, "
+                   "cpu; default: each deployment's accelerator_type); its peaks are serve/devices.yaml's")
+    p.add_argument("--calibration", metavar="FILE", help="measured engine throughput per model (prefill tokens/s, "
+                   "decode tokens/s at a batch): the JSON `vismem bench serve-throughput --out FILE` writes, or a "
+                   "{calibrations: [...]} YAML; replaces the utilisation defaults for those models")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     for stage in all_stages():  # the same stage flags as `vismem run` (--chains, --J, ...)
         stage.add_cli_args(p)
@@ -148,6 +155,12 @@ def _plan(args: argparse.Namespace) -> int:
             import sys
 
             print(f"vismem: warning: {warning}", file=sys.stderr)
-    plan = estimate(cfg, rates_from(args.rate, measured), gpus=args.gpus)
+    from vismem.pipelines.plangpu import Sizing
+    from vismem.serve.throughput import device_named, load_calibration
+
+    if args.device:
+        device_named(args.device)  # an unknown name is one line before anything is planned
+    sizing = Sizing(args.device, load_calibration(args.calibration) if args.calibration else {})
+    plan = estimate(cfg, rates_from(args.rate, measured), gpus=args.gpus, sizing=sizing)
     print(json.dumps(plan, indent=2) if args.json else render(plan))
     return 0

@@ -23,6 +23,8 @@ The catalogue only loads and validates specs (it imports nothing else of serve):
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import re
 from pathlib import Path
@@ -104,7 +106,14 @@ def _raw(name: str) -> dict[str, Any]:
     path = MODELS_DIR / f"{name}.yaml"
     if not path.is_file():
         raise KeyError(f"unknown model {name!r}; known: {', '.join(list_models())}")
-    data = load_yaml(path.read_bytes(), str(path)) or {}
+    return copy.deepcopy(_parsed(str(path), path.read_bytes()))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(path: str, content: bytes) -> dict[str, Any]:
+    # Keyed by the file's content: `vismem plan` resolves every back-end through list_models, which
+    # would otherwise parse every YAML (pure-Python, ~0.1 s each on a loaded machine) per call.
+    data = load_yaml(content, path) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping")
     return data

@@ -145,7 +145,10 @@ def test_a_fleet_the_client_cannot_fill_is_one_warning_line():
     cfg = _cfg(encode={"chains": 8, "J": 8, "backends": ["qwen2.5-vl-7b"], "in_flight": 16})
     plan = estimate(cfg, SMALL, gpus=4)
     e = _ep(plan, "encode")
-    assert e["bound_by"] == "offered" and e["wall_s"] == pytest.approx(640 / 16)
+    # a GPU call's latency is the token model's (Little's law on the one replica held): 16 calls of
+    # 426 prompt tokens saturate it (compute), so each waits 16 x its GPU-seconds
+    assert e["bound_by"] == "compute" and e["latency_s"] == pytest.approx(16 * e["gpu_s_per_call"])
+    assert e["wall_s"] == pytest.approx(640 * e["latency_s"] / 16)
     assert len(plan["warnings"]) == 1 and plan["warnings"][0].startswith("encode: qwen2.5-vl-7b: 16 calls in flight")
     assert "keep 1 of its 4 replicas busy" in plan["warnings"][0] and "= 1024)" in plan["warnings"][0]
     # a target above what the KV cache holds at the request size says so
@@ -154,13 +157,18 @@ def test_a_fleet_the_client_cannot_fill_is_one_warning_line():
                in w for w in huge["warnings"])
     full = estimate(_cfg(encode={"chains": 32, "J": 32, "backends": ["qwen2.5-vl-7b"], "in_flight": 1024, "workers": 16}),
                     Rates(steps_per_session=10, streams_per_gpu=256, **NOCPU), gpus=4)
-    assert full["warnings"] == [] and _ep(full, "encode")["bound_by"] in ("offered", "fleet", "units")
+    assert full["warnings"] == [] and _ep(full, "encode")["bound_by"] in ("offered", "kv", "units", "compute")
 
 
 def test_cli_prints_endpoints_and_kv_streams():
     r = _plan("--preset", "paper", "--gpus", "8")
     assert r.returncode == 0, r.stderr
     assert "qwen2.5-vl-7b" in r.stdout and "hosted" in r.stdout and "streams per GPU (KV cache" in r.stdout
+    # each GPU row's token model and bound, and the utilisation it assumes
+    probes = next(ln for ln in r.stdout.splitlines() if ln.startswith("probes") and "qwen2.5-vl-7b" in ln)
+    assert " compute " in probes
+    assert "qwen2.5-vl-7b on H100 (990 bf16 TFLOP/s, 3.35 TB/s)" in r.stdout and "prefix-cached" in r.stdout
+    assert "GPU utilisation without --calibration (serve/devices.yaml): prefill_mfu=0.45" in r.stdout
 
 
 def test_probe_growth_with_J():

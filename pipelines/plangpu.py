@@ -1,0 +1,105 @@
+"""The GPU side of ``vismem plan``: a GPU-served endpoint's latency from its tokens and the load.
+
+For each GPU endpoint (:mod:`vismem.pipelines.planfleet`) the call's tokens go through the
+replica's token cost model (:class:`vismem.serve.throughput.Engine`: prefill FLOP, vision FLOP,
+decode steps bounded by memory bandwidth, at the device's peaks x utilisation, or a measured
+calibration). With ``N`` calls in flight on ``R`` replicas held (Serve holds
+``ceil(N / target_ongoing_requests)``), each replica decodes a batch of ``N / R`` (at most what its
+KV cache holds), and Little's law gives the latency a call sees::
+
+    latency = max(unloaded latency, N x replica-seconds per call / R)
+
+the first when the in-flight limit (offered, client, KV) binds, the second -- bound ``compute`` or
+``bandwidth`` -- when the replicas are saturated. The stage's wall is then ``calls x latency / N``
+as for any endpoint, so the plan cannot imply more FLOP/s or bytes/s per GPU than the device's peak.
+
+**Prefix cache.** Every call of an endpoint shares ``shared_prefix_tokens`` (system prompt and
+instructions: cached after the first). An agent step (encode's sessions, a probe's recall steps)
+repeats the step before it but for ``step_new_tokens`` of text (the new page and the last reply)
+and its images, so over a unit of ``n`` calls in sequence the uncached tokens are
+``(prompt - shared + (n - 1) x new) / n`` a call; a one-call unit (a MemShot answer) pays all but
+the shared prefix (its k shots differ from question to question). The cache is assumed to keep a
+session's prefix until its next step (vLLM evicts least recently used blocks first).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from vismem.pipelines.planfleet import Endpoint
+from vismem.serve.throughput import Calibration, Call, Engine, device_named, engine_for, patches_per_image
+
+
+@dataclass
+class Sizing:
+    """What GPU endpoints are sized with: a device for all (None: each deployment's own) and calibrations by model."""
+
+    device: str | None = None
+    calibrations: dict[str, Calibration] = field(default_factory=dict)
+    _engines: dict[str, Engine | None] = field(default_factory=dict)
+
+    def engine(self, ep: Endpoint) -> Engine | None:
+        """The endpoint's replica model (cached; None: the YAML has no model facts, ``latency_s`` is used)."""
+        if ep.name not in self._engines:
+            device = device_named(self.device) if self.device else None
+            self._engines[ep.name] = engine_for(ep.spec, device, self.calibrations.get(ep.name))
+        return self._engines[ep.name]
+
+    def sized(self, ep: Endpoint) -> Endpoint:
+        """``ep`` on the chosen device: its KV cache sized from that device's memory (``--device``)."""
+        if not self.device or ep.kind != "gpu" or not ep.spec.serving:
+            return ep
+        serving = {**ep.spec.serving, "gpu_memory_gb": device_named(self.device).memory_gb}
+        return replace(ep, spec=ep.spec.model_copy(update={"serving": serving}))
+
+    def warnings(self) -> list[str]:
+        """The engines' calibration warnings (a figure above the device's peak, cut to it)."""
+        return [w for e in self._engines.values() if e is not None for w in e.warnings]
+
+
+def uncached_tokens(prompt: float, unit_calls: float, new_per_step: float, shared: float) -> float:
+    """Mean prompt tokens a call prefills (see the module doc's prefix cache)."""
+    shared = min(prompt, shared)
+    if unit_calls <= 1:
+        return prompt - shared
+    new = min(prompt - shared, new_per_step)
+    return ((prompt - shared) + (unit_calls - 1) * new) / unit_calls
+
+
+def gpu_latency(eng: Engine, *, prompt: float, per_image: float, images: float, completion: float,
+                unit_calls: float, in_flight: float, fleet: dict[str, Any], rates: Any) -> dict[str, Any]:
+    """A GPU endpoint's call at ``in_flight`` calls: latency (Little's law), replicas held, the
+    replica-seconds of a call by phase, its bound (None: the in-flight limit, not the GPUs) and
+    the FLOP and bytes it costs."""
+    uncached = uncached_tokens(prompt, unit_calls, rates.step_new_tokens + images * per_image,
+                               rates.shared_prefix_tokens)
+    call = Call(prompt, uncached, images, patches_per_image(per_image), completion)
+    held = max(1, min(fleet["replicas"], math.ceil(in_flight / fleet["target"])))
+    batch = max(1.0, min(fleet["streams_per_replica"], in_flight / held))
+    c = eng.cost(call, batch)
+    loaded = in_flight * c["gpu_s"] / held
+    return {"latency_s": max(c["latency_s"], loaded), "unloaded_latency_s": c["latency_s"], "held": held,
+            "bound": c["bound"] if loaded > c["latency_s"] else None, "decode_batch": batch,
+            "cached_share": 1 - uncached / prompt if prompt else 0.0, "uncached_tokens": uncached,
+            "gpu_s_per_call": c["gpu_s"] * eng.facts.tp, "prefill_s": c["prefill_s"], "vision_s": c["vision_s"],
+            "decode_s": c["decode_s"], "flops_per_call": c["flops"], "bytes_per_call": c["bytes"],
+            "device": eng.device.name, "peak_flops": eng.device.peak(eng.facts.dtype),
+            "peak_bandwidth": eng.device.bandwidth, "dtype": eng.facts.dtype,
+            "calibrated": eng.calibration.source or "yes" if eng.calibration else None}
+
+
+def describe(e: dict[str, Any], util: dict[str, float]) -> str:
+    """One line on a GPU endpoint's throughput model for the printed plan."""
+    if "gpu_s_per_call" not in e:
+        return f"{e['endpoint']}: no model facts (serving: active_params_b ...): latency_s as given"
+    basis = (f"calibrated ({e['calibrated']})" if e.get("calibrated") else
+             f"assumed {util['prefill_mfu']:.0%} MFU prefill, {util['vision_mfu']:.0%} vision, "
+             f"{util['decode_mbu']:.0%} of bandwidth decoding")
+    return (f"{e['endpoint']} on {e['device']} ({e['peak_flops'] / 1e12:,.0f} {e['dtype']} TFLOP/s, "
+            f"{e['peak_bandwidth'] / 1e12:.2f} TB/s): a call {e['prompt_tokens'] / max(1, e['calls']):,.0f} prompt "
+            f"tokens ({e['cached_share']:.0%} prefix-cached), {e['gpu_s_per_call'] * 1000:,.1f} GPU-ms (prefill "
+            f"{e['prefill_s'] * 1000:,.1f}, vision {e['vision_s'] * 1000:,.1f}, decode {e['decode_s'] * 1000:,.1f} at "
+            f"batch {e['decode_batch']:,.0f}), latency {e['latency_s']:,.1f} s; uses {e['flops_util']:.0%} of peak "
+            f"FLOP/s, {e['bytes_util']:.0%} of bandwidth; {basis}")
