@@ -55,13 +55,18 @@ def _docs(args: argparse.Namespace) -> int:
     return 0 if args.build else _serve(site, args.port)
 
 
-def _serve(site, port: int) -> int:
-    """Serve ``site`` on loopback only until Ctrl-C (the docs are never offered to the network)."""
+def make_server(site, port: int):
+    """An HTTP server of the built ``site`` bound to 127.0.0.1 only (never the network)."""
     import functools
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(site))
-    with ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+    return ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
+def _serve(site, port: int) -> int:
+    """Serve ``site`` until Ctrl-C."""
+    with make_server(site, port) as server:
         print(f"serving http://127.0.0.1:{server.server_address[1]}/index.html (Ctrl-C stops)", flush=True)
         try:
             server.serve_forever()
