@@ -46,7 +46,9 @@ def small_run(workdir: Path) -> Path:
     if done.returncode != 0:
         sys.exit(f"the small run failed ({done.returncode}):\n{done.stderr[-3000:]}")
     run_id = json.loads(done.stdout[done.stdout.index("{"):])["_run_id"]
-    return workdir / "runs" / run_id / "report"
+    copied = workdir / "runs" / run_id / "report"
+    # A file:// store is already local: the run leaves its report there instead of copying it.
+    return copied if copied.is_dir() else workdir / "store" / "runs" / run_id / "report"
 
 
 def shoot(report_dir: Path, out: Path = OUT, width: int = 1200) -> list[Path]:
