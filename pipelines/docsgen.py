@@ -62,9 +62,34 @@ def _default(field: Any) -> str:
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", exclude_defaults=True)
     try:
-        return "`" + json.dumps(value, default=str, ensure_ascii=False) + "`"
+        return _json(value)
     except TypeError:  # not JSON-shaped: its repr, which is still derived from code
         return f"`{value!r}`"
+
+
+def _json(value: Any) -> str:
+    return "`" + json.dumps(value, default=str, ensure_ascii=False) + "`"
+
+
+def _preset_values(name: str, root: type[BaseModel]) -> dict[str, Any]:
+    """``dotted field -> value`` for every field the preset's YAML sets (sections walked into)."""
+    from vismem.pipelines.config import load_preset
+
+    out: dict[str, Any] = {}
+
+    def walk(model: type[BaseModel], data: dict[str, Any], prefix: str) -> None:
+        for key, value in data.items():
+            field = model.model_fields.get(key)
+            if field is None:
+                continue  # not a field (the config itself refuses such a preset)
+            sub = _section_model(field.annotation)
+            if sub is not None and isinstance(value, dict):
+                walk(sub, value, f"{prefix}{key}.")
+            else:
+                out[f"{prefix}{key}"] = value
+
+    walk(root, load_preset(name), "")
+    return out
 
 
 def _cell(text: str) -> str:
@@ -95,9 +120,11 @@ def config_reference() -> str:
     """Markdown for every field of ``RunConfig``: dotted name, type, default, bounds, description."""
     from vismem.pipelines.config import PRESETS, RunConfig
 
+    presets = {name: _preset_values(name, RunConfig) for name in PRESETS}
     lines = ["# Configuration reference\n", _BANNER,
              "Every field of the run config (`pipelines/config.py`, `RunConfig` and its sections), with its "
-             "type, its default in code, its bounds and its description. Presets "
+             "type, its default in code, what each preset sets it to (blank: the default), its bounds and "
+             "its description. Presets "
              f"({', '.join(f'`{p}`' for p in PRESETS)}, `pipelines/presets/NAME.yaml`) are laid over these "
              "defaults, a `--config` YAML over the preset and `--set dotted.name=value` over both; an "
              "unknown field or a value out of bounds is an error naming the field (exit code 2).\n"]
@@ -107,13 +134,15 @@ def config_reference() -> str:
         doc = description or (model.__doc__ or "").strip().split("\n\n")[0]
         if doc:
             lines.append(_cell(doc) + "\n")
-        lines += ["| field | type | default | bounds | description |", "|---|---|---|---|---|"]
+        lines += ["| field | type | default | " + " | ".join(f"`{p}`" for p in presets) + " | bounds | description |",
+                  "|---|---|---|" + "---|" * len(presets) + "---|---|"]
         for name, field in model.model_fields.items():
             if _section_model(field.annotation) is not None:
                 continue
             dotted = f"{path}.{name}" if path else name
+            set_by = " | ".join(_cell(_json(vals[dotted])) if dotted in vals else "" for vals in presets.values())
             lines.append(f"| `{dotted}` | `{_cell(_type_name(field.annotation))}` | {_cell(_default(field))} | "
-                         f"{_cell(_bounds(field))} | {_cell(field.description or '')} |")
+                         f"{set_by} | {_cell(_bounds(field))} | {_cell(field.description or '')} |")
     return "\n".join(lines) + "\n"
 
 

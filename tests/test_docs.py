@@ -47,6 +47,9 @@ def test_config_reference_has_every_field_default_and_bound():
                 assert (f"{path}.{name}" if path else name) in rows, f"{path}.{name} missing"
     assert "≥ 0" in rows["seed"] and "`0`" in rows["seed"]
     assert "≤ 64" in rows["probes.max_steps"] and "`8`" in rows["probes.max_steps"]
+    # The presets' columns come from their YAML: local browses 3 chains of J = 5, paper 20 of 15.
+    assert rows["encode.chains"].split(" | ")[3:5] == ["`3`", "`20`"]
+    assert rows["encode.J"].split(" | ")[3:5] == ["`5`", "`15`"]
 
 
 def test_cli_reference_has_every_command():
