@@ -137,3 +137,37 @@ def test_screenshot_script_draws_a_real_local_run(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     for name in ("report.png", "trajectories.png", "samples.png"):
         assert (tmp_path / name).stat().st_size > 10_000, name
+
+
+EXAMPLES = """
+import re, sys, types
+from pathlib import Path
+
+text = Path(sys.argv[1]).read_text()
+blocks = dict(re.findall(r"```python\\n# ([\\w/]+\\.py)\\n(.*?)```", text, re.S))
+for path, code in blocks.items():
+    if "stage_order" in path:
+        continue  # a one-line excerpt of an existing file, not a module
+    mod = types.ModuleType(path.replace("/", ".")[:-3])
+    exec(compile(code, path, "exec"), mod.__dict__)
+
+from vismem.memory.agent.base import ARCHITECTURES
+from vismem.memory.dialogue.datasets import get_dataset
+from vismem.serve.build import build_vlm
+from vismem.serve.vlm import Message
+
+vlm = build_vlm({"name": "echo", "args": {"text": "Paris"}})
+assert vlm.chat([Message("user", "Where?")]).text == "Paris" and vlm.stand_in
+assert get_dataset("locomo-mini").default_path == "locomo/locomo10.json"
+assert "recent" in ARCHITECTURES.names()
+print(sorted(blocks))
+"""
+
+
+def test_extending_examples_run():
+    # The worked examples register and work as the page says (in a fresh interpreter: they
+    # must not leak their names into this process's registries).
+    out = subprocess.run([sys.executable, "-c", EXAMPLES, str(DOCS / "extending.md")], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "serve/backends/echo.py" in out.stdout and "pipelines/report/hello.py" in out.stdout
