@@ -110,6 +110,11 @@ def test_docs_server_listens_on_loopback_only(tmp_path):
 
     with make_server(tmp_path, 0) as server:
         assert server.server_address[0] == "127.0.0.1"
+        from vismem.core.errors import ConfigError
+        from vismem.pipelines.commands.docs import _serve
+
+        with pytest.raises(ConfigError, match="pick another --port"):  # a taken port: one line
+            _serve(tmp_path, server.server_address[1])
 
 
 def test_readme_is_a_short_first_page_with_the_two_commands():

@@ -66,7 +66,13 @@ def make_server(site, port: int):
 
 def _serve(site, port: int) -> int:
     """Serve ``site`` until Ctrl-C."""
-    with make_server(site, port) as server:
+    from vismem.core.errors import ConfigError
+
+    try:
+        server = make_server(site, port)
+    except OSError as err:  # a taken port is a one-line answer, not a traceback
+        raise ConfigError(f"cannot serve the docs on 127.0.0.1:{port} ({err.strerror}); pick another --port") from err
+    with server:
         print(f"serving http://127.0.0.1:{server.server_address[1]}/index.html (Ctrl-C stops)", flush=True)
         try:
             server.serve_forever()
