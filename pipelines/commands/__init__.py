@@ -23,4 +23,5 @@ COMMAND_MODULES = (
     "vismem.pipelines.commands.data",
     "vismem.pipelines.commands.weights",
     "vismem.pipelines.commands.infra",
+    "vismem.pipelines.commands.docs",
 )

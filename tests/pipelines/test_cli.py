@@ -11,7 +11,7 @@ import pytest
 from vismem.pipelines.cli import build_parser
 
 COMMANDS = [["run"], ["submit"], ["status"], ["logs"], ["store"], ["store", "ls"], ["store", "get"], ["store", "cat"],
-            ["runs"], ["report"], ["shots"], ["bench"], ["plan"]]
+            ["runs"], ["report"], ["shots"], ["bench"], ["plan"], ["docs"]]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c))
