@@ -80,11 +80,17 @@ def measure(path: Path, *, with_list: bool = True) -> list[dict[str, Any]]:
            "record by record: peak RSS <= 2 GB")
 def longmemeval_m_load() -> list[dict[str, Any]]:
     target = int(float(os.environ.get("VISMEM_BENCH_LME_BYTES") or DEFAULT_BYTES))
+    return measure_synthetic(NAME, "longmemeval_m_synthetic", target, measure)
+
+
+def measure_synthetic(name: str, stem: str, target: int, measure: Any) -> list[dict[str, Any]]:
+    """``measure(path)`` of a synthetic LongMemEval file of about ``target`` bytes, written into a
+    temp dir (or reused from ``$VISMEM_BENCH_CACHE/<name>``), plus the time its writing took."""
     cache = os.environ.get("VISMEM_BENCH_CACHE")
-    with tempfile.TemporaryDirectory(prefix="vismem-bench-lme-") as tmp:
-        root = Path(cache) / NAME if cache else Path(tmp)
+    with tempfile.TemporaryDirectory(prefix=f"vismem-bench-{name}-") as tmp:
+        root = Path(cache) / name if cache else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        path = synthetic_file(root / f"longmemeval_m_synthetic_{target}.json", target)
+        path = synthetic_file(root / f"{stem}_{target}.json", target)
         write_s = time.perf_counter() - t0
-        return measure(path) + [record(NAME, "setup_write_s", write_s, "s")]
+        return measure(path) + [record(name, "setup_write_s", write_s, "s")]

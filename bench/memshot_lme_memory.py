@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import gc
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -76,14 +75,7 @@ def measure(path: Path, *, wave_bytes: int | None = None, with_list: bool = True
 @benchmark(NAME, "the memshot stage's dataset path (load + every render-input wave) on a synthetic 1 GB "
            "LongMemEval file ($VISMEM_BENCH_LME_STAGE_BYTES): peak RSS <= 1.5 GB")
 def memshot_lme_memory() -> list[dict[str, Any]]:
-    from vismem.bench.longmemeval_load import synthetic_file
+    from vismem.bench.longmemeval_load import measure_synthetic
 
     target = int(float(os.environ.get("VISMEM_BENCH_LME_STAGE_BYTES") or DEFAULT_BYTES))
-    cache = os.environ.get("VISMEM_BENCH_CACHE")
-    with tempfile.TemporaryDirectory(prefix="vismem-bench-lme-stage-") as tmp:
-        root = Path(cache) / NAME if cache else Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
-        t0 = time.perf_counter()
-        path = synthetic_file(root / f"longmemeval_synthetic_{target}.json", target)
-        write_s = time.perf_counter() - t0
-        return measure(path) + [record(NAME, "setup_write_s", write_s, "s")]
+    return measure_synthetic(NAME, "longmemeval_synthetic", target, measure)

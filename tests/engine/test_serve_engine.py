@@ -12,20 +12,13 @@ import pytest
 
 from vismem.serve.vlm import Message
 from tests.engine.conftest import png
+from tests.pipelines.test_serve_command import state  # noqa: F401 - the private serve state fixture
 
 MODEL = "tiny-qwen2.5-vl-vllm"
 
 
-@pytest.fixture
-def serve_state(tmp_path, monkeypatch):
-    path = tmp_path / "serve" / "state.json"
-    monkeypatch.setenv("VISMEM_SERVE_STATE", str(path))
-    monkeypatch.delenv("VISMEM_SERVE_URL", raising=False)
-    return path
-
-
 @pytest.mark.timeout(1800)
-def test_served_tiny_vlm_answers_the_client_and_encode_browses_a_chain(serve_state, tmp_path, tiny_dir, capsys):
+def test_served_tiny_vlm_answers_the_client_and_encode_browses_a_chain(state, tmp_path, tiny_dir, capsys):
     from vismem.core.store import Store
     from vismem.pipelines.cli import main
     from vismem.pipelines.localcluster import port_holders
@@ -33,7 +26,7 @@ def test_served_tiny_vlm_answers_the_client_and_encode_browses_a_chain(serve_sta
 
     try:
         assert main(["serve", "up", MODEL, "--ray-cpus", "3", "--timeout", "900"]) == 0
-        st = json.loads(serve_state.read_text())
+        st = json.loads(state.read_text())
         up = capsys.readouterr().out
         assert "RUNNING" in up and st["serve_url"].startswith("http://127.0.0.1:")
         # The gateway app is Ray's build_openai_app with the CPU profile the YAML asks for.
@@ -60,5 +53,5 @@ def test_served_tiny_vlm_answers_the_client_and_encode_browses_a_chain(serve_sta
         assert traj, "no trajectory was cached"
     finally:
         rc = main(["serve", "down"])
-    assert rc == 0 and not serve_state.exists()
+    assert rc == 0 and not state.exists()
     assert port_holders([st["http"]["port"]]) == []
