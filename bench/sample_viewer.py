@@ -38,13 +38,13 @@ TARGET_HTML_MB = 20.0
 #: Variant -> how its units are made: ``ocr`` shots a pixel reader reads, ``image`` shots embedded
 #: as images, ``text`` text units, ``session`` one text unit per session, ``session-ocr`` one shot
 #: per session (read); and the turns a unit holds (its render height: 512 px holds fewer).
-VARIANTS = {"memshot": "ocr", "no-render": "text", "text-rag": "session", "memocr": "ocr", "no-header": "image"}
+VARIANTS = {"memshot": "ocr", "no-render": "text", "text-rag": "session", "session-summary-shots": "ocr", "no-header": "image"}
 KINDS = {**VARIANTS, "full-session": "session-ocr", "full-session-no-render": "session", "h512": "ocr",
          "h1024": "ocr", "h512-no-render": "text", "h1024-no-render": "text"}
 TURNS_PER_UNIT = {"h512": 3, "h512-no-render": 3, "h1024": 6, "h1024-no-render": 6}
 #: The ``paper`` preset's ranked variants (``memshot.variants`` and its MemOCR memory).
 PAPER_VARIANTS = ("memshot", "no-header", "no-render", "full-session", "full-session-no-render", "h512", "h1024",
-                  "h512-no-render", "h1024-no-render", "text-rag", "memocr")
+                  "h512-no-render", "h1024-no-render", "text-rag", "session-summary-shots")
 #: Full LoCoMo: 10 conversations, ~27 sessions each, 1,986 questions (tests use the five
 #: :data:`VARIANTS`; the benchmark the paper's eleven).
 SHAPE = {"conversations": 10, "sessions": 27, "units_per_session": 7, "questions": 1986, "top": 10, "ks": (5, 10),
@@ -82,15 +82,15 @@ def synthetic_run(seed: int = 0, **shape: Any) -> dict[str, Any]:
             # A unit holds `per` turns and overlaps the next by two (the default 4 turns a unit).
             per = TURNS_PER_UNIT.get(v, 4)
             for j in range(s["sessions"]):
-                n = 1 if kind.startswith("session") or v == "memocr" else -(-4 * s["units_per_session"] // per)
+                n = 1 if kind.startswith("session") or v == "session-summary-shots" else -(-4 * s["units_per_session"] // per)
                 for u in range(n):
                     dia = [f"D{j + 1}:{t + 1}" for t in (range(per * u, per * u + per + 2) if n > 1 else range(0, 4 * s["units_per_session"]))
                            if f"D{j + 1}:{t + 1}" in turns]
                     # LoCoMo's text-unit format (vismem.memory.dialogue.text): header, one line per turn.
                     text = (f"DATE: 1:56 pm on 8 May, 2023\nCONVERSATION:\n"
                             + "".join(f'{"Caroline" if t % 2 else "Melanie"} said, "{turns[d]}"\n' for t, d in enumerate(dia)))
-                    text = text[:600] if v == "memocr" else text
-                    unit_id = f"{cid}/s{j:03d}/u{u:03d}" + ("/mem" if v == "memocr" else "")
+                    text = text[:600] if v == "session-summary-shots" else text
+                    unit_id = f"{cid}/s{j:03d}/u{u:03d}" + ("/mem" if v == "session-summary-shots" else "")
                     image, read = kind in ("ocr", "image", "session-ocr"), kind in ("ocr", "session-ocr")
                     units.append({"variant": v, "conversation_id": cid, "unit_id": unit_id, "dia_ids": dia, "text": text,
                                   "key": f"shots/{v}/{unit_id}.png" if image else None,

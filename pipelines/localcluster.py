@@ -92,6 +92,13 @@ class LocalRayCluster:
         return f"http://127.0.0.1:{self.dashboard_port}"
 
     @property
+    def attach_env(self) -> dict[str, str]:
+        """What a driver started on this machine needs in its environment to attach with
+        ``--address`` (``vismem run --address``): without it Ray turns 127.0.0.1 into the machine's
+        outward address, where nothing of this cluster listens."""
+        return dict(_LOOPBACK_ENV)
+
+    @property
     def temp_dir(self) -> Path:
         """The head's temp dir (its session dir, logs and job packages live under it)."""
         return self.root / "head"

@@ -62,14 +62,14 @@ def test_deltas_use_only_shared_items_and_count_flips():
 
 
 def test_null_verdicts_count_as_acc_counts_them():
-    # An unanswered question (no prediction, no verdict) is a miss; an answer the judge gave no
-    # verdict on (a judge failure) is left out, as Acc leaves it out.
+    # An unanswered question (no prediction, no verdict) is a miss, and so is an answer the judge
+    # gave no verdict on (a judge failure), as Acc counts it (the official scripts' reading).
     a = _answers({"memshot": [True, True, True]})
     q1 = pl.col("question_id") == "q1"
     b = _answers({"memshot": [True, True, True]}).with_columns(
         pl.when(q1 | (pl.col("question_id") == "q2")).then(None).otherwise(pl.col("judge_label")).alias("judge_label"),
         pl.when(q1).then(None).otherwise(pl.col("prediction")).alias("prediction"))
-    assert flips(a, b, ACC)["question_id"].to_list() == ["q1"]
+    assert flips(a, b, ACC)["question_id"].to_list() == ["q1", "q2"]
 
 
 def test_compare_tables_probes_pair_by_chain_and_probe():

@@ -32,7 +32,8 @@ def _known():
 
 def test_category_table_known_values_and_adversarial_excluded():
     t = memshot.category_table(_known())
-    assert [c for c in t.columns if c.endswith("Acc")] == ["temporal Acc", "single-hop Acc", "Overall Acc"]
+    assert [c for c in t.columns if c.endswith("Acc") and c != memshot.ACC_JUDGED_ONLY] == \
+        ["temporal Acc", "single-hop Acc", "Overall Acc"]
     r5 = t.filter(pl.col("k") == 5).row(0, named=True)
     assert r5["single-hop Acc"] == 0.5 and r5["single-hop F1"] == 0.75 and r5["temporal Acc"] == 1.0
     assert r5["Overall Acc"] == 2 / 3 and r5["Overall F1"] == 0.5 and r5["n"] == 3

@@ -42,7 +42,7 @@ def test_paper_preset_shape_on_a_two_raylet_cluster_ends_with_its_tables(tmp_pat
         assert up.returncode == 0, up.stderr[-3000:] + up.stdout[-2000:]
         run = _vismem(["run", "--config", str(HERE / "paper-tiny.yaml"), "--address", cluster.address,
                        "--store", store, "--no-progress", "--json", "--set", f"runs_dir={tmp_path / 'runs'}"],
-                      env, timeout=3000)
+                      {**env, **cluster.attach_env}, timeout=3000)
         assert run.returncode == 0, run.stderr[-4000:] + run.stdout[-2000:]
         out = json.loads(run.stdout)
         assert [k for k in out if not k.startswith("_")] == ["memshot", "catalog", "encode", "replay", "probes",

@@ -66,7 +66,8 @@ def test_adaptive_config_is_checked():
 
     with pytest.raises(ConfigError, match="cannot be combined with probes.mc"):
         load_config(overrides={"probes": {"mode": "adaptive", "mc": 10}})
-    with pytest.raises(ConfigError, match="two different"):
+    # the same architecture twice: the config's strict list check says so first (a contrast needs two)
+    with pytest.raises(ConfigError, match="contrast: 'dualmem' is given more than once"):
         load_config(overrides={"probes": {"mode": "adaptive", "adaptive": {"contrast": ["dualmem", "dualmem"]}}})
     cfg = load_config(overrides={"memory": {"architectures": ["nomemory", "dualmem"]},
                                  "probes": {"mode": "adaptive", "adaptive": {"contrast": ["dualmem", "m2a-lite"]}}})

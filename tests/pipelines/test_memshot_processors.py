@@ -269,7 +269,8 @@ def test_judge_rows_are_the_http_judge_requests():
     spec = variant_spec("qwen3-vl-8b", "vlm")
     http = judge_request_fn(spec, 10, "http")({"i": 0, "prompt": "Is it right?"})
     eng = judge_request_fn(spec, 10, "engine")({"i": 0, "prompt": "Is it right?"})
-    assert eng["messages"] == http["payload"]["messages"] and eng["sampling_params"]["max_tokens"] == 10
+    assert eng["messages"] == parts_content(http["payload"]["messages"]) and eng["sampling_params"]["max_tokens"] == 10
+    assert eng["messages"][0]["content"] == [{"type": "text", "text": "Is it right?"}]
 
 
 def test_serve_rows_are_the_requests_rays_serve_stage_builds():

@@ -147,7 +147,7 @@ class _Judge:
         return ChatResult(text=self.replies[min(self.calls, len(self.replies)) - 1], latency_s=0.0)
 
 
-def test_judge_failure_is_retried_and_never_scored_wrong():
+def test_judge_failure_is_retried_and_counted_wrong_as_the_official_scripts_do():
     answers = pl.DataFrame({"variant": ["memshot"] * 2, "k": [5] * 2, "conversation_id": ["c1"] * 2,
                             "question_id": ["q1", "q2"], "prediction": ["7 May 2023", None]})
     # an empty reply, a thinking model cut off while thinking, then a verdict
@@ -164,7 +164,8 @@ def test_judge_failure_is_retried_and_never_scored_wrong():
     scored = score_answers(full.with_columns(pl.lit("7 May 2023").alias("answer"), pl.lit("2").alias("category"),
                                              pl.col("judge_label").alias("correct")), "locomo")
     row = accuracy_table(scored).filter(pl.col("category") == "overall").row(0, named=True)
-    assert row["accuracy"] == 1.0 and row["judge_failures"] == 1  # the failure is left out, not wrong
+    # the failure counts wrong (official reading); the judged-only reading stands beside it
+    assert row["accuracy"] == 0.5 and row["accuracy_judged"] == 1.0 and row["judge_failures"] == 1
 
 
 def test_headerless_shots_get_a_prompt_without_a_header():
