@@ -98,12 +98,11 @@ def test_summary_numbers_equal_the_result_tables(file_store):
     for variant, k, recall, hit, n in rec.iter_rows():
         row = next(r for r in _rows(text, variant) if r[1] == str(k) and len(r) == 7)
         assert row[2] == f"{100 * recall:.1f}" and row[4] == f"{100 * hit:.1f}" and row[6] == str(n)
-    # Answers: Acc over the non-adversarial answers the judge ruled on, an unanswered question
-    # counting as wrong and an answer without a verdict (a judge failure) left out; F1 over all.
+    # Answers: Acc over the non-adversarial answers, an unanswered question and an answer without a
+    # verdict (a judge failure) both counting as wrong (the official reading); F1 over all.
     ans = want["memshot_answers"].filter(pl.col("category") != "adversarial")
     assert ans["judge_label"].null_count() > 0
-    ruled = pl.col("prediction").is_null() | pl.col("judge_label").is_not_null()
-    acc = ans.group_by("variant", "k").agg(pl.col("judge_label").filter(ruled).fill_null(False).cast(pl.Float64).mean(),
+    acc = ans.group_by("variant", "k").agg(pl.col("judge_label").fill_null(False).cast(pl.Float64).mean(),
                                            pl.col("f1").mean())
     for variant, k, a, f in acc.iter_rows():
         row = next(r for r in _rows(text, variant) if r[1] == str(k) and r[2] == f"{100 * a:.1f}")

@@ -37,7 +37,7 @@ def test_stage_recall_on_ray_and_s3(s3_store, ray_local, tmp_path):
     recall = s3_store.read_table(f"{ctx.run_prefix}/results/memshot_recall.parquet")
     assert set(recall["variant"].unique()) == {"text-rag", "no-render"}
     assert set(recall["k"].unique()) == {5, 10}
-    assert (recall["schema_version"] == 1).all()
+    assert (recall["schema_version"] == 2).all()  # v2: hit null for a question without evidence
     assert recall["embedder"].unique().to_list() == ["minilm"]
     assert "adversarial" not in recall["category"].to_list()
     # monotone in k, per question, and a real retriever beats nothing: recall@10 overall > 0.3
