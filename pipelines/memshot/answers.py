@@ -124,6 +124,19 @@ def _processor(ctx: "RunContext", role: str, field: str, raw: Any, spec: dict[st
     return choice
 
 
+def answer_hits(recall: Any, embedders: dict[str, str] | None) -> Any:
+    """``(variant, conversation_id, question_id, k, recall_hit)`` of the retriever whose units the
+    VLM was shown: recall rows of ``memshot.extra_retrievers`` (Fig. 4b's second family) share the
+    other keys, and joining them too would answer every question once per retriever."""
+    import polars as pl
+
+    rows = recall
+    if embedders and "embedder" in recall.columns:
+        main = pl.col("variant").replace_strict(embedders, default=None, return_dtype=pl.Utf8)
+        rows = recall.filter((pl.col("embedder") == main) | main.is_null())
+    return rows.select("variant", "conversation_id", "question_id", "k", pl.col("hit").alias("recall_hit"))
+
+
 def answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any, recall: Any,
                      latency: Any = None, embedders: dict[str, str] | None = None) -> dict[str, Any]:
     """Answers, verdicts and scores of the run's questions; writes ``memshot_answers`` and
@@ -137,7 +150,7 @@ def answer_and_score(ctx: "RunContext", ranked: Any, units: Any, questions: Any,
     healed: list[str] = []  # damaged answer / verdict tables of an earlier attempt, asked again
     answers, vlm_spec, vlm = _answers(ctx, ranked, units, questions, healed)
     answers = _verdicts(ctx, answers, questions, healed)
-    hits = recall.select("variant", "conversation_id", "question_id", "k", pl.col("hit").alias("recall_hit"))
+    hits = answer_hits(recall, embedders)
     qcols = questions.select("conversation_id", "question_id", "question", "answer", "category", "category_code")
     full = (answers.join(qcols, on=["conversation_id", "question_id"], how="left")
             .join(hits, on=["variant", "conversation_id", "question_id", "k"], how="left")
