@@ -42,7 +42,14 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
 
 
+#: vLLM logs to stdout by default; the CLI's stdout is its results (`--json`, tables), so an in-process
+#: engine (a pooling embedder, the `vllm` back-end) logs to stderr (read when vLLM is first imported).
+CLI_ENV = {"VLLM_LOGGING_STREAM": "ext://sys.stderr"}
+
+
 def main(argv: list[str] | None = None) -> int:
+    for k, v in CLI_ENV.items():
+        os.environ.setdefault(k, v)
     parser = build_parser()
     args = parser.parse_args(argv)
     # Ray's own SIGTERM handlers exit 15 without unwinding (its C++ one prints a stack dump first);
