@@ -64,11 +64,9 @@ def measure(path: Path, *, wave_bytes: int | None = None, with_list: bool = True
         record(NAME, "largest_wave_mb", biggest / 1e6, "MB"),
     ]
     if with_list:
-        gc.collect()
-        reset_peak()
-        everything = session_rows(convs)
-        out.append(record(NAME, "one_list_peak_rss_mib", self_peak_mib(), "MiB"))
-        del everything
+        from vismem.bench.longmemeval_load import fresh_peak
+
+        out.append(record(NAME, "one_list_peak_rss_mib", fresh_peak(lambda: session_rows(convs))[0], "MiB"))
     return out
 
 

@@ -87,7 +87,7 @@ def synthetic_run(seed: int = 0, **shape: Any) -> dict[str, Any]:
                     dia = [f"D{j + 1}:{t + 1}" for t in (range(per * u, per * u + per + 2) if n > 1 else range(0, 4 * s["units_per_session"]))
                            if f"D{j + 1}:{t + 1}" in turns]
                     # LoCoMo's text-unit format (vismem.memory.dialogue.text): header, one line per turn.
-                    text = (f"DATE: 1:56 pm on 8 May, 2023\nCONVERSATION:\n"
+                    text = ("DATE: 1:56 pm on 8 May, 2023\nCONVERSATION:\n"
                             + "".join(f'{"Caroline" if t % 2 else "Melanie"} said, "{turns[d]}"\n' for t, d in enumerate(dia)))
                     text = text[:600] if v == "session-summary-shots" else text
                     unit_id = f"{cid}/s{j:03d}/u{u:03d}" + ("/mem" if v == "session-summary-shots" else "")

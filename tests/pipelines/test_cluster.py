@@ -14,8 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from vismem.core.store import Store
 from vismem.pipelines.localcluster import LocalRayCluster, is_loopback
 

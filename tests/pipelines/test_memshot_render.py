@@ -7,7 +7,6 @@ import io
 import pytest
 from PIL import Image
 
-from vismem.env.dialogue import load_locomo
 from vismem.core.errors import ConfigError
 from vismem.pipelines.memshot.render import (
     INPUT_COLUMNS,
@@ -19,15 +18,6 @@ from vismem.pipelines.memshot.render import (
     session_rows,
     shard_key,
 )
-
-
-@pytest.fixture(scope="module")
-def small(data_dir):
-    """Two conversations cut to their first three sessions (12 to 20 shots)."""
-    from dataclasses import replace
-
-    convs = load_locomo(data_dir / "locomo/locomo10.json")[:2]
-    return [replace(c, sessions=c.sessions[:3]) for c in convs]
 
 
 def test_session_rows_declare_columns(small):

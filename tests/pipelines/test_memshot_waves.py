@@ -3,19 +3,8 @@ every session's JSON row of a LongMemEval_M-sized file at once."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import pytest
-
-from vismem.env.dialogue import load_locomo
 from vismem.pipelines.memshot import sessions
 from vismem.pipelines.memshot.render import read_units, render_units, session_rows, shard_key
-
-
-@pytest.fixture(scope="module")
-def small(data_dir):
-    convs = load_locomo(data_dir / "locomo/locomo10.json")[:2]
-    return [replace(c, sessions=c.sessions[:3]) for c in convs]
 
 
 def test_waves_are_the_rows_cut_at_the_bound(small):
