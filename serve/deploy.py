@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from vismem.core.errors import ConfigError
 from vismem.serve.hosting import LLM_APP, Deployable, deployable
+from vismem.serve.loopback import hook_env
 from vismem.serve.models import MODELS_DIR, raw_spec
 from vismem.serve.registry import registered
 from vismem.serve.vllm_cpu import cpu_env
@@ -138,6 +139,9 @@ def serve_config(models: list[str], *, host: str = "0.0.0.0", port: int = 8000, 
         apps.insert(0, {"name": LLM_APP, "route_prefix": "/", "import_path": LLM_BUILDER,
                         "args": llm_app_args(llms, cpu=all(d.settings.device == "cpu" for d in ds
                                                            if d.settings.engine == "vllm"))})
+    hook = hook_env(host)  # a loopback proxy: replicas' own gRPC servers on loopback too (serve/loopback.py)
+    if hook:
+        runtime_env = {**(runtime_env or {}), "env_vars": {**(runtime_env or {}).get("env_vars", {}), **hook}}
     if runtime_env:
         apps = [{**a, "runtime_env": copy.deepcopy(runtime_env)} for a in apps]
         for conf in llms:  # Ray lays a model's runtime_env over the app's key by key: keep both env sets

@@ -164,6 +164,7 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
     from vismem.core.store import Store
     from vismem.core.lifeline import descendants
     from vismem.pipelines.commands.serve import _local_cluster, _running
+    from vismem.pipelines.localcluster import is_loopback, listening_sockets
 
     models = ["scripted-shopper", "scripted-recall", "minilm"]
     try:
@@ -197,6 +198,10 @@ def test_serve_up_then_encode_and_probes_reach_deployed_models_then_down(state, 
 
         tree = [p for p in descendants(_local_cluster(st).pids()) if p != os.getpid()]
         assert len(tree) > 3  # gcs, raylet, dashboard, Serve's controller, proxy and replicas
+        # Every listener of the deployment on loopback, the replicas' own gRPC servers included
+        # (Ray binds those to all interfaces; serve/loopback.py's hook rebinds them).
+        listeners = listening_sockets(tree)
+        assert len(listeners) >= 6 and not [x for x in listeners if not is_loopback(x[1])], listeners
     finally:
         rc = main(["serve", "down"])
     assert rc == 0 and not state.exists()
