@@ -36,12 +36,12 @@ class Bound:
         return env_int(self.var, self.default, lo=1, hi=_CEILING)
 
     def past(self, got: int) -> str | None:
-        """``"<got> <unit>, more than the <bound> <what> may have (...)"`` when ``got`` is past
+        """``"<got> <unit>, more than the <bound> <unit> <what> may have (...)"`` when ``got`` is past
         the bound, else None -- the tail of the caller's one-line error."""
         limit = self.value()
         if got <= limit:
             return None
-        return f"{got:,} {self.unit}, more than the {limit:,} {self.what} may have (${self.var} sets the bound)"
+        return f"{got:,} {self.unit}, more than the {limit:,} {self.unit} {self.what} may have (${self.var} sets the bound)"
 
 
 #: An ``s3://`` data_dir (``core/datadir.py``), all of it: LoCoMo is a few MB, LongMemEval's three

@@ -136,9 +136,11 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     still open (the private S3 server of ``local-s3://`` still up); what it returns is kept under
     ``results["_after"]``.
     """
+    from vismem.core import bounds
     from vismem.pipelines.rayctx import init_ray
     from vismem.pipelines.stage import get_stage
 
+    bounds.check_all()  # a bad $VISMEM_*MAX* fails here (one line, exit 2), not in a worker
     todo = stages or config.stages
     for name in todo:
         # Fail fast, before anything is started or written: unknown stages, and components
@@ -178,7 +180,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             if started_ray:
                 lifeline = _ray_lifeline()
             where[0] = "while Ray started"
-            init_ray(config.ray, env_vars=env)
+            init_ray(config.ray, env_vars={**env, **bounds.forwarded_env()})  # workers hold the driver's bounds
             _check_servers(servers, where[0])  # a store gone while Ray started is named as such
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))

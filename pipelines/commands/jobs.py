@@ -148,8 +148,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lg.set_defaults(func=_logs)
 
 
-#: Forwarded to every job: the store's endpoint, the Serve address (``deployed:NAME`` models) and
-#: offline mode for model hubs.
+#: Forwarded to every job: the store's endpoint, the Serve address (``deployed:NAME`` models),
+#: offline mode for model hubs, and the overrides of ``vismem.core.bounds`` that are set.
 _FORWARD = ("AWS_REGION", "AWS_ENDPOINT_URL", "VISMEM_S3_ENDPOINT", "VISMEM_SERVE_URL", "HF_HUB_OFFLINE")
 #: Forwarded only when asked: they would replace the cluster's own role for the job.
 CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
@@ -161,7 +161,9 @@ _MODEL_VARS = re.compile(r"^[A-Z][A-Z0-9_]*_(BASE_URL|API_KEY)$")
 def forwarded_env(extra: list[str] = (), *, credentials: bool = False) -> dict[str, str]:  # type: ignore[assignment]
     """The client's variables a job gets (values never printed: see :func:`_is_secret_var`); the
     AWS keys only with ``credentials``."""
-    names = [*_FORWARD, *(CREDENTIALS if credentials else ()),
+    from vismem.core.bounds import ALL as BOUNDS
+
+    names = [*_FORWARD, *(b.var for b in BOUNDS), *(CREDENTIALS if credentials else ()),
              *(k for k in sorted(os.environ) if _MODEL_VARS.match(k)), *extra]
     return {k: os.environ[k] for k in names if k in os.environ}
 
