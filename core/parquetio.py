@@ -6,10 +6,12 @@ be bytes no reader should be handed. :func:`decode_table` therefore
 
 * refuses bytes past :data:`vismem.core.bounds.TABLE_BYTES`, and a footer declaring more than
   that uncompressed, before any page is decoded;
-* decodes with pyarrow and validates the result in full (offsets, UTF-8), then checks every field
-  name and metadata entry is UTF-8: Polars *panics* on invalid UTF-8 in a schema (a Rust backtrace
-  on stderr, and ``PanicException`` is no ``Exception``), which flipping bytes of a written table
-  reaches in a few per thousand tries, where pyarrow's reader answers with an error;
+* decodes with pyarrow, not Polars' own reader: on a damaged table Polars' reader can *panic* (a
+  Rust backtrace on stderr, a ``PanicException`` that is no ``Exception``, and the process may
+  abort at exit) -- two flipped bytes of a 5 KB table were enough -- where pyarrow answers the
+  same bytes with an error;
+* validates the result in full (offsets, UTF-8) and checks every field name and metadata entry is
+  UTF-8: Polars panics taking over a table whose schema is not (``pl.from_arrow``);
 * only then hands the table to Polars (the same dtypes ``pl.read_parquet`` gives).
 
 Any failure is one line naming the object, of the class the caller gives (``DataError``, or a

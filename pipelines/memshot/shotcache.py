@@ -4,7 +4,8 @@ The render (:mod:`vismem.pipelines.memshot.render`) writes a session's pack, the
 resumption marker. The shard records the pack's key, size and SHA-256 (``pack``), as a done
 marker of :mod:`vismem.core.cache` records its objects. Before a re-run trusts a finished session
 it reads the pack back: a pack truncated, overwritten, past its bound (``PACK_BYTES``) or missing,
-a shard that is not JSON or past ``MAX_JSON_BYTES``, or a row referencing bytes outside the pack,
+a shard that is not JSON or past ``MAX_JSON_BYTES``, rows that are not unit rows of
+:func:`unit_schema`, or a row referencing bytes outside the pack,
 is named in one line, the shard is deleted and the session is rendered again (to the same bytes).
 Shards written before packs were recorded carry no ``pack`` and are trusted as they are.
 """
@@ -24,6 +25,21 @@ if TYPE_CHECKING:
 
 #: Concurrent reads while verifying: the packs of a whole dataset are read back on each re-run.
 _THREADS = 8
+
+
+def unit_schema() -> Any:
+    """The Arrow schema of a shard's unit rows (and of the render's ``units.parquet``)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("dataset", pa.string()), ("variant", pa.string()), ("conversation_id", pa.string()),
+        ("session_id", pa.string()), ("session_index", pa.int32()), ("unit", pa.int32()), ("unit_id", pa.string()),
+        ("dia_ids", pa.list_(pa.string())), ("n_turns", pa.int32()), ("pair_start", pa.int32()),
+        ("pair_end", pa.int32()), ("overlap_pairs", pa.int32()), ("width", pa.int32()), ("height", pa.int32()),
+        ("overflow", pa.bool_()), ("key", pa.string()), ("format", pa.string()), ("bytes", pa.int64()),
+        ("text", pa.string()), ("layout_ms", pa.float64()), ("draw_ms", pa.float64()), ("encode_ms", pa.float64()),
+        ("write_ms", pa.float64()), ("style", pa.string()), ("font", pa.string()),
+    ])
 
 
 def pack_record(key: str, pack: bytes) -> dict[str, Any]:
@@ -49,6 +65,9 @@ def verify_shard(store: "Store", shard_key: str) -> str | None:
         return f"damaged cache marker {shard_key}: {err}"
     if not isinstance(shard, dict) or not isinstance(shard.get("rows"), list):
         return f"damaged cache marker {shard_key}: not a shard"
+    misfit = _as_units(shard["rows"])[1]
+    if misfit:
+        return f"damaged cache marker {shard_key}: {misfit}"
     want = shard.get("pack")
     if not isinstance(want, dict):
         return None
@@ -74,6 +93,20 @@ def pack_of(shard_key: str) -> str:
     """The pack a shard's session keeps its shots in (``.../shards/c/s.json`` -> ``.../shots/c/s.pack``)."""
     head, _, tail = shard_key.rpartition("/shards/")
     return f"{head}/shots/{tail.removesuffix('.json')}.pack"
+
+
+def _as_units(rows: list[Any]) -> tuple[Any, str | None]:
+    """``(Arrow table of rows, None)``, or ``(None, why)`` when they are not unit rows (a row that
+    is no object, a value of the wrong type)."""
+    import pyarrow as pa
+
+    odd = next((i for i, row in enumerate(rows) if not isinstance(row, dict)), None)
+    if odd is not None:  # pyarrow would make it a row of nulls
+        return None, f"row {odd} is not an object"
+    try:
+        return pa.Table.from_pylist(rows, schema=unit_schema()), None
+    except Exception as err:  # noqa: BLE001 - rows of the wrong shape or type: one line, not pyarrow's
+        return None, f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
 
 
 def _outside(shard_key: str, rows: list[Any], pack: str, size: int) -> str | None:
@@ -113,11 +146,9 @@ def verify_renders(store: "Store", prefix: str = "runs", *, discard: bool = Fals
     return len(keys), [line for _key, line in bad]
 
 
-def shard_table(store: "Store", key: str, schema: Any, version: int) -> Any:
-    """One shard's unit rows as an Arrow table of ``schema`` (the render's), the shard of schema
+def shard_table(store: "Store", key: str, version: int) -> Any:
+    """One shard's unit rows as an Arrow table of :func:`unit_schema`, the shard of schema
     ``version``; anything else is a DataError naming the shard, never a pyarrow traceback."""
-    import pyarrow as pa
-
     from vismem.core.errors import DataError
 
     hint = "; `vismem store verify --discard` drops it, the next run renders it again"
@@ -132,8 +163,7 @@ def shard_table(store: "Store", key: str, schema: Any, version: int) -> Any:
     if shard.get("schema_version") != version:
         raise DataError(f"{store.url(key)}: shard schema_version {shard.get('schema_version')} != {version}; "
                         "render into a fresh prefix")
-    try:
-        return pa.Table.from_pylist(shard["rows"], schema=schema)
-    except Exception as err:  # noqa: BLE001 - rows of the wrong shape or type: one line, not pyarrow's
-        why = " ".join(str(err).split())[:200]
-        raise DataError(f"{store.url(key)}: damaged shard ({type(err).__name__}: {why}){hint}") from None
+    table, misfit = _as_units(shard["rows"])
+    if misfit:
+        raise DataError(f"{store.url(key)}: damaged shard ({misfit}){hint}")
+    return table
