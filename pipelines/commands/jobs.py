@@ -121,9 +121,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Submit a run config to a Ray cluster (JobSubmissionClient). The job carries "
                        "the code (minus .git, venvs, runs and generated data), the data files its stages read "
                        "(as _data/; an s3:// data_dir is read from the store instead), the git revision and the "
-                       "resolved config; AWS_REGION/AWS_ENDPOINT_URL, VISMEM_SERVE_URL, *_BASE_URL and *_API_KEY "
-                       "are forwarded. AWS keys stay on this machine unless --forward-credentials: the "
-                       "cluster's own role (instance profile, IRSA) reaches the store.")
+                       "resolved config; AWS_REGION/AWS_ENDPOINT_URL, VISMEM_SERVE_URL, *_BASE_URL, *_API_KEY and "
+                       "the bounds' overrides (VISMEM_MAX_*, VISMEM_DATA_DIR_MAX_*) are forwarded. AWS keys stay "
+                       "on this machine unless --forward-credentials: the cluster's own role (instance profile, "
+                       "IRSA) reaches the store.")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run")
     add_config_args(p)
     p.add_argument("--dashboard", metavar="URL", help="Ray job server (default $RAY_API_SERVER_ADDRESS)")
