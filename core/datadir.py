@@ -76,8 +76,9 @@ def _copy(uri: str) -> Path:
     from vismem.core.secrets import strip_userinfo
 
     shown = strip_userinfo(uri)
-    limits = DATA_DIR_OBJECTS.value(), DATA_DIR_OBJECT_BYTES.value(), DATA_DIR_BYTES.value()  # bad overrides: here
-    store, objects = _listing(uri, shown, limits[0])
+    for bound in (DATA_DIR_OBJECT_BYTES, DATA_DIR_BYTES):
+        bound.value()  # a bad override fails here, before the bucket is listed
+    store, objects = _listing(uri, shown, DATA_DIR_OBJECTS.value())
     _check(shown, objects)
     root = cache_dir(uri)
     todo = [o for o in objects if not _fresh(root, o)]
