@@ -4,19 +4,19 @@ Every input has a stated bound (``docs/bounds.md``). Most are fixed; the ones be
 size of the data a user brings (an ``s3://`` data dir) or of the run (its tables, its shot
 packs), so a user whose real data is larger can raise them -- as ``VISMEM_WRITE_THREADS`` is set,
 through :func:`vismem.core.envvars.env_int`: a value that is not an integer in range is one
-``ConfigError`` line (exit 2). The run forwards whatever of them is set to its Ray workers
-(:func:`forwarded_env`), so a driver and its workers hold the same bounds.
+``ConfigError`` line (exit 2). A local Ray's workers inherit the driver's environment, and
+``vismem submit`` forwards whatever of them is set to the job (every ``var`` of :data:`ALL`), so a driver
+and its workers hold the same bounds; a cluster attached by address needs them set on its nodes.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from vismem.core.envvars import env_int
 
 __all__ = ["ALL", "Bound", "DATA_DIR_BYTES", "DATA_DIR_OBJECTS", "DATA_DIR_OBJECT_BYTES", "PACK_BYTES",
-           "TABLE_BYTES", "check_all", "forwarded_env"]
+           "TABLE_BYTES", "check_all"]
 
 #: The largest override any bound takes (1 PiB): a typo of a few digits more is still refused.
 _CEILING = 1 << 50
@@ -67,8 +67,3 @@ def check_all() -> None:
     """Read every bound once: a bad override fails here, before any work, not in a worker."""
     for bound in ALL:
         bound.value()
-
-
-def forwarded_env() -> dict[str, str]:
-    """The overrides set in this process, for its Ray workers (which read the same bounds)."""
-    return {b.var: os.environ[b.var] for b in ALL if os.environ.get(b.var, "").strip()}

@@ -180,7 +180,7 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
             if started_ray:
                 lifeline = _ray_lifeline()
             where[0] = "while Ray started"
-            init_ray(config.ray, env_vars={**env, **bounds.forwarded_env()})  # workers hold the driver's bounds
+            init_ray(config.ray, env_vars=env)
             _check_servers(servers, where[0])  # a store gone while Ray started is named as such
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
