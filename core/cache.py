@@ -22,7 +22,8 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
-from vismem.core.errors import DataError
+from vismem.core.bounds import TABLE_BYTES
+from vismem.core.errors import DataError, TooLarge
 
 if TYPE_CHECKING:
     import logging
@@ -88,14 +89,33 @@ class UnitCache:
         return {k: v for k, v in self._marker(unit).items() if k != OBJECTS}
 
     def read_object(self, unit: str, suffix: str) -> bytes:
-        """An object of a finished unit, verified against its marker (:class:`CacheDamaged`)."""
+        """An object of a finished unit, verified against its marker (:class:`CacheDamaged`). A
+        Parquet object is at most ``TABLE_BYTES``: one past it is damaged when its marker
+        recorded another size, else :class:`TooLarge` -- refused from its size, never read."""
         want = (self._marker(unit).get(OBJECTS) or {}).get(suffix)
         key = self.key(unit, suffix)
-        data = self.store.get_bytes(key)
+        try:
+            data = self.store.get_bytes(key, bound=TABLE_BYTES if suffix.endswith(".parquet") else None)
+        except TooLarge as err:
+            if want is None or not isinstance(want, dict) or want.get("bytes") == err.size:
+                raise  # the unit really is that large: the bound, not the cache, is at fault
+            raise CacheDamaged(f"damaged cache object {key}: {err.size:,} bytes, the done marker recorded "
+                               f"{want.get('bytes')} bytes") from None
         if want is not None and record(data) != want:
             raise CacheDamaged(f"damaged cache object {key}: {len(data)} bytes, sha256 {record(data)['sha256'][:12]}, "
                                f"the done marker recorded {want['bytes']} bytes, sha256 {want['sha256'][:12]}")
         return data
+
+    def read_table(self, unit: str, suffix: str, columns: "list[str] | None" = None) -> Any:
+        """A Parquet object of a finished unit as a Polars DataFrame (``columns`` only, when given),
+        verified against its marker; bytes that are not a whole table are :class:`CacheDamaged`."""
+        from vismem.core.parquetio import decode_table
+
+        data = self.read_object(unit, suffix)
+        try:
+            return decode_table(self.key(unit, suffix), data, columns=columns, error=CacheDamaged)
+        except CacheDamaged as err:
+            raise CacheDamaged(f"damaged cache object {err}") from None
 
     def verify(self, unit: str) -> list[str]:
         """One line per damaged part of a finished unit (empty when it is whole)."""

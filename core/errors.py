@@ -33,6 +33,15 @@ class StoreError(VismemError):
     exit_code = 3
 
 
+class TooLarge(StoreError):
+    """A store object past its size bound (``vismem.core.bounds``), refused before it is read;
+    ``size`` is the object's size when known (a cache compares it with its record)."""
+
+    def __init__(self, message: str, *, size: int | None = None, exit_code: int | None = None) -> None:
+        super().__init__(message, exit_code=exit_code)
+        self.size = size
+
+
 class StoreUnreachable(StoreError):
     """The store stopped answering during a run (its S3 server died, the network went away)."""
 

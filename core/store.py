@@ -12,7 +12,6 @@ can be shipped to Ray workers as is.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -24,14 +23,18 @@ from urllib.parse import unquote, urlparse
 
 from vismem.core import s3client
 from vismem.core.blobref import check_blob, parse_ref
-from vismem.core.errors import StoreError
+from vismem.core.bounds import PACK_BYTES, Bound
+from vismem.core.errors import StoreError, TooLarge
+from vismem.core.parquetio import parquet_bytes
 from vismem.core.storefault import guarded, store_fault, write_all
+from vismem.core.storetables import StoreTables
 from vismem.core.secrets import strip_userinfo
 from vismem.core.storeuri import StoreSpec, validate_uri
 
 @dataclass
-class Store:
-    """A store rooted at ``spec.uri``; keys are ``/``-separated paths relative to that root."""
+class Store(StoreTables):
+    """A store rooted at ``spec.uri``; keys are ``/``-separated paths relative to that root
+    (tables: :class:`~vismem.core.storetables.StoreTables`)."""
 
     spec: StoreSpec
     _client: Any = field(default=None, repr=False, compare=False)
@@ -213,16 +216,18 @@ class Store:
             raise
 
     @guarded
-    def get_bytes(self, key: str) -> bytes:
+    def get_bytes(self, key: str, *, bound: Bound | None = None) -> bytes:
         """Read a blob, or the byte range a ``vismem.core.blobref`` reference names; a missing key raises
         ``FileNotFoundError`` naming it. A content-addressed blob is checked against the digest its key
-        names (``vismem.core.blobref.check_blob``): a damaged one never reaches a model or a cache."""
+        names (``vismem.core.blobref.check_blob``): a damaged one never reaches a model or a cache.
+        ``bound``: an object past it is :class:`TooLarge`, refused from its size before it is read (a
+        reference's span is always bounded by ``PACK_BYTES``: references point into shot packs)."""
         ref = parse_ref(key)
         if ref is not None:
             return self._get_range(*ref)
-        return check_blob(key, self._get_plain(key))
+        return check_blob(key, self._get_plain(key, bound))
 
-    def _get_plain(self, key: str, limit: int | None = None) -> bytes:
+    def _get_plain(self, key: str, limit: Bound | int | None = None) -> bytes:
         if self.is_s3:
             from botocore.exceptions import ClientError
 
@@ -233,7 +238,11 @@ class Store:
                 if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                     raise FileNotFoundError(self.url(key)) from None
                 raise
-            _within(self.url(key), obj.get("ContentLength"), limit)
+            try:
+                _within(self.url(key), obj.get("ContentLength"), limit)
+            except TooLarge:
+                obj["Body"].close()  # the body is never read: its connection is not reused
+                raise
             return obj["Body"].read()
         path = self._local_root() / self._clean(key)
         if not path.is_file():
@@ -245,6 +254,9 @@ class Store:
     def _get_range(self, key: str, offset: int, length: int) -> bytes:
         if length == 0:
             return b"" if self.exists(key) else self.get_bytes(key)  # the latter raises, naming it
+        past = PACK_BYTES.past(length)
+        if past:  # a damaged shard's reference must not make a reader allocate its length
+            raise TooLarge(f"{self.url(key)}: a reference to {past}", size=length)
         if self.is_s3:
             from botocore.exceptions import ClientError
 
@@ -346,92 +358,23 @@ class Store:
             return json.loads(self.get_bytes(key))
         return json.loads(check_blob(key, self._get_plain(key, MAX_JSON_BYTES)))
 
-    # -- tables -------------------------------------------------------------------------------
-    def arrow_filesystem(self) -> Any:
-        """A ``pyarrow.fs.FileSystem`` for this store (pass to Ray Data / pyarrow.dataset)."""
-        import pyarrow.fs as pafs
-
-        if self.is_s3:
-            return pafs.S3FileSystem(
-                access_key=self.spec.access_key, secret_key=self.spec.secret_key,
-                session_token=self.spec.session_token, endpoint_override=self.spec.endpoint_url,
-                region=self.spec.region, allow_bucket_creation=False,
-            )
-        return pafs.LocalFileSystem()
-
-    def arrow_path(self, key: str = "") -> str:
-        """Path of a key as ``arrow_filesystem()`` expects it (no scheme)."""
-        base = self.spec.uri.split("://", 1)[1] if self.is_s3 else str(self._local_root())
-        return f"{base}/{self._clean(key)}" if key else base
-
-    def polars_storage_options(self) -> dict[str, str] | None:
-        """``storage_options`` for ``pl.read_parquet``/``scan_parquet`` on this store."""
-        if not self.is_s3:
-            return None
-        opts = {"aws_region": self.spec.region}
-        if self.spec.access_key:  # else object_store's own default chain (env, IRSA, instance profile)
-            opts.update(aws_access_key_id=self.spec.access_key, aws_secret_access_key=self.spec.secret_key or "")
-            if self.spec.session_token:
-                opts["aws_session_token"] = self.spec.session_token
-        if self.spec.endpoint_url:
-            opts["aws_endpoint_url"] = self.spec.endpoint_url
-            if self.spec.endpoint_url.startswith("http://"):
-                opts["aws_allow_http"] = "true"
-        return opts
-
-    def write_table(self, key: str, table: Any, *, schema_version: int | None = None) -> None:
-        """Write a Polars DataFrame or Arrow table as one Parquet object, atomically.
-
-        ``schema_version`` is stored in the Parquet metadata *and* as a column when given.
-        """
-        self.put_bytes(key, parquet_bytes(table, schema_version=schema_version),
-                       content_type="application/vnd.apache.parquet")
-
-    def read_table(self, key: str) -> Any:
-        """Read one Parquet object, or every ``*.parquet`` under a prefix, as a Polars DataFrame."""
-        import polars as pl
-
-        if self.exists(key):
-            return pl.read_parquet(io.BytesIO(self.get_bytes(key)))
-        parts = [k for k in self.list(key) if k.endswith(".parquet")]
-        if not parts:
-            raise FileNotFoundError(self.url(key))
-        return pl.concat([pl.read_parquet(io.BytesIO(self.get_bytes(k))) for k in parts], how="diagonal_relaxed")
-
-    def scan_table(self, key: str) -> Any:
-        """A lazy Polars scan of a Parquet object or a prefix of them, straight from the store."""
-        import polars as pl
-
-        url = self.url(key)
-        if not self.exists(key):
-            url = url.rstrip("/") + "/**/*.parquet"
-        return pl.scan_parquet(url, storage_options=self.polars_storage_options())
-
 
 #: Largest JSON object read back from a store (bytes): a shard or manifest is kB to a few MB.
 MAX_JSON_BYTES = 256 << 20
 
 
-def _within(url: str, size: int | None, limit: int | None) -> None:
-    """StoreError when an object of ``size`` bytes is past ``limit`` (checked before it is read)."""
-    if limit is not None and size is not None and size > limit:
-        raise StoreError(f"{url}: {size:,} bytes, more than the {limit:,} a JSON object of the store may have")
+def _within(url: str, size: int | None, limit: Bound | int | None) -> None:
+    """:class:`TooLarge` when an object of ``size`` bytes is past ``limit`` (checked before it is
+    read): a :class:`Bound`, or a number of bytes for a JSON object (``MAX_JSON_BYTES``)."""
+    if limit is None or size is None:
+        return
+    if isinstance(limit, Bound):
+        past = limit.past(size)
+        if past:
+            raise TooLarge(f"{url}: {past}", size=size)
+    elif size > limit:
+        raise TooLarge(f"{url}: {size:,} bytes, more than the {limit:,} a JSON object of the store may have",
+                       size=size)
 
 
-def parquet_bytes(table: Any, *, schema_version: int | None = None) -> bytes:
-    """A Polars DataFrame or Arrow table as the Parquet bytes :meth:`Store.write_table` stores
-    (zstd; ``schema_version`` in the metadata and as a column when given)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if not isinstance(table, pa.Table):
-        table = table.to_arrow()
-    if schema_version is not None:
-        if "schema_version" not in table.column_names:
-            table = table.append_column("schema_version", pa.array([schema_version] * table.num_rows, pa.int32()))
-        meta = dict(table.schema.metadata or {})
-        meta[b"vismem.schema_version"] = str(schema_version).encode()
-        table = table.replace_schema_metadata(meta)
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    return buf.getvalue()
+__all__ = ["MAX_JSON_BYTES", "Store", "parquet_bytes"]  # parquet_bytes lives in core.parquetio

@@ -136,9 +136,11 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
     still open (the private S3 server of ``local-s3://`` still up); what it returns is kept under
     ``results["_after"]``.
     """
+    from vismem.core import bounds
     from vismem.pipelines.rayctx import init_ray
     from vismem.pipelines.stage import get_stage
 
+    bounds.check_all()  # a bad $VISMEM_*MAX* fails here (one line, exit 2), not in a worker
     todo = stages or config.stages
     for name in todo:
         # Fail fast, before anything is started or written: unknown stages, and components

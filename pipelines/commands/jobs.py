@@ -121,9 +121,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Submit a run config to a Ray cluster (JobSubmissionClient). The job carries "
                        "the code (minus .git, venvs, runs and generated data), the data files its stages read "
                        "(as _data/; an s3:// data_dir is read from the store instead), the git revision and the "
-                       "resolved config; AWS_REGION/AWS_ENDPOINT_URL, VISMEM_SERVE_URL, *_BASE_URL and *_API_KEY "
-                       "are forwarded. AWS keys stay on this machine unless --forward-credentials: the "
-                       "cluster's own role (instance profile, IRSA) reaches the store.")
+                       "resolved config; AWS_REGION/AWS_ENDPOINT_URL, VISMEM_SERVE_URL, *_BASE_URL, *_API_KEY and "
+                       "the bounds' overrides (VISMEM_MAX_*, VISMEM_DATA_DIR_MAX_*) are forwarded. AWS keys stay "
+                       "on this machine unless --forward-credentials: the cluster's own role (instance profile, "
+                       "IRSA) reaches the store.")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run")
     add_config_args(p)
     p.add_argument("--dashboard", metavar="URL", help="Ray job server (default $RAY_API_SERVER_ADDRESS)")
@@ -148,8 +149,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lg.set_defaults(func=_logs)
 
 
-#: Forwarded to every job: the store's endpoint, the Serve address (``deployed:NAME`` models) and
-#: offline mode for model hubs.
+#: Forwarded to every job: the store's endpoint, the Serve address (``deployed:NAME`` models),
+#: offline mode for model hubs, and the overrides of ``vismem.core.bounds`` that are set.
 _FORWARD = ("AWS_REGION", "AWS_ENDPOINT_URL", "VISMEM_S3_ENDPOINT", "VISMEM_SERVE_URL", "HF_HUB_OFFLINE")
 #: Forwarded only when asked: they would replace the cluster's own role for the job.
 CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
@@ -161,7 +162,9 @@ _MODEL_VARS = re.compile(r"^[A-Z][A-Z0-9_]*_(BASE_URL|API_KEY)$")
 def forwarded_env(extra: list[str] = (), *, credentials: bool = False) -> dict[str, str]:  # type: ignore[assignment]
     """The client's variables a job gets (values never printed: see :func:`_is_secret_var`); the
     AWS keys only with ``credentials``."""
-    names = [*_FORWARD, *(CREDENTIALS if credentials else ()),
+    from vismem.core.bounds import ALL as BOUNDS
+
+    names = [*_FORWARD, *(b.var for b in BOUNDS), *(CREDENTIALS if credentials else ()),
              *(k for k in sorted(os.environ) if _MODEL_VARS.match(k)), *extra]
     return {k: os.environ[k] for k in names if k in os.environ}
 

@@ -186,6 +186,7 @@ def _get(args: argparse.Namespace) -> int:
 def _cat(args: argparse.Namespace) -> int:
     import json
 
+    from vismem.core.bounds import TABLE_BYTES
     from vismem.core.errors import ConfigError, VismemError
     from vismem.pipelines.runner import open_store
 
@@ -197,7 +198,8 @@ def _cat(args: argparse.Namespace) -> int:
     with open_store(cfg, create=False) as (store, _env):
         if not store.exists(args.key):
             raise VismemError(f"no object {store.url(args.key)}; see `vismem store ls`")
-        data = store.get_bytes(args.key)
+        table = args.key.endswith(".parquet") and not args.raw
+        data = store.get_bytes(args.key, bound=TABLE_BYTES if table else None)  # a table is bounded
     if args.raw:
         sys.stdout.buffer.write(data)
     elif args.key.endswith(".parquet"):
@@ -211,13 +213,12 @@ def _cat(args: argparse.Namespace) -> int:
 
 def _cat_table(data: bytes, args: argparse.Namespace) -> None:
     """A Parquet object as a table or (``--csv``) CSV, its ``--columns`` only, ``--rows`` of it."""
-    import io
-
     import polars as pl
 
     from vismem.core.errors import ConfigError, did_you_mean
+    from vismem.core.parquetio import decode_table
 
-    df = pl.read_parquet(io.BytesIO(data))
+    df = decode_table(args.key, data)
     if args.columns is not None:
         cols = [c.strip() for c in args.columns.split(",") if c.strip()]
         for c in cols:

@@ -20,14 +20,16 @@ captions first, then image embeddings, then the document texts (which may contai
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
+from vismem.core.bounds import TABLE_BYTES
 from vismem.core.cache import CacheDamaged, UnitCache
+from vismem.core.errors import TooLarge
+from vismem.core.parquetio import decode_table
 from vismem.core.store import parquet_bytes
 
 log = logging.getLogger("vismem.features")
@@ -79,8 +81,6 @@ def save_part(store: "Store", fs: Any, values: dict[str, Any]) -> str | None:
 def load_parts(store: "Store", fs: Any, healed: list[str] | None = None) -> dict[str, Any]:
     """Every stored ``content_id -> value`` of feature spec ``fs``; a damaged part is discarded
     (its ids are then missing, so computed again) and its line appended to ``healed``."""
-    import polars as pl
-
     out: dict[str, Any] = {}
     units = UnitCache(store, "")
     keys = set(store.list(f"{FEATURE_ROOT}/{fs.key}/parts"))  # parts and their markers: one listing
@@ -88,8 +88,10 @@ def load_parts(store: "Store", fs: Any, healed: list[str] | None = None) -> dict
         unit = key[: -len(".parquet")]
         try:  # a part written before parts had done markers is read as it is (each put is atomic)
             marked = units.done_key(unit) in keys
-            data = units.read_object(unit, ".parquet") if marked else store.get_bytes(key)
-            df = pl.read_parquet(io.BytesIO(data))
+            df = (units.read_table(unit, ".parquet") if marked
+                  else decode_table(key, store.get_bytes(key, bound=TABLE_BYTES), error=CacheDamaged))
+        except TooLarge:
+            raise  # as large as it was written: the bound must be raised, recomputing would not help
         except Exception as err:  # noqa: BLE001 - a damaged part, whatever broke it: its ids are computed again
             line = str(err) if isinstance(err, CacheDamaged) else f"damaged feature part {key}: {type(err).__name__}"
             log.warning("%s: discarded, recomputing", line)

@@ -16,7 +16,6 @@ overwritten, so a run killed at any point resumes with no duplicate rows.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from typing import TYPE_CHECKING, Any, Iterable
@@ -108,9 +107,7 @@ class ProbeCache:
 
     def read_rows(self, set_name: str, j: int) -> Any:
         """A finished unit's rows, verified against its done marker (``CacheDamaged`` when damaged)."""
-        import polars as pl
-
-        return pl.read_parquet(io.BytesIO(self.units.read_object(f"{set_name}/s{j}", ".parquet")))
+        return self.units.read_table(f"{set_name}/s{j}", ".parquet")
 
     def verify(self, set_name: str, j: int) -> list[str]:
         """One line per damaged object of a finished unit (empty when whole)."""

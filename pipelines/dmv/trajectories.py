@@ -25,7 +25,6 @@ The backend slug names the model *and* the protocol settings that change traject
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 import threading
 from typing import TYPE_CHECKING, Any, Iterable
@@ -113,9 +112,7 @@ class TrajectoryCache:
         that records none."""
         n = self.read_summary(seed, j).get("failed_calls")
         if n is None:
-            import polars as pl
-
-            steps = pl.read_parquet(io.BytesIO(self.units.read_object(f"{seed}/{j}", ".parquet")), columns=["status"])
+            steps = self.units.read_table(f"{seed}/{j}", ".parquet", columns=["status"])
             n = int((steps["status"] == "failed").sum())
         return int(n)
 
@@ -154,20 +151,16 @@ class TrajectoryCache:
     def read_steps(self, seed: int, j: int) -> Any:
         """The step rows of a finished session as a Polars frame, with ``latency_s`` joined in
         (each object verified against the done marker: :class:`CacheDamaged` when damaged)."""
-        import polars as pl
-
         if not self.is_done(seed, j):
             raise FileNotFoundError(f"session (seed={seed}, j={j}) of {self.backend} is not finished")
         unit = f"{seed}/{j}"
-        steps = pl.read_parquet(io.BytesIO(self.units.read_object(unit, ".parquet")))
-        timing = pl.read_parquet(io.BytesIO(self.units.read_object(unit, ".timing.parquet")))
+        steps = self.units.read_table(unit, ".parquet")
+        timing = self.units.read_table(unit, ".timing.parquet")
         return steps.join(timing.select("step", "latency_s"), on="step", how="left", maintain_order="left")
 
     def image_keys(self, seed: int, j: int) -> set[str]:
         """The blob keys of the images a finished session observed (its steps verified)."""
-        import polars as pl
-
-        steps = pl.read_parquet(io.BytesIO(self.units.read_object(f"{seed}/{j}", ".parquet")), columns=["image_key"])
+        steps = self.units.read_table(f"{seed}/{j}", ".parquet", columns=["image_key"])
         return set(steps["image_key"].drop_nulls().to_list())
 
     def visited(self, seed: int, j: int) -> list[str]:

@@ -65,18 +65,16 @@ def cached(ctx: "RunContext", key: str, keep: Any, healed: list[str] | None = No
     marker; a damaged one is discarded (named in the log, its line appended to ``healed``, which
     the stage counts) and every row is asked again.
     """
-    import io
-
-    import polars as pl
-
     from vismem.core.cache import UnitCache
+    from vismem.core.errors import TooLarge
 
     units, unit = UnitCache(ctx.store, ""), key.removesuffix(".parquet")
     if not ctx.store.exists(key):
         return None
     try:  # a table written before tables had done markers is read as it is
-        data = units.read_object(unit, ".parquet") if units.is_done(unit) else ctx.store.get_bytes(key)
-        df = pl.read_parquet(io.BytesIO(data))
+        df = units.read_table(unit, ".parquet") if units.is_done(unit) else ctx.store.read_table(key)
+    except TooLarge:
+        raise  # as large as it was written: the bound must be raised, asking again would not help
     except Exception as err:  # noqa: BLE001 - a damaged table, whatever broke it: asked again
         ctx.logger.warning("damaged cache table %s (%s): discarded, asking again", key, type(err).__name__)
         if healed is not None:

@@ -40,7 +40,7 @@ from vismem.core.envvars import env_int
 from vismem.core.errors import ConfigError, DataError, user_error
 from vismem.core.keys import key_part
 from vismem.pipelines.memshot.sessions import session_rows, session_waves  # noqa: F401 - session_rows re-exported
-from vismem.pipelines.memshot.shotcache import heal_shards, pack_record
+from vismem.pipelines.memshot.shotcache import heal_shards, pack_record, shard_table, unit_schema
 
 if TYPE_CHECKING:
     from vismem.pipelines.context import RunContext
@@ -71,20 +71,6 @@ def pack_key(prefix: str, conversation_id: str, session_id: str) -> str:
 
 def shard_key(prefix: str, conversation_id: str, session_id: str) -> str:
     return f"{prefix}/shards/{_safe(conversation_id)}/{_safe(session_id)}.json"
-
-
-def _unit_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema([
-        ("dataset", pa.string()), ("variant", pa.string()), ("conversation_id", pa.string()),
-        ("session_id", pa.string()), ("session_index", pa.int32()), ("unit", pa.int32()), ("unit_id", pa.string()),
-        ("dia_ids", pa.list_(pa.string())), ("n_turns", pa.int32()), ("pair_start", pa.int32()),
-        ("pair_end", pa.int32()), ("overlap_pairs", pa.int32()), ("width", pa.int32()), ("height", pa.int32()),
-        ("overflow", pa.bool_()), ("key", pa.string()), ("format", pa.string()), ("bytes", pa.int64()),
-        ("text", pa.string()), ("layout_ms", pa.float64()), ("draw_ms", pa.float64()), ("encode_ms", pa.float64()),
-        ("write_ms", pa.float64()), ("style", pa.string()), ("font", pa.string()),
-    ])
 
 
 def render_rows(rows: list[dict[str, Any]], *, store: "Store", variant: Variant, prefix: str,
@@ -290,21 +276,13 @@ def _render_wave(todo: list[dict[str, Any]], kw: dict[str, Any], ray_cfg: Any, b
 
 def collect_units(store: "Store", prefix: str, keys: Iterable[str] | None = None) -> Any:
     """Concatenate the shards ``keys`` (default: every shard under ``prefix``) into one Arrow
-    table sorted by position; a missing shard is an error (the render did not finish)."""
+    table sorted by position; a missing shard is an error (the render did not finish), and so is
+    one that is not a shard of this schema (one line naming it, never a pyarrow traceback)."""
     import pyarrow as pa
 
-    rows = []
-    for k in sorted(_list_shards(store, prefix) if keys is None else keys):
-        try:
-            data = store.get_bytes(k)
-        except FileNotFoundError:
-            raise DataError(f"{store.url(k)}: shard missing; re-run the render to complete it") from None
-        shard = json.loads(data)
-        if shard.get("schema_version") != SCHEMA_VERSION:
-            raise DataError(f"{store.url(k)}: shard schema_version {shard.get('schema_version')} != {SCHEMA_VERSION}; "
-                            "render into a fresh prefix")
-        rows.extend(shard["rows"])
-    t = pa.Table.from_pylist(rows, schema=_unit_schema())
+    keys = sorted(_list_shards(store, prefix) if keys is None else keys)
+    tables = [shard_table(store, k, SCHEMA_VERSION) for k in keys]
+    t = pa.concat_tables(tables) if tables else unit_schema().empty_table()
     return t.sort_by([("conversation_id", "ascending"), ("session_index", "ascending"), ("unit", "ascending")])
 
 

@@ -41,6 +41,29 @@ def embedder_groups(units: Any, cfg: Any) -> Iterator[tuple[str, dict[str, Any],
             yield role, EMBEDDERS.resolve(spec, field=f"memshot.{role}"), group
 
 
+def cached_vectors(ctx: "RunContext", key: str) -> dict[str, tuple[Any, float]]:
+    """``item_id -> (vector, embed seconds)`` of the run's embedding cache at ``key``. A damaged
+    table (not a whole table, other columns) is named in the log and dropped: its vectors are
+    embedded again, never ranked from. One past its bound (TooLarge) or a store fault ends the run."""
+    import numpy as np
+
+    from vismem.core.errors import StoreError
+
+    try:
+        old = ctx.store.read_table(key)
+        mat = np.asarray(old["embedding"].to_numpy(), dtype=np.float32)
+        ids, secs = old["item_id"].to_list(), old["embed_s"].to_list()
+        if mat.ndim != 2 or len(mat) != len(ids):
+            raise ValueError(f"embedding matrix of shape {mat.shape} for {len(ids)} items")
+        return {i: (mat[j], float(t)) for j, (i, t) in enumerate(zip(ids, secs))}
+    except StoreError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a damaged cache, whatever broke it: embedded again
+        ctx.logger.warning("damaged cache table %s (%s): discarded, embedding again", key, type(err).__name__)
+        ctx.store.delete(key)
+        return {}
+
+
 def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: Any, questions: Any, *,
                    full: bool = False) -> tuple[Any, Any, str]:
     """Embed one embedder's units + questions, rank; return (ranked, unit embed seconds, embedder name).
@@ -60,11 +83,7 @@ def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: An
     # Resumable: vectors already in the run's embedding cache are not recomputed (a killed run
     # re-embeds only what is missing; same config → same run prefix → same cache).
     cache_key = f"{ctx.run_prefix}/memshot/embeddings/{role}.parquet"
-    cache: dict[str, tuple[np.ndarray, float]] = {}
-    if ctx.store.exists(cache_key):
-        old = ctx.store.read_table(cache_key)
-        mat = np.asarray(old["embedding"].to_numpy(), dtype=np.float32)
-        cache = {i: (mat[j], float(t)) for j, (i, t) in enumerate(zip(old["item_id"].to_list(), old["embed_s"].to_list()))}
+    cache = cached_vectors(ctx, cache_key) if ctx.store.exists(cache_key) else {}
     todo = items.filter(~pl.col("item_id").is_in(list(cache)))
     if todo.height:
         if on_ray:

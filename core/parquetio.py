@@ -1,0 +1,118 @@
+"""Parquet tables in and out of the store: written one way, read back bounded and checked.
+
+A table read back from the store is an input like any other: a hostile or damaged object may be
+huge, may declare far more data than its own size (a zstd page expands a thousandfold), or may
+be bytes no reader should be handed. :func:`decode_table` therefore
+
+* refuses bytes past :data:`vismem.core.bounds.TABLE_BYTES`, and a footer declaring more than
+  that uncompressed, before any page is decoded;
+* decodes with pyarrow, not Polars' own reader: on a damaged table Polars' reader can *panic* (a
+  Rust backtrace on stderr, a ``PanicException`` that is no ``Exception``, and the process may
+  abort at exit) -- two flipped bytes of a 5 KB table were enough -- where pyarrow answers the
+  same bytes with an error;
+* validates the result in full (offsets, UTF-8) and checks every field name and metadata entry is
+  UTF-8: Polars panics taking over a table whose schema is not (``pl.from_arrow``);
+* only then hands the table to Polars (the same dtypes ``pl.read_parquet`` gives).
+
+Any failure is one line naming the object, of the class the caller gives (``DataError``, or a
+cache's ``CacheDamaged`` so the unit is discarded and redone) -- never a traceback from inside
+pyarrow, never a half-read table.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Iterable, Sequence
+
+from vismem.core.bounds import TABLE_BYTES
+from vismem.core.errors import DataError, TooLarge
+
+__all__ = ["decode_table", "parquet_bytes"]
+
+
+def parquet_bytes(table: Any, *, schema_version: int | None = None) -> bytes:
+    """A Polars DataFrame or Arrow table as the Parquet bytes ``Store.write_table`` stores
+    (zstd; ``schema_version`` in the metadata and as a column when given)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not isinstance(table, pa.Table):
+        table = table.to_arrow()
+    if schema_version is not None:
+        if "schema_version" not in table.column_names:
+            table = table.append_column("schema_version", pa.array([schema_version] * table.num_rows, pa.int32()))
+        meta = dict(table.schema.metadata or {})
+        meta[b"vismem.schema_version"] = str(schema_version).encode()
+        table = table.replace_schema_metadata(meta)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def decode_table(name: str, data: bytes, *, columns: Sequence[str] | None = None,
+                 error: type[DataError] = DataError) -> Any:
+    """The Parquet ``data`` of the object ``name`` as a Polars DataFrame (``columns`` only, when
+    given); :class:`TooLarge` past :data:`TABLE_BYTES`, ``error`` (one line) when it is not a
+    whole table."""
+    import polars as pl
+    from polars.exceptions import PanicException
+
+    past = TABLE_BYTES.past(len(data))
+    if past:
+        raise TooLarge(f"{name}: {past}", size=len(data))
+    table = _arrow_table(name, data, columns, error)
+    try:
+        return pl.from_arrow(table)
+    except (Exception, PanicException) as err:  # checked above; a reader bug still gets one line
+        raise error(f"{name}: not a readable Parquet table ({_why(err)})") from None
+
+
+def _arrow_table(name: str, data: bytes, columns: Sequence[str] | None, error: type[DataError]) -> Any:
+    """The table of ``data``, bounded by its footer and validated, as pyarrow reads it."""
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data))
+        meta = pf.metadata
+        declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    except Exception as err:  # noqa: BLE001 - whatever the footer holds, the object is not a table
+        raise error(f"{name}: not a Parquet table ({_why(err)})") from None
+    past = TABLE_BYTES.past(declared)
+    if past:
+        raise TooLarge(f"{name}: its footer declares, uncompressed, {past}", size=len(data))
+    missing = [c for c in columns or () if c not in pf.schema_arrow.names]
+    if missing:  # pyarrow would return the table without them, silently
+        raise error(f"{name}: no column {', '.join(map(repr, missing))} (it has: {', '.join(pf.schema_arrow.names)})")
+    try:
+        table = pf.read(columns=list(columns) if columns is not None else None)
+        table.validate(full=True)
+        _check_names(table.schema)
+    except Exception as err:  # noqa: BLE001 - a damaged page, offset or string: one line, not pyarrow's traceback
+        raise error(f"{name}: not a readable Parquet table ({_why(err)})") from None
+    return table
+
+
+def _check_names(schema: Any) -> None:
+    """UnicodeError unless every field name (nested ones too) and metadata entry is UTF-8."""
+    for key, value in (schema.metadata or {}).items():
+        key.decode("utf-8"), value.decode("utf-8")
+    for field in _fields(schema):
+        field.name.encode("utf-8")  # a name pyarrow decoded with surrogates fails here
+        for key, value in (field.metadata or {}).items():
+            key.decode("utf-8"), value.decode("utf-8")
+
+
+def _fields(parent: Any) -> Iterable[Any]:
+    """Every field under ``parent`` (a schema or a nested type), depth first."""
+    import pyarrow as pa
+
+    for i in range(len(parent) if isinstance(parent, pa.Schema) else parent.num_fields):
+        field = parent.field(i)
+        yield field
+        yield from _fields(field.type)
+
+
+def _why(err: BaseException) -> str:
+    """``Type: first line of the message`` (pyarrow's messages run over several lines)."""
+    text = " ".join(str(err).split())[:200]
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__

@@ -1,0 +1,142 @@
+"""Issue 38: Parquet tables read back from the store are bounded inputs.
+
+A table past ``$VISMEM_MAX_TABLE_BYTES`` is refused from its size before it is read (``TooLarge``,
+one line naming the object and the bound); bytes that are not a whole table -- or a table Polars
+would panic on -- are one ``DataError`` line (a cache's ``CacheDamaged``), never a traceback from
+inside pyarrow, and a damaged cached table is never used.
+"""
+
+from __future__ import annotations
+
+import io
+import pathlib
+
+import polars as pl
+import pytest
+
+from vismem.core.cache import CacheDamaged, UnitCache
+from vismem.core.errors import DataError, StoreError, TooLarge
+from vismem.core.parquetio import decode_table, parquet_bytes
+
+DF = pl.DataFrame({"q": [f"q{i}" for i in range(50)], "hit": [i % 3 == 0 for i in range(50)]})
+
+
+def _no_reads(monkeypatch):
+    """Reading a local Parquet object whole fails the test (the bound must refuse it from its size)."""
+    real = pathlib.Path.read_bytes
+
+    def read(self: pathlib.Path) -> bytes:
+        if self.suffix == ".parquet":
+            pytest.fail(f"{self} was read")
+        return real(self)
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", read)
+
+
+@pytest.mark.parametrize("where", ["file", "s3"])
+def test_a_table_past_the_bound_is_refused_before_it_is_read(where, request, monkeypatch):
+    store = request.getfixturevalue(f"{where}_store")
+    store.write_table("runs/r/results/t.parquet", DF)
+    assert store.read_table("runs/r/results/t.parquet").height == 50
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", "100")
+    if where == "file":
+        _no_reads(monkeypatch)
+    with pytest.raises(TooLarge) as err:
+        store.read_table("runs/r/results/t.parquet")
+    assert str(err.value).startswith(store.url("runs/r/results/t.parquet") + ": ")
+    assert str(err.value).endswith(" bytes, more than the 100 bytes a Parquet table of the store may have "
+                                   "($VISMEM_MAX_TABLE_BYTES sets the bound)")
+    assert isinstance(err.value, StoreError) and err.value.exit_code == 3 and "\n" not in str(err.value)
+    with pytest.raises(TooLarge):  # a prefix of parts: each part is bounded
+        store.read_table("runs/r/results")
+
+
+def test_a_footer_declaring_more_than_the_bound_is_refused_before_decoding(monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()  # 2 MB of one repeated string, plain-encoded: zstd makes it a few KB
+    pq.write_table(pa.table({"s": ["a" * 1000] * 2000}), buf, compression="zstd", use_dictionary=False)
+    data = buf.getvalue()
+    assert len(data) < 100_000
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", "1000000")
+    with pytest.raises(TooLarge, match=r"^t\.parquet: its footer declares, uncompressed, [\d,]+ bytes, more than "
+                                       r"the 1,000,000 bytes a Parquet table"):
+        decode_table("t.parquet", data)
+
+
+def _bad_schema_metadata() -> bytes:
+    """A table whose schema metadata key is not UTF-8: pyarrow reads it, Polars panics taking it over."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"x": [1, 2]}).replace_schema_metadata({b"k\xff\xfe": b"v"}), buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name, data, why", [
+    ("garbage", b"hello, not a table", "not a Parquet table (ArrowInvalid"),
+    ("empty", b"", "not a Parquet table (ArrowInvalid"),
+    ("truncated", parquet_bytes(DF)[:-30], "not a Parquet table"),
+    ("bad schema", _bad_schema_metadata(), "not a readable Parquet table (UnicodeDecodeError"),
+])
+def test_bytes_that_are_not_a_whole_table_are_one_data_error(file_store, capfd, name, data, why):
+    file_store.put_bytes("t.parquet", data)
+    with pytest.raises(DataError) as err:
+        file_store.read_table("t.parquet")
+    assert str(err.value).startswith(f"{file_store.url('t.parquet')}: {why}") and "\n" not in str(err.value)
+    assert err.value.exit_code == 4 and "panicked" not in capfd.readouterr().err
+
+
+def test_bytes_polars_own_reader_panics_on_are_one_line_or_a_table(capfd):
+    # Two bytes of this table flipped made pl.read_parquet panic (and the process abort at exit;
+    # so it is not called here). decode_table never hands such bytes to Polars' reader.
+    data = bytearray(parquet_bytes(pl.DataFrame({"x": list(range(1000)), "s": [f"abc{i}" for i in range(1000)]})))
+    for pos, value in ((2617, 196), (4753, 147)):
+        data[pos % len(data)] = value
+    try:
+        decode_table("t.parquet", bytes(data))
+    except DataError as err:
+        assert str(err).startswith("t.parquet: not a") and "\n" not in str(err)
+    assert "panicked" not in capfd.readouterr().err
+
+
+def test_a_missing_column_is_named_not_silently_dropped():
+    with pytest.raises(DataError, match=r"^t\.parquet: no column 'nope' \(it has: q, hit\)"):
+        decode_table("t.parquet", parquet_bytes(DF), columns=["hit", "nope"])
+    assert decode_table("t.parquet", parquet_bytes(DF), columns=["hit"]).columns == ["hit"]
+
+
+def test_a_decoded_table_keeps_the_dtypes_polars_reads():
+    import numpy as np
+
+    df = pl.DataFrame({"v": np.ones((3, 4), np.float32), "l": [[1], [2, 3], []],
+                       "e": pl.Series(["a", "b", "a"], dtype=pl.Enum(["a", "b"])), "s": [{"k": 1}] * 3})
+    data = parquet_bytes(df, schema_version=2)
+    assert decode_table("t", data).schema == pl.read_parquet(io.BytesIO(data)).schema
+
+
+def test_a_cached_table_that_does_not_decode_is_damaged_not_a_traceback(file_store):
+    units = UnitCache(file_store, "probes/x")
+    units.commit("s/s0", {".parquet": b"not parquet at all"}, {"rows": 1})  # recorded: matches its marker
+    with pytest.raises(CacheDamaged, match=r"^damaged cache object probes/x/s/s0\.parquet: not a Parquet table"):
+        units.read_table("s/s0", ".parquet")
+
+
+def test_a_cached_table_past_the_bound_is_damage_unless_recorded_that_large(file_store, monkeypatch):
+    units = UnitCache(file_store, "probes/x")
+    data = parquet_bytes(DF)
+    units.commit("s/s0", {".parquet": data}, {"rows": 50})
+    assert units.read_table("s/s0", ".parquet", columns=["q"]).columns == ["q"]
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", str(len(data) + 10))
+    file_store.put_bytes("probes/x/s/s0.parquet", data + b"\0" * 100)  # grown past the bound: not what was written
+    _no_reads(monkeypatch)
+    with pytest.raises(CacheDamaged, match=rf"damaged cache object probes/x/s/s0\.parquet: {len(data) + 100:,} bytes, "
+                                           rf"the done marker recorded {len(data)} bytes"):
+        units.read_table("s/s0", ".parquet")
+    assert units.verify("s/s0") and "damaged cache object" in units.verify("s/s0")[0]
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", "100")  # what was written is past the bound: the bound is at fault
+    units.commit("s/s1", {".parquet": data}, {"rows": 50})
+    with pytest.raises(TooLarge, match=r"VISMEM_MAX_TABLE_BYTES sets the bound"):
+        units.read_table("s/s1", ".parquet")
