@@ -12,6 +12,7 @@ session fixtures (S3 server, Ray), on free ports and in its own temp dirs.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 from pathlib import Path
@@ -113,6 +114,28 @@ def data_dir(_test_data) -> Path:
     if problem:
         pytest.fail(f"test data not available in {root}: {problem}")
     return root
+
+
+#: Sessions of the LoCoMo cut (:func:`locomo_cut`).
+CUT_SESSIONS = 2
+
+
+@pytest.fixture(scope="session")
+def locomo_cut(data_dir, tmp_path_factory) -> Path:
+    """A LoCoMo file of conv-26 with its first two sessions and the questions whose evidence lies in
+    them (>= 10): the memshot stage's whole path on a tenth of the rendering, embedding and reading
+    of the full conversation (set ``memshot.dataset_path`` to it)."""
+    data = json.loads((data_dir / "locomo/locomo10.json").read_text())[0]
+    conv = data["conversation"]
+    keep = {f"session_{i}" for i in range(1, CUT_SESSIONS + 1)}
+    conv = {k: v for k, v in conv.items() if not k.startswith("session_")
+            or k in keep or k.removesuffix("_date_time") in keep}
+    inside = tuple(f"D{i}:" for i in range(1, CUT_SESSIONS + 1))
+    qa = [q for q in data["qa"] if q.get("evidence") and all(e.startswith(inside) for e in q["evidence"])]
+    assert len(qa) >= 10
+    path = tmp_path_factory.mktemp("locomo") / "locomo-cut.json"
+    path.write_text(json.dumps([{**data, "conversation": conv, "qa": qa}]))
+    return path
 
 
 @pytest.fixture(scope="session")

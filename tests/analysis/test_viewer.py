@@ -179,7 +179,7 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
 
 
 @pytest.mark.usefixtures("ray_local")
-def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chromium_path, tmp_path):
+def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chromium_path, tmp_path, locomo_cut):
     """Real memshot stage (render, MiniLM retrieval, scripted answers and judge), then the report
     stage: the sample viewer shows a question's gold answer, prediction, verdict, F1 and a shot."""
     from vismem.pipelines.config import load_config
@@ -190,7 +190,8 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
 
     cfg = load_config(overrides={
         "name": "samples-test", "stages": ["memshot", "report"], "report": {"n_resamples": 200},
-        "memshot": {"dataset": "locomo", "conversations": 1, "variants": ["memshot", "no-render"], "k": [3],
+        "memshot": {"dataset": "locomo", "dataset_path": str(locomo_cut), "conversations": 1,
+                    "variants": ["memshot", "no-render"], "k": [3],
                     "embed_on_ray": False, "max_questions": 4,
                     # No pixel reader and no memories (the local preset's OCR of every shot): the
                     # no-render units borrow the shots memshot renders, which is what is checked.

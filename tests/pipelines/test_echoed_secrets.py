@@ -53,7 +53,7 @@ class Echoing:
 
 
 @pytest.mark.parametrize("mode", ["threads", "ray-data"])
-def test_echoed_key_is_scrubbed_from_answers_and_verdicts(mode, tmp_path, ray_local, monkeypatch):
+def test_echoed_key_is_scrubbed_from_answers_and_verdicts(mode, tmp_path, ray_local, monkeypatch, locomo_cut):
     monkeypatch.setenv("VISMEM_TEST_ECHO_KEY", KEY)
     # the thread path stores "openai:answerer: HTTP 401: <reply>", the HTTP processor the reply
     echo = Echoing(pad=246 - (len("openai:answerer: HTTP 401: ") if mode == "threads" else 0))
@@ -61,7 +61,7 @@ def test_echoed_key_is_scrubbed_from_answers_and_verdicts(mode, tmp_path, ray_lo
     try:
         cfg = load_config(overrides={
             "runs_dir": str(tmp_path / "runs"), "store": {"uri": f"file://{tmp_path}/store"}, "stages": ["memshot"],
-            "memshot": {"conversations": 1, "variants": ["text-rag"], "memories": [], "k": [5],
+            "memshot": {"conversations": 1, "dataset_path": str(locomo_cut), "variants": ["text-rag"], "memories": [], "k": [5],
                         "embed_on_ray": False, "max_questions": 4, "request_concurrency": 1,
                         "batch_inference": mode,
                         "vlm": echo.spec("answerer"), "judge": echo.spec("judge")}})

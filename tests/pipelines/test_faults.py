@@ -131,13 +131,13 @@ def _http_env(shop_url, **kw):
     return make_env("http", shop_url, **kw)
 
 
-def test_memshot_answer_outage_is_partial_and_retried(tmp_path, ray_local):
+def test_memshot_answer_outage_is_partial_and_retried(tmp_path, ray_local, locomo_cut):
     from vismem.serve.backends.scripted import ScriptedVLM
 
     with Flaky(ScriptedVLM(["an answer"], label="a")) as srv:
         over = _base(tmp_path, stages=["memshot"], memshot={
-            "conversations": 1, "variants": ["text-rag"], "memories": [], "k": [5], "embed_on_ray": False,
-            "max_questions": 3, "request_concurrency": 1, "vlm": srv.spec()})
+            "conversations": 1, "dataset_path": str(locomo_cut), "variants": ["text-rag"], "memories": [], "k": [5],
+            "embed_on_ray": False, "max_questions": 3, "request_concurrency": 1, "vlm": srv.spec()})
         cfg = load_config(overrides=over)
         first = run(cfg, progress=False)
         assert first["_partial"] == ["memshot"] and first["memshot"]["status"] == "partial"

@@ -41,7 +41,7 @@ def test_glm5_spec_turns_thinking_off():
     assert load_model_spec("glm-5").args["extra_body"] == {"thinking": {"type": "disabled"}}
 
 
-def test_stage_judge_request_carries_enable_thinking_false(file_store, ray_local, tmp_path):
+def test_stage_judge_request_carries_enable_thinking_false(file_store, ray_local, tmp_path, locomo_cut):
     """The judge's requests, as the server received them, carry the switch and the dataset's max_tokens."""
     from tests.pipelines.test_memshot_stage import _ctx
     from vismem.pipelines.memshot import stage as memshot
@@ -61,8 +61,8 @@ def test_stage_judge_request_carries_enable_thinking_false(file_store, ray_local
             LocalOpenAIServer(app=app, model_id="Qwen/Qwen3-32B") as j:
         spec = lambda srv: {"name": "openai", "args": {"model": srv.model_id, "base_url": srv.base_url,  # noqa: E731
                                                        "api_key_env": None, "max_retries": 0, "timeout_s": 10}}
-        ctx = _ctx(file_store, tmp_path, {"dataset": "locomo", "conversations": 1, "variants": ["text-rag"], "k": [5],
-                                          "embed_on_ray": False, "max_questions": 2, "image_embedder": None,
+        ctx = _ctx(file_store, tmp_path, {"dataset": "locomo", "dataset_path": str(locomo_cut), "conversations": 1,
+                                          "variants": ["text-rag"], "k": [5], "embed_on_ray": False, "max_questions": 2, "image_embedder": None,
                                           "vlm": spec(a), "judge": spec(j)})
         memshot.run(ctx)
     assert len(seen) == 2

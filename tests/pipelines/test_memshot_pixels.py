@@ -6,35 +6,17 @@ sections (recall, read rate and latency, quoted baselines) and the sample viewer
 
 from __future__ import annotations
 
-import json
 import logging
 
 import polars as pl
-import pytest
 
 from vismem.pipelines.config import load_config
 from vismem.pipelines.context import RunContext
 from vismem.pipelines.manifest import Manifest
+from tests.conftest import CUT_SESSIONS
 
 OCR = {"name": "ocr-minilm", "args": {"ocr": {"name": "rapidocr-lines", "args": {"threads": 1}}}}
-SESSIONS = 2
 MEMOCR = "session-summary-shots (stand-in extractive)"
-
-
-@pytest.fixture(scope="module")
-def locomo_cut(data_dir, tmp_path_factory):
-    """conv-26 with its first two sessions and the questions whose evidence lies in them."""
-    data = json.loads((data_dir / "locomo/locomo10.json").read_text())[0]
-    conv = data["conversation"]
-    keep = {f"session_{i}" for i in range(1, SESSIONS + 1)}
-    conv = {k: v for k, v in conv.items() if not k.startswith("session_")
-            or k in keep or k.removesuffix("_date_time") in keep}
-    inside = tuple(f"D{i}:" for i in range(1, SESSIONS + 1))
-    qa = [q for q in data["qa"] if q.get("evidence") and all(e.startswith(inside) for e in q["evidence"])]
-    assert len(qa) >= 10
-    path = tmp_path_factory.mktemp("locomo") / "locomo-cut.json"
-    path.write_text(json.dumps([{**data, "conversation": conv, "qa": qa}]))
-    return path
 
 
 def _ctx(store, tmp_path, path) -> RunContext:
@@ -72,10 +54,10 @@ def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_loc
     # MemOCR stand-in's memory shots read by the same pixel reader (one per session).
     assert set(summary["read_rate"]) == {"memshot", MEMOCR}
     assert all(v["read_rate"] >= 0.95 for v in summary["read_rate"].values()), summary["read_rate"]
-    assert summary["read_rate"][MEMOCR]["shots"] == SESSIONS
+    assert summary["read_rate"][MEMOCR]["shots"] == CUT_SESSIONS
     assert summary["ocr"]["shots"] == summary["ocr"]["read"] + summary["ocr"]["cached"] > 0
     per_shot = file_store.read_table(f"{ctx.run_prefix}/results/memshot_readrate.parquet")
-    assert per_shot.height == summary["ocr"]["shots"] + SESSIONS
+    assert per_shot.height == summary["ocr"]["shots"] + CUT_SESSIONS
     assert (per_shot.filter(pl.col("variant") == MEMOCR)["n_words"] > 20).all()
     # Construction latency of the shots includes their OCR (embed_s > 0 for the pixel reader).
     lat = file_store.read_table(f"{ctx.run_prefix}/results/memshot_latency.parquet")
@@ -105,7 +87,7 @@ def test_local_stage_recall_from_pixels_read_rate_and_report(file_store, ray_loc
     data = page_data(page)
     assert MEMOCR in data["variants"] and "memshot" in data["variants"]
     memo = [u for u in data["units"] if u["variant"] == MEMOCR]
-    assert len(memo) == SESSIONS and all(u["shot"] for u in memo)
+    assert len(memo) == CUT_SESSIONS and all(u["shot"] for u in memo)
     ranked = [v[MEMOCR]["ranked"] for q in data["questions"] for v in [q["v"]] if MEMOCR in v]
     assert ranked and all(score is None for r in ranked for _, score in r)
     # What each retriever saw: the OCR text the pixel reader read from each shot (from the OCR

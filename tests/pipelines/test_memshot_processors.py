@@ -318,7 +318,7 @@ def test_serve_rows_are_the_requests_rays_serve_stage_builds():
 
 
 def test_answers_through_a_deployed_model_on_this_cluster_equal_the_http_path(file_store, ray_local, tmp_path,
-                                                                               monkeypatch):
+                                                                               monkeypatch, locomo_cut):
     """``auto`` finds the model's deployment on the run's own Ray Serve and asks it through Ray's
     ServeDeployment processor (our rows, its handle, our reader): the same answers as the HTTP
     processor asking the same scripted model over the local server. The deployment stands in for
@@ -364,7 +364,8 @@ def test_answers_through_a_deployed_model_on_this_cluster_equal_the_http_path(fi
                                                    "max_concurrency": 3}}
             for processor in ("http", "auto"):
                 cfg = load_config(overrides={"name": "memshot-test", "stages": ["memshot"], "memshot": {
-                    "memories": [], "dataset": "locomo", "conversations": 1, "variants": ["memshot", "text-rag"],
+                    "memories": [], "dataset": "locomo", "dataset_path": str(locomo_cut), "conversations": 1,
+                    "variants": ["memshot", "text-rag"],
                     "k": [5], "embed_on_ray": False, "max_questions": 3, "vlm": vlm, "judge": None,
                     "batch_inference": "ray-data", "processor": processor}})
                 manifest = Manifest(file_store, cfg.run_id)

@@ -16,9 +16,19 @@ from vismem.serve.backends.scripted import MALFORMED_TEXT, ScriptedVLM
 from vismem.serve.openai_server import LocalOpenAIServer
 
 
+@pytest.fixture(autouse=True)
+def _cut(locomo_cut, monkeypatch):
+    monkeypatch.setitem(CUT, "path", str(locomo_cut))
+
+
+CUT: dict[str, str] = {}
+
+
 def _ctx(store, tmp_path, memshot: dict) -> RunContext:
     # The local preset adds the MemOCR stand-in beside the variants; these tests ask for their own.
-    memshot = {"memories": [], **memshot}
+    # LoCoMo is read from the two-session cut of conv-26: the stage's whole path on a tenth of the work.
+    cut = {"dataset_path": CUT["path"]} if "path" in CUT and memshot.get("dataset") == "locomo" else {}
+    memshot = {"memories": [], **cut, **memshot}
     cfg = load_config(overrides={"name": "memshot-test", "stages": ["memshot"], "memshot": memshot})
     manifest = Manifest(store, cfg.run_id)
     manifest.begin(cfg, seeds={"root": cfg.seed})
