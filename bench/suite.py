@@ -40,6 +40,14 @@ SLOW_TIER: dict[str, tuple[str, ...]] = {
     "tests/pipelines/test_rayctx_loopback.py::test_a_real_local_run_listens_on_loopback_only": (
         "tests/pipelines/test_rayctx_loopback.py::test_local_ray_listens_on_loopback_only",
         "tests/pipelines/test_rayctx_loopback.py::test_the_store_server_and_the_shop_listen_on_loopback_only"),
+    # a `vismem run` on local-s3 SIGKILLed mid-encode, then rerun: no orphan (weed, Ray) and the
+    # same trajectories as a clean run -- each half checked on its own part
+    "tests/pipelines/test_kill_local_s3.py::test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orphan": (
+        "tests/core/test_lifeline.py::test_weed_dies_with_a_sigkilled_owner_and_the_rerun_starts_at_once",
+        "tests/core/test_lifeline.py::test_child_and_marked_processes_die_when_the_owner_is_sigkilled",
+        "tests/pipelines/test_localcluster.py::test_an_owner_killed_without_stop_leaves_neither_processes_nor_its_temp_dir",
+        "tests/pipelines/test_memory_stages.py::test_sigkill_mid_probes_then_rerun_gives_the_same_table_and_no_duplicates",
+        "tests/pipelines/test_encode_stage.py::test_extending_J_runs_only_new_sessions"),
 }
 
 _LINE = re.compile(r"^(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S.*)$")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 
 from vismem.core.lifeline import alive, pids_with_env
@@ -85,6 +86,7 @@ def _weed_pid(mark: str) -> int | None:
     return None
 
 
+@pytest.mark.slow  # two whole `vismem run` processes and a reference run (bench/suite.py SLOW_TIER)
 def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orphan(tmp_path, ray_local):
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
