@@ -286,20 +286,28 @@ def viewer(tmp_path_factory):
     return write_viewer(root, run, distinct_shots=100), run  # one file per shot key
 
 
-@pytest.fixture()
-def page(chromium_path):
+@pytest.fixture(scope="module")
+def browser(chromium_path):
+    """One Chromium for the module (a launch is seconds); each test gets a fresh context."""
     from playwright.sync_api import sync_playwright
 
     from tests.conftest import CHROMIUM_ARGS
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        pg = browser.new_page(viewport={"width": 1300, "height": 800})
-        pg.errors = []
-        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-        yield pg
-        assert pg.evaluate("window.pwned") is None and pg.errors == []
-        browser.close()
+        chromium = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture()
+def page(browser):
+    context = browser.new_context(viewport={"width": 1300, "height": 800})  # no storage shared between tests
+    pg = context.new_page()
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    yield pg
+    assert pg.evaluate("window.pwned") is None and pg.errors == []
+    context.close()
 
 
 def _open(page, path: Path, hash_: str = ""):
