@@ -45,6 +45,7 @@ BENCH_MODULES = (
     "vismem.bench.suite",
     "vismem.bench.calibrate",
     "vismem.bench.plancheck",
+    "vismem.bench.plancheck_ray",
 )
 
 
