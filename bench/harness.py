@@ -7,12 +7,18 @@ load 5 on 2 cores is not one taken at load 1). Every benchmark also gets two rec
 harness itself: ``wall`` (its whole run) and ``peak memory`` (PSS of this process and of every
 process it started, e.g. a local Ray; :mod:`vismem.core.peakmem`).
 Benchmarks register themselves in modules listed in ``BENCH_MODULES``.
+
+A goal on a time is never an absolute target (issue 43: a slower machine of the same kind misses
+it for work that did not get slower): it is a ratio record (:mod:`vismem.bench.ratios`) over a
+peer measured in the same run or over the calibration unit (:mod:`vismem.bench.calibration`)
+that :func:`run_benchmarks` measures once per invocation and records first.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import platform
 import time
@@ -88,9 +94,22 @@ def machine() -> str:
     return f"{os.cpu_count()} cores{mem}, {cpu}, {platform.system()} py{platform.python_version()}"
 
 
+#: Units of time and of speed: a record in one of them may carry no target (state a ratio instead).
+TIME_UNITS = frozenset({"s", "ms", "us", "µs", "min", "h"})
+
+
+def timed_unit(unit: str) -> bool:
+    """Whether ``unit`` is a time or a rate over time (``s``, ``ms``, ``shots/s``, ``sessions/min``)."""
+    return unit in TIME_UNITS or unit.endswith(("/s", "/min", "/h"))
+
+
 def record(name: str, metric: str, value: float, unit: str, *, target: float | None = None,
            better: Literal["lower", "higher"] = "lower") -> dict[str, Any]:
-    """One measured metric."""
+    """One measured metric. A time (or a rate) takes no target: a machine's speed would decide
+    whether it is met; state the goal as a :func:`vismem.bench.ratios.ratio` record instead."""
+    if target is not None and timed_unit(unit):
+        raise ValueError(f"{name} {metric}: a target on a time ({unit}) depends on the machine; "
+                         "state it as a ratio over a peer or the calibration unit (vismem.bench.ratios.ratio)")
     return {"name": name, "metric": metric, "value": float(value), "unit": unit, "target": target,
             "better": better, "machine": machine(), "load": load()}
 
@@ -125,15 +144,24 @@ def _load() -> None:
                 raise
 
 
-def run_benchmarks(names: list[str]) -> list[dict[str, Any]]:
+def run_benchmarks(names: list[str], *, calibrate: bool = True) -> list[dict[str, Any]]:
     """Run benchmarks by name; a failing one yields an ``error`` record instead of aborting all.
 
-    Each benchmark ends with its ``wall`` and ``peak memory`` records (see the module doc).
+    The calibration's records come first (``calibrate``: once per invocation); each benchmark
+    ends with its ``wall`` and ``peak memory`` records (see the module doc); ratio records are
+    resolved over the whole run's records at the end.
     """
+    from vismem.bench.ratios import resolve
     from vismem.core.peakmem import PeakWatch
 
     _load()
     out: list[dict[str, Any]] = []
+    if calibrate:
+        from vismem.bench.calibration import calibration_records
+
+        out.extend(calibration_records())
+        unit = next(r["value"] for r in out if r["metric"] == "unit_s")
+        print(f"[bench] calibration unit {unit:.3f} s (load {load()})", flush=True)
     for name in names:
         b = BENCHMARKS[name]
         t0 = time.perf_counter()
@@ -150,29 +178,33 @@ def run_benchmarks(names: list[str]) -> list[dict[str, Any]]:
         out.append(record(name, "peak memory", watch.tree_peak_mib, "MiB"))
         out[-1]["peak_rss_mib"] = round(watch.self_peak_mib, 1)  # this process alone
         print(f"[bench] {name} finished in {wall:.1f}s, peak {watch.tree_peak_mib:,.0f} MiB", flush=True)
-    return out
+    return resolve(out)
 
 
 def meets(rec: dict[str, Any]) -> bool | None:
-    """Whether a record meets its target (None when it has none)."""
-    if rec.get("target") is None or rec.get("error"):
+    """Whether a record meets its target (None when it has none, or no value: an unresolved ratio)."""
+    if rec.get("target") is None or rec.get("error") or math.isnan(rec["value"]):
         return None
     return rec["value"] <= rec["target"] if rec["better"] == "lower" else rec["value"] >= rec["target"]
 
 
 def print_table(records: list[dict[str, Any]]) -> None:
+    """The records as a table: a ratio's two absolute figures beside it (``of / over``)."""
     from rich.console import Console
     from rich.table import Table
 
+    from vismem.bench.ratios import describe
+
     t = Table(title=f"vismem benchmarks — {machine()}")
-    for col in ("benchmark", "metric", "value", "unit", "target", "ok", "load"):
+    for col in ("benchmark", "metric", "value", "unit", "target", "ok", "of / over", "load"):
         t.add_column(col, justify="right" if col in ("value", "target", "load") else "left")
     for r in records:
         ok = meets(r)
         t.add_row(r["name"], r["metric"], r.get("error") or f"{r['value']:.4g}", r["unit"],
                   "" if r["target"] is None else f"{'≤' if r['better'] == 'lower' else '≥'}{r['target']:g}",
-                  "" if ok is None else ("yes" if ok else "NO"), "" if r.get("load") is None else f"{r['load']:.1f}")
-    Console(width=140).print(t)
+                  "" if ok is None else ("yes" if ok else "NO"), describe(r),
+                  "" if r.get("load") is None else f"{r['load']:.1f}")
+    Console(width=160).print(t)
 
 
 def write_records(records: list[dict[str, Any]], path: str | Path) -> None:
