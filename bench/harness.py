@@ -191,6 +191,7 @@ def meets(rec: dict[str, Any]) -> bool | None:
 def print_table(records: list[dict[str, Any]]) -> None:
     """The records as a table: a ratio's two absolute figures beside it (``of / over``)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from vismem.bench.ratios import describe
@@ -200,7 +201,8 @@ def print_table(records: list[dict[str, Any]]) -> None:
         t.add_column(col, justify="right" if col in ("value", "target", "load") else "left")
     for r in records:
         ok = meets(r)
-        t.add_row(r["name"], r["metric"], r.get("error") or f"{r['value']:.4g}", r["unit"],
+        # escaped: a metric such as ``p50_ms[screenshot]`` is not rich markup
+        t.add_row(escape(r["name"]), escape(r["metric"]), escape(r.get("error") or f"{r['value']:.4g}"), r["unit"],
                   "" if r["target"] is None else f"{'≤' if r['better'] == 'lower' else '≥'}{r['target']:g}",
                   "" if ok is None else ("yes" if ok else "NO"), describe(r),
                   "" if r.get("load") is None else f"{r['load']:.1f}")

@@ -10,8 +10,9 @@ shots, a plain-loop replay for memory) or the run's calibration unit
 figures it was made from stay side by side in the JSON.
 
 :func:`compare` is a pure function over two recorded runs: the machine-independent records
-(ratios, shares, fractions, speed-ups) of both, with the relative change of each and whether it
-moved the wrong way past the noise, so a regression shows whatever machines the runs were on.
+(ratios, shares, fractions, speed-ups, targeted sizes) of both, with the relative change of each
+and whether it moved the wrong way past the noise, so a regression shows whatever machines the
+runs were on.
 """
 
 from __future__ import annotations
@@ -81,8 +82,14 @@ def describe(rec: dict[str, Any]) -> str:
 
 
 def comparable(rec: dict[str, Any]) -> bool:
-    """Whether a record means the same on any machine: a ratio, or a dimensionless figure."""
-    return not rec.get("error") and ("ratio" in rec or rec.get("unit") in MACHINE_FREE_UNITS)
+    """Whether a record means the same on any machine: a ratio, a dimensionless figure, or a
+    targeted figure that is not a time (a page's size, a peak memory)."""
+    from vismem.bench.harness import timed_unit
+
+    if rec.get("error"):
+        return False
+    return "ratio" in rec or rec.get("unit") in MACHINE_FREE_UNITS or (
+        rec.get("target") is not None and not timed_unit(str(rec.get("unit", ""))))
 
 
 def compare(old: list[dict[str, Any]], new: list[dict[str, Any]], *, noise: float = NOISE) -> list[dict[str, Any]]:

@@ -88,6 +88,10 @@ def test_compare_shows_ratio_moves_not_absolute_ones():
     new = _run(unit_s=1.0, wall_s=45.0, peer_s=80.0, machine="slow")
     rows = {r["metric"]: r for r in compare(old, new)}
     assert set(rows) == {"wall_s / calibration unit", "wall / peer", "recall"}  # no wall_s, no peer_ms
+    # a targeted size compares too (it means the same on any machine); an untargeted MiB does not
+    sized = [harness.record("b", "html_mb", 10.0, "MB", target=20.0), harness.record("b", "rss", 5.0, "MiB")]
+    grown = [{**sized[0], "value": 15.0}, sized[1]]
+    assert [(r["metric"], r["verdict"]) for r in compare(sized, grown)] == [("html_mb", "worse")]
     assert rows["wall_s / calibration unit"]["verdict"] == "worse"
     assert rows["wall_s / calibration unit"]["change"] == pytest.approx(0.5)
     assert rows["wall / peer"]["verdict"] == "worse" and rows["recall"]["verdict"] == "same"
