@@ -7,7 +7,7 @@ unit``). The workload is three parts of the kinds of work the benchmarks do -- a
 loop, a NumPy kernel (a sort: one thread, so BLAS's thread count does not enter) and a PNG
 encode with Pillow's zlib -- each repeated and its fastest repeat kept (the least disturbed by
 other processes on a shared machine). ``unit_s`` is the sum of the three fastest repeats, about
-0.25 s on the machine the README's figures came from; the whole calibration takes about 2 s.
+0.17 s on the machine the README's figures came from; the whole calibration takes about 1-3 s.
 
 Not to be confused with ``serve-throughput`` (:mod:`vismem.bench.calibrate`), which measures a
 served model for ``vismem plan``.
@@ -96,10 +96,16 @@ def calibration_records(repeats: int = REPEATS) -> list[dict[str, Any]]:
     return [{**r, "calibration_version": VERSION, "repeats": repeats} for r in recs]
 
 
-#: The calibration unit on the machine the README's figures came from (2 cores, AMD EPYC,
-#: 2026-12): the old absolute targets divided by it are the ratio targets, so a target means on
-#: that machine what it meant before.
-REFERENCE_UNIT_S = 0.25
+#: The calibration unit on the machine the README's figures came from (2 cores, AMD EPYC; 0.16-0.18 s
+#: at load ~1.7 on 2026-12-07, 0.25-0.33 s while another test run loaded it to 10-15): the old
+#: absolute targets divided by it are the ratio targets, so a target means on that machine what
+#: it meant before.
+REFERENCE_UNIT_S = 0.17
+
+
+def units(target_s: float) -> float:
+    """``target_s`` seconds on the reference machine in calibration units (two significant digits)."""
+    return float(f"{target_s / REFERENCE_UNIT_S:.2g}")
 
 
 def per_unit(name: str, of: str, *, target_s: float, better: Literal["lower", "higher"] = "lower") -> dict[str, Any]:
@@ -107,5 +113,4 @@ def per_unit(name: str, of: str, *, target_s: float, better: Literal["lower", "h
     the target ``target_s`` seconds on the reference machine expressed in units."""
     from vismem.bench.ratios import ratio
 
-    return ratio(name, f"{of} / calibration unit", of, UNIT, target=round(target_s / REFERENCE_UNIT_S, 3),
-                 better=better)
+    return ratio(name, f"{of} / calibration unit", of, UNIT, target=units(target_s), better=better)

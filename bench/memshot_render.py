@@ -31,8 +31,8 @@ from vismem.bench.ratios import ratio
 
 NAME = "memshot-render-locomo"
 #: file:// wall per shot over the naive Pillow renderer's time per shot (issue 43). Issue 18's
-#: 1.5 s for 1,563 shots (0.96 ms a shot) against the peer's ~25 ms a shot on that machine.
-TARGET_PER_NAIVE = 0.04
+#: 1.5 s for 1,563 shots (0.96 ms a shot) against the peer's ~30 ms a shot on that machine.
+TARGET_PER_NAIVE = 0.031
 #: The local-s3:// render over the same render through boto3 (issue 18 asked <= 3 s against
 #: boto3's 2.6-2.8 s; lean puts took 1.6-2.1 s): the lean puts must not be slower than boto3.
 TARGET_S3_PER_BOTO3 = 1.0

@@ -3,12 +3,12 @@
 * ``stats-scoring``: 35,410 probes x 7 architectures x 3 values of J (743,610 probe rows, 25
   chains): validate, then every (J, architecture) cell's TSR with naive and 10,000-resample
   cluster bootstrap CIs. Peer (issue 43): ``scipy.stats.bootstrap`` of one cell, the same two
-  CIs with as many resamples, measured in the same run; target: all 21 cells in at most the time
-  scipy takes for one (issue 18's 5 s against scipy's ~5 s a cell on that machine).
+  CIs with as many resamples, measured in the same run; target: all 21 cells in at most 0.8 of
+  the time scipy takes for one (issue 18's 5 s against scipy's ~6 s a cell on that machine).
 * ``stats-permutation-k25``: the exact paired cluster sign-permutation test on 25 chains
   (2^25 assignments, meet in the middle). Peer: ``scipy.stats.permutation_test``'s exact
   enumeration of 18 chains (2^18 assignments; 2^25 would take it minutes); target: the 2^25
-  test in at most the time scipy takes for 2^18 (issue 18's 1 s against scipy's ~1 s).
+  test in at most 0.85 of the time scipy takes for 2^18 (issue 18's 1 s against scipy's ~1.2 s).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from vismem.bench.harness import benchmark, record
 from vismem.bench.ratios import ratio
 
 N_RESAMPLES = 10_000
+#: Issue 18's absolute targets over the peers' times on the reference machine (5 s / ~6 s; 1 s / ~1.2 s).
+TARGET_SCORING_PER_SCIPY, TARGET_EXACT_PER_SCIPY = 0.8, 0.85
 #: Chains of scipy's exact permutation test (the peer): 2^18 assignments, about a second.
 PEER_K = 18
 
@@ -64,7 +66,7 @@ def stats_scoring() -> list[dict[str, Any]]:
     assert cells.height == 21 and cells["cluster_low"].is_not_nan().sum() >= 15, cells
     return [record(name, "wall_s", wall, "s"),
             record(name, "scipy_one_cell_s", scipy_cell(probes), "s"),
-            ratio(name, "21 cells / scipy's one cell", "wall_s", "scipy_one_cell_s", target=1.0),
+            ratio(name, "21 cells / scipy's one cell", "wall_s", "scipy_one_cell_s", target=TARGET_SCORING_PER_SCIPY),
             record(name, "probe_rows", probes.height, "rows", better="higher")]
 
 
@@ -95,4 +97,5 @@ def stats_permutation_k25() -> list[dict[str, Any]]:
     assert res.n_assignments == 2**25
     return [record(name, "wall_s", wall, "s"),
             record(name, f"scipy_exact_k{PEER_K}_s", scipy_exact(), "s"),
-            ratio(name, f"2^25 / scipy's 2^{PEER_K}", "wall_s", f"scipy_exact_k{PEER_K}_s", target=1.0)]
+            ratio(name, f"2^25 / scipy's 2^{PEER_K}", "wall_s", f"scipy_exact_k{PEER_K}_s",
+                  target=TARGET_EXACT_PER_SCIPY)]

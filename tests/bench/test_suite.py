@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vismem.bench.calibration import REFERENCE_UNIT_S
+from vismem.bench import calibration
 from vismem.bench.harness import BENCHMARKS, load_all
 from vismem.bench.suite import SLOW_TIER, TARGET_S, parse, records, report
 
@@ -46,7 +46,7 @@ def test_records_carry_the_target_and_the_slowest_tests():
     wall = recs["wall_s (pytest, set-up excluded)"]
     assert wall["value"] == 9.87 and TARGET_S == 600 and wall["target"] is None  # a time: its target is a ratio
     per_unit = recs["wall_s (pytest, set-up excluded) / calibration unit"]
-    assert per_unit["target"] == TARGET_S / REFERENCE_UNIT_S and per_unit["ratio"]["over"] == ["calibration", "unit_s"]
+    assert per_unit["target"] == calibration.units(TARGET_S) == 3500 and per_unit["ratio"]["over"] == ["calibration", "unit_s"]
     assert recs["slowest 1: tests/a/test_x.py::test_slow[1]"]["value"] == 5.75
     assert recs["passed"]["value"] == 5 and recs["passed"]["better"] == "higher"
     load_all()
