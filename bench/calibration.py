@@ -21,7 +21,7 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from vismem.bench.harness import record
+from vismem.bench.records import record
 
 NAME = "calibration"
 #: Bumped whenever the workload changes: ratios against different workloads do not compare.

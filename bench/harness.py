@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
-import os
-import platform
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable
+
+# The records themselves live in a leaf module (ratios and the calibration build them too); they
+# are re-exported here, where every benchmark has always imported them from.
+from vismem.bench.records import TIME_UNITS, load, machine, meets, record, timed_unit  # noqa: F401
 
 #: Modules that define benchmarks; a module that has not landed yet is skipped.
 BENCH_MODULES = (
@@ -72,54 +73,6 @@ def benchmark(name: str, description: str) -> Callable[[Callable[[], list[dict[s
         return fn
 
     return deco
-
-
-def machine() -> str:
-    """A short description of this machine, stored in every record."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        mem = f", {pages * size / 2**30:.0f} GiB"
-    except (ValueError, OSError):
-        pass
-    return f"{os.cpu_count()} cores{mem}, {cpu}, {platform.system()} py{platform.python_version()}"
-
-
-#: Units of time and of speed: a record in one of them may carry no target (state a ratio instead).
-TIME_UNITS = frozenset({"s", "ms", "us", "µs", "min", "h"})
-
-
-def timed_unit(unit: str) -> bool:
-    """Whether ``unit`` is a time or a rate over time (``s``, ``ms``, ``shots/s``, ``sessions/min``)."""
-    return unit in TIME_UNITS or unit.endswith(("/s", "/min", "/h"))
-
-
-def record(name: str, metric: str, value: float, unit: str, *, target: float | None = None,
-           better: Literal["lower", "higher"] = "lower") -> dict[str, Any]:
-    """One measured metric. A time (or a rate) takes no target: a machine's speed would decide
-    whether it is met; state the goal as a :func:`vismem.bench.ratios.ratio` record instead."""
-    if target is not None and timed_unit(unit):
-        raise ValueError(f"{name} {metric}: a target on a time ({unit}) depends on the machine; "
-                         "state it as a ratio over a peer or the calibration unit (vismem.bench.ratios.ratio)")
-    return {"name": name, "metric": metric, "value": float(value), "unit": unit, "target": target,
-            "better": better, "machine": machine(), "load": load()}
-
-
-def load() -> float | None:
-    """The 1-minute load average now (None where the OS has none)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
 
 
 def renderer_cpu(page: Any) -> Callable[[], float]:
@@ -179,13 +132,6 @@ def run_benchmarks(names: list[str], *, calibrate: bool = True) -> list[dict[str
         out[-1]["peak_rss_mib"] = round(watch.self_peak_mib, 1)  # this process alone
         print(f"[bench] {name} finished in {wall:.1f}s, peak {watch.tree_peak_mib:,.0f} MiB", flush=True)
     return resolve(out)
-
-
-def meets(rec: dict[str, Any]) -> bool | None:
-    """Whether a record meets its target (None when it has none, or no value: an unresolved ratio)."""
-    if rec.get("target") is None or rec.get("error") or math.isnan(rec["value"]):
-        return None
-    return rec["value"] <= rec["target"] if rec["better"] == "lower" else rec["value"] >= rec["target"]
 
 
 def print_table(records: list[dict[str, Any]]) -> None:

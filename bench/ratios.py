@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Literal
 
+from vismem.bench.records import meets, record, timed_unit
+
 #: Units of records that compare across machines (besides ratio records): dimensionless figures.
 MACHINE_FREE_UNITS = frozenset({"x", "share", "fraction"})
 #: A relative change smaller than this is reported as noise ("same").
@@ -34,8 +36,6 @@ def ratio(name: str, metric: str, of: str | Ref, over: str | Ref, *, target: flo
           better: Literal["lower", "higher"] = "lower") -> dict[str, Any]:
     """A ratio record: ``of / over``, both records of this run (a bare metric name is one of
     benchmark ``name``'s own records); its value is filled in by :func:`resolve`."""
-    from vismem.bench.harness import record
-
     rec = record(name, metric, math.nan, "x", target=target, better=better)
     rec["ratio"] = {"of": list(_ref(name, of)), "over": list(_ref(name, over))}
     return rec
@@ -84,8 +84,6 @@ def describe(rec: dict[str, Any]) -> str:
 def comparable(rec: dict[str, Any]) -> bool:
     """Whether a record means the same on any machine: a ratio, a dimensionless figure, or a
     targeted figure that is not a time (a page's size, a peak memory)."""
-    from vismem.bench.harness import timed_unit
-
     if rec.get("error"):
         return False
     return "ratio" in rec or rec.get("unit") in MACHINE_FREE_UNITS or (
@@ -96,8 +94,6 @@ def compare(old: list[dict[str, Any]], new: list[dict[str, Any]], *, noise: floa
     """One row per machine-independent record of either run: ``old``, ``new``, ``change`` (new /
     old - 1), ``verdict`` (``worse`` / ``better`` past ``noise`` in the record's direction,
     ``same``, ``new`` or ``gone``) and the target with whether each run met it."""
-    from vismem.bench.harness import meets
-
     olds = {(r["name"], r["metric"]): r for r in resolve(old) if comparable(r)}
     news = {(r["name"], r["metric"]): r for r in resolve(new) if comparable(r)}
     rows = []
