@@ -1,4 +1,5 @@
-"""``vismem bench [NAME ...] --out FILE.json``: run named benchmarks, print a table, write JSON."""
+"""``vismem bench [NAME ...] --out FILE.json``: run named benchmarks, print a table, write JSON;
+``vismem bench --compare OLD.json NEW.json``: what moved between two recorded runs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (see --list)")
     p.add_argument("--out", default="bench/results/latest.json", metavar="FILE.json", help="where to write the records")
     p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    p.add_argument("--compare", nargs=2, metavar=("OLD.json", "NEW.json"),
+                   help="show what moved between two recorded runs (ratios and other machine-independent "
+                   "figures, not absolute times) and exit")
     p.set_defaults(func=_bench)
 
 
@@ -18,6 +22,8 @@ def _bench(args: argparse.Namespace) -> int:
     from vismem.bench.harness import load_all, print_table, run_benchmarks, write_records
     from vismem.core.errors import ConfigError
 
+    if args.compare:
+        return _compare(*args.compare)
     BENCHMARKS = load_all()
     if args.list:
         for name, b in sorted(BENCHMARKS.items()):
@@ -31,3 +37,24 @@ def _bench(args: argparse.Namespace) -> int:
     write_records(records, args.out)
     failed = [r for r in records if r.get("error")]
     return 1 if failed else 0
+
+
+def _compare(old: str, new: str) -> int:
+    import json
+    from pathlib import Path
+
+    from vismem.bench.ratios import compare_report
+    from vismem.core.errors import ConfigError
+
+    runs = []
+    for path in (old, new):
+        try:
+            recs = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"--compare: cannot read {path}: {err}") from None
+        if not isinstance(recs, list) or not all(isinstance(r, dict) and {"name", "metric", "value"} <= r.keys()
+                                                 for r in recs):
+            raise ConfigError(f"--compare: {path} is not a list of benchmark records (vismem bench --out writes one)")
+        runs.append(recs)
+    print(compare_report(*runs))
+    return 0

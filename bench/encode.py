@@ -1,7 +1,7 @@
 """Benchmark ``encode-session``: scripted encoding sessions through the real browser and over HTTP.
 
 Metrics: ``wall_s`` of one 25-step scripted session in Chromium (storefront and browser already
-warm; target <= 4 s) with where its time goes (``chromium.<phase>_ms_per_step``: exclusive time
+warm; target: 4 s on the reference machine, as a ratio over the run's calibration unit) with where its time goes (``chromium.<phase>_ms_per_step``: exclusive time
 in the env's navigation, page reading, click targets, new browser context, the model call and
 the blob write; ``other`` is the session loop itself); encoding throughput in sessions/min with
 1 and 2 workers (threads, each with its own env, one shared storefront, as one node's Ray actors
@@ -20,11 +20,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from vismem.bench.calibration import per_unit
 from vismem.bench.harness import benchmark, record
+from vismem.bench.ratios import ratio
 
 N_STEPS = 25
 THROUGHPUT_SESSIONS = {"browser": 4, "http": 16}  # enough sessions for >= ~2 s of each
 HTTP_SPEEDUP_TARGET = 5.0
+#: One Chromium session's wall on the reference machine (issue 18), as a ratio over the calibration unit.
+TARGET_SESSION_S = 4.0
 #: Env methods timed in the breakdown (``reset`` is the new browser context; it calls ``_goto``).
 PHASES = {"_goto": "navigate", "observe": "observe", "click_targets": "click_targets", "reset": "new_context"}
 
@@ -149,7 +153,7 @@ def encode_session() -> list[dict]:
             times.append(_timed_session(w, s, 2, bd))
         finally:
             w.close()
-        records.append(record(name, "wall_s", statistics.median(times), "s", target=4.0))
+        records += [record(name, "wall_s", statistics.median(times), "s"), per_unit(name, "wall_s", target_s=TARGET_SESSION_S)]
         steps = N_STEPS
         for phase in [*PHASES.values(), "model", "blob_write"]:
             records.append(record(name, f"chromium.{phase}_ms_per_step", bd.ms.get(phase, 0.0) / steps, "ms"))
@@ -162,6 +166,7 @@ def encode_session() -> list[dict]:
                 label = "" if kind == "browser" else "http."
                 records.append(record(name, f"{label}sessions_per_min_{n_workers}w", rates[kind, n_workers],
                                       "sessions/min", better="higher"))
-        records.append(record(name, "http_speedup_2w", rates["http", 2] / rates["browser", 2], "x",
-                              target=HTTP_SPEEDUP_TARGET, better="higher"))
+        # the HTTP env over its peer, Chromium, both measured here (the speed-up, as issue 18 stated it)
+        records.append(ratio(name, "http_speedup_2w", "http.sessions_per_min_2w", "sessions_per_min_2w",
+                             target=HTTP_SPEEDUP_TARGET, better="higher"))
     return records

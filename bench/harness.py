@@ -7,19 +7,26 @@ load 5 on 2 cores is not one taken at load 1). Every benchmark also gets two rec
 harness itself: ``wall`` (its whole run) and ``peak memory`` (PSS of this process and of every
 process it started, e.g. a local Ray; :mod:`vismem.core.peakmem`).
 Benchmarks register themselves in modules listed in ``BENCH_MODULES``.
+
+A goal on a time is never an absolute target (issue 43: a slower machine of the same kind misses
+it for work that did not get slower): it is a ratio record (:mod:`vismem.bench.ratios`) over a
+peer measured in the same run or over the calibration unit (:mod:`vismem.bench.calibration`)
+that :func:`run_benchmarks` measures once per invocation and records first.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import os
-import platform
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable
+
+# The records themselves live in a leaf module (ratios and the calibration build them too); they
+# are re-exported here, where every benchmark has always imported them from.
+from vismem.bench.records import TIME_UNITS, load, machine, meets, record, timed_unit  # noqa: F401
 
 #: Modules that define benchmarks; a module that has not landed yet is skipped.
 BENCH_MODULES = (
@@ -69,41 +76,6 @@ def benchmark(name: str, description: str) -> Callable[[Callable[[], list[dict[s
     return deco
 
 
-def machine() -> str:
-    """A short description of this machine, stored in every record."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        mem = f", {pages * size / 2**30:.0f} GiB"
-    except (ValueError, OSError):
-        pass
-    return f"{os.cpu_count()} cores{mem}, {cpu}, {platform.system()} py{platform.python_version()}"
-
-
-def record(name: str, metric: str, value: float, unit: str, *, target: float | None = None,
-           better: Literal["lower", "higher"] = "lower") -> dict[str, Any]:
-    """One measured metric."""
-    return {"name": name, "metric": metric, "value": float(value), "unit": unit, "target": target,
-            "better": better, "machine": machine(), "load": load()}
-
-
-def load() -> float | None:
-    """The 1-minute load average now (None where the OS has none)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
-
-
 def renderer_cpu(page: Any) -> Callable[[], float]:
     """A clock of a Playwright page's renderer process CPU seconds (Chrome's ``ProcessTime``
     metric): read it before and after a step for what the step cost the browser, whatever else
@@ -126,15 +98,24 @@ def _load() -> None:
                 raise
 
 
-def run_benchmarks(names: list[str]) -> list[dict[str, Any]]:
+def run_benchmarks(names: list[str], *, calibrate: bool = True) -> list[dict[str, Any]]:
     """Run benchmarks by name; a failing one yields an ``error`` record instead of aborting all.
 
-    Each benchmark ends with its ``wall`` and ``peak memory`` records (see the module doc).
+    The calibration's records come first (``calibrate``: once per invocation); each benchmark
+    ends with its ``wall`` and ``peak memory`` records (see the module doc); ratio records are
+    resolved over the whole run's records at the end.
     """
+    from vismem.bench.ratios import resolve
     from vismem.core.peakmem import PeakWatch
 
     _load()
     out: list[dict[str, Any]] = []
+    if calibrate:
+        from vismem.bench.calibration import calibration_records
+
+        out.extend(calibration_records())
+        unit = next(r["value"] for r in out if r["metric"] == "unit_s")
+        print(f"[bench] calibration unit {unit:.3f} s (load {load()})", flush=True)
     for name in names:
         b = BENCHMARKS[name]
         t0 = time.perf_counter()
@@ -151,29 +132,28 @@ def run_benchmarks(names: list[str]) -> list[dict[str, Any]]:
         out.append(record(name, "peak memory", watch.tree_peak_mib, "MiB"))
         out[-1]["peak_rss_mib"] = round(watch.self_peak_mib, 1)  # this process alone
         print(f"[bench] {name} finished in {wall:.1f}s, peak {watch.tree_peak_mib:,.0f} MiB", flush=True)
-    return out
-
-
-def meets(rec: dict[str, Any]) -> bool | None:
-    """Whether a record meets its target (None when it has none)."""
-    if rec.get("target") is None or rec.get("error"):
-        return None
-    return rec["value"] <= rec["target"] if rec["better"] == "lower" else rec["value"] >= rec["target"]
+    return resolve(out)
 
 
 def print_table(records: list[dict[str, Any]]) -> None:
+    """The records as a table: a ratio's two absolute figures beside it (``of / over``)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
+    from vismem.bench.ratios import describe
+
     t = Table(title=f"vismem benchmarks — {machine()}")
-    for col in ("benchmark", "metric", "value", "unit", "target", "ok", "load"):
+    for col in ("benchmark", "metric", "value", "unit", "target", "ok", "of / over", "load"):
         t.add_column(col, justify="right" if col in ("value", "target", "load") else "left")
     for r in records:
         ok = meets(r)
-        t.add_row(r["name"], r["metric"], r.get("error") or f"{r['value']:.4g}", r["unit"],
+        # escaped: a metric such as ``p50_ms[screenshot]`` is not rich markup
+        t.add_row(escape(r["name"]), escape(r["metric"]), escape(r.get("error") or f"{r['value']:.4g}"), r["unit"],
                   "" if r["target"] is None else f"{'≤' if r['better'] == 'lower' else '≥'}{r['target']:g}",
-                  "" if ok is None else ("yes" if ok else "NO"), "" if r.get("load") is None else f"{r['load']:.1f}")
-    Console(width=140).print(t)
+                  "" if ok is None else ("yes" if ok else "NO"), describe(r),
+                  "" if r.get("load") is None else f"{r['load']:.1f}")
+    Console(width=160).print(t)
 
 
 def write_records(records: list[dict[str, Any]], path: str | Path) -> None:

@@ -6,9 +6,14 @@ processes (the target machine has 2 cores) in small chunks so neither idles. Loa
 the JSON and starting the workers are outside ``wall_s``; Ray's own start-up (seconds) is not
 part of it either — the Ray Data path runs the same function and is covered by the tests.
 
-Stores: ``file://`` in a temp dir (the target metric ``wall_s``) and the local weed S3 server
-(``s3.wall_s``), both real; the fresh server's first put (its volume allocation, once per data
-dir) is made and reported (``s3.first_put_s``) before the clock starts.
+Stores: ``file://`` in a temp dir (``wall_s``) and the local weed S3 server (``s3.wall_s``),
+both real; the fresh server's first put (its volume allocation, once per data dir) is made and
+reported (``s3.first_put_s``) before the clock starts.
+
+Targets (issue 43: ratios measured in the same run, so they hold on slower cores): the wall
+time per shot over a plain single-process Pillow renderer's time per shot on conv-26
+(:mod:`vismem.bench.naive_shots`), and the local-S3 render's wall over the same render with every
+put through boto3 (the peer, side by side at the same load).
 """
 
 from __future__ import annotations
@@ -22,10 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from vismem.bench.harness import benchmark, record
+from vismem.bench.ratios import ratio
 
 NAME = "memshot-render-locomo"
-TARGET_WALL_S = 1.5      # file:// (issue 18; was 3.0)
-TARGET_S3_WALL_S = 3.0   # the default local-s3:// store (issue 18)
+#: file:// wall per shot over the naive Pillow renderer's time per shot (issue 43). Issue 18's
+#: 1.5 s for 1,563 shots (0.96 ms a shot) against the peer's ~30 ms a shot on that machine.
+TARGET_PER_NAIVE = 0.031
+#: The local-s3:// render over the same render through boto3 (issue 18 asked <= 3 s against
+#: boto3's 2.6-2.8 s; lean puts took 1.6-2.1 s): the lean puts must not be slower than boto3.
+TARGET_S3_PER_BOTO3 = 1.0
 PROCESSES = 2
 CHUNK = 4  # sessions per worker call: small enough to balance 272 sessions over 2 workers
 
@@ -99,18 +109,24 @@ def _init_probe(wait_s: float) -> int:
 
 @benchmark(NAME, "All of LoCoMo (272 sessions) → MemShot 768-px PNG shots in the store on 2 processes")
 def memshot_render_locomo() -> list[dict[str, Any]]:
-    from vismem.env.dialogue import load_locomo
-    from vismem.pipelines.memshot.render import session_rows
+    from vismem.bench.naive_shots import peer_records
     from vismem.core.s3server import LocalS3Server
     from vismem.core.store import Store
+    from vismem.env.dialogue import load_locomo
+    from vismem.memory.dialogue.variants import load_variant
+    from vismem.pipelines.memshot.render import session_rows
 
-    rows = session_rows(load_locomo(locomo_path()))
+    conversations = load_locomo(locomo_path())
+    rows = session_rows(conversations)
     assert len(rows) == 272
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = peer_records(conversations[0], load_variant("memshot"))
     with tempfile.TemporaryDirectory(prefix="vismem-bench-") as tmp:
         res = run_once(Store.open(f"file://{tmp}/store"), "bench/memshot", rows)
         out += [
-            record(NAME, "wall_s", res["wall_s"], "s", target=TARGET_WALL_S),
+            record(NAME, "wall_s", res["wall_s"], "s"),
+            record(NAME, "wall_ms_per_shot", res["wall_s"] * 1e3 / res["shots"], "ms"),
+            ratio(NAME, "wall per shot / naive Pillow per shot", "wall_ms_per_shot", "naive.ms_per_shot",
+                  target=TARGET_PER_NAIVE),
             record(NAME, "shots_per_s", res["shots_per_s"], "shots/s", better="higher"),
             # CPU seconds of the two workers: the wall time a quiet 2-core machine would see is
             # about cpu_s / 2; loadavg_1m says how busy the machine was when measured.
@@ -130,7 +146,7 @@ def memshot_render_locomo() -> list[dict[str, Any]]:
             res = run_once(s3, "bench/memshot", rows)
             out += [
                 record(NAME, "s3.first_put_s", first_put, "s"),
-                record(NAME, "s3.wall_s", res["wall_s"], "s", target=TARGET_S3_WALL_S),
+                record(NAME, "s3.wall_s", res["wall_s"], "s"),
                 record(NAME, "s3.cpu_s", res["cpu_s"], "s"),
                 record(NAME, "s3.shots_per_s", res["shots_per_s"], "shots/s", better="higher"),
                 record(NAME, "s3.write_ms_per_shot", res["write_ms"], "ms"),
@@ -144,7 +160,8 @@ def memshot_render_locomo() -> list[dict[str, Any]]:
                 os.environ.pop("VISMEM_S3_LEAN", None)
             out += [record(NAME, "s3_boto3.wall_s", res["wall_s"], "s"),
                     record(NAME, "s3_boto3.cpu_s", res["cpu_s"], "s"),
-                    record(NAME, "s3_boto3.write_ms_per_shot", res["write_ms"], "ms")]
+                    record(NAME, "s3_boto3.write_ms_per_shot", res["write_ms"], "ms"),
+                    ratio(NAME, "s3 wall / boto3 wall", "s3.wall_s", "s3_boto3.wall_s", target=TARGET_S3_PER_BOTO3)]
     return out
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from vismem.bench.calibration import per_unit
 from vismem.bench.harness import benchmark, record
 
 NAME = "pocket-clip"
@@ -117,7 +118,8 @@ def pocket_clip() -> list[dict[str, Any]]:
         record(NAME, "base_recall_at_1", recall_at(Q, B, 1), "share"),
         record(NAME, "chance", 1.0 / len(hashes), "share"),
         record(NAME, "images_per_s", len(cued) / images_s, "images/s", better="higher"),
-        record(NAME, "catalog_embed_s", images_s, "s", target=60.0),
+        record(NAME, "catalog_embed_s", images_s, "s"),
+        per_unit(NAME, "catalog_embed_s", target_s=60.0),
         record(NAME, "texts_per_s", len(phrases) / texts_s, "texts/s", better="higher"),
         record(NAME, "train_wall_s", float(timings.get("total_s", float("nan"))), "s"),
         record(NAME, "weights_mb", emb.path.stat().st_size / 2**20, "MiB", target=10.0),

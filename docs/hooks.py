@@ -73,6 +73,9 @@ def _table(records: list[dict]) -> list[str]:
     for r in records:
         target = "" if r.get("target") is None else f"{'≤' if r.get('better') == 'lower' else '≥'} {r['target']:g}"
         value = r.get("error") or f"{r['value']:.4g}"
+        q = r.get("ratio") or {}
+        if "of_value" in q and not r.get("error"):  # a ratio over a record of the same run: both figures
+            value += f" ({q['of_value']:.4g} {q['of_unit']} / {q['over_value']:.4g} {q['over_unit']})"
         load = "" if r.get("load") is None else f"{r['load']:.1f}"
         rows.append(f"| {r['name']} | {r['metric']} | {value} | {r.get('unit', '')} | {target} | {load} |")
     return rows

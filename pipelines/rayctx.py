@@ -39,8 +39,10 @@ def init_ray(cfg: RayConfig | None = None, *, env_vars: dict[str, str] | None = 
     # over the CLI's, which unwinds the run like Ctrl-C: a Python handler set before is kept in
     # force, during the start too (see _sigterm_kept).
     sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    from vismem.core.progress import step
+
     try:
-        with _sigterm_kept(sigterm):
+        with _sigterm_kept(sigterm), step("Ray: attaching" if address else "Ray: starting"):
             _start(cfg, address, runtime_env)
     except ConnectionError as err:
         raise VismemError(f"cannot reach Ray at {address!r}: {err}") from None
@@ -186,6 +188,18 @@ def batch_size_for(n_rows: int, concurrency: int, per_task: int = 4, least: int 
     rows each): few enough batches that Ray's per-task cost (~60 ms of scheduling on 2 cores)
     stays small, enough that the last batches balance across the tasks."""
     return max(least, -(-n_rows // (per_task * max(1, concurrency))))
+
+
+def collect(ds: Any, description: str, total: int | None = None) -> list[dict[str, Any]]:
+    """A Ray Data job's output rows (what ``take_all`` returns), with progress: on a terminal Ray
+    Data draws its own bars; off one, rows are counted as they stream in, with a line every
+    ``core.progress.EVERY_S`` (done, elapsed, ETA) even while none arrives (issue 43: the memshot
+    stage's render and OCR jobs ran for minutes without a line)."""
+    from vismem.core import progress
+
+    if progress.enabled() or not progress.lines_enabled():
+        return ds.take_all()
+    return list(progress.track(ds.iter_rows(), description, total=total))
 
 
 def shutdown_ray() -> None:

@@ -146,13 +146,13 @@ def generate(rows: list[dict[str, Any]], *, store: "Store", spec: dict[str, Any]
         return generate_rows(rows, **kw)
     import ray.data
 
-    from vismem.pipelines.rayctx import batch_size_for, init_ray, task_pool
+    from vismem.pipelines.rayctx import batch_size_for, collect, init_ray, task_pool
 
     init_ray(ray_cfg)
     bs = cfg.batch_size or batch_size_for(len(rows), ray_cfg.concurrency)
     ds = ray.data.from_items(rows, override_num_blocks=max(1, (len(rows) + bs - 1) // bs))
     out = ds.map_batches(_generate_batch, fn_kwargs=kw, batch_size=bs, batch_format="numpy", **task_pool(ray_cfg))
-    results = out.take_all()
+    results = collect(out, "catalog: product images", total=len(rows))
     if len(results) != len(rows):  # one output row per input row, or the job is broken
         raise RuntimeError(f"catalog job returned {len(results)} rows for {len(rows)} variants")
     return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in results]

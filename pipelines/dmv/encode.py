@@ -126,7 +126,7 @@ def run_keys(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str],
 
     from vismem.pipelines.dmv.encode_job import EncodeWorker
     from vismem.pipelines.dmv.protocol import episodes_per_actor
-    from vismem.pipelines.rayctx import actor_pool
+    from vismem.pipelines.rayctx import actor_pool, collect
 
     if not todo:
         return []
@@ -136,7 +136,7 @@ def run_keys(ctx: "RunContext", specs: list[dict[str, Any]], slugs: list[str],
                              override_num_blocks=-(-len(todo) // episodes))
     ds = ds.map_batches(EncodeWorker, fn_constructor_kwargs=worker_kwargs(ctx, specs, slugs, episodes=episodes),
                         batch_size=episodes, **actor_pool(ctx.config.ray, size=n, overlap=2))
-    return ds.take_all()
+    return collect(ds, "encode: sessions", total=len(todo))
 
 
 def results_frame(summaries: list[dict[str, Any]]) -> Any:

@@ -156,7 +156,9 @@ def compute_features(fs: Any, items: list[dict[str, Any]], *, store: "Store", on
     kwargs = pool_kwargs(fs, ray_cfg, actors=actors, num_gpus=num_gpus)
     out = ds.map_batches(_FeatureActor, fn_constructor_kwargs={"fs": fs, "store": store}, batch_size=batch_size,
                          **kwargs)
-    rows = out.take_all()
+    from vismem.pipelines.rayctx import collect
+
+    rows = collect(out, f"features: {fs.kind} {fs.label}", total=len(items))
     if len(rows) != len(items):  # one output row per input row, or the job is broken
         raise RuntimeError(f"feature job returned {len(rows)} rows for {len(items)} items")
     return _collect(rows)

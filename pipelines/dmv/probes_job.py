@@ -323,14 +323,14 @@ def run_units(units: list[dict[str, Any]], worker_kwargs: dict[str, Any], *, on_
     import ray.data
 
     from vismem.pipelines.dmv.protocol import GROUPS_AT_ONCE
-    from vismem.pipelines.rayctx import actor_pool
+    from vismem.pipelines.rayctx import actor_pool, collect
 
     groups = unit_groups(units, workers)
     # One block per group, each block one batch: a group runs on one actor (from_blocks keeps them).
     ds = ray.data.from_blocks([pa.Table.from_pylist(g) for g in groups])
     ds = ds.map_batches(ProbeWorker, fn_constructor_kwargs=worker_kwargs, batch_size=None,
                         **actor_pool(ray_cfg, size=min(workers, len(groups)), overlap=GROUPS_AT_ONCE))
-    rows = ds.take_all()
+    rows = collect(ds, "probes: units", total=len(units))
     if len(rows) != len(units):
         raise RuntimeError(f"probe job returned {len(rows)} rows for {len(units)} units")
     return rows

@@ -92,7 +92,7 @@ def feature_computer(ctx: "RunContext") -> Any:
         ctx.logger.info("features: %s %s over %d items (%s)", fs.kind, fs.label, len(items), "ray" if on_ray else "driver")
         kw = dict(store=ctx.store, batch_size=cfg.feature_batch_size, ray_cfg=ctx.config.ray,
                   actors=cfg.feature_actors, num_gpus=cfg.feature_gpus, models=models)
-        if on_ray:  # Ray Data shows its own bar
+        if on_ray:  # Ray Data's bar on a terminal, progress lines off one (rayctx.collect)
             return compute_features(fs, items, on_ray=True, **kw)
         # On the driver, in chunks of a few batches, so the bar moves (same values, same order).
         step = max(1, cfg.feature_batch_size) * 4

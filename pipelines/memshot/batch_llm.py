@@ -312,7 +312,10 @@ def answers_on_ray_data(tasks: Any, units: Any, questions: Any, vlm_spec: dict[s
     processor = processor_for(choice, vlm_spec, concurrency=concurrency, batch_size=batch_size, weights=weights,
                               preprocess=answer_request_fn(vlm_spec, dataset, store, max_tokens, temperature, kind),
                               postprocess=answer_reply_fn(kind, scrubber))
-    replies = {int(r["i"]): answer_row(kind, r, scrubber) for r in processor(ray.data.from_items(rows)).take_all()}
+    from vismem.pipelines.rayctx import collect
+
+    replies = {int(r["i"]): answer_row(kind, r, scrubber)
+               for r in collect(processor(ray.data.from_items(rows)), "memshot answers", total=len(rows))}
     if len(replies) != len(rows):
         raise RuntimeError(f"answer job returned {len(replies)} replies for {len(rows)} questions")
     post = getattr(get_dataset(dataset), "postprocess_answer", None)
@@ -366,6 +369,7 @@ def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any
 
     from vismem.memory.dialogue.datasets import get_dataset
     from vismem.memory.dialogue.scoring import JUDGE_FAILURES
+    from vismem.pipelines.rayctx import collect
 
     if judge_spec.get("name") != "openai":
         raise ValueError(f"batch inference over ray.data.llm needs an openai endpoint spec, not {judge_spec.get('name')!r}")
@@ -386,7 +390,8 @@ def verdicts_on_ray_data(answers: Any, questions: Any, judge_spec: dict[str, Any
     for attempt in range(max(0, retries) + 1):
         if not pending:
             break
-        replies = processor(ray.data.from_items([{"i": i, "prompt": p} for i, p in pending.items()])).take_all()
+        replies = collect(processor(ray.data.from_items([{"i": i, "prompt": p} for i, p in pending.items()])),
+                          "memshot judge", total=len(pending))
         again = {}
         for rep in replies:
             i = int(rep["i"])

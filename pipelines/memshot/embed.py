@@ -64,7 +64,12 @@ def embed_items_ray(items: pl.DataFrame, spec: dict[str, Any], *, store: "Store"
     ids: list[str] = []
     vecs: list[np.ndarray] = []
     secs: list[np.ndarray] = []
-    for b in out.iter_batches(batch_size=None, batch_format="numpy"):
+    from vismem.core.progress import enabled, track
+
+    batches = out.iter_batches(batch_size=None, batch_format="numpy")
+    if not enabled():  # off a terminal: progress lines (on one, Ray Data's bar)
+        batches = track(batches, "memshot: embedding (batches)", total=-(-items.height // batch_size))
+    for b in batches:
         ids.extend(str(x) for x in b["item_id"])
         vecs.append(np.asarray(b["embedding"], dtype=np.float32))
         secs.append(np.asarray(b["embed_s"], dtype=np.float64))

@@ -111,23 +111,28 @@ def read_shots(units: pl.DataFrame, spec: dict[str, Any], *, store: "Store", ray
     t0 = time.perf_counter()
     if not rows:
         return _frame([]), {"shots": 0, "read": 0, "cached": 0, "healed": 0, "wall_s": 0.0}
-    cached = _all_cached(rows, spec, store)
+    from vismem.core.progress import step, track
+
+    with step(f"memshot OCR: looking up {len(rows):,} sessions' shots in the text cache"):
+        cached = _all_cached(rows, spec, store)
+    what = "memshot OCR: sessions read"
     if cached is not None:  # nothing to read: no actors, no models loaded
         parts = cached
     elif use_ray:
         import ray.data
 
-        from vismem.pipelines.rayctx import actor_pool, init_ray
+        from vismem.pipelines.rayctx import actor_pool, collect, init_ray
 
         init_ray(ray_cfg)
         # One block per session: idle actors pull the next session, so the load balances.
         ds = ray.data.from_items(rows, override_num_blocks=len(rows))
         out = ds.map(_OcrActor, fn_constructor_kwargs={"spec": spec, "store": store},
                      **actor_pool(ray_cfg, size=actors))
-        parts = out.take_all()
+        parts = collect(out, what, total=len(rows))
     else:
-        actor = _OcrActor(spec, store)
-        parts = [actor(r) for r in rows]
+        with step("memshot OCR: loading the reader"):
+            actor = _OcrActor(spec, store)
+        parts = [actor(r) for r in track(rows, what, total=len(rows))]
     df = _frame(parts)
     ids = (units.with_columns(unit_item_id())
            .select("item_id"))

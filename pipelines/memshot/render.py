@@ -256,17 +256,20 @@ def render_units(store: "Store", conversations: Sequence[Conversation], variant:
 def _render_wave(todo: list[dict[str, Any]], kw: dict[str, Any], ray_cfg: Any, batch_size: int | None,
                  use_ray: bool) -> list[dict[str, Any]]:
     """Render one wave's sessions (a Ray Data job, or in this process); one summary row each."""
+    what = f"memshot: rendering {kw['variant'].name} sessions"
     if not use_ray:
-        return render_rows(todo, **kw)
+        from vismem.core.progress import track
+
+        return [r for row in track(todo, what, total=len(todo)) for r in render_rows([row], **kw)]
     import ray.data
 
-    from vismem.pipelines.rayctx import task_pool
+    from vismem.pipelines.rayctx import collect, task_pool
 
     bs = batch_size or len(todo)
     ds = ray.data.from_items(todo, override_num_blocks=max(1, min(len(todo), -(-len(todo) // bs))))
     out = ds.map_batches(_render_batch, fn_kwargs=kw, batch_size=bs, batch_format="numpy", **task_pool(ray_cfg))
     try:
-        results = out.take_all()
+        results = collect(out, what, total=len(todo))
     except Exception as err:  # a DataError raised in a worker reaches us wrapped by Ray
         raise user_error(err) or err
     if len(results) != len(todo):  # one output row per input row, or the stage is broken

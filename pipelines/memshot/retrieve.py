@@ -91,10 +91,12 @@ def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: An
                                          batch_size=cfg.embed_batch_size, actors=cfg.embed_actors,
                                          num_gpus=cfg.embed_gpus)
         else:
+            from vismem.core.progress import step
             from vismem.serve.build import build_embedder
 
-            vecs, secs = embed_items(todo, build_embedder(spec), read_image=ctx.store.get_bytes,
-                                     batch_size=cfg.embed_batch_size)
+            with step(f"memshot: loading {name}"):
+                embedder = build_embedder(spec)
+            vecs, secs = embed_items(todo, embedder, read_image=ctx.store.get_bytes, batch_size=cfg.embed_batch_size)
         cache.update({i: (v, float(t)) for i, v, t in zip(todo["item_id"].to_list(), vecs, secs)})
         ids_all = list(cache)
         # A fixed-width Array column: written from / read into one (n, d) matrix, no Python floats.
@@ -106,11 +108,14 @@ def retrieve_units(ctx: "RunContext", role: str, spec: dict[str, Any], units: An
     vecs = np.stack([cache[i][0] for i in ids])
     secs = np.asarray([cache[i][1] for i in ids])
     vectors = dict(zip(ids, vecs))
-    ranked = rank_units(units, qs, vectors, None if full else max(cfg.k))
-    # Where a miss's first evidence unit sits in the whole ranking (the ranking keeps the top k
-    # only): what the sample viewer says for a miss (EVIDENCE_RANKS).
-    ctx.store.write_table(f"{ctx.run_prefix}/{EVIDENCE_RANKS}/{role}.parquet", evidence_ranks(units, qs, vectors),
-                          schema_version=SUMMARY_SCHEMA_VERSION)
+    from vismem.core.progress import step
+
+    with step(f"memshot: ranking {units.height:,} units for {qs.height:,} questions ({name})"):
+        ranked = rank_units(units, qs, vectors, None if full else max(cfg.k))
+        # Where a miss's first evidence unit sits in the whole ranking (the ranking keeps the top k
+        # only): what the sample viewer says for a miss (EVIDENCE_RANKS).
+        ctx.store.write_table(f"{ctx.run_prefix}/{EVIDENCE_RANKS}/{role}.parquet", evidence_ranks(units, qs, vectors),
+                              schema_version=SUMMARY_SCHEMA_VERSION)
     n_units = units.height  # items are units first, then questions
     unit_secs = units.select("variant", "conversation_id").with_columns(
         pl.Series("embed_s", np.asarray(secs[:n_units], dtype=np.float64)), pl.lit(name).alias("embedder"))

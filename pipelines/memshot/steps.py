@@ -124,6 +124,7 @@ def memories(ctx: "RunContext", conversations: list[Any], questions: Any, *, ful
     when the unit ran."""
     import polars as pl
 
+    from vismem.core.progress import step, track
     from vismem.serve.registry import EMBEDDERS
 
     cfg = ctx.config.memshot
@@ -139,14 +140,16 @@ def memories(ctx: "RunContext", conversations: list[Any], questions: Any, *, ful
                 for c in conversations if ctx.store.exists(f"{base}/done/{c.conversation_id}.json")}
         mem, meta = None, next(iter(done.values()), {}).get("memory")
         if len(done) < len(conversations):
-            mem, meta = _build_memory(spec, inject)
+            with step(f"memshot: building memory {getattr(spec, 'key', i)}"):
+                mem, meta = _build_memory(spec, inject)
         ctx.manifest.component(f"memshot.memories[{i}]", meta["spec"])
         names[meta["name"]] = meta["label"]
         if not meta["scores_recall"]:
             no_recall.append(meta["name"])
         seen: set[str] = set()
         start = len(unit_rows)
-        for conv in conversations:
+        for conv in track(conversations, f"memshot: memory {meta['name']}, conversations",
+                          total=len(conversations)):
             out = done.get(conv.conversation_id)
             if out is None:
                 qs = questions.filter(pl.col("conversation_id") == conv.conversation_id)

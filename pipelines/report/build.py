@@ -51,24 +51,30 @@ def build(store: "Store", run_id: str, *, options: Any, manifest: dict[str, Any]
     in ``extra_errors``, never fatal.
     """
     from vismem.analysis.report import load_results, report_run
+    from vismem.core.progress import step
     from vismem.pipelines.report.viewers import write_viewers
 
     written: dict[str, str] = {}
     errors: dict[str, str] = {}
-    results = load_results(store, f"runs/{run_id}")  # read once, for the viewers and the report
+    # Each part under a progress step: on a paper-sized run each takes minutes (issue 43).
+    with step("report: reading the result tables"):
+        results = load_results(store, f"runs/{run_id}")  # read once, for the viewers and the report
     if viewers:
-        written, errors = write_viewers(store, run_id, manifest=manifest, tables=results[0])
+        with step("report: writing the viewers"):
+            written, errors = write_viewers(store, run_id, manifest=manifest, tables=results[0])
     extras: dict[str, Any] = {}
     summary_extra: dict[str, Any] = {}
     if config is not None:
         from vismem.pipelines.report.dmv_extras import dmv_extras
 
         try:
-            extras = dmv_extras(store, config)
+            with step("report: side tables (architectures, captions)"):
+                extras = dmv_extras(store, config)
         except Exception as e:  # noqa: BLE001 - side tables never cost the report
             summary_extra = {"extra_errors": {"dmv_extras": f"{type(e).__name__}: {e}"[:500]}}
-    summary = report_run(store, run_id, options=options, manifest=manifest, viewers=written, results=results,
-                         extra_tables=extras)
+    with step(f"report: scoring ({options.n_resamples:,} bootstrap resamples), figures and tables"):
+        summary = report_run(store, run_id, options=options, manifest=manifest, viewers=written, results=results,
+                             extra_tables=extras)
     if errors:
         summary["viewer_errors"] = errors
     summary.update(summary_extra)

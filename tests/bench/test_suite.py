@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from vismem.bench import calibration
 from vismem.bench.harness import BENCHMARKS, load_all
 from vismem.bench.suite import SLOW_TIER, TARGET_S, parse, records, report
 
@@ -43,7 +44,9 @@ def test_parse_regroups_durations_per_test_and_per_file():
 def test_records_carry_the_target_and_the_slowest_tests():
     recs = {r["metric"]: r for r in records(parse(OUTPUT), 12.0, 0)}
     wall = recs["wall_s (pytest, set-up excluded)"]
-    assert wall["value"] == 9.87 and wall["target"] == TARGET_S == 600
+    assert wall["value"] == 9.87 and TARGET_S == 600 and wall["target"] is None  # a time: its target is a ratio
+    per_unit = recs["wall_s (pytest, set-up excluded) / calibration unit"]
+    assert per_unit["target"] == calibration.units(TARGET_S) == 3500 and per_unit["ratio"]["over"] == ["calibration", "unit_s"]
     assert recs["slowest 1: tests/a/test_x.py::test_slow[1]"]["value"] == 5.75
     assert recs["passed"]["value"] == 5 and recs["passed"]["better"] == "higher"
     load_all()

@@ -50,14 +50,14 @@ def test_bench_harness_records(tmp_path, monkeypatch):
 
     @harness.benchmark("unit-test-bench", "a test benchmark")
     def _b():
-        return [harness.record("unit-test-bench", "wall_s", 0.5, "s", target=1.0)]
+        return [harness.record("unit-test-bench", "recall", 0.5, "share", target=0.4, better="higher")]
 
     @harness.benchmark("unit-test-broken", "raises")
     def _c():
         raise RuntimeError("boom")
 
     try:
-        recs = harness.run_benchmarks(["unit-test-bench", "unit-test-broken"])
+        recs = harness.run_benchmarks(["unit-test-bench", "unit-test-broken"], calibrate=False)
         out = tmp_path / "r.json"
         harness.write_records(recs, out)
         data = json.loads(out.read_text())

@@ -52,9 +52,22 @@ class RetrievingMemory:
             return l2_normalise(self.embedder.embed_texts([u.text for u in units]))
         images = [u.image for u in units]
         if hasattr(self.embedder, "read_images"):  # pixel reader: read, then embed the text
-            self._last_read = self.embedder.read_images(images)
+            self._last_read = self._read_images(images)
             return l2_normalise(self.embedder.embed_ocr_texts(self._last_read))
         return l2_normalise(self.embedder.embed_images(images))
+
+    def _read_images(self, images: list[Any]) -> list[str]:
+        """A pixel reader's text of each shot, a shot at a time under a progress line (issue 43:
+        reading a conversation's shots takes ~1 s each on a CPU; the stage was silent meanwhile)."""
+        from vismem.core.progress import track
+
+        out: list[str] = []
+        for i in track(range(len(images)), f"{self.name}: reading its shots", total=len(images)):
+            try:
+                out += self.embedder.read_images([images[i]])
+            except ValueError as err:  # the reader names index 0 of the one it was given
+                raise ValueError(f"shot {i} of {len(images)}: {err}") from err
+        return out
 
     def ingest(self, conversation: Any) -> float:
         t0 = time.perf_counter()
