@@ -7,10 +7,6 @@ left two minutes of nothing before), and the failure names the lines on either s
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
 from vismem.core import progress
 from vismem.pipelines.config import load_config
 from vismem.pipelines.runner import run
@@ -20,21 +16,6 @@ EVERY_S = 0.25
 #: The longest silence allowed: a few heartbeats, so only code outside any tracked step -- glue
 #: between steps, a table write on tiny data -- may run between two lines, and not for long.
 THRESHOLD_S = 6.0
-SESSIONS = 2
-
-
-@pytest.fixture(scope="module")
-def locomo_cut(data_dir, tmp_path_factory):
-    """conv-26 cut to its first two sessions and the questions whose evidence lies in them."""
-    data = json.loads((data_dir / "locomo/locomo10.json").read_text())[0]
-    keep = {f"session_{i}" for i in range(1, SESSIONS + 1)}
-    conv = {k: v for k, v in data["conversation"].items() if not k.startswith("session_")
-            or k in keep or k.removesuffix("_date_time") in keep}
-    inside = tuple(f"D{i}:" for i in range(1, SESSIONS + 1))
-    qa = [q for q in data["qa"] if q.get("evidence") and all(e.startswith(inside) for e in q["evidence"])]
-    path = tmp_path_factory.mktemp("locomo") / "locomo-cut.json"
-    path.write_text(json.dumps([{**data, "conversation": conv, "qa": qa}]))
-    return path
 
 
 def _tiny_local(tmp_path, locomo_cut):
