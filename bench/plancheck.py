@@ -77,7 +77,7 @@ def _words(n: int) -> str:
     return " ".join(f"shelf{i % 89} lamp chair" for i in range(n // 3))
 
 
-def _chat(llm: Any, convs: list[list[dict[str, Any]]], tokens: int, *, ignore_eos: bool = False) -> tuple[float, Any]:
+def chat(llm: Any, convs: list[list[dict[str, Any]]], tokens: int, *, ignore_eos: bool = False) -> tuple[float, Any]:
     from vllm import SamplingParams
 
     params = SamplingParams(max_tokens=tokens, temperature=0.0, ignore_eos=ignore_eos)
@@ -86,7 +86,7 @@ def _chat(llm: Any, convs: list[list[dict[str, Any]]], tokens: int, *, ignore_eo
     return time.perf_counter() - t0, out
 
 
-def _user(parts: list[dict[str, Any]] | str) -> list[dict[str, Any]]:
+def user(parts: list[dict[str, Any]] | str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": parts}]
 
 
@@ -94,17 +94,17 @@ def calibrate(llm: Any) -> Any:
     """The engine's :class:`vismem.serve.throughput.Calibration` (see the module doc, step 1)."""
     from vismem.serve.throughput import Calibration
 
-    wall, out = _chat(llm, [_user(f"{uuid.uuid4().hex} {_words(PREFILL_WORDS)}") for _ in range(BATCH)], 1)
+    wall, out = chat(llm, [user(f"{uuid.uuid4().hex} {_words(PREFILL_WORDS)}") for _ in range(BATCH)], 1)
     prefill = sum(len(o.prompt_token_ids) for o in out) / wall
-    wall, out = _chat(llm, [_user(f"{uuid.uuid4().hex} {_words(TEXT_WORDS)}") for _ in range(BATCH)], REPLY,
+    wall, out = chat(llm, [user(f"{uuid.uuid4().hex} {_words(TEXT_WORDS)}") for _ in range(BATCH)], REPLY,
                       ignore_eos=True)
     prompt = sum(len(o.prompt_token_ids) for o in out)
     done = sum(len(o.outputs[0].token_ids) for o in out)
     decode = done / max(wall - prompt / prefill, wall * 0.05)
-    img = [_user([{"type": "text", "text": f"{uuid.uuid4().hex} what?"}, {"type": "image_url", "image_url":
+    img = [user([{"type": "text", "text": f"{uuid.uuid4().hex} what?"}, {"type": "image_url", "image_url":
                                                                           {"url": _png(i)}}]) for i in range(BATCH)]
-    _chat(llm, img[:1], 1)  # the first image request sets up the processor and encoder: not a per-image cost
-    wall, out = _chat(llm, img, 1)
+    chat(llm, img[:1], 1)  # the first image request sets up the processor and encoder: not a per-image cost
+    wall, out = chat(llm, img, 1)
     per_image = max(0.0, wall - sum(len(o.prompt_token_ids) for o in out) / prefill) / BATCH
     return Calibration(model="tiny-qwen2.5-vl-vllm", device="cpu (this machine)", prefill_tokens_per_s=prefill,
                        decode_tokens_per_s=decode, decode_batch=BATCH, decode_context=prompt / BATCH + REPLY / 2,
@@ -113,7 +113,7 @@ def calibrate(llm: Any) -> Any:
 
 def answers() -> list[list[dict[str, Any]]]:
     """The MemShot-like batch: ``K`` memory shots and a question each, no shared prefix."""
-    return [_user([{"type": "text", "text": f"{uuid.uuid4().hex} {_words(TEXT_WORDS)} question {q}?"},
+    return [user([{"type": "text", "text": f"{uuid.uuid4().hex} {_words(TEXT_WORDS)} question {q}?"},
                    *({"type": "image_url", "image_url": {"url": _png(q * K + i)}} for i in range(K))])
             for q in range(BATCH)]
 
@@ -144,11 +144,11 @@ def check() -> list[dict[str, Any]]:
         os.environ.setdefault(k, str(v))
     vlm = build_vlm({"name": "vllm", "args": {"path": "tiny:qwen2.5-vl", "engine_kwargs": ENGINE}})
     llm = vlm.llm
-    _chat(llm, [_user("warm up")], 1)
+    chat(llm, [user("warm up")], 1)
     cal = calibrate(llm)
     facts = tiny_facts(resolve_model_path("tiny:qwen2.5-vl"))
     batch = answers()
-    measured, out = _chat(llm, batch, REPLY, ignore_eos=True)
+    measured, out = chat(llm, batch, REPLY, ignore_eos=True)
     prompt = sum(len(o.prompt_token_ids) for o in out) / len(out)
     planned = predict(facts, cal, prompt)
     err = abs(planned / measured - 1)

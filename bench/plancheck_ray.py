@@ -42,11 +42,11 @@ def calibrated() -> Any:
     """Step 1: the in-process engine's :class:`~vismem.serve.throughput.Calibration`, engine ended."""
     import gc
 
-    from vismem.bench.plancheck import ENGINE, _chat, _user, calibrate
+    from vismem.bench.plancheck import ENGINE, calibrate, chat, user
     from vismem.serve.build import build_vlm
 
     vlm = build_vlm({"name": "vllm", "args": {"path": "tiny:qwen2.5-vl", "engine_kwargs": ENGINE}})
-    _chat(vlm.llm, [_user("warm up")], 1)
+    chat(vlm.llm, [user("warm up")], 1)
     cal = calibrate(vlm.llm)
     del vlm
     gc.collect()

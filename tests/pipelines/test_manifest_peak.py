@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import mmap
+
 
 def test_stage_entries_record_peak_memory(file_store):
     from vismem.pipelines.manifest import Manifest
@@ -9,10 +11,13 @@ def test_stage_entries_record_peak_memory(file_store):
     m = Manifest(file_store, "peak-1")
     m.data = {"stages": {}}
     m.stage("catalog", "running")
-    block = bytearray(64 << 20)
-    block[::4096] = b"x" * len(block[::4096])  # resident
+    # Anonymous mmap, not a bytearray: in a long-lived worker malloc may serve 96 MiB from heap
+    # pages already resident, so the high-water mark would not move.
+    block = mmap.mmap(-1, 96 << 20)
+    for off in range(0, len(block), 4096):  # touch every page: resident
+        block[off] = 1
     m.stage("catalog", "done", summary={})
-    del block
+    block.close()
     m.stage("report", "running")
     m.stage("report", "failed", error="boom")
     stages = file_store.get_json("runs/peak-1/manifest.json")["stages"]
