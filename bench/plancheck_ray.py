@@ -3,16 +3,20 @@ as the memshot stage runs its in-job engines -- through ``ray.data.llm``'s vLLM 
 on a local Ray, built by the stage's own :func:`vismem.pipelines.memshot.processors.engine_processor_config`
 for the tiny Qwen2.5-VL variant.
 
-1. **calibrate** an in-process engine of the same checkpoint as ``plan-check-vllm-cpu`` does
-   (:func:`vismem.bench.plancheck.calibrate`), then end it;
-2. **run** ``BATCHES`` x ``BATCH`` MemShot-like answers (``K`` images and a question each, a
-   ``REPLY``-token answer) through the processor, one batch in the engine at a time
-   (``max_concurrent_batches: 1``): the engine's wall is the sum over batches of the longest
-   ``time_taken_llm`` of each (Ray's per-row figure: request to reply inside the engine stage).
-   The engine's start and Ray Data's own stages (chat template, tokenize, image preparation) are
-   not in it: the plan sizes engines, and a job's start-up is paid once whatever its size;
-3. **predict** the same batches with :func:`vismem.bench.plancheck.predict` (``BATCH`` in flight on
-   one replica) and record predicted, measured and the error (target +-25 %).
+One dataset goes through the processor, one batch of ``BATCH`` rows of one kind in the engine at
+a time (``max_concurrent_batches: 1``, a block per batch); a batch's engine seconds are the
+longest ``time_taken_llm`` of its rows (Ray's per-row figure, request to reply inside the engine
+stage: the engine's start and Ray Data's own stages -- chat template, tokenize, image preparation
+-- are not in it; the plan sizes engines, and a job's start is paid once whatever its size).
+
+1. **calibrate** through the same path, as a user would calibrate in-job engines: ``REPEATS``
+   batches each of long prompts with one reply token (prefill tokens/s), of ``DECODE_TOKENS``
+   replies (decode tokens/s at ``BATCH``), of one image and one reply token (seconds per image
+   beyond its tokens); the medians;
+2. **measure** ``BATCHES`` batches of MemShot-like answers (``K`` images and a question each, a
+   ``REPLY``-token answer): the sum of their engine seconds;
+3. **predict** them with :func:`vismem.bench.plancheck.predict` (``BATCH`` in flight on one
+   replica) on that calibration and record predicted, measured and the error (target +-25 %).
 
 Runs only where vLLM imports (``.venv-engine/bin/vismem bench plan-check-ray-data-llm``).
 """
@@ -21,9 +25,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import uuid
 from typing import Any
 
 from vismem.bench.harness import benchmark, record
+from vismem.bench.plancheck import BATCH
 
 NAME = "plan-check-ray-data-llm"
 MODEL = "tiny-qwen2.5-vl-vllm"
@@ -38,65 +44,107 @@ def engine_env() -> None:
         os.environ.setdefault(k, str(v))
 
 
-def calibrated() -> Any:
-    """Step 1: the in-process engine's :class:`~vismem.serve.throughput.Calibration`, engine ended."""
-    import gc
+def workload() -> list[dict[str, Any]]:
+    """Every row of the run, in batches of ``BATCH`` of one kind each: ``REPEATS`` batches of each
+    calibration kind (prefill, decode, image), then ``BATCHES`` of answers."""
+    from vismem.bench.plancheck import DECODE_TOKENS, PREFILL_WORDS, REPEATS, REPLY, TEXT_WORDS, answers
+    from vismem.bench.plancheck import image_user, user, words
 
-    from vismem.bench.plancheck import ENGINE, calibrate, chat, user
-    from vismem.serve.build import build_vlm
+    def rows(kind: str, convs: list[Any], tokens: int) -> list[dict[str, Any]]:
+        return [{"kind": kind, "messages": parts_content(c), "max_tokens": tokens} for c in convs]
 
-    vlm = build_vlm({"name": "vllm", "args": {"path": "tiny:qwen2.5-vl", "engine_kwargs": ENGINE}})
-    chat(vlm.llm, [user("warm up")], 1)
-    cal = calibrate(vlm.llm)
-    del vlm
-    gc.collect()
-    return cal
+    out: list[dict[str, Any]] = []
+    for r in range(REPEATS):
+        out += rows("prefill", [user(f"{uuid.uuid4().hex} {words(PREFILL_WORDS)}") for _ in range(BATCH)], 1)
+        out += rows("decode", [user(f"{uuid.uuid4().hex} {words(TEXT_WORDS)}") for _ in range(BATCH)], DECODE_TOKENS)
+        out += rows("image", [image_user(r * BATCH + i) for i in range(BATCH)], 1)
+    for _ in range(BATCHES):
+        out += rows("answers", answers(), REPLY)
+    return out
 
 
-def measure_batches() -> tuple[float, float, int]:
-    """Step 2: (engine seconds, mean prompt tokens, batches) of the answers through the processor."""
+def parts_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from vismem.pipelines.memshot.processors import parts_content as parts
+
+    return parts(messages)
+
+
+def through_processor(rows: list[dict[str, Any]]) -> Any:
+    """Each batch of ``rows`` through the engine processor, one batch in the engine at a time:
+    a frame of ``kind``, ``seconds`` (the longest ``time_taken_llm`` of the batch), ``prompt`` and
+    ``done`` tokens per batch."""
     import polars as pl
     import ray
     from ray.data.llm import build_processor
 
-    from vismem.bench.plancheck import BATCH, REPLY, answers
-    from vismem.pipelines.memshot.processors import cpu_map_kwargs, engine_processor_config, parts_content
+    from vismem.pipelines.memshot.processors import cpu_map_kwargs, engine_processor_config
 
-    rows = [{"messages": parts_content(m)} for _ in range(BATCHES) for m in answers()]
     cfg = engine_processor_config(MODEL, batch_size=BATCH).model_copy(update={"max_concurrent_batches": 1})
 
     def pre(row: dict[str, Any]) -> dict[str, Any]:
-        return {"messages": row["messages"],
-                "sampling_params": {"max_tokens": REPLY, "temperature": 0.0, "ignore_eos": True}}
+        return {"kind": row["kind"], "messages": row["messages"],
+                "sampling_params": {"max_tokens": row["max_tokens"], "temperature": 0.0, "ignore_eos": True}}
 
     def post(row: dict[str, Any]) -> dict[str, Any]:
-        return {"batch": row["batch_uuid"], "engine_s": float(row["time_taken_llm"]),
-                "prompt_tokens": int(row["num_input_tokens"])}
+        return {"kind": row["kind"], "batch": row["batch_uuid"], "seconds": float(row["time_taken_llm"]),
+                "prompt": int(row["num_input_tokens"]), "done": int(row["num_generated_tokens"])}
 
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
     try:
         proc = build_processor(cfg, preprocess=pre, postprocess=post, **cpu_map_kwargs(MODEL))
-        out = pl.DataFrame(proc(ray.data.from_items(rows)).take_all())
+        # one block a batch: a batch never mixes two kinds
+        ds = ray.data.from_items(rows, override_num_blocks=len(rows) // BATCH)
+        out = pl.DataFrame(proc(ds).take_all())
     finally:
         ray.shutdown()
-    if out.height != len(rows) or (out["engine_s"] < 0).any():
+    if out.height != len(rows) or (out["seconds"] < 0).any():
         raise RuntimeError(f"{NAME}: {out.height} of {len(rows)} rows came back, or some failed")
-    per_batch = out.group_by("batch").agg(pl.col("engine_s").max())
-    return float(per_batch["engine_s"].sum()), float(out["prompt_tokens"].mean()), per_batch.height
+    batches = out.group_by("batch").agg(pl.col("kind").n_unique().alias("kinds"), pl.col("kind").first(),
+                                        pl.col("seconds").max(), pl.col("prompt").sum(), pl.col("done").sum())
+    if (batches["kinds"] > 1).any():
+        raise RuntimeError(f"{NAME}: a batch mixed workloads; the per-batch timings would not mean anything")
+    return batches
+
+
+def calibration(batches: Any) -> Any:
+    """The :class:`~vismem.serve.throughput.Calibration` the calibration batches give (medians)."""
+    from statistics import median
+
+    import polars as pl
+
+    from vismem.bench.plancheck import DECODE_TOKENS
+    from vismem.serve.throughput import Calibration
+
+    def of(kind: str) -> list[dict[str, Any]]:
+        return batches.filter(pl.col("kind") == kind).to_dicts()
+
+    prefill = median(b["prompt"] / b["seconds"] for b in of("prefill"))
+    decode = median(b["done"] / max(b["seconds"] - b["prompt"] / prefill, b["seconds"] * 0.05) for b in of("decode"))
+    per_image = median(max(0.0, b["seconds"] - b["prompt"] / prefill) / BATCH for b in of("image"))
+    return Calibration(model=MODEL, device="cpu (this machine)", prefill_tokens_per_s=prefill,
+                       decode_tokens_per_s=decode, decode_batch=BATCH,
+                       decode_context=of("decode")[0]["prompt"] / BATCH + DECODE_TOKENS / 2,
+                       seconds_per_image=per_image, source=f"{NAME} through the processor")
 
 
 def check() -> list[dict[str, Any]]:
     """Steps 1-3 of the module doc, as records."""
+    import polars as pl
+
     from vismem.bench.plancheck import TOLERANCE, predict, tiny_facts
     from vismem.serve.testing import resolve_model_path
 
     engine_env()
-    cal = calibrated()
-    measured, prompt, batches = measure_batches()
-    planned = batches * predict(tiny_facts(resolve_model_path("tiny:qwen2.5-vl")), cal, prompt)
+    batches = through_processor(workload())
+    cal = calibration(batches)
+    answered = batches.filter(pl.col("kind") == "answers")
+    measured = float(answered["seconds"].sum())
+    prompt = float(answered["prompt"].sum()) / (answered.height * BATCH)
+    planned = answered.height * predict(tiny_facts(resolve_model_path("tiny:qwen2.5-vl")), cal, prompt)
     return [record(NAME, "calibrated prefill tokens/s", cal.prefill_tokens_per_s, "tokens/s", better="higher"),
             record(NAME, "calibrated decode tokens/s", cal.decode_tokens_per_s, "tokens/s", better="higher"),
-            record(NAME, "batches through the processor", batches, "batches"),
+            record(NAME, "calibrated vision s/image", cal.seconds_per_image or 0.0, "s"),
+            record(NAME, "answer batches through the processor", answered.height, "batches"),
             record(NAME, "answers: measured engine wall", measured, "s"),
             record(NAME, "answers: planned engine wall", planned, "s"),
             record(NAME, "answers: plan error", abs(planned / measured - 1), "fraction", target=TOLERANCE)]
