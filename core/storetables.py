@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from vismem.core.bounds import TABLE_BYTES
+from vismem.core.errors import TooLarge
 from vismem.core.parquetio import decode_table, parquet_bytes
 
 
@@ -63,7 +64,8 @@ class StoreTables:
     def read_table(self, key: str) -> Any:
         """Read one Parquet object, or every ``*.parquet`` under a prefix, as a Polars DataFrame;
         each object at most ``TABLE_BYTES`` (:class:`TooLarge`), one that is not a whole table a
-        ``DataError`` naming it (``vismem.core.parquetio.decode_table``)."""
+        ``DataError`` naming it (``vismem.core.parquetio.decode_table``); a prefix's parts together at
+        most ``TABLE_BYTES`` too."""
         import polars as pl
 
         if self.exists(key):
@@ -71,8 +73,15 @@ class StoreTables:
         parts = [k for k in self.list(key) if k.endswith(".parquet")]
         if not parts:
             raise FileNotFoundError(self.url(key))
-        return pl.concat([decode_table(self.url(k), self.get_bytes(k, bound=TABLE_BYTES)) for k in parts],
-                         how="diagonal_relaxed")
+        frames, total = [], 0
+        for k in parts:  # the parts together are one table: their sum is bounded too
+            data = self.get_bytes(k, bound=TABLE_BYTES)
+            total += len(data)
+            past = TABLE_BYTES.past(total)
+            if past:
+                raise TooLarge(f"{self.url(key)}: its {len(parts)} parts hold at least {past}")
+            frames.append(decode_table(self.url(k), data))
+        return pl.concat(frames, how="diagonal_relaxed")
 
     def scan_table(self, key: str) -> Any:
         """A lazy Polars scan of a Parquet object or a prefix of them, straight from the store."""

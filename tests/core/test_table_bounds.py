@@ -51,6 +51,18 @@ def test_a_table_past_the_bound_is_refused_before_it_is_read(where, request, mon
         store.read_table("runs/r/results")
 
 
+def test_the_parts_of_a_prefix_are_bounded_together(file_store, monkeypatch):
+    for i in range(3):
+        file_store.write_table(f"out/part-{i}.parquet", DF)
+    one = len(file_store.get_bytes("out/part-0.parquet"))
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", str(int(one * 2.5)))  # each part fits, the three do not
+    assert file_store.read_table("out/part-2.parquet").height == 50
+    with pytest.raises(TooLarge, match=r"out: its 3 parts hold at least [\d,]+ bytes, more than the"):
+        file_store.read_table("out")
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", str(one * 3))
+    assert file_store.read_table("out").height == 150
+
+
 def test_a_footer_declaring_more_than_the_bound_is_refused_before_decoding(monkeypatch):
     import pyarrow as pa
     import pyarrow.parquet as pq
