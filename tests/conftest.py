@@ -116,6 +116,19 @@ def data_dir(_test_data) -> Path:
     return root
 
 
+def forbid_whole_reads(monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """Reading a local file ending in ``suffix`` whole fails the test (a bound must refuse it from
+    its size, before any read)."""
+    real = Path.read_bytes
+
+    def read(self: Path) -> bytes:
+        if self.suffix == suffix:
+            pytest.fail(f"{self} was read whole")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read)
+
+
 #: Sessions of the LoCoMo cut (:func:`locomo_cut`).
 CUT_SESSIONS = 2
 

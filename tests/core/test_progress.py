@@ -13,14 +13,22 @@ def test_track_is_transparent_when_disabled(monkeypatch):
     assert list(progress.track(iter(range(5)), "x", total=5)) == [0, 1, 2, 3, 4]
 
 
-def test_track_draws_a_bar_on_a_terminal(monkeypatch):
-    class TTY(io.StringIO):
-        def isatty(self):
-            return True
+class _TTY(io.StringIO):
+    def isatty(self):
+        return True
 
-    err = TTY()
+
+def tty_stderr(monkeypatch) -> io.StringIO:
+    """stderr a terminal (rich draws bars), progress on; what was drawn. Called in the test body:
+    pytest's capture sets sys.stderr again between a fixture's set-up and the test."""
+    err = _TTY()
     monkeypatch.setattr(sys, "stderr", err)
     monkeypatch.setenv("VISMEM_PROGRESS", "1")
+    return err
+
+
+def test_track_draws_a_bar_on_a_terminal(monkeypatch):
+    err = tty_stderr(monkeypatch)
     assert list(progress.track(range(3), "judging", total=3)) == [0, 1, 2]
     assert "judging" in err.getvalue() and "3/3" in err.getvalue()
 
@@ -117,14 +125,7 @@ def test_a_step_prints_its_start_elapsed_and_end_and_a_fake_clock_measures_silen
 def test_nested_loops_and_steps_share_one_bar_on_a_terminal(monkeypatch):
     """rich allows one live display per console: an inner loop or a step inside a loop adds a
     row to the outer bar instead of failing."""
-
-    class TTY(io.StringIO):
-        def isatty(self):
-            return True
-
-    err = TTY()
-    monkeypatch.setattr(sys, "stderr", err)
-    monkeypatch.setenv("VISMEM_PROGRESS", "1")
+    err = tty_stderr(monkeypatch)
     out = []
     for i in progress.track(range(2), "conversations", total=2):
         with progress.step("loading"):

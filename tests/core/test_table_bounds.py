@@ -9,7 +9,6 @@ inside pyarrow, and a damaged cached table is never used.
 from __future__ import annotations
 
 import io
-import pathlib
 
 import polars as pl
 import pytest
@@ -17,20 +16,9 @@ import pytest
 from vismem.core.cache import CacheDamaged, UnitCache
 from vismem.core.errors import DataError, StoreError, TooLarge
 from vismem.core.parquetio import decode_table, parquet_bytes
+from tests.conftest import forbid_whole_reads
 
 DF = pl.DataFrame({"q": [f"q{i}" for i in range(50)], "hit": [i % 3 == 0 for i in range(50)]})
-
-
-def _no_reads(monkeypatch):
-    """Reading a local Parquet object whole fails the test (the bound must refuse it from its size)."""
-    real = pathlib.Path.read_bytes
-
-    def read(self: pathlib.Path) -> bytes:
-        if self.suffix == ".parquet":
-            pytest.fail(f"{self} was read")
-        return real(self)
-
-    monkeypatch.setattr(pathlib.Path, "read_bytes", read)
 
 
 @pytest.mark.parametrize("where", ["file", "s3"])
@@ -40,7 +28,7 @@ def test_a_table_past_the_bound_is_refused_before_it_is_read(where, request, mon
     assert store.read_table("runs/r/results/t.parquet").height == 50
     monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", "100")
     if where == "file":
-        _no_reads(monkeypatch)
+        forbid_whole_reads(monkeypatch, ".parquet")
     with pytest.raises(TooLarge) as err:
         store.read_table("runs/r/results/t.parquet")
     assert str(err.value).startswith(store.url("runs/r/results/t.parquet") + ": ")
@@ -143,7 +131,7 @@ def test_a_cached_table_past_the_bound_is_damage_unless_recorded_that_large(file
     assert units.read_table("s/s0", ".parquet", columns=["q"]).columns == ["q"]
     monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", str(len(data) + 10))
     file_store.put_bytes("probes/x/s/s0.parquet", data + b"\0" * 100)  # grown past the bound: not what was written
-    _no_reads(monkeypatch)
+    forbid_whole_reads(monkeypatch, ".parquet")
     with pytest.raises(CacheDamaged, match=rf"damaged cache object probes/x/s/s0\.parquet: {len(data) + 100:,} bytes, "
                                            rf"the done marker recorded {len(data)} bytes"):
         units.read_table("s/s0", ".parquet")

@@ -10,17 +10,16 @@ outside its pack is damage; rows of the wrong type are one ``DataError`` line, n
 from __future__ import annotations
 
 import logging
-import pathlib
 from types import SimpleNamespace
 
 import polars as pl
 import pytest
 
 from vismem.core.blobref import make_ref, read_many
-from vismem.core.cache import record
 from vismem.core.errors import DataError, TooLarge
 from vismem.pipelines.memshot.render import SCHEMA_VERSION, collect_units, pack_key, shard_key
 from vismem.pipelines.memshot.shotcache import heal_shards, pack_record, verify_shard
+from tests.conftest import forbid_whole_reads
 
 PREFIX = "runs/r/memshot/locomo/v"
 PACK = pack_key(PREFIX, "c1", "s1")
@@ -38,17 +37,6 @@ def _session(store, *, pack: bytes = SHOTS, rows: list | None = None, recorded: 
                            "pack": recorded if recorded is not None else pack_record(PACK, pack)})
 
 
-def _no_pack_reads(monkeypatch):
-    real = pathlib.Path.read_bytes
-
-    def read(self: pathlib.Path) -> bytes:
-        if self.suffix == ".pack":
-            pytest.fail(f"{self} was read whole")
-        return real(self)
-
-    monkeypatch.setattr(pathlib.Path, "read_bytes", read)
-
-
 def test_a_whole_session_passes(file_store):
     _session(file_store)
     assert verify_shard(file_store, SHARD) is None
@@ -60,7 +48,7 @@ def test_a_pack_grown_past_the_bound_is_damage_and_the_session_is_rendered_again
     _session(file_store)
     file_store.put_bytes(PACK, SHOTS + b"\0" * 9850)  # 10,000 bytes where the shard recorded 150
     monkeypatch.setenv("VISMEM_MAX_PACK_BYTES", "1000")
-    _no_pack_reads(monkeypatch)
+    forbid_whole_reads(monkeypatch, ".pack")
     assert verify_shard(file_store, SHARD) == f"damaged cache object {PACK}: 10,000 bytes, the shard recorded 150 bytes"
     with caplog.at_level(logging.WARNING):
         healed = heal_shards(file_store, [SHARD], logging.getLogger("vismem"))
@@ -70,7 +58,7 @@ def test_a_pack_grown_past_the_bound_is_damage_and_the_session_is_rendered_again
 def test_a_pack_recorded_past_the_bound_is_the_bounds_fault(file_store, monkeypatch):
     _session(file_store)
     monkeypatch.setenv("VISMEM_MAX_PACK_BYTES", "100")
-    _no_pack_reads(monkeypatch)
+    forbid_whole_reads(monkeypatch, ".pack")
     with pytest.raises(TooLarge, match=r"\.pack: 150 bytes, more than the 100 bytes a shot pack may have "
                                        r"\(\$VISMEM_MAX_PACK_BYTES sets the bound\)"):
         verify_shard(file_store, SHARD)
