@@ -64,6 +64,7 @@ class Profile:
     wall_s: float | None  # pytest's own "in N s" (collection included, set-up script excluded)
     counts: dict[str, int]
     tests: dict[str, dict[str, float]] = field(default_factory=dict)  # nodeid -> phase -> s
+    failures: list[str] = field(default_factory=list)  # pytest's "FAILED ..." / "ERROR ..." summary lines
 
     def test_totals(self) -> list[tuple[str, float]]:
         return sorted(((t, sum(p.values())) for t, p in self.tests.items()), key=lambda x: -x[1])
@@ -82,8 +83,11 @@ class Profile:
 def parse(text: str) -> Profile:
     """A profile from pytest's terminal output (run with ``--durations=0 --durations-min=0``)."""
     tests: dict[str, dict[str, float]] = defaultdict(dict)
-    wall, counts = None, {}
+    wall, counts, failures = None, {}, []
     for line in text.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            failures.append(line.strip()[:300])
+            continue
         m = _LINE.match(line.strip())
         if m:
             tests[m.group(3)][m.group(2)] = float(m.group(1))
@@ -92,7 +96,7 @@ def parse(text: str) -> Profile:
         if m:
             wall = float(m.group(2))
             counts = {("error" if k.startswith("error") else k): int(n) for n, k in _COUNT.findall(m.group(1))}
-    return Profile(wall_s=wall, counts=counts, tests=dict(tests))
+    return Profile(wall_s=wall, counts=counts, tests=dict(tests), failures=failures)
 
 
 def run_suite(pytest_args: list[str] = ()) -> tuple[Profile, float, int]:
@@ -109,6 +113,7 @@ def report(prof: Profile, *, top: int = TOP, files: int = 25) -> str:
     """The profile as text: wall and counts, per-file totals, slowest tests, the slow tier."""
     out = [f"wall (pytest): {prof.wall_s if prof.wall_s is None else f'{prof.wall_s:.0f} s'}; "
            + ", ".join(f"{n} {k}" for k, n in prof.counts.items())]
+    out += prof.failures  # which tests failed, before any figure: a failing run's wall means little
     total = sum(sum(p.values()) for p in prof.tests.values()) or 1.0
     out += ["", f"{'file':60s} {'tests':>5s} {'setup':>8s} {'call':>8s} {'teardown':>8s} {'share':>6s}"]
     for name, t in prof.file_totals()[:files]:
@@ -132,6 +137,7 @@ def records(prof: Profile, command_wall: float, rc: int) -> list[dict[str, Any]]
            record(name, "exit status", rc, "", target=0)]
     out += [record(name, k, n, "tests", better="higher" if k == "passed" else "lower") for k, n in prof.counts.items()]
     out += [record(name, f"slowest {i}: {nodeid}", s, "s") for i, (nodeid, s) in enumerate(prof.test_totals()[:TOP], 1)]
+    out += [record(name, f"failure: {line}", 1, "tests", target=0) for line in prof.failures]
     return out
 
 

@@ -55,14 +55,21 @@ def test_records_carry_the_target_and_the_slowest_tests():
 
 def test_parse_reads_a_real_pytest_run(tmp_path):
     (tmp_path / "test_toy.py").write_text("import pytest\n\ndef test_a():\n    assert 1\n\n"
-                                          "@pytest.mark.skip(reason='x')\ndef test_b():\n    pass\n")
+                                          "@pytest.mark.skip(reason='x')\ndef test_b():\n    pass\n\n"
+                                          "def test_c():\n    assert 0, 'broken'\n")
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0",
                           "--durations-min=0", "-c", "/dev/null", str(tmp_path)],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout
     prof = parse(out)
-    assert prof.counts == {"passed": 1, "skipped": 1} and prof.wall_s is not None
+    assert prof.counts == {"failed": 1, "passed": 1, "skipped": 1} and prof.wall_s is not None
     phases = {t.rsplit("::", 1)[1]: set(p) for t, p in prof.tests.items()}
-    assert phases == {"test_a": {"setup", "call", "teardown"}, "test_b": {"setup", "teardown"}}  # a skip never calls
+    assert phases == {"test_a": {"setup", "call", "teardown"}, "test_b": {"setup", "teardown"},  # a skip never calls
+                      "test_c": {"setup", "call", "teardown"}}
+    # which test failed is named in the report and the records, not only counted
+    assert len(prof.failures) == 1 and prof.failures[0].startswith("FAILED ") and "test_toy.py::test_c" in prof.failures[0]
+    assert prof.failures[0] in report(prof).splitlines()[1]
+    failed = [r for r in records(prof, 1.0, 1) if r["metric"].startswith("failure: ")]
+    assert len(failed) == 1 and "test_c" in failed[0]["metric"] and failed[0]["target"] == 0
 
 
 def _marked_slow(nodeid: str) -> bool:
