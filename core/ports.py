@@ -7,6 +7,7 @@ dashboard and GCS share one. So every port of one start is picked while the othe
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 __all__ = ["free_ports"]
@@ -46,3 +47,16 @@ def _hold(host: str, port: int, held: list[socket.socket]) -> bool:
         return False
     held.append(s)
     return True
+
+
+def is_loopback(addr: str) -> bool:
+    """``localhost``, 127.0.0.0/8, ``::1`` or an IPv4-mapped loopback address (``::ffff:127.x``),
+    bare or in brackets: a host a user named, or an address a socket listens on."""
+    if addr == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(addr.strip("[]"))
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vismem.core.lifeline import Lifeline, alive, descendants, end_pids, pids_with_env, proc_files
-from vismem.core.ports import free_ports
+from vismem.core.ports import free_ports, is_loopback  # noqa: F401 - is_loopback: this module's public face too
 
 #: Environment variable carrying a cluster's token into every one of its processes.
 TOKEN_VAR = "VISMEM_LOCALCLUSTER"
@@ -321,8 +321,3 @@ def port_holders(ports: list[int]) -> list[tuple[int, str]]:
     wanted = set(ports)
     pids = [pid for pid, _ in proc_files("stat")]
     return [(pid, _cmdline(pid)) for pid in sorted({pid for pid, _, port in listening_sockets(pids) if port in wanted})]
-
-
-def is_loopback(addr: str) -> bool:
-    """127.0.0.0/8, ::1 or an IPv4-mapped loopback address."""
-    return addr.startswith("127.") or addr in ("::1", "::ffff:127.0.0.1") or addr.startswith("::ffff:127.")

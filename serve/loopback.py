@@ -16,8 +16,9 @@ node with a routable address it changes nothing.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
+
+from vismem.core.ports import is_loopback
 
 #: ``ray._private.ray_constants.WORKER_PROCESS_SETUP_HOOK_ENV_VAR`` (a test holds the two equal).
 HOOK_ENV_VAR = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"
@@ -25,26 +26,16 @@ HOOK = "vismem.serve.loopback.bind_replica_grpc"
 _ALL = "[::]:"
 
 
-def is_loopback_host(host: str) -> bool:
-    """``localhost``, 127.0.0.0/8 or ``::1``."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def hook_env(host: str) -> dict[str, str]:
     """The env var that installs :func:`bind_replica_grpc` in an app's replicas, for a proxy on
     ``host``: only where the user asked for loopback serving (nothing otherwise)."""
-    return {HOOK_ENV_VAR: HOOK} if is_loopback_host(host) else {}
+    return {HOOK_ENV_VAR: HOOK} if is_loopback(host) else {}
 
 
 def loopback_address(address: str, node_ip: str) -> str:
     """``address`` as a replica should bind it on a node at ``node_ip``: ``[::]:PORT`` becomes
     ``NODE_IP:PORT`` on a loopback node; anything else is kept."""
-    if address.startswith(_ALL) and is_loopback_host(node_ip):
+    if address.startswith(_ALL) and is_loopback(node_ip):
         return f"{node_ip}:{address[len(_ALL):]}"
     return address
 
@@ -57,7 +48,7 @@ def bind_replica_grpc() -> None:
 
     node_ip = ray.util.get_node_ip_address()
     original = replica.add_port_to_grpc_server
-    if not is_loopback_host(node_ip) or getattr(original, "vismem_loopback", False):
+    if not is_loopback(node_ip) or getattr(original, "vismem_loopback", False):
         return
 
     def add_port(server: Any, address: str) -> int:
