@@ -95,35 +95,38 @@ def user(parts: list[dict[str, Any]] | str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": parts}]
 
 
-def calibrate(llm: Any) -> Any:
-    """The engine's :class:`vismem.serve.throughput.Calibration` (see the module doc, step 1)."""
+#: One timed run of a calibration kind: (seconds, prompt tokens, reply tokens) of its ``BATCH`` requests.
+Run = tuple[float, int, int]
+
+
+def calibration_from(prefill: list[Run], decode: list[Run], images: list[Run], *, source: str) -> Any:
+    """The :class:`vismem.serve.throughput.Calibration` of timed runs of each kind (medians):
+    prefill tokens/s of the long prompts, decode tokens/s beyond their prefill, and seconds per
+    image beyond the image prompts' tokens."""
     from vismem.serve.throughput import Calibration
 
-    def prefill_rate() -> float:
-        wall, out = chat(llm, [user(f"{uuid.uuid4().hex} {words(PREFILL_WORDS)}") for _ in range(BATCH)], 1)
-        return sum(len(o.prompt_token_ids) for o in out) / wall
+    rate = median(p / w for w, p, _ in prefill)
+    return Calibration(model="tiny-qwen2.5-vl-vllm", device="cpu (this machine)", prefill_tokens_per_s=rate,
+                       decode_tokens_per_s=median(d / max(w - p / rate, w * 0.05) for w, p, d in decode),
+                       decode_batch=BATCH, decode_context=decode[0][1] / BATCH + DECODE_TOKENS / 2,
+                       seconds_per_image=median(max(0.0, w - p / rate) / BATCH for w, p, _ in images),
+                       source=source)
 
-    prefill = median(prefill_rate() for _ in range(REPEATS))
 
-    def decode_rate() -> tuple[float, float]:
-        wall, out = chat(llm, [user(f"{uuid.uuid4().hex} {words(TEXT_WORDS)}") for _ in range(BATCH)],
-                         DECODE_TOKENS, ignore_eos=True)
-        prompt = sum(len(o.prompt_token_ids) for o in out)
-        done = sum(len(o.outputs[0].token_ids) for o in out)
-        return done / max(wall - prompt / prefill, wall * 0.05), prompt / BATCH
+def calibrate(llm: Any) -> Any:
+    """The engine's :class:`vismem.serve.throughput.Calibration` (see the module doc, step 1)."""
 
-    decoded = [decode_rate() for _ in range(REPEATS)]
-    decode, prompt = median(d for d, _ in decoded), decoded[0][1]
+    def timed(convs: list[Any], tokens: int) -> Run:
+        wall, out = chat(llm, convs, tokens, ignore_eos=True)
+        return (wall, sum(len(o.prompt_token_ids) for o in out), sum(len(o.outputs[0].token_ids) for o in out))
+
+    prefill = [timed([user(f"{uuid.uuid4().hex} {words(PREFILL_WORDS)}") for _ in range(BATCH)], 1)
+               for _ in range(REPEATS)]
+    decode = [timed([user(f"{uuid.uuid4().hex} {words(TEXT_WORDS)}") for _ in range(BATCH)], DECODE_TOKENS)
+              for _ in range(REPEATS)]
     chat(llm, [image_user(0)], 1)  # the first image request sets up the processor and encoder: not a per-image cost
-
-    def image_cost() -> float:
-        wall, out = chat(llm, [image_user(i) for i in range(BATCH)], 1)
-        return max(0.0, wall - sum(len(o.prompt_token_ids) for o in out) / prefill) / BATCH
-
-    per_image = median(image_cost() for _ in range(REPEATS))
-    return Calibration(model="tiny-qwen2.5-vl-vllm", device="cpu (this machine)", prefill_tokens_per_s=prefill,
-                       decode_tokens_per_s=decode, decode_batch=BATCH, decode_context=prompt + DECODE_TOKENS / 2,
-                       seconds_per_image=per_image, source=f"{NAME} in-process")
+    images = [timed([image_user(i) for i in range(BATCH)], 1) for _ in range(REPEATS)]
+    return calibration_from(prefill, decode, images, source=f"{NAME} in-process")
 
 
 def image_user(i: int) -> list[dict[str, Any]]:

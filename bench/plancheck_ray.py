@@ -49,6 +49,7 @@ def workload() -> list[dict[str, Any]]:
     calibration kind (prefill, decode, image), then ``BATCHES`` of answers."""
     from vismem.bench.plancheck import DECODE_TOKENS, PREFILL_WORDS, REPEATS, REPLY, TEXT_WORDS, answers
     from vismem.bench.plancheck import image_user, user, words
+    from vismem.pipelines.memshot.processors import parts_content
 
     def rows(kind: str, convs: list[Any], tokens: int) -> list[dict[str, Any]]:
         return [{"kind": kind, "messages": parts_content(c), "max_tokens": tokens} for c in convs]
@@ -61,12 +62,6 @@ def workload() -> list[dict[str, Any]]:
     for _ in range(BATCHES):
         out += rows("answers", answers(), REPLY)
     return out
-
-
-def parts_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from vismem.pipelines.memshot.processors import parts_content as parts
-
-    return parts(messages)
 
 
 def through_processor(rows: list[dict[str, Any]]) -> Any:
@@ -108,23 +103,14 @@ def through_processor(rows: list[dict[str, Any]]) -> Any:
 
 def calibration(batches: Any) -> Any:
     """The :class:`~vismem.serve.throughput.Calibration` the calibration batches give (medians)."""
-    from statistics import median
-
     import polars as pl
 
-    from vismem.bench.plancheck import DECODE_TOKENS
-    from vismem.serve.throughput import Calibration
+    from vismem.bench.plancheck import calibration_from
 
-    def of(kind: str) -> list[dict[str, Any]]:
-        return batches.filter(pl.col("kind") == kind).to_dicts()
+    def of(kind: str) -> list[tuple[float, int, int]]:
+        return [(b["seconds"], b["prompt"], b["done"]) for b in batches.filter(pl.col("kind") == kind).to_dicts()]
 
-    prefill = median(b["prompt"] / b["seconds"] for b in of("prefill"))
-    decode = median(b["done"] / max(b["seconds"] - b["prompt"] / prefill, b["seconds"] * 0.05) for b in of("decode"))
-    per_image = median(max(0.0, b["seconds"] - b["prompt"] / prefill) / BATCH for b in of("image"))
-    return Calibration(model=MODEL, device="cpu (this machine)", prefill_tokens_per_s=prefill,
-                       decode_tokens_per_s=decode, decode_batch=BATCH,
-                       decode_context=of("decode")[0]["prompt"] / BATCH + DECODE_TOKENS / 2,
-                       seconds_per_image=per_image, source=f"{NAME} through the processor")
+    return calibration_from(of("prefill"), of("decode"), of("image"), source=f"{NAME} through the processor")
 
 
 def check() -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Literal
 
-from vismem.bench.records import meets, record, timed_unit
+from vismem.bench.records import SECONDS, meets, record, timed_unit
 
 #: Units of records that compare across machines (besides ratio records): dimensionless figures.
 MACHINE_FREE_UNITS = frozenset({"x", "share", "fraction"})
@@ -28,8 +28,6 @@ MACHINE_FREE_UNITS = frozenset({"x", "share", "fraction"})
 NOISE = 0.10
 
 Ref = tuple[str, str]
-#: Time units a ratio converts to seconds first (a p50 in ms over a calibration unit in s).
-SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "min": 60.0, "h": 3600.0}
 
 
 def ratio(name: str, metric: str, of: str | Ref, over: str | Ref, *, target: float | None = None,

@@ -4,12 +4,14 @@ re-exports them)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
 from typing import Any, Literal
 
 
+@functools.cache  # read once a process: every record carries it
 def machine() -> str:
     """A short description of this machine, stored in every record."""
     cpu = platform.processor() or platform.machine()
@@ -31,7 +33,9 @@ def machine() -> str:
 
 
 #: Units of time and of speed: a record in one of them may carry no target (state a ratio instead).
-TIME_UNITS = frozenset({"s", "ms", "us", "µs", "min", "h"})
+#: Seconds in each time unit a record may carry (ratios scale by it; a time takes no target).
+SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "min": 60.0, "h": 3600.0}
+TIME_UNITS = frozenset(SECONDS)
 
 
 def timed_unit(unit: str) -> bool:
