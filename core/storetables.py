@@ -1,11 +1,11 @@
 """The table half of :class:`vismem.core.store.Store`: Parquet objects, and the pyarrow / Polars
-views of the store that Ray Data and lazy scans take.
+views of the store that Ray Data takes.
 
 Every table read back (:meth:`StoreTables.read_table`) is bounded and checked by
 :func:`vismem.core.parquetio.decode_table`: at most ``TABLE_BYTES`` (``$VISMEM_MAX_TABLE_BYTES``),
 refused from the object's size before it is read, and one line naming the object when it is not a
-whole table. A lazy scan (:meth:`StoreTables.scan_table`) reads what Polars asks for and is not
-bounded; the project's stages read tables whole.
+whole table. There is no lazy scan: Polars' own reader would take the store's bytes unbounded and
+unchecked (it panics on some damaged tables), and the project's stages read tables whole.
 """
 
 from __future__ import annotations
@@ -82,12 +82,3 @@ class StoreTables:
                 raise TooLarge(f"{self.url(key)}: its {len(parts)} parts hold at least {past}")
             frames.append(decode_table(self.url(k), data))
         return pl.concat(frames, how="diagonal_relaxed")
-
-    def scan_table(self, key: str) -> Any:
-        """A lazy Polars scan of a Parquet object or a prefix of them, straight from the store."""
-        import polars as pl
-
-        url = self.url(key)
-        if not self.exists(key):
-            url = url.rstrip("/") + "/**/*.parquet"
-        return pl.scan_parquet(url, storage_options=self.polars_storage_options())

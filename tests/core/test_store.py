@@ -73,18 +73,29 @@ def test_table_round_trip_with_schema_version(store):
     back = store.read_table("t/one.parquet")
     assert back["x"].to_list() == [1, 2, 3]
     assert back["schema_version"].unique().to_list() == [3]
-    lazy = store.scan_table("t/one.parquet").select(pl.col("x").sum()).collect()
-    assert lazy.item() == 6
 
 
-def test_ray_data_writes_polars_scans(store, ray_local):
+def test_every_table_reader_of_the_store_is_bounded(file_store, monkeypatch):
+    """Issue 38: the store reads a table only through read_table (bounded, checked); the lazy
+    Polars scan it once had read whatever Polars asked for, past any bound, and is gone."""
+    from vismem.core.errors import TooLarge
+
+    readers = sorted(m for m in dir(Store) if not m.startswith("_") and ("table" in m or "scan" in m))
+    assert readers == ["read_table", "write_table"]
+    file_store.write_table("t/one.parquet", pl.DataFrame({"x": [1, 2, 3]}))
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", "100")
+    with pytest.raises(TooLarge):
+        file_store.read_table("t")
+
+
+def test_ray_data_writes_the_store_reads(store, ray_local):
     import ray
 
     ds = ray.data.range(1000, override_num_blocks=4).map(lambda r: {"id": r["id"], "sq": r["id"] ** 2})
     ds.write_parquet(store.arrow_path("ray_out"), filesystem=store.arrow_filesystem())
     parts = [k for k in store.list("ray_out") if k.endswith(".parquet")]
     assert len(parts) >= 1
-    total = store.scan_table("ray_out").select(pl.len(), pl.col("sq").sum()).collect()
+    total = store.read_table("ray_out").select(pl.len(), pl.col("sq").sum())
     assert total.row(0) == (1000, sum(i * i for i in range(1000)))
     # and back through Ray Data
     assert ray.data.read_parquet(store.arrow_path("ray_out"), filesystem=store.arrow_filesystem()).count() == 1000
