@@ -15,13 +15,18 @@ data_dir and the bound, and nothing copied. Each object is streamed to a tempora
 stays at one chunk, whatever its size), stopped one byte past its listed size, and renamed into
 place only when whole; its ETag is written beside it afterwards, so a file already there with the
 listed size and ETag is not fetched again, and two processes on one node never read a
-half-written copy.
+half-written copy. The copy follows the listing: a file of the folder the listing no longer names
+(an object since removed, a temporary file of a copy that was killed) is deleted before the
+copying starts -- inside that folder only, a link removed and never followed -- under a lock
+beside the folder, so two processes on one node copy one after the other, never deleting the
+other's temporary files.
 
 Credentials and endpoint come from the environment (``AWS_*``), as for the run's store.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -81,11 +86,56 @@ def _copy(uri: str) -> Path:
     store, objects = _listing(uri, shown, DATA_DIR_OBJECTS.value())
     _check(shown, objects)
     root = cache_dir(uri)
-    todo = [o for o in objects if not _fresh(root, o)]
-    _check_room(shown, root, sum(o.size for o in todo))
-    for obj in todo:
-        _fetch(store, shown, root, obj)
+    with _locked(shown, root):
+        _prune(shown, root, objects)
+        todo = [o for o in objects if not _fresh(root, o)]
+        _check_room(shown, root, sum(o.size for o in todo))
+        for obj in todo:
+            _fetch(store, shown, root, obj)
     return root
+
+
+@contextmanager
+def _locked(shown: str, root: Path) -> Iterator[None]:
+    """Hold the node's lock on the copy at ``root`` (a file beside it, not in it): a second
+    process waits, then finds the objects fresh, instead of pruning the first one's temporary files."""
+    lock = root.parent / f".{root.name}.lock"
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as err:
+        raise no_space(err, lock) or ConfigError(f"data_dir {shown!r}: cannot lock its local copy ({lock}): "
+                                                  f"{err}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _prune(shown: str, root: Path, objects: list[_Object]) -> None:
+    """Delete every file under ``root`` that is neither a listed object nor its ETag record
+    (objects removed from the bucket, temporary files of a killed copy), then the folders left
+    empty. Only ``root`` is touched: a link is deleted as a link, never followed."""
+    if root.is_symlink() or not root.is_dir():
+        return  # nothing copied yet; a linked folder is not ours to empty
+    keep = {o.key for o in objects}
+    keep |= {_tag(Path(o.key)).as_posix() for o in objects}
+    path = root
+    try:
+        for dirpath, dirnames, filenames in os.walk(root, topdown=False):  # does not follow links
+            here = Path(dirpath)
+            links = [d for d in dirnames if (here / d).is_symlink()]  # os.walk lists them as folders
+            for name in filenames + links:
+                path = here / name
+                if path.relative_to(root).as_posix() not in keep:
+                    path.unlink()
+            if here != root and not any(here.iterdir()):
+                path = here
+                here.rmdir()
+    except OSError as err:
+        raise ConfigError(f"data_dir {shown!r}: cannot remove {path} from its local copy, which the bucket "
+                          f"no longer lists: {err}") from None
 
 
 def _listing(uri: str, shown: str, most: int) -> tuple[Any, list[_Object]]:

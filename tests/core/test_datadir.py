@@ -135,3 +135,32 @@ def test_objects_are_streamed_to_disk_not_read_whole(data_bucket, monkeypatch):
     monkeypatch.setattr(type(store), "get_bytes", lambda *a, **k: pytest.fail("read whole into memory"))
     local = datadir.materialise(uri)
     assert (local / "big.bin").read_bytes() == payload and (local / ".big.bin.etag").read_text()
+
+
+def test_the_local_copy_follows_the_listing_and_never_reaches_outside_its_folder(data_bucket, tmp_path, monkeypatch):
+    """Issue 38: a file of the local copy the bucket no longer lists (an object removed, a
+    temporary file of a killed copy) is deleted when the data_dir is copied again; only the copy's
+    own folder is touched, and a link in it is removed, never followed."""
+    uri, store = data_bucket
+    for key in ("a.json", "b/c.json", "d.json", "x/y.json"):
+        store.put_bytes(key, key.encode())
+    root = datadir.materialise(uri)
+    assert (root / "b/c.json").read_bytes() == b"b/c.json"
+    for key in ("b/c.json", "d.json", "x/y.json"):
+        store.delete(key)
+    store.put_bytes("x", b"x is a file now")  # where the copy still has a folder
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the copy's")
+    (root / "link-dir").symlink_to(outside, target_is_directory=True)
+    (root / "link-file").symlink_to(outside / "keep.txt")
+    (root / ".a.json.k2j4.part").write_bytes(b"half")  # a copy killed mid-way
+    (root / "b/.c.json.q1.part").write_bytes(b"half")
+    monkeypatch.setattr(datadir, "_DONE", {})
+    seen = _fetches(monkeypatch)
+    assert datadir.materialise(uri) == root
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+    assert files == [".a.json.etag", ".x.etag", "a.json", "x"] and seen == ["x"]
+    assert (root / "x").read_bytes() == b"x is a file now"
+    assert (outside / "keep.txt").read_text() == "not the copy's"  # the links' targets are untouched
+    assert sorted(p.name for p in root.parent.iterdir()) == [f".{root.name}.lock", root.name]
