@@ -4,8 +4,9 @@ Why: MemShot packs a session's shots into one object, because on the local S3 se
 costs ~0.85 ms of server CPU before its bytes are counted (1,563 shots of LoCoMo were 1,835
 puts; packed, 544). Each unit row then names its shot by a reference, and ``Store.get_bytes`` /
 ``exists`` take a reference wherever they take a key, so every reader of shots (OCR, embedders,
-answering, viewers, ``vismem store get``) reads packed and unpacked shots alike; :func:`read_many`
-reads a session's shots with one request per pack.
+answering, viewers) reads packed and unpacked shots alike (``vismem store get`` streams them, a
+blob checked by :class:`BlobCheck`); :func:`read_many` reads a session's shots with one request
+per pack.
 
 Content-addressed blobs (``blobs/sha256/<hex>.<ext>``: the images an agent observed) verify
 themselves: their key IS their digest, so :func:`check_blob` (called by ``Store.get_bytes`` on
@@ -34,14 +35,35 @@ def blob_digest(key: str) -> str | None:
 def check_blob(key: str, data: bytes) -> bytes:
     """``data`` when it is what ``key`` names (any key that is not a blob passes); a damaged blob
     is a ``CacheDamaged`` naming it in one line. Hashing a few hundred KB costs about a ms."""
-    want = blob_digest(key)
-    if want is not None:
-        got = hashlib.sha256(data).hexdigest()
-        if got != want:
+    check = BlobCheck(key)
+    check.update(data)
+    check.done()
+    return data
+
+
+class BlobCheck:
+    """:func:`check_blob` over a stream: ``update`` with each block as it is read, then ``done``
+    (``vismem store get`` copies an object of any size chunk by chunk)."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.want, self.size = key, blob_digest(key), 0
+        self._hash = hashlib.sha256() if self.want is not None else None
+
+    def update(self, block: bytes) -> None:
+        self.size += len(block)
+        if self._hash is not None:
+            self._hash.update(block)
+
+    def done(self, tail: str = "") -> None:
+        """A ``CacheDamaged`` line (ending with ``tail``) when the bytes are not what the key names."""
+        if self._hash is None:
+            return
+        got = self._hash.hexdigest()
+        if got != self.want:
             from vismem.core.cache import CacheDamaged
 
-            raise CacheDamaged(f"damaged blob {key}: {len(data)} bytes, sha256 {got[:12]}, its key names {want[:12]}")
-    return data
+            raise CacheDamaged(f"damaged blob {self.key}: {self.size} bytes, sha256 {got[:12]}, "
+                               f"its key names {self.want[:12]}{tail}")
 
 
 def make_ref(key: str, offset: int, length: int) -> str:
@@ -74,4 +96,4 @@ def read_many(get: Callable[[str], bytes], keys: list[str]) -> list[bytes]:
     return out
 
 
-__all__ = ["BLOB_ROOT", "blob_digest", "check_blob", "make_ref", "parse_ref", "read_many"]
+__all__ = ["BLOB_ROOT", "BlobCheck", "blob_digest", "check_blob", "make_ref", "parse_ref", "read_many"]

@@ -148,22 +148,20 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _get(args: argparse.Namespace) -> int:
     from vismem.core.errors import VismemError
+    from vismem.core.storeget import copy_out
     from vismem.pipelines.runner import open_store
 
     cfg = config_from_args(args)
     with open_store(cfg, create=False) as (store, _env):
         key = args.key.strip("/")
         if store.exists(key) and not args.key.endswith("/"):
-            data = store.get_bytes(key)
             if args.dest == "-":
-                sys.stdout.buffer.write(data)
+                _to_stdout(store, key)
                 return 0
             dest = Path(args.dest or key.rsplit("/", 1)[-1])
             if dest.is_dir():
                 dest = dest / key.rsplit("/", 1)[-1]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
-            print(f"{human(len(data))}  {store.url(key)} -> {dest}")
+            print(f"{human(copy_out(store, key, dest))}  {store.url(key)} -> {dest}")
             return 0
         keys = store.list(key)
         if not keys:
@@ -173,14 +171,29 @@ def _get(args: argparse.Namespace) -> int:
             raise VismemError(f"{key} is a prefix of {len(keys)} objects: give a folder, not '-'")
         dest = Path(args.dest or key.rsplit("/", 1)[-1])
         total = 0
-        for k in keys:
-            out = dest / k[len(key):].lstrip("/")
-            out.parent.mkdir(parents=True, exist_ok=True)
-            data = store.get_bytes(k)
-            out.write_bytes(data)
-            total += len(data)
+        for k in keys:  # each file whole or not at all; those copied before a failure stay
+            total += copy_out(store, k, dest / k[len(key):].lstrip("/"))
         print(f"{len(keys):,} objects, {human(total)}  {store.url(key)}/ -> {dest}/")
     return 0
+
+
+def _to_stdout(store: "Store", key: str) -> None:
+    """Stream ``key`` to stdout; a content-addressed blob is spooled to a temporary file and
+    checked first, so a damaged one prints nothing (a pipe cannot take bytes back)."""
+    import shutil
+    import tempfile
+
+    from vismem.core.blobref import blob_digest
+    from vismem.core.storeget import CHUNK, write_out
+
+    out = sys.stdout.buffer
+    if blob_digest(key) is None:  # (a reference's span of a blob cannot be checked, nor is it elsewhere)
+        write_out(store, key, out)
+        return
+    with tempfile.TemporaryFile() as spool:
+        write_out(store, key, spool, tail="; nothing was written")
+        spool.seek(0)
+        shutil.copyfileobj(spool, out, CHUNK)
 
 
 def _cat(args: argparse.Namespace) -> int:
