@@ -51,8 +51,9 @@ DATA_DIR_BYTES = Bound("VISMEM_DATA_DIR_MAX_BYTES", 64 << 30, "an s3:// data_dir
 DATA_DIR_OBJECTS = Bound("VISMEM_DATA_DIR_MAX_OBJECTS", 100_000, "an s3:// data_dir", unit="objects")
 #: One object of an ``s3://`` data_dir (LongMemEval_M is one 2.7 GB JSON file).
 DATA_DIR_OBJECT_BYTES = Bound("VISMEM_DATA_DIR_MAX_OBJECT_BYTES", 16 << 30, "one object of an s3:// data_dir")
-#: A Parquet table read back from the store: its object's size, and the uncompressed size its
-#: footer declares (a small object can expand to any size). The largest the project writes is a
+#: A Parquet table read back from the store: its object's size, the uncompressed size its
+#: footer declares (a small object can expand to any size), and the size its text columns decode
+#: to (a dictionary-encoded column can expand past both). The largest the project writes is a
 #: render's ``units.parquet`` (every unit's text, once per variant).
 TABLE_BYTES = Bound("VISMEM_MAX_TABLE_BYTES", 4 << 30, "a Parquet table of the store")
 #: A shot pack (a session's shots back to back), read whole or by a reference's span: a session

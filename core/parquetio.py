@@ -6,6 +6,12 @@ be bytes no reader should be handed. :func:`decode_table` therefore
 
 * refuses bytes past :data:`vismem.core.bounds.TABLE_BYTES`, and a footer declaring more than
   that uncompressed, before any page is decoded;
+* refuses a table whose columns *decode* past that bound, before their strings are decoded: a
+  dictionary-encoded column is small on disk whatever it holds (a few long strings repeated
+  millions of times -- a dictionary bomb -- decode to far more than the file, or its footer,
+  declares). Top-level string and binary columns are read as dictionaries (their indices are
+  small), their decoded size is summed from the dictionary's value lengths taken by the
+  indices, and only then are they decoded (nested ones are not: see ``docs/bounds.md``);
 * decodes with pyarrow, not Polars' own reader: on a damaged table Polars' reader can *panic* (a
   Rust backtrace on stderr, a ``PanicException`` that is no ``Exception``, and the process may
   abort at exit) -- two flipped bytes of a 5 KB table were enough -- where pyarrow answers the
@@ -84,11 +90,59 @@ def _arrow_table(name: str, data: bytes, columns: Sequence[str] | None, error: t
     if missing:  # pyarrow would return the table without them, silently
         raise error(f"{name}: no column {', '.join(map(repr, missing))} (it has: {', '.join(pf.schema_arrow.names)})")
     try:
+        schema = pf.schema_arrow  # the types the table is read into, dictionaries decoded
+        want = list(schema.types) if columns is None else [schema.field(c).type for c in columns]
+        pf = pq.ParquetFile(io.BytesIO(data), metadata=meta, read_dictionary=_text_columns(schema))
         table = pf.read(columns=list(columns) if columns is not None else None)
         table.validate(full=True)
         _check_names(table.schema)
+        decoded = sum(_decoded_bytes(col) if col.type != w else col.nbytes for col, w in zip(table.columns, want))
     except Exception as err:  # noqa: BLE001 - a damaged page, offset or string: one line, not pyarrow's traceback
         raise error(f"{name}: not a readable Parquet table ({_why(err)})") from None
+    past = TABLE_BYTES.past(decoded)
+    if past:
+        raise TooLarge(f"{name}: its columns decode to {past}", size=len(data))
+    try:
+        return _decode_strings(table, want)
+    except Exception as err:  # noqa: BLE001 - as above
+        raise error(f"{name}: not a readable Parquet table ({_why(err)})") from None
+
+
+def _text_columns(declared: Any) -> list[str]:
+    """Names of the top-level string and binary columns of the ``declared`` schema: the ones read
+    as dictionaries. (pyarrow cannot read a nested column as dictionaries over several row groups:
+    "Nested data conversions not implemented for chunked array outputs".)"""
+    import pyarrow as pa
+
+    return [f.name for f in declared if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+
+
+def _decoded_bytes(col: Any) -> int:
+    """Bytes the dictionary-read column ``col`` takes decoded: the length of every value its
+    indices take, plus an 8-byte offset each (computed on the lengths, nothing decoded)."""
+    import pyarrow.compute as pc
+
+    total = 0
+    for chunk in col.chunks:
+        taken = pc.take(pc.binary_length(chunk.dictionary), chunk.indices)
+        total += int(pc.sum(taken).as_py() or 0) + 8 * len(chunk)
+    return total
+
+
+def _decode_strings(table: Any, want: list[Any]) -> Any:
+    """``table`` with its dictionary-read columns decoded, as large strings / binaries (64-bit
+    offsets: a row group of more than 2 GiB of text decodes whole; Polars takes both widths as
+    the same dtype)."""
+    import pyarrow as pa
+
+    for i, (col, w) in enumerate(zip(table.columns, want)):
+        if col.type == w:
+            continue
+        to = pa.large_string() if pa.types.is_string(w) or pa.types.is_large_string(w) else pa.large_binary()
+        # take, not cast: several times faster on a long column
+        col = pa.chunked_array([c.dictionary.cast(to).take(c.indices) for c in col.chunks], to)
+        table = table.set_column(i, table.schema.field(i).with_type(to), col)
     return table
 
 

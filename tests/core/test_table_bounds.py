@@ -65,6 +65,74 @@ def test_a_footer_declaring_more_than_the_bound_is_refused_before_decoding(monke
         decode_table("t.parquet", data)
 
 
+def _dictionary_bomb(rows: int, width: int) -> bytes:
+    """Two distinct strings of ``width`` characters, repeated over ``rows`` rows, dictionary-
+    encoded: a few KB on disk (and in its footer), ``rows * width`` bytes decoded."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    col = pa.DictionaryArray.from_arrays(pa.array(np.arange(rows, dtype=np.int32) % 2),
+                                         pa.array(["a" * width, "b" * width]))
+    buf = io.BytesIO()  # no stored Arrow schema: the column reads back as plain strings
+    pq.write_table(pa.table({"n": np.arange(rows), "s": col}), buf, compression="zstd", store_schema=False)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("where", ["bytes", "store"])
+def test_a_dictionary_bomb_is_refused_from_its_decoded_size(where, file_store, monkeypatch):
+    data = _dictionary_bomb(rows=20_000, width=5_000)  # 100 MB decoded
+    assert len(data) < 200_000
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", "10000000")
+    tail = (r"its columns decode to 100,\d{3},\d{3} bytes, more than the 10,000,000 bytes a Parquet table of the "
+            r"store may have \(\$VISMEM_MAX_TABLE_BYTES sets the bound\)$")
+    if where == "bytes":
+        with pytest.raises(TooLarge, match=r"^t\.parquet: " + tail):
+            decode_table("t.parquet", data)
+        assert decode_table("t.parquet", data, columns=["n"]).height == 20_000  # the small column alone fits
+    else:
+        file_store.put_bytes("runs/r/results/t.parquet", data)
+        with pytest.raises(TooLarge, match=tail):
+            file_store.read_table("runs/r/results/t.parquet")
+    monkeypatch.setenv("VISMEM_MAX_TABLE_BYTES", "200000000")
+    df = decode_table("t.parquet", data)
+    assert df.schema == {"n": pl.Int64, "s": pl.String} and df["s"].str.len_bytes().sum() == 100_000_000
+
+
+def test_tables_read_as_dictionaries_decode_to_what_polars_read_before():
+    """Text columns are read as dictionaries and decoded after the bound is checked: the frame is
+    the one ``pl.from_arrow(pyarrow's own read)`` gives, dtypes included, for every layout."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.table({
+        "s": ["a", None, "b"] * 10, "b": pa.array([b"x", b"y", None] * 10),
+        "d": pa.array([decimal.Decimal("1.5"), None, decimal.Decimal("2.25")] * 10, pa.decimal128(30, 2)),
+        "m": pa.array([[("k", "v")], None, []] * 10, pa.map_(pa.string(), pa.string())),
+        "l": pa.array([["x", None], None, []] * 10, pa.list_(pa.string())),
+        "ll": pa.array([[["x"], []], None, [None]] * 10, pa.large_list(pa.list_(pa.large_string()))),
+        "st": pa.array([{"a": "q", "b": 1, "c": ["r"]}, None, {"a": None, "b": 2, "c": None}] * 10),
+        "c": pa.array(["x", "y", "x"] * 10).dictionary_encode(), "u": [f"{i:06d}" * 50 for i in range(30)],
+        "i": list(range(30))})
+    files = []
+    for kw in ({}, {"use_dictionary": False}, {"row_group_size": 7}, {"store_schema": False},
+               {"dictionary_pagesize_limit": 200}):  # the last falls back to plain pages mid-column
+        buf = io.BytesIO()
+        pq.write_table(t, buf, **kw)
+        files.append(buf.getvalue())
+    files.append(parquet_bytes(pl.DataFrame({"cat": pl.Series(["a", "b", "a"], dtype=pl.Categorical),
+                                             "s": ["x", "y", "z"]}), schema_version=2))
+    files.append(parquet_bytes(pa.table({"s": pa.array([], pa.string()), "b": pa.array([], pa.binary())})))
+    for data in files:
+        want = pl.from_arrow(pq.read_table(io.BytesIO(data)))
+        got = decode_table("t", data)
+        assert got.schema == want.schema and got.equals(want)
+        if "i" in want.columns:
+            assert decode_table("t", data, columns=["u", "i", "s"]).equals(want.select("u", "i", "s"))
+
+
 def _bad_schema_metadata() -> bytes:
     """A table whose schema metadata key is not UTF-8: pyarrow reads it, Polars panics taking it over."""
     import pyarrow as pa
