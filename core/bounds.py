@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from vismem.core.envvars import env_int
 
 __all__ = ["ALL", "Bound", "DATA_DIR_BYTES", "DATA_DIR_OBJECTS", "DATA_DIR_OBJECT_BYTES", "PACK_BYTES",
-           "TABLE_BYTES", "check_all"]
+           "TABLE_BYTES", "TABLE_ROWS", "check_all"]
 
 #: The largest override any bound takes (1 PiB): a typo of a few digits more is still refused.
 _CEILING = 1 << 50
@@ -56,12 +56,16 @@ DATA_DIR_OBJECT_BYTES = Bound("VISMEM_DATA_DIR_MAX_OBJECT_BYTES", 16 << 30, "one
 #: to (a dictionary-encoded column can expand past both). The largest the project writes is a
 #: render's ``units.parquet`` (every unit's text, once per variant).
 TABLE_BYTES = Bound("VISMEM_MAX_TABLE_BYTES", 4 << 30, "a Parquet table of the store")
+#: Rows of a Parquet table of the store, as its footer declares them: a column of one repeated
+#: value takes a few bytes a million rows encoded, and at least a bit a row read (Polars indexes
+#: rows with 32 bits). The longest the project writes is a render's ``units.parquet``.
+TABLE_ROWS = Bound("VISMEM_MAX_TABLE_ROWS", 1 << 31, "a Parquet table of the store", unit="rows")
 #: A shot pack (a session's shots back to back), read whole or by a reference's span: a session
 #: is tens of shots of a few hundred KB.
 PACK_BYTES = Bound("VISMEM_MAX_PACK_BYTES", 1 << 30, "a shot pack")
 
 #: Every overridable bound (``docs/bounds.md`` lists each).
-ALL = (DATA_DIR_BYTES, DATA_DIR_OBJECTS, DATA_DIR_OBJECT_BYTES, TABLE_BYTES, PACK_BYTES)
+ALL = (DATA_DIR_BYTES, DATA_DIR_OBJECTS, DATA_DIR_OBJECT_BYTES, TABLE_BYTES, TABLE_ROWS, PACK_BYTES)
 
 
 def check_all() -> None:

@@ -6,12 +6,16 @@ be bytes no reader should be handed. :func:`decode_table` therefore
 
 * refuses bytes past :data:`vismem.core.bounds.TABLE_BYTES`, and a footer declaring more than
   that uncompressed, before any page is decoded;
+* refuses, from the footer alone, more rows than :data:`vismem.core.bounds.TABLE_ROWS` and rows
+  that read to more than :data:`TABLE_BYTES` at least (a page of one repeated value holds
+  millions of rows in a few bytes, and pyarrow allocates every row's slot: a row-count bomb;
+  :func:`vismem.core.parquetbounds.decoded_floor`);
 * refuses a table whose columns *decode* past that bound, before their strings are decoded: a
   dictionary-encoded column is small on disk whatever it holds (a few long strings repeated
   millions of times -- a dictionary bomb -- decode to far more than the file, or its footer,
-  declares). Top-level string and binary columns are read as dictionaries (their indices are
-  small), their decoded size is summed from the dictionary's value lengths taken by the
-  indices, and only then are they decoded (nested ones are not: see ``docs/bounds.md``);
+  declares). String and binary columns, top-level or nested, are read as dictionaries (their
+  indices are small) one row group at a time, their decoded size is summed from the
+  dictionary's value lengths taken by the indices after each, and only then are they decoded;
 * decodes with pyarrow, not Polars' own reader: on a damaged table Polars' reader can *panic* (a
   Rust backtrace on stderr, a ``PanicException`` that is no ``Exception``, and the process may
   abort at exit) -- two flipped bytes of a 5 KB table were enough -- where pyarrow answers the
@@ -30,8 +34,9 @@ from __future__ import annotations
 import io
 from typing import Any, Iterable, Sequence
 
-from vismem.core.bounds import TABLE_BYTES
+from vismem.core.bounds import TABLE_BYTES, TABLE_ROWS
 from vismem.core.errors import DataError, TooLarge
+from vismem.core.parquetbounds import decoded_bytes, decoded_floor, leaves, row_count, text_leaves
 
 __all__ = ["decode_table", "parquet_bytes"]
 
@@ -74,70 +79,69 @@ def decode_table(name: str, data: bytes, *, columns: Sequence[str] | None = None
 
 
 def _arrow_table(name: str, data: bytes, columns: Sequence[str] | None, error: type[DataError]) -> Any:
-    """The table of ``data``, bounded by its footer and validated, as pyarrow reads it."""
+    """The table of ``data``, bounded by its footer and its decoded size and validated, as pyarrow reads it."""
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(io.BytesIO(data))
         meta = pf.metadata
         declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        names = list(pf.schema_arrow.names) if columns is None else list(columns)
+        missing = [c for c in names if c not in pf.schema_arrow.names]
+        rows = row_count(meta)
+        chosen = [] if missing else leaves(pf, names)
+        floor = decoded_floor(meta, chosen)
     except Exception as err:  # noqa: BLE001 - whatever the footer holds, the object is not a table
         raise error(f"{name}: not a Parquet table ({_why(err)})") from None
-    past = TABLE_BYTES.past(declared)
-    if past:
-        raise TooLarge(f"{name}: its footer declares, uncompressed, {past}", size=len(data))
-    missing = [c for c in columns or () if c not in pf.schema_arrow.names]
+    for past, what in ((TABLE_BYTES.past(declared), "its footer declares, uncompressed,"),
+                       (TABLE_ROWS.past(rows), "its footer declares"),
+                       (TABLE_BYTES.past(floor), f"its footer's {rows:,} rows decode to at least")):
+        if past:  # all from the footer: nothing is allocated yet
+            raise TooLarge(f"{name}: {what} {past}", size=len(data))
     if missing:  # pyarrow would return the table without them, silently
         raise error(f"{name}: no column {', '.join(map(repr, missing))} (it has: {', '.join(pf.schema_arrow.names)})")
     try:
         schema = pf.schema_arrow  # the types the table is read into, dictionaries decoded
-        want = list(schema.types) if columns is None else [schema.field(c).type for c in columns]
-        pf = pq.ParquetFile(io.BytesIO(data), metadata=meta, read_dictionary=_text_columns(schema))
-        table = pf.read(columns=list(columns) if columns is not None else None)
+        want = [schema.field(c).type for c in names]
+        pf = pq.ParquetFile(io.BytesIO(data), metadata=meta, read_dictionary=text_leaves(chosen))
+        table = _read_groups(name, pf, names, want, len(data))
         table.validate(full=True)
         _check_names(table.schema)
-        decoded = sum(_decoded_bytes(col) if col.type != w else col.nbytes for col, w in zip(table.columns, want))
+        return _decode_strings(table, want)
+    except TooLarge:
+        raise
     except Exception as err:  # noqa: BLE001 - a damaged page, offset or string: one line, not pyarrow's traceback
         raise error(f"{name}: not a readable Parquet table ({_why(err)})") from None
-    past = TABLE_BYTES.past(decoded)
-    if past:
-        raise TooLarge(f"{name}: its columns decode to {past}", size=len(data))
-    try:
-        return _decode_strings(table, want)
-    except Exception as err:  # noqa: BLE001 - as above
-        raise error(f"{name}: not a readable Parquet table ({_why(err)})") from None
 
 
-def _text_columns(declared: Any) -> list[str]:
-    """Names of the top-level string and binary columns of the ``declared`` schema: the ones read
-    as dictionaries. (pyarrow cannot read a nested column as dictionaries over several row groups:
-    "Nested data conversions not implemented for chunked array outputs".)"""
+def _read_groups(name: str, pf: Any, names: list[str], want: list[Any], size: int) -> Any:
+    """The columns ``names`` of ``pf``, text read as dictionaries, one row group at a time (a
+    nested column can be read as dictionaries only so); :class:`TooLarge` as soon as what they
+    decode to passes the bound, before the next row group is read and before anything is decoded."""
     import pyarrow as pa
 
-    return [f.name for f in declared if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
-
-
-def _decoded_bytes(col: Any) -> int:
-    """Bytes the dictionary-read column ``col`` takes decoded: the length of every value its
-    indices take, plus an 8-byte offset each (computed on the lengths, nothing decoded)."""
-    import pyarrow.compute as pc
-
-    total = 0
-    for chunk in col.chunks:
-        taken = pc.take(pc.binary_length(chunk.dictionary), chunk.indices)
-        total += int(pc.sum(taken).as_py() or 0) + 8 * len(chunk)
-    return total
+    groups, decoded = [], 0
+    for i in range(pf.metadata.num_row_groups):
+        group = pf.read_row_group(i, columns=names)
+        decoded += sum(decoded_bytes(col, w) for col, w in zip(group.columns, want))
+        past = TABLE_BYTES.past(decoded)
+        if past:
+            raise TooLarge(f"{name}: its columns decode to {past}", size=size)
+        groups.append(group)
+    return pa.concat_tables(groups) if groups else pf.read(columns=names)
 
 
 def _decode_strings(table: Any, want: list[Any]) -> Any:
-    """``table`` with its dictionary-read columns decoded, as large strings / binaries (64-bit
-    offsets: a row group of more than 2 GiB of text decodes whole; Polars takes both widths as
-    the same dtype)."""
+    """``table`` with its dictionary-read columns decoded: top-level ones as large strings /
+    binaries (64-bit offsets: a row group of more than 2 GiB of text decodes whole; Polars takes
+    both widths as the same dtype), nested ones to the type the table declares."""
     import pyarrow as pa
 
     for i, (col, w) in enumerate(zip(table.columns, want)):
         if col.type == w:
+            continue
+        if not pa.types.is_dictionary(col.type):  # nested text: the type pyarrow reads it as
+            table = table.set_column(i, table.schema.field(i).with_type(w), col.cast(w))
             continue
         to = pa.large_string() if pa.types.is_string(w) or pa.types.is_large_string(w) else pa.large_binary()
         # take, not cast: several times faster on a long column

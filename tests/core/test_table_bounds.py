@@ -15,6 +15,7 @@ import pytest
 
 from vismem.core.cache import CacheDamaged, UnitCache
 from vismem.core.errors import DataError, StoreError, TooLarge
+from vismem.core.parquetbounds import decoded_floor, leaves
 from vismem.core.parquetio import decode_table, parquet_bytes
 from tests.conftest import forbid_whole_reads
 
@@ -104,6 +105,7 @@ def test_tables_read_as_dictionaries_decode_to_what_polars_read_before():
     the one ``pl.from_arrow(pyarrow's own read)`` gives, dtypes included, for every layout."""
     import decimal
 
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -115,20 +117,31 @@ def test_tables_read_as_dictionaries_decode_to_what_polars_read_before():
         "ll": pa.array([[["x"], []], None, [None]] * 10, pa.large_list(pa.list_(pa.large_string()))),
         "st": pa.array([{"a": "q", "b": 1, "c": ["r"]}, None, {"a": None, "b": 2, "c": None}] * 10),
         "c": pa.array(["x", "y", "x"] * 10).dictionary_encode(), "u": [f"{i:06d}" * 50 for i in range(30)],
-        "i": list(range(30))})
+        "i": list(range(30)), "i8": pa.array([1, None, -3] * 10, pa.int8()), "bo": [True, None, False] * 10,
+        "fx": pa.array([b"abc", None, b"def"] * 10, pa.binary(3)),
+        "lb": pa.array([[True], [], None] * 10, pa.list_(pa.bool_())),
+        "ts": pa.array([1, None, 3] * 10, pa.timestamp("ns"))})
     files = []
     for kw in ({}, {"use_dictionary": False}, {"row_group_size": 7}, {"store_schema": False},
                {"dictionary_pagesize_limit": 200}):  # the last falls back to plain pages mid-column
         buf = io.BytesIO()
         pq.write_table(t, buf, **kw)
         files.append(buf.getvalue())
+    buf = io.BytesIO()
+    pq.write_table(t, buf, use_deprecated_int96_timestamps=True, row_group_size=13)
+    files.append(buf.getvalue())
     files.append(parquet_bytes(pl.DataFrame({"cat": pl.Series(["a", "b", "a"], dtype=pl.Categorical),
                                              "s": ["x", "y", "z"]}), schema_version=2))
     files.append(parquet_bytes(pa.table({"s": pa.array([], pa.string()), "b": pa.array([], pa.binary())})))
+    files.append(parquet_bytes(pl.DataFrame({"v": np.ones((3, 4), np.float32), "n": [[None], [], None],
+                                             "e": pl.Series(["a", "b", "a"], dtype=pl.Enum(["a", "b"]))})))
     for data in files:
-        want = pl.from_arrow(pq.read_table(io.BytesIO(data)))
+        read = pq.read_table(io.BytesIO(data))
+        want = pl.from_arrow(read)
         got = decode_table("t", data)
         assert got.schema == want.schema and got.equals(want)
+        pf = pq.ParquetFile(io.BytesIO(data))  # the footer's floor is one: what pyarrow allocates is no less
+        assert decoded_floor(pf.metadata, leaves(pf, read.column_names)) <= read.get_total_buffer_size()
         if "i" in want.columns:
             assert decode_table("t", data, columns=["u", "i", "s"]).equals(want.select("u", "i", "s"))
 

@@ -1,0 +1,137 @@
+"""What a Parquet table's footer commits a reader to, and what its text decodes to.
+
+:mod:`vismem.core.parquetio` reads a table only after these say it fits. A footer's
+``total_byte_size`` is whatever the writer wrote, and says nothing of what a page *decodes* to: a
+run-length or dictionary-encoded page of one repeated value holds millions of rows in a few
+bytes, and pyarrow allocates a slot for every row (4 bytes of dictionary index, 8 of an int64)
+before anything can be checked -- a *row-count bomb*. :func:`decoded_floor` is the least a read
+of the chosen columns allocates, from the row and value counts the reader itself goes by;
+:func:`text_leaves` names the string and binary leaves, top-level or nested, to be read as
+dictionaries, and :func:`decoded_bytes` sums what such a read column decodes to without decoding
+it (a dictionary bomb: a few long strings repeated millions of times).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+__all__ = ["Leaf", "decoded_bytes", "decoded_floor", "leaves", "row_count", "text_leaves"]
+
+#: Bits a value of each physical type takes, at least, once read: a boolean is bit-packed; a
+#: BYTE_ARRAY value is a 4-byte offset or dictionary index (less only for a dictionary the file's
+#: Arrow schema declares with narrower indices: see ``_value_bits``). INT96 is read as timestamp[ns].
+_BITS = {"BOOLEAN": 1, "INT32": 32, "FLOAT": 32, "INT64": 64, "DOUBLE": 64, "INT96": 64, "BYTE_ARRAY": 32}
+#: INT32 columns Arrow reads narrower than 4 bytes.
+_NARROW = {"INT_8": 8, "UINT_8": 8, "INT_16": 16, "UINT_16": 16}
+#: Converted types of BYTE_ARRAY leaves Arrow reads as strings or binaries (a decimal is not one).
+_TEXT = {"NONE", "UTF8", "JSON", "BSON", "ENUM"}
+
+
+def row_count(meta: Any) -> int:
+    """Rows the footer ``meta`` declares: the file's count or its row groups' (what is read), the larger."""
+    return max(meta.num_rows, sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups)))
+
+
+class Leaf(NamedTuple):
+    """A leaf column of the footer, as the bounds need it."""
+
+    index: int  #: its place among the file's leaves (``RowGroupMetaData.column``)
+    top: str  #: the top-level column it is under
+    path: str  #: its dotted path (what ``read_dictionary`` takes)
+    bits: int  #: bits one of its values takes read, at least
+    repeated: bool  #: under a list or map
+    text: bool  #: a string or binary leaf to be read as dictionaries
+
+
+def leaves(pf: Any, names: Sequence[str]) -> list[Leaf]:
+    """Every leaf under the top-level columns ``names`` of the file ``pf``."""
+    chosen = set(names)
+    schema, arrow = pf.schema, pf.schema_arrow
+    declared = {name: _declares_dictionary(arrow.field(name).type) for name in chosen}
+    out = []
+    # column_paths are lists of names, not dotted strings: a top-level name may hold a dot
+    for j, path in enumerate(pf.reader.column_paths):
+        if path[0] in chosen:
+            col = schema.column(j)
+            kind, converted = col.physical_type, col.converted_type
+            out.append(Leaf(j, path[0], col.path, _value_bits(kind, converted, col.length, declared[path[0]]),
+                            col.max_repetition_level > 0,
+                            kind == "BYTE_ARRAY" and converted in _TEXT and not declared[path[0]]))
+    return out
+
+
+def _value_bits(kind: str, converted: str, length: int, dictionary: bool) -> int:
+    """Bits one value of a leaf of physical type ``kind`` takes read, at least (``dictionary``:
+    its top-level column declares one)."""
+    if kind == "FIXED_LEN_BYTE_ARRAY":
+        return 8 * max(length, 1)
+    if kind == "INT32":
+        return _NARROW.get(converted, 32)
+    if kind == "BYTE_ARRAY" and dictionary:  # a declared dictionary may index with int8
+        return 8
+    return _BITS.get(kind, 1)
+
+
+def _declares_dictionary(arrow_type: Any) -> bool:
+    """Whether ``arrow_type`` (a top-level field's) holds a dictionary: the file's Arrow schema
+    declares it (a Categorical, an Enum), and it is read -- and kept -- as one."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        return True
+    return any(_declares_dictionary(arrow_type.field(k).type) for k in range(arrow_type.num_fields))
+
+
+def decoded_floor(meta: Any, chosen: Sequence[Leaf]) -> int:
+    """Bytes a read of the leaves ``chosen`` allocates, at least, by the footer ``meta``.
+
+    Each row gives a leaf that is not repeated one slot; each value (level) of a repeated leaf --
+    in a list or map -- is a slot of it or a list offset (4 bytes or more), so its values take at
+    least the smaller of the two each. Leaves of one list share its offsets: per top-level column
+    the repeated leaves count as the largest of them. Validity bits are not counted (Arrow leaves
+    them out of a column without nulls). Both counts are the footer's own -- what pyarrow reads by."""
+    total = 0
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        repeated: dict[str, int] = {}
+        for leaf in chosen:
+            values = max(group.column(leaf.index).num_values, group.num_rows)
+            if leaf.repeated:
+                repeated[leaf.top] = max(repeated.get(leaf.top, 0), values * min(leaf.bits, 32))
+            else:
+                total += values * leaf.bits
+        total += sum(repeated.values())
+    return (total + 7) // 8
+
+
+def text_leaves(chosen: Sequence[Leaf]) -> list[str]:
+    """Dotted paths of the string and binary leaves of ``chosen``, nested ones included: the
+    leaves read as dictionaries (but for those the table declares as dictionaries already: they
+    are read as such). A whole file cannot read a nested one so -- "Nested data conversions not
+    implemented for chunked array outputs" -- one row group at a time can."""
+    return [leaf.path for leaf in chosen if leaf.text]
+
+
+def decoded_bytes(col: Any, want: Any) -> int:
+    """Bytes the column ``col``, read with dictionaries where its type is ``want`` without, takes
+    decoded: its size as read, plus for every dictionary in it the length of each value its
+    indices take and an 8-byte offset each (summed on lengths: nothing is decoded)."""
+    if col.type == want:
+        return col.nbytes
+    return col.nbytes + sum(_dictionary_bytes(chunk) for chunk in col.chunks)
+
+
+def _dictionary_bytes(arr: Any) -> int:
+    """What the dictionaries in ``arr`` (at any depth) decode to."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = arr.type
+    if pa.types.is_dictionary(kind):
+        taken = pc.take(pc.binary_length(arr.dictionary), arr.indices)
+        return int(pc.sum(taken).as_py() or 0) + 8 * len(arr)
+    if pa.types.is_struct(kind):
+        return sum(_dictionary_bytes(arr.field(k)) for k in range(kind.num_fields))
+    if isinstance(arr, (pa.ListArray, pa.LargeListArray, pa.FixedSizeListArray)):  # a map is a list
+        return _dictionary_bytes(arr.values)
+    return 0
