@@ -5,7 +5,8 @@
 run-length or dictionary-encoded page of one repeated value holds millions of rows in a few
 bytes, and pyarrow allocates a slot for every row (4 bytes of dictionary index, 8 of an int64)
 before anything can be checked -- a *row-count bomb*. :func:`decoded_floor` is the least a read
-of the chosen columns allocates, from the row and value counts the reader itself goes by;
+of the chosen columns allocates, from the counts the reader itself goes by (the footer's rows;
+for a list or map, the values its pages' headers declare: :mod:`vismem.core.parquetpages`);
 :func:`text_leaves` names the string and binary leaves, top-level or nested, to be read as
 dictionaries, and :func:`decoded_bytes` sums what such a read column decodes to without decoding
 it (a dictionary bomb: a few long strings repeated millions of times).
@@ -14,6 +15,8 @@ it (a dictionary bomb: a few long strings repeated millions of times).
 from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
+
+from vismem.core.parquetpages import chunk_values
 
 __all__ = ["Leaf", "decoded_bytes", "decoded_floor", "leaves", "row_count", "text_leaves"]
 
@@ -82,21 +85,26 @@ def _declares_dictionary(arrow_type: Any) -> bool:
     return any(_declares_dictionary(arrow_type.field(k).type) for k in range(arrow_type.num_fields))
 
 
-def decoded_floor(meta: Any, chosen: Sequence[Leaf]) -> int:
-    """Bytes a read of the leaves ``chosen`` allocates, at least, by the footer ``meta``.
+def decoded_floor(data: bytes, meta: Any, chosen: Sequence[Leaf]) -> int:
+    """Bytes a read of the leaves ``chosen`` of the file ``data`` allocates, at least, by its
+    footer ``meta`` and, for repeated leaves, its page headers.
 
     Each row gives a leaf that is not repeated one slot; each value (level) of a repeated leaf --
     in a list or map -- is a slot of it or a list offset (4 bytes or more), so its values take at
     least the smaller of the two each. Leaves of one list share its offsets: per top-level column
     the repeated leaves count as the largest of them. Validity bits are not counted (Arrow leaves
-    them out of a column without nulls). Both counts are the footer's own -- what pyarrow reads by."""
-    total = 0
+    them out of a column without nulls). A leaf that is not repeated is read row by row, as many
+    rows as the footer counts; a repeated one as many values as its pages' headers count, whatever
+    the footer says (:func:`vismem.core.parquetpages.chunk_values`)."""
+    total, pages = 0, [0]
     for i in range(meta.num_row_groups):
         group = meta.row_group(i)
         repeated: dict[str, int] = {}
         for leaf in chosen:
-            values = max(group.column(leaf.index).num_values, group.num_rows)
+            chunk = group.column(leaf.index)
+            values = max(chunk.num_values, group.num_rows)
             if leaf.repeated:
+                values = max(values, chunk_values(data, chunk, pages))
                 repeated[leaf.top] = max(repeated.get(leaf.top, 0), values * min(leaf.bits, 32))
             else:
                 total += values * leaf.bits

@@ -90,13 +90,13 @@ def _arrow_table(name: str, data: bytes, columns: Sequence[str] | None, error: t
         missing = [c for c in names if c not in pf.schema_arrow.names]
         rows = row_count(meta)
         chosen = [] if missing else leaves(pf, names)
-        floor = decoded_floor(meta, chosen)
+        floor = decoded_floor(data, meta, chosen)
     except Exception as err:  # noqa: BLE001 - whatever the footer holds, the object is not a table
         raise error(f"{name}: not a Parquet table ({_why(err)})") from None
     for past, what in ((TABLE_BYTES.past(declared), "its footer declares, uncompressed,"),
                        (TABLE_ROWS.past(rows), "its footer declares"),
-                       (TABLE_BYTES.past(floor), f"its footer's {rows:,} rows decode to at least")):
-        if past:  # all from the footer: nothing is allocated yet
+                       (TABLE_BYTES.past(floor), f"its {rows:,} rows decode to at least")):
+        if past:  # all from the footer and page headers: nothing is allocated yet
             raise TooLarge(f"{name}: {what} {past}", size=len(data))
     if missing:  # pyarrow would return the table without them, silently
         raise error(f"{name}: no column {', '.join(map(repr, missing))} (it has: {', '.join(pf.schema_arrow.names)})")

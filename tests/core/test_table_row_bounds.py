@@ -77,7 +77,7 @@ def test_a_row_count_bomb_is_refused_from_its_footer_before_anything_is_allocate
     declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     assert len(data) < 300_000 and declared < 10_000_000  # neither its size nor its footer's sizes tell
     message, grown = _refused_in_a_child(tmp_path, data, 10_000_000)
-    assert message == ("t.parquet: its footer's 20,000,000 rows decode to at least 160,000,000 bytes, more than the "
+    assert message == ("t.parquet: its 20,000,000 rows decode to at least 160,000,000 bytes, more than the "
                        "10,000,000 bytes a Parquet table of the store may have ($VISMEM_MAX_TABLE_BYTES sets the bound)")
     assert grown < SMALL
     monkeypatch.setenv("VISMEM_MAX_TABLE_ROWS", "1000000")  # the row count has its own bound, columns or none
@@ -86,6 +86,54 @@ def test_a_row_count_bomb_is_refused_from_its_footer_before_anything_is_allocate
                                            r"1,000,000 rows a Parquet table of the store may have "
                                            r"\(\$VISMEM_MAX_TABLE_ROWS sets the bound\)$"):
             decode_table("t.parquet", data, columns=columns)
+
+
+def _varint(value: int, width: int) -> bytes:
+    """``value`` as a Thrift compact (zigzag) varint of exactly ``width`` bytes."""
+    value, out = value << 1, bytearray()
+    for i in range(width):
+        out.append((value & 0x7F) | (0x80 if i < width - 1 else 0))
+        value >>= 7
+    assert not value
+    return bytes(out)
+
+
+def test_a_footer_understating_a_list_is_refused_from_its_page_headers(tmp_path):
+    """pyarrow reads as many values as a page's header says: a footer altered to count 40,000
+    values of a one-row list of 5,000,000 zeros still reads 5,000,000 (40 MB)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 5_000_000
+    table = pa.table({"l": pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), pa.array(np.zeros(n, np.int64)))})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    data = bytearray(buf.getvalue())
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    at = data.index(_varint(n, 4), footer)  # the column chunk's num_values, the first of the footer's
+    data[at:at + 4] = _varint(40_000, 4)
+    data = bytes(data)
+    assert pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0).column(0).num_values == 40_000
+    message, grown = _refused_in_a_child(tmp_path, data, 10_000_000)
+    assert message.startswith("t.parquet: its 1 rows decode to at least 20,000,000 bytes, more than the 10,000,000")
+    assert grown < SMALL
+
+
+def test_the_page_headers_read_are_bounded(monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vismem.core import parquetpages
+    from vismem.core.errors import DataError
+
+    buf = io.BytesIO()  # a list column of many small pages
+    pq.write_table(pa.table({"l": [[i, i] for i in range(2_000)]}), buf, data_page_size=100, write_batch_size=10)
+    assert decode_table("t", buf.getvalue()).height == 2_000
+    monkeypatch.setattr(parquetpages, "MAX_PAGES", 5)
+    with pytest.raises(DataError, match=r"^t: not a Parquet table \(ValueError: its list and map columns hold more "
+                                        r"than 5 pages\)$"):
+        decode_table("t", buf.getvalue())
 
 
 def test_an_ordinary_table_that_fits_is_read(monkeypatch):
