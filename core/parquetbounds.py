@@ -120,26 +120,30 @@ def text_leaves(chosen: Sequence[Leaf]) -> list[str]:
     return [leaf.path for leaf in chosen if leaf.text]
 
 
-def decoded_bytes(col: Any, want: Any) -> int:
+def decoded_bytes(col: Any, want: Any, *, exact: bool = True) -> int:
     """Bytes the column ``col``, read with dictionaries where its type is ``want`` without, takes
     decoded: its size as read, plus for every dictionary in it the length of each value its
-    indices take and an 8-byte offset each (summed on lengths: nothing is decoded)."""
+    indices take and an 8-byte offset each (summed on lengths: nothing is decoded). Not
+    ``exact``: an upper bound from sizes alone -- every index taken as the whole dictionary --
+    that costs no computing (a small table is far under the bound either way)."""
     if col.type == want:
         return col.nbytes
-    return col.nbytes + sum(_dictionary_bytes(chunk) for chunk in col.chunks)
+    return col.nbytes + sum(_dictionary_bytes(chunk, exact) for chunk in col.chunks)
 
 
-def _dictionary_bytes(arr: Any) -> int:
-    """What the dictionaries in ``arr`` (at any depth) decode to."""
+def _dictionary_bytes(arr: Any, exact: bool) -> int:
+    """What the dictionaries in ``arr`` (at any depth) decode to (or at most, not ``exact``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     kind = arr.type
     if pa.types.is_dictionary(kind):
+        if not exact:
+            return len(arr) * (arr.dictionary.nbytes + 8)
         taken = pc.take(pc.binary_length(arr.dictionary), arr.indices)
         return int(pc.sum(taken).as_py() or 0) + 8 * len(arr)
     if pa.types.is_struct(kind):
-        return sum(_dictionary_bytes(arr.field(k)) for k in range(kind.num_fields))
+        return sum(_dictionary_bytes(arr.field(k), exact) for k in range(kind.num_fields))
     if isinstance(arr, (pa.ListArray, pa.LargeListArray, pa.FixedSizeListArray)):  # a map is a list
-        return _dictionary_bytes(arr.values)
+        return _dictionary_bytes(arr.values, exact)
     return 0

@@ -117,17 +117,21 @@ def _arrow_table(name: str, data: bytes, columns: Sequence[str] | None, error: t
 def _read_groups(name: str, pf: Any, names: list[str], want: list[Any], size: int) -> Any:
     """The columns ``names`` of ``pf``, text read as dictionaries, one row group at a time (a
     nested column can be read as dictionaries only so); :class:`TooLarge` as soon as what they
-    decode to passes the bound, before the next row group is read and before anything is decoded."""
+    decode to passes the bound, before the next row group is read and before anything is decoded.
+    What they decode to is bounded from sizes alone until that bound passes the limit (the common
+    case costs nothing), then summed exactly over every row group read."""
     import pyarrow as pa
 
-    groups, decoded = [], 0
+    groups, decoded, exact = [], 0, False
     for i in range(pf.metadata.num_row_groups):
-        group = pf.read_row_group(i, columns=names)
-        decoded += sum(decoded_bytes(col, w) for col, w in zip(group.columns, want))
+        groups.append(pf.read_row_group(i, columns=names))
+        decoded += sum(decoded_bytes(col, w, exact=exact) for col, w in zip(groups[-1].columns, want))
+        if not exact and TABLE_BYTES.past(decoded):  # the upper bound is past: count exactly from here on
+            exact = True
+            decoded = sum(decoded_bytes(col, w) for group in groups for col, w in zip(group.columns, want))
         past = TABLE_BYTES.past(decoded)
         if past:
             raise TooLarge(f"{name}: its columns decode to {past}", size=size)
-        groups.append(group)
     return pa.concat_tables(groups) if groups else pf.read(columns=names)
 
 
