@@ -4,7 +4,7 @@
 ``total_byte_size`` is whatever the writer wrote, and says nothing of what a page *decodes* to: a
 run-length or dictionary-encoded page of one repeated value holds millions of rows in a few
 bytes, and pyarrow allocates a slot for every row (4 bytes of dictionary index, 8 of an int64)
-before anything can be checked -- a *row-count bomb*. :func:`decoded_floor` is the least a read
+before anything can be checked -- a *row-count bomb*. :func:`footer_sizes` gives the least a read
 of the chosen columns allocates, from the counts the reader itself goes by (the footer's rows;
 for a list or map, the values its pages' headers declare: :mod:`vismem.core.parquetpages`);
 :func:`text_leaves` names the string and binary leaves, top-level or nested, to be read as
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
-from vismem.core.parquetpages import chunk_values
+from vismem.core.parquetpages import chunk_pages
 
-__all__ = ["Leaf", "decoded_bytes", "decoded_floor", "leaves", "row_count", "text_leaves"]
+__all__ = ["Leaf", "Sizes", "decoded_bytes", "footer_sizes", "leaves", "row_count", "text_leaves"]
 
 #: Bits a value of each physical type takes, at least, once read: a boolean is bit-packed; a
 #: BYTE_ARRAY value is a 4-byte offset or dictionary index (less only for a dictionary the file's
@@ -85,31 +85,46 @@ def _declares_dictionary(arrow_type: Any) -> bool:
     return any(_declares_dictionary(arrow_type.field(k).type) for k in range(arrow_type.num_fields))
 
 
-def decoded_floor(data: bytes, meta: Any, chosen: Sequence[Leaf]) -> int:
-    """Bytes a read of the leaves ``chosen`` of the file ``data`` allocates, at least, by its
-    footer ``meta`` and, for repeated leaves, its page headers.
+class Sizes(NamedTuple):
+    """What the footer and page headers of a table say a read of some of its columns takes."""
 
-    Each row gives a leaf that is not repeated one slot; each value (level) of a repeated leaf --
-    in a list or map -- is a slot of it or a list offset (4 bytes or more), so its values take at
-    least the smaller of the two each. Leaves of one list share its offsets: per top-level column
-    the repeated leaves count as the largest of them. Validity bits are not counted (Arrow leaves
-    them out of a column without nulls). A leaf that is not repeated is read row by row, as many
-    rows as the footer counts; a repeated one as many values as its pages' headers count, whatever
-    the footer says (:func:`vismem.core.parquetpages.chunk_values`)."""
-    total, pages = 0, [0]
+    floor: int  #: bytes the read allocates at least (:func:`footer_sizes`)
+    text: int  #: bytes its text leaves decode to at most
+
+
+def footer_sizes(data: bytes, meta: Any, chosen: Sequence[Leaf]) -> Sizes:
+    """What a read of the leaves ``chosen`` of the file ``data`` (footer ``meta``) takes.
+
+    ``floor``: each row gives a leaf that is not repeated one slot; each value (level) of a
+    repeated leaf -- in a list or map -- is a slot of it or a list offset (4 bytes or more), so its
+    values take at least the smaller of the two each. Leaves of one list share its offsets: per
+    top-level column the repeated leaves count as the largest of them. Validity bits are not
+    counted (Arrow leaves them out of a column without nulls). A leaf that is not repeated is read
+    row by row, as many rows as the footer counts; a repeated one as many values as its pages'
+    headers count, whatever the footer says (:func:`vismem.core.parquetpages.chunk_pages`).
+
+    ``text``: a text value is no longer than all its chunk's pages hold decompressed (a dictionary,
+    a plain page, delta suffixes: its bytes are there), so a text leaf decodes to at most its
+    values times those bytes, plus an 8-byte offset each. Far under the bound -- any ordinary
+    table -- it need not be read as dictionaries to be measured."""
+    total = text = 0
+    pages = [0]
     for i in range(meta.num_row_groups):
         group = meta.row_group(i)
         repeated: dict[str, int] = {}
         for leaf in chosen:
             chunk = group.column(leaf.index)
             values = max(chunk.num_values, group.num_rows)
+            if leaf.repeated or leaf.text:
+                counted, held = chunk_pages(data, chunk, pages)
+                values = max(values, counted)
+                text += values * (held + 8) if leaf.text else 0
             if leaf.repeated:
-                values = max(values, chunk_values(data, chunk, pages))
                 repeated[leaf.top] = max(repeated.get(leaf.top, 0), values * min(leaf.bits, 32))
             else:
                 total += values * leaf.bits
         total += sum(repeated.values())
-    return (total + 7) // 8
+    return Sizes((total + 7) // 8, text)
 
 
 def text_leaves(chosen: Sequence[Leaf]) -> list[str]:

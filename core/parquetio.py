@@ -9,7 +9,7 @@ be bytes no reader should be handed. :func:`decode_table` therefore
 * refuses, from the footer alone, more rows than :data:`vismem.core.bounds.TABLE_ROWS` and rows
   that read to more than :data:`TABLE_BYTES` at least (a page of one repeated value holds
   millions of rows in a few bytes, and pyarrow allocates every row's slot: a row-count bomb;
-  :func:`vismem.core.parquetbounds.decoded_floor`);
+  :func:`vismem.core.parquetbounds.footer_sizes`);
 * refuses a table whose columns *decode* past that bound, before their strings are decoded: a
   dictionary-encoded column is small on disk whatever it holds (a few long strings repeated
   millions of times -- a dictionary bomb -- decode to far more than the file, or its footer,
@@ -36,7 +36,7 @@ from typing import Any, Iterable, Sequence
 
 from vismem.core.bounds import TABLE_BYTES, TABLE_ROWS
 from vismem.core.errors import DataError, TooLarge
-from vismem.core.parquetbounds import decoded_bytes, decoded_floor, leaves, row_count, text_leaves
+from vismem.core.parquetbounds import decoded_bytes, footer_sizes, leaves, row_count, text_leaves
 
 __all__ = ["decode_table", "parquet_bytes"]
 
@@ -90,12 +90,12 @@ def _arrow_table(name: str, data: bytes, columns: Sequence[str] | None, error: t
         missing = [c for c in names if c not in pf.schema_arrow.names]
         rows = row_count(meta)
         chosen = [] if missing else leaves(pf, names)
-        floor = decoded_floor(data, meta, chosen)
+        sizes = footer_sizes(data, meta, chosen)
     except Exception as err:  # noqa: BLE001 - whatever the footer holds, the object is not a table
         raise error(f"{name}: not a Parquet table ({_why(err)})") from None
     for past, what in ((TABLE_BYTES.past(declared), "its footer declares, uncompressed,"),
                        (TABLE_ROWS.past(rows), "its footer declares"),
-                       (TABLE_BYTES.past(floor), f"its {rows:,} rows decode to at least")):
+                       (TABLE_BYTES.past(sizes.floor), f"its {rows:,} rows decode to at least")):
         if past:  # all from the footer and page headers: nothing is allocated yet
             raise TooLarge(f"{name}: {what} {past}", size=len(data))
     if missing:  # pyarrow would return the table without them, silently
@@ -103,7 +103,10 @@ def _arrow_table(name: str, data: bytes, columns: Sequence[str] | None, error: t
     try:
         schema = pf.schema_arrow  # the types the table is read into, dictionaries decoded
         want = [schema.field(c).type for c in names]
-        pf = pq.ParquetFile(io.BytesIO(data), metadata=meta, read_dictionary=text_leaves(chosen))
+        # only text that could decode past the bound (by its pages' bytes) is read as dictionaries:
+        # an ordinary table is read as pyarrow reads it, at no extra cost
+        measured = text_leaves(chosen) if TABLE_BYTES.past(sizes.text) else []
+        pf = pq.ParquetFile(io.BytesIO(data), metadata=meta, read_dictionary=measured)
         table = _read_groups(name, pf, names, want, len(data))
         table.validate(full=True)
         _check_names(table.schema)

@@ -2,21 +2,21 @@
 
 pyarrow decodes as many values as each data page's header says, whatever the footer counts: a
 list column whose footer was altered to count 40,000 values of a one-row list of 2,000,000 reads
-all 2,000,000 (run-length pages hold them in a few bytes). :func:`chunk_values` reads the chunk's
+all 2,000,000 (run-length pages hold them in a few bytes). :func:`chunk_pages` reads the chunk's
 page headers (Thrift compact protocol, a few dozen bytes each; the pages themselves are skipped)
-so that ``core/parquetbounds.decoded_floor`` can count what will be decoded, not what the footer
-says.
+so that ``core/parquetbounds.footer_sizes`` can count what will be decoded, not what the footer
+says, and bound what a text column can decode to from the bytes its pages hold.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MAX_PAGES", "chunk_values"]
+__all__ = ["MAX_PAGES", "chunk_pages"]
 
-#: PageHeader fields (parquet.thrift): the page's type, its compressed size, and the headers of
-#: each kind whose first field is the page's value count.
-_TYPE, _COMPRESSED, _DATA, _DATA_V2 = 1, 3, 5, 8
+#: PageHeader fields (parquet.thrift): the page's type, its uncompressed and compressed sizes,
+#: and the headers of each kind whose first field is the page's value count.
+_TYPE, _UNCOMPRESSED, _COMPRESSED, _DATA, _DATA_V2 = 1, 2, 3, 5, 8
 #: Page types that hold values (DATA_PAGE, DATA_PAGE_V2).
 _DATA_PAGES = {0, 3}
 #: Page headers read for one table, at most: each takes microseconds here, and a hostile chunk
@@ -25,38 +25,45 @@ _DATA_PAGES = {0, 3}
 MAX_PAGES = 100_000
 
 
-def chunk_values(data: bytes, chunk: Any, pages: list[int]) -> int:
-    """Values the data pages of the column chunk ``chunk`` (a ``ColumnChunkMetaData``) of the file
-    ``data`` declare; ValueError when its pages do not lie whole inside the file, or when
-    ``pages[0]`` (the headers read so far for the table, counted on) passes :data:`MAX_PAGES`."""
-    start = chunk.data_page_offset
-    if chunk.has_dictionary_page and 0 < chunk.dictionary_page_offset < start:
-        start = chunk.dictionary_page_offset
+def chunk_pages(data: bytes, chunk: Any, pages: list[int]) -> tuple[int, int]:
+    """``(values, bytes)``: the values the data pages of the column chunk ``chunk`` (a
+    ``ColumnChunkMetaData``) of the file ``data`` declare, and the bytes all its pages hold
+    decompressed (pyarrow refuses a page that decompresses to another size than its header's);
+    ValueError when its pages do not lie whole inside the file, or when ``pages[0]`` (the headers
+    read so far for the table, counted on) passes :data:`MAX_PAGES`."""
+    # the first page: the dictionary's when there is one (a chunk of no data page, as an empty
+    # table's, has a data page offset of 0)
+    starts = [chunk.data_page_offset] + ([chunk.dictionary_page_offset] if chunk.has_dictionary_page else [])
+    start = min((at for at in starts if at > 0), default=0)
     end = start + chunk.total_compressed_size
     if start < 4 or end > len(data):
         raise ValueError(f"column chunk at {start} of {chunk.total_compressed_size} bytes lies outside the file")
-    values, pos = 0, start
+    values = held = 0
+    pos = start
     while pos < end:
         pages[0] += 1
         if pages[0] > MAX_PAGES:
-            raise ValueError(f"its list and map columns hold more than {MAX_PAGES:,} pages")
-        kind, size, count, pos = _page_header(data, pos)
-        if size < 0:
-            raise ValueError(f"page at {pos} declares {size} bytes")
+            raise ValueError(f"its list, map and text columns hold more than {MAX_PAGES:,} pages")
+        kind, full, size, count, pos = _page_header(data, pos)
+        if size < 0 or full < 0:
+            raise ValueError(f"page at {pos} declares {min(size, full)} bytes")
         values += count if kind in _DATA_PAGES else 0
+        held += max(full, size)  # an uncompressed page is read by its compressed size
         pos += size
-    return values
+    return values, held
 
 
-def _page_header(data: bytes, pos: int) -> tuple[int, int, int, int]:
-    """``(type, compressed size, value count, end)`` of the PageHeader at ``pos``."""
-    kind = size = count = field = 0
+def _page_header(data: bytes, pos: int) -> tuple[int, int, int, int, int]:
+    """``(type, uncompressed size, compressed size, value count, end)`` of the PageHeader at ``pos``."""
+    kind = full = size = count = field = 0
     while True:
         field, typ, pos = _field_head(data, pos, field)
         if typ == 0:
-            return kind, size, count, pos
+            return kind, full, size, count, pos
         if typ == 5 and field == _TYPE:
             kind, pos = _int(data, pos)
+        elif typ == 5 and field == _UNCOMPRESSED:
+            full, pos = _int(data, pos)
         elif typ == 5 and field == _COMPRESSED:
             size, pos = _int(data, pos)
         elif typ == 12 and field in (_DATA, _DATA_V2):

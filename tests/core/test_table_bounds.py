@@ -15,7 +15,7 @@ import pytest
 
 from vismem.core.cache import CacheDamaged, UnitCache
 from vismem.core.errors import DataError, StoreError, TooLarge
-from vismem.core.parquetbounds import decoded_floor, leaves
+from vismem.core.parquetbounds import footer_sizes, leaves
 from vismem.core.parquetio import decode_table, parquet_bytes
 from tests.conftest import forbid_whole_reads
 
@@ -141,7 +141,10 @@ def test_tables_read_as_dictionaries_decode_to_what_polars_read_before():
         got = decode_table("t", data)
         assert got.schema == want.schema and got.equals(want)
         pf = pq.ParquetFile(io.BytesIO(data))  # the footer's floor is one: what pyarrow allocates is no less
-        assert decoded_floor(data, pf.metadata, leaves(pf, read.column_names)) <= read.get_total_buffer_size()
+        sizes = footer_sizes(data, pf.metadata, leaves(pf, read.column_names))
+        assert sizes.floor <= read.get_total_buffer_size()
+        text = sum(read[c].nbytes for c in read.column_names if c not in ("i", "i8", "bo", "fx", "lb", "ts", "d", "v", "c", "cat", "e", "n"))
+        assert sizes.text >= text  # and the text's ceiling one
         if "i" in want.columns:
             assert decode_table("t", data, columns=["u", "i", "s"]).equals(want.select("u", "i", "s"))
 

@@ -131,8 +131,8 @@ def test_the_page_headers_read_are_bounded(monkeypatch):
     pq.write_table(pa.table({"l": [[i, i] for i in range(2_000)]}), buf, data_page_size=100, write_batch_size=10)
     assert decode_table("t", buf.getvalue()).height == 2_000
     monkeypatch.setattr(parquetpages, "MAX_PAGES", 5)
-    with pytest.raises(DataError, match=r"^t: not a Parquet table \(ValueError: its list and map columns hold more "
-                                        r"than 5 pages\)$"):
+    with pytest.raises(DataError, match=r"^t: not a Parquet table \(ValueError: its list, map and text columns hold "
+                                        r"more than 5 pages\)$"):
         decode_table("t", buf.getvalue())
 
 
