@@ -89,7 +89,7 @@ class Sizes(NamedTuple):
     """What the footer and page headers of a table say a read of some of its columns takes."""
 
     floor: int  #: bytes the read allocates at least (:func:`footer_sizes`)
-    text: int  #: bytes its text leaves decode to at most
+    text: dict[str, int]  #: bytes each text leaf (by path) decodes to at most
 
 
 def footer_sizes(data: bytes, meta: Any, chosen: Sequence[Leaf]) -> Sizes:
@@ -106,8 +106,9 @@ def footer_sizes(data: bytes, meta: Any, chosen: Sequence[Leaf]) -> Sizes:
     ``text``: a text value is no longer than all its chunk's pages hold decompressed (a dictionary,
     a plain page, delta suffixes: its bytes are there), so a text leaf decodes to at most its
     values times those bytes, plus an 8-byte offset each. Far under the bound -- any ordinary
-    table -- it need not be read as dictionaries to be measured."""
-    total = text = 0
+    table -- it need not be read as dictionaries to be measured (:func:`text_leaves`)."""
+    total = 0
+    text = {leaf.path: 0 for leaf in chosen if leaf.text}
     pages = [0]
     for i in range(meta.num_row_groups):
         group = meta.row_group(i)
@@ -118,7 +119,8 @@ def footer_sizes(data: bytes, meta: Any, chosen: Sequence[Leaf]) -> Sizes:
             if leaf.repeated or leaf.text:
                 counted, held = chunk_pages(data, chunk, pages)
                 values = max(values, counted)
-                text += values * (held + 8) if leaf.text else 0
+                if leaf.text:
+                    text[leaf.path] += values * (held + 8)
             if leaf.repeated:
                 repeated[leaf.top] = max(repeated.get(leaf.top, 0), values * min(leaf.bits, 32))
             else:
@@ -127,12 +129,22 @@ def footer_sizes(data: bytes, meta: Any, chosen: Sequence[Leaf]) -> Sizes:
     return Sizes((total + 7) // 8, text)
 
 
-def text_leaves(chosen: Sequence[Leaf]) -> list[str]:
-    """Dotted paths of the string and binary leaves of ``chosen``, nested ones included: the
-    leaves read as dictionaries (but for those the table declares as dictionaries already: they
-    are read as such). A whole file cannot read a nested one so -- "Nested data conversions not
-    implemented for chunked array outputs" -- one row group at a time can."""
-    return [leaf.path for leaf in chosen if leaf.text]
+def text_leaves(chosen: Sequence[Leaf], ceilings: dict[str, int], room: int) -> list[str]:
+    """Dotted paths of the string and binary leaves of ``chosen`` to read as dictionaries, nested
+    ones included: none while the ``ceilings`` of all (:func:`footer_sizes`) fit in ``room``;
+    else top-level ones first (pyarrow reads those as dictionaries at little cost, a nested one at
+    about twice a plain read's), largest first, until the others' fit. (A leaf the table declares
+    as dictionaries already is read as such.) A whole file cannot read a nested one as
+    dictionaries -- "Nested data conversions not implemented for chunked array outputs" -- one
+    row group at a time can."""
+    left = sum(ceilings.values())
+    out = []
+    for leaf in sorted((leaf for leaf in chosen if leaf.text), key=lambda leaf: (leaf.path != leaf.top, -ceilings[leaf.path])):
+        if left <= room:
+            break
+        out.append(leaf.path)
+        left -= ceilings[leaf.path]
+    return out
 
 
 def decoded_bytes(col: Any, want: Any, *, exact: bool = True) -> int:

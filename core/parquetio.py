@@ -105,7 +105,7 @@ def _arrow_table(name: str, data: bytes, columns: Sequence[str] | None, error: t
         want = [schema.field(c).type for c in names]
         # only text that could decode past the bound (by its pages' bytes) is read as dictionaries:
         # an ordinary table is read as pyarrow reads it, at no extra cost
-        measured = text_leaves(chosen) if TABLE_BYTES.past(sizes.text) else []
+        measured = text_leaves(chosen, sizes.text, TABLE_BYTES.value())
         pf = pq.ParquetFile(io.BytesIO(data), metadata=meta, read_dictionary=measured)
         table = _read_groups(name, pf, names, want, len(data))
         table.validate(full=True)
