@@ -110,8 +110,19 @@ def test_runs_and_store_ls_share_a_running_local_s3_run_s_server(tmp_path, capsy
 def test_a_run_waits_for_a_read_only_command_s_own_server_and_is_refused_by_a_run_s(tmp_path, monkeypatch):
     import vismem.core.s3server as s3server
 
+    # One read-only command's server for both of its cases (a weed start and stop less).
     reader = LocalS3Server(data_dir=tmp_path / "s3", read_only=True).start()
-    assert (tmp_path / "s3" / "owner.lock").read_text().split() == [str(os.getpid()), "read-only"]
+    try:
+        assert (tmp_path / "s3" / "owner.lock").read_text().split() == [str(os.getpid()), "read-only"]
+        # A read-only command that outlasts the run's wait for it: the run is refused, naming it.
+        monkeypatch.setattr(s3server, "READER_WAIT_S", 0.5)
+        with pytest.raises(StoreError, match=rf"a read-only vismem command \(pid {os.getpid()}\) is using"):
+            LocalS3Server(data_dir=tmp_path / "s3").start()
+        assert (tmp_path / "s3" / "owner.lock").read_text().split() == [str(os.getpid()), "read-only"]
+    except BaseException:
+        reader.stop()
+        raise
+    monkeypatch.undo()  # the run's own wait again (60 s)
     threading.Timer(1.0, reader.stop).start()  # the read-only command ends a moment later
     t0 = time.monotonic()
     run = LocalS3Server(data_dir=tmp_path / "s3").start()  # waits instead of being refused
@@ -122,10 +133,3 @@ def test_a_run_waits_for_a_read_only_command_s_own_server_and_is_refused_by_a_ru
             LocalS3Server(data_dir=tmp_path / "s3").start()  # a run's server: refused at once
     finally:
         run.stop()
-    monkeypatch.setattr(s3server, "READER_WAIT_S", 0.5)
-    reader = LocalS3Server(data_dir=tmp_path / "s3", read_only=True).start()
-    try:
-        with pytest.raises(StoreError, match=rf"a read-only vismem command \(pid {os.getpid()}\) is using"):
-            LocalS3Server(data_dir=tmp_path / "s3").start()
-    finally:
-        reader.stop()

@@ -33,7 +33,9 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-def test_weed_out_of_disk_mid_encode_is_one_line_exit_3_and_the_run_ends_failed(small_disk, tmp_path):
+def test_weed_out_of_disk_mid_encode_is_one_line_exit_3_and_the_run_ends_failed(small_disk, tmp_path, capsys):
+    from vismem.pipelines.cli import main
+
     data = {"name": "weedfull", "stages": ["encode", "replay"], "runs_dir": str(small_disk / "runs"),
             "encode": {"chains": 1, "J": 3, "env": "http", "workers": 1},
             "memory": {"architectures": ["textonly"], "components": {}}}
@@ -66,9 +68,11 @@ def test_weed_out_of_disk_mid_encode_is_one_line_exit_3_and_the_run_ends_failed(
                         rf"S3 server http://127\.0\.0\.1:\d+ is full: {s3dir}\) during stage encode", lines[0]), lines[0]
 
     filler.unlink()  # room again: the next command records the failure if the full store could not
-    listed = subprocess.run([sys.executable, "-m", "vismem", "runs", "--config", str(cfg), "--json", "--no-headline"],
-                            capture_output=True, text=True, timeout=300, env=env)
-    assert listed.returncode == 0, listed.stderr[-2000:]
-    (row,) = json.loads(listed.stdout)
+    # That command in this process: what it writes is the command's doing, not its process's.
+    capsys.readouterr()
+    rc = main(["runs", "--config", str(cfg), "--json", "--no-headline"])
+    listed = capsys.readouterr()
+    assert rc == 0, listed.err[-2000:]
+    (row,) = json.loads(listed.out)
     assert (row["status"], row["stages"]) == ("failed", {"encode": "failed"}), row
     assert not list((small_disk / "runs").glob("*/pending-state*"))

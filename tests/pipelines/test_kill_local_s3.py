@@ -135,7 +135,19 @@ def test_sigkill_mid_run_on_local_s3_then_rerun_is_identical_and_leaves_no_orpha
     assert table.equals(ref_store.read_table(ref["results"]).drop("wall_s", "schema_version"))
 
 
-def test_the_store_server_dying_mid_stage_is_one_line_and_the_manifest_ends_failed(tmp_path):
+def _runs_json(cfg_path, capsys) -> list[dict]:
+    """`vismem runs --json` as the next command, in this process: what it writes is the command's
+    doing (the pending state), not its process's; a Python start and an import of vismem saved."""
+    from vismem.pipelines.cli import main
+
+    capsys.readouterr()
+    rc = main(["runs", "--config", str(cfg_path), "--json", "--no-headline"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err[-2000:]
+    return json.loads(out.out)
+
+
+def test_the_store_server_dying_mid_stage_is_one_line_and_the_manifest_ends_failed(tmp_path, capsys):
     """weed killed while encode runs: one line naming the dead server and the stage, exit 3 (a store
     error), no traceback nor a watchdog's "Fatal Python error"; the manifest, which the dead store
     cannot take, is kept locally and written by the next command (`vismem runs`), as failed."""
@@ -171,10 +183,7 @@ def test_the_store_server_dying_mid_stage_is_one_line_and_the_manifest_ends_fail
     assert pending.exists()
     assert _wait_no_marked(mark) == []  # nothing of the run outlived it
 
-    listed = subprocess.run([sys.executable, "-m", "vismem", "runs", "--config", str(tmp_path / "cfg.yaml"), "--json",
-                             "--no-headline"], capture_output=True, text=True, timeout=300, env=env)
-    assert listed.returncode == 0, listed.stderr[-2000:]
-    (row,) = json.loads(listed.stdout)
+    (row,) = _runs_json(tmp_path / "cfg.yaml", capsys)
     assert (row["run_id"], row["status"], row["stages"]) == (cfg.run_id, "failed", {"encode": "failed"})
     assert not pending.exists()
     with open_store(cfg, create=False) as (store, _env):
@@ -207,7 +216,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def test_the_store_server_dying_as_ray_starts_ends_the_run_failed_with_its_cause(tmp_path):
+def test_the_store_server_dying_as_ray_starts_ends_the_run_failed_with_its_cause(tmp_path, capsys):
     """weed killed while ``ray.init`` runs (before any stage): one line naming when it died, exit 3,
     and the run's record -- written before Ray starts, its failure kept locally while the store is
     gone -- is listed by the next command as failed with that cause (it was "no manifest")."""
@@ -233,10 +242,7 @@ def test_the_store_server_dying_as_ray_starts_ends_the_run_failed_with_its_cause
     assert pending.exists()
     assert _wait_no_marked(mark) == []
 
-    listed = subprocess.run([sys.executable, "-m", "vismem", "runs", "--config", str(tmp_path / "cfg.yaml"), "--json",
-                             "--no-headline"], capture_output=True, text=True, timeout=300, env=env)
-    assert listed.returncode == 0, listed.stderr[-2000:]
-    (row,) = json.loads(listed.stdout)
+    (row,) = _runs_json(tmp_path / "cfg.yaml", capsys)
     assert (row["run_id"], row["status"], row["stages"]) == (cfg.run_id, "failed", {})
     assert row["problem"] == lines[0][len("vismem: error: "):]
     assert not pending.exists()

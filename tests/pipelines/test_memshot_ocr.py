@@ -5,6 +5,7 @@ read, and the stage's glue that turns shots into the text the pixel reader embed
 from __future__ import annotations
 
 import logging
+import shutil
 from types import SimpleNamespace
 
 import polars as pl
@@ -30,23 +31,42 @@ def _units(store, conv, variant="memshot"):
     return units_frame(store, [out["prefix"]])
 
 
-def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv):
+def _text_key(store, units, i: int) -> str:
+    """The store key of shot ``i``'s cached OCR text (by the shot's content)."""
     from vismem.memory.dialogue.pixels import cache_key
+    from vismem.serve.build import build_embedder
+
+    return cache_key(build_embedder(SPEC).ocr_key, store.get_bytes(units["image_key"][i]))
+
+
+@pytest.fixture(scope="module")
+def first_read(tmp_path_factory, ray_local, conv):
+    """The shots rendered into a store and read once on Ray by two actors, nothing cached yet:
+    ``(store dir, units, texts, job summary)``. The Ray test checks this read; the stage test
+    works on a copy of the store (its texts cached but one: a reading stays in its path)."""
+    from vismem.core.store import Store
+    from vismem.pipelines.memshot.ocr import read_shots
+
+    root = tmp_path_factory.mktemp("ocr") / "store"
+    store = Store.open(f"file://{root}")
+    units = _units(store, conv)
+    first, job = read_shots(units, SPEC, store=store, ray_cfg=ray_local, actors=2)
+    return root, units, first, job
+
+
+def test_ocr_job_on_ray_reads_and_caches_by_content(first_read, ray_local, conv):
+    from vismem.core.store import Store
     from vismem.analysis.memshot_sections import readrate_table
     from vismem.memory.dialogue.readrate import unit_readings
     from vismem.pipelines.memshot.ocr import read_shots, session_rows
 
-    units = _units(file_store, conv)
+    root, units, first, job = first_read
+    file_store = Store.open(f"file://{root}")  # only read below (every shot is cached)
     assert len(session_rows(units)) == 2 and units.height >= 6
-    first, job = read_shots(units, SPEC, store=file_store, ray_cfg=ray_local, actors=2)
     assert job["shots"] == units.height == job["read"] and job["cached"] == 0
     assert first["item_id"].to_list() == ("u:memshot:" + units["unit_id"]).to_list()  # units order kept
     assert all("Caroline" in t and "Melanie" in t for t in first["ocr_text"].to_list())
-    png = file_store.get_bytes(units["image_key"][0])
-    from vismem.serve.build import build_embedder
-
-    key = cache_key(build_embedder(SPEC).ocr_key, png)
-    assert file_store.get_bytes(key).decode() == first["ocr_text"][0]
+    assert file_store.get_bytes(_text_key(file_store, units, 0)).decode() == first["ocr_text"][0]
     # Every shot cached: no reader is built (no actor, no model), on Ray or not.
     import vismem.pipelines.memshot.ocr as ocr_job
 
@@ -70,17 +90,25 @@ def test_ocr_job_on_ray_reads_and_caches_by_content(file_store, ray_local, conv)
     assert r["variant"] == "memshot" and r["shots"] == units.height and r["read_rate"] >= 0.95 and r["min_shot"] > 0.9
 
 
-def test_stage_turns_shots_into_pixel_text(file_store, conv):
+def test_stage_turns_shots_into_pixel_text(first_read, tmp_path, conv):
     """``_pixel_text``: image units become ``ocr`` rows holding the OCR text, text units are left
     alone, the read rate is written per shot and summarised per variant."""
+    from vismem.core.store import Store
     from vismem.pipelines.memshot.config import MemShotConfig
     from vismem.pipelines.settings import RayConfig
     from vismem.pipelines.memshot.steps import pixel_text as _pixel_text
 
-    units = pl.concat([_units(file_store, conv), _units(file_store, conv, "no-render")], how="diagonal_relaxed")
+    # The Ray test's shots and texts, copied (this test writes); one text dropped, so that this
+    # process's reader reads one shot (the in-process path) while the others come from the cache.
+    root, shot_units, _first, _job = first_read
+    shutil.copytree(root, tmp_path / "store")
+    file_store = Store.open(f"file://{tmp_path / 'store'}")
+    file_store.delete(_text_key(file_store, shot_units, 0))
+    units = pl.concat([shot_units, _units(file_store, conv, "no-render")], how="diagonal_relaxed")
     cfg = SimpleNamespace(memshot=MemShotConfig(image_embedder=SPEC, ocr_on_ray=False), ray=RayConfig())
     ctx = SimpleNamespace(config=cfg, store=file_store, run_prefix="runs/t", logger=logging.getLogger("t"))
     out, extras = _pixel_text(ctx, units, [conv])
+    assert (extras["ocr"]["read"], extras["ocr"]["cached"]) == (1, shot_units.height - 1)
     shots = out.filter(pl.col("variant") == "memshot")
     assert (shots["modality"] == "ocr").all() and all("Caroline" in t for t in shots["text"].to_list())
     text = out.filter(pl.col("variant") == "no-render")

@@ -34,7 +34,8 @@ def test_sigterm_mid_run_is_one_line_exit_143_and_leaves_nothing_running(tmp_pat
     data = {"name": "termtest", "stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
             "store": {"uri": f"file://{tmp_path}/store"}, "ray": {"num_cpus": 2, "object_store_mb": 256},
             "encode": {"chains": 1, "J": 3, "env": "http", "workers": 1,
-                       "backends": [{"name": "scripted-shopper", "args": {"sleep_s": 0.3}}]}}
+                       # 0.1 s a step: the two sessions after the first still browse for seconds
+                       "backends": [{"name": "scripted-shopper", "args": {"sleep_s": 0.1}}]}}
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
     mark = secrets.token_hex(6)
     env = {**os.environ, "VISMEM_TEST_MARK": mark, "RAY_AUTH_MODE": "disabled"}
@@ -46,7 +47,7 @@ def test_sigterm_mid_run_is_one_line_exit_143_and_leaves_nothing_running(tmp_pat
         # Mid-stage: the first session is cached, the others are being browsed.
         while time.monotonic() < deadline and not list((tmp_path / "store").rglob("*.done.json")):
             assert proc.poll() is None, proc.communicate()
-            time.sleep(0.3)
+            time.sleep(0.1)
         assert proc.poll() is None, "the run ended before SIGTERM"
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
@@ -59,7 +60,7 @@ def test_sigterm_mid_run_is_one_line_exit_143_and_leaves_nothing_running(tmp_pat
     assert lines[-1] == "vismem: terminated" and sum(ln.startswith("vismem:") for ln in lines) == 1, err[-3000:]
     deadline = time.monotonic() + 60  # Ray's processes end on their own once the driver has shut Ray down
     while _marked(mark) and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
     assert _marked(mark) == [], {p: _cmdline(p)[:120] for p in _marked(mark)}
 
 
@@ -97,5 +98,5 @@ def test_sigterm_while_ray_starts_is_one_line_exit_143_and_leaves_nothing_runnin
     assert lines[-1] == "vismem: terminated" and sum(ln.startswith("vismem:") for ln in lines) == 1, r.stderr[-3000:]
     deadline = time.monotonic() + 60
     while _marked(mark) and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
     assert _marked(mark) == [], {p: _cmdline(p)[:120] for p in _marked(mark)}
