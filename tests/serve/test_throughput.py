@@ -79,6 +79,26 @@ def test_a_calibration_reproduces_its_own_measurements():
     assert p["prefill_s"] == pytest.approx(100 / 12_000, rel=0.01)
 
 
+def test_a_calibrated_per_request_cost_is_paid_once_a_call_whatever_its_tokens():
+    """An engine's fixed cost of a request (template, tokenising, scheduling, detokenising) adds to a
+    call's replica-seconds and latency once, at any prompt and image count; none at the defaults."""
+    base = dict(model="qwen2.5-vl-7b", prefill_tokens_per_s=12_000, decode_tokens_per_s=3_000, decode_batch=64,
+                seconds_per_image=0.01)
+    call = Call(prompt=2000, uncached=2000, images=3, patches_per_image=1024, completion=50)
+    without = _qwen7(cal=Calibration(**base)).cost(call, batch=8)
+    with_ = _qwen7(cal=Calibration(**base, seconds_per_request=0.02)).cost(call, batch=8)
+    assert without["request_s"] == 0 and with_["request_s"] == 0.02
+    assert with_["gpu_s"] == pytest.approx(without["gpu_s"] + 0.02)
+    assert with_["latency_s"] == pytest.approx(without["latency_s"] + 0.02)
+    assert with_["vision_s"] == pytest.approx(3 * 0.01) and with_["flops"] == without["flops"]
+    assert _qwen7().cost(call, batch=8)["request_s"] == 0.0
+    # a request with images pays the multimodal request's cost once, not once an image; none without
+    mm = _qwen7(cal=Calibration(**base, seconds_per_request=0.02, seconds_per_image_request=0.005))
+    assert mm.cost(call, batch=8)["request_s"] == pytest.approx(0.025)
+    text = Call(prompt=2000, uncached=2000, images=0, patches_per_image=0, completion=50)
+    assert mm.cost(text, batch=8)["request_s"] == pytest.approx(0.02)
+
+
 def test_a_calibration_above_the_devices_peak_is_cut_to_it():
     # 1e6 prefill tokens/s of a 7 B model is 14 PFLOP/s; 1e6 decode tokens/s at batch 8 streams the
     # 16.6 GB of weights 125,000 times a second
@@ -104,6 +124,9 @@ def test_load_calibration_from_yaml_bench_records_and_bad_files(tmp_path):
     j.write_text(json.dumps([{"name": "x", "metric": "y", "value": 1}]))
     with pytest.raises(ConfigError, match="no calibrations"):
         load_calibration(j)
+    y.write_text("calibrations:\n  - {model: m1, prefill_tokens_per_s: 100, decode_tokens_per_s: 10, decode_batch: 4,"
+                 " seconds_per_request: 0.003}\n")
+    assert load_calibration(y)["m1"].seconds_per_request == 0.003  # the per-request cost reaches --calibration
     y.write_text("calibrations:\n  - {model: m1, prefill_tokens_per_s: -1, decode_tokens_per_s: 10, decode_batch: 4}\n")
     with pytest.raises(ConfigError, match="cal.yaml"):
         load_calibration(y)
@@ -124,8 +147,8 @@ def test_no_plan_implies_more_than_the_devices_peak(preset):
     from vismem.pipelines.plan import Rates, estimate
     from vismem.pipelines.plangpu import Sizing
 
-    absurd = {m: Calibration(model=m, prefill_tokens_per_s=1e8, decode_tokens_per_s=1e8, decode_batch=8)
-              for m in GPU_MODELS}
+    absurd = {m: Calibration(model=m, prefill_tokens_per_s=1e8, decode_tokens_per_s=1e8, decode_batch=8,
+                             seconds_per_request=1e-9) for m in GPU_MODELS}
     checked = 0
     for model in GPU_MODELS:
         cfg = load_config(preset=preset, overrides={
