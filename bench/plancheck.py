@@ -126,7 +126,11 @@ def calibration_from(short: list[Run], prefill: list[Run], decode: list[Run], im
 
     ws, ps, wp, pp = med(short, 0), med(short, 1), med(prefill, 0), med(prefill, 1)
     # a long run no slower than a short one (a busy core in the short ones): prompt tokens / wall
-    rate = (pp - ps) / (wp - ws) if wp > ws * 1.05 and pp > ps else pp / wp
+    differential = wp > ws * 1.05 and pp > ps
+    rate = (pp - ps) / (wp - ws) if differential else pp / wp
+    # the mean context a token of that rate attended to: half its prompt, over the long prompts'
+    # tokens beyond the short ones' ((pp^2 - ps^2) / 2 BATCH / (pp - ps)) or over all the long's
+    context = (pp + ps) / (2 * BATCH) if differential else pp / (2 * BATCH)
     request = max(0.0, ws - ps / rate) / BATCH
     wd, pd, dd = med(decode, 0), med(decode, 1), med(decode, 2)
     steps = max(wd - BATCH * request - pd / rate, wd * 0.05)
@@ -134,7 +138,7 @@ def calibration_from(short: list[Run], prefill: list[Run], decode: list[Run], im
     image = max(0.0, wm - wi - (pm - pi) / rate) / ((MULTI - 1) * BATCH)
     with_images = max(0.0, wi - BATCH * request - pi / rate - BATCH * image) / BATCH
     return Calibration(model="tiny-qwen2.5-vl-vllm", device="cpu (this machine)", prefill_tokens_per_s=rate,
-                       decode_tokens_per_s=dd / steps, decode_batch=BATCH,
+                       prefill_context=context, decode_tokens_per_s=dd / steps, decode_batch=BATCH,
                        decode_context=pd / BATCH + DECODE_TOKENS / 2, seconds_per_image=image,
                        seconds_per_request=request, seconds_per_image_request=with_images, source=source)
 

@@ -134,6 +134,8 @@ class Calibration(BaseModel):
     prefill_tokens_per_s: float = Field(..., gt=0, description="prompt tokens/s of a batch of uncached long prompts")
     decode_tokens_per_s: float = Field(..., gt=0, description="reply tokens/s of decode_batch sequences decoding at once")
     decode_batch: int = Field(..., ge=1, description="sequences in the decode measurement's batch")
+    prefill_context: float = Field(0.0, ge=0, description="mean context (tokens) a prompt token attended to in the "
+                                   "prefill measurement (half its prompts' length; 0: weights' FLOP only)")
     decode_context: float = Field(128.0, ge=1, description="mean context (tokens) of those sequences while decoding")
     seconds_per_image: float | None = Field(None, ge=0, description="vision encoder seconds per image beyond its "
                                             "tokens' prefill (None: from the vision FLOP at the prefill rate)")
@@ -201,7 +203,10 @@ class Engine:
     def _calibrate(self, cal: Calibration) -> None:
         f = self.facts
         per_replica = self.facts.tp / cal.gpus  # the measured replica's figures, on this replica's GPUs
-        measured = cal.prefill_tokens_per_s * per_replica * 2 * f.active_params
+        # The measured tokens/s as FLOP/s at the measurement's own attention context: a call's prefill
+        # FLOP add attention at its context, which on a tiny model (hidden 64) is as much as its
+        # weights' 2 N; counted at 2 N only, a calibration planned a 544-token prompt 70 % long.
+        measured = cal.prefill_tokens_per_s * per_replica * self._flops_per_token(cal.prefill_context)
         if measured > self.peak_flops:
             self.warnings.append(f"{f.variant}: calibrated prefill {cal.prefill_tokens_per_s:,.0f} tokens/s implies "
                                  f"{measured / self.peak_flops:.1f} x the {self.device.name}'s peak; cut to the peak")

@@ -79,6 +79,22 @@ def test_a_calibration_reproduces_its_own_measurements():
     assert p["prefill_s"] == pytest.approx(100 / 12_000, rel=0.01)
 
 
+def test_a_calibrated_prefill_rate_is_read_at_its_own_attention_context():
+    """Tokens/s measured on prompts of context c reproduce themselves at c, and a call at another
+    context pays its attention FLOP relative to that (a rate read as weights' FLOP alone planned a
+    tiny model's 544-token prompts 70 % long)."""
+    from vismem.serve.throughput import Engine, ModelFacts
+
+    tiny = ModelFacts("tiny", 1e5, 2, 64, 7e4, 512.0, 8e5, "fp32")
+    cal = Calibration(model="tiny", prefill_tokens_per_s=1e5, prefill_context=272, decode_tokens_per_s=3e3,
+                      decode_batch=8)
+    eng = Engine(tiny, device_named("cpu"), cal)
+    at = eng.cost(Call(prompt=544, uncached=544, images=0, patches_per_image=0, completion=0), batch=1)
+    assert at["prefill_s"] == pytest.approx(544 / 1e5)
+    longer = eng.cost(Call(prompt=2000, uncached=2000, images=0, patches_per_image=0, completion=0), batch=1)
+    assert longer["prefill_s"] > 2000 / 1e5 * 1.5  # attention at 1,000 tokens outweighs the 2e5 FLOP of weights
+
+
 def test_a_calibrated_per_request_cost_is_paid_once_a_call_whatever_its_tokens():
     """An engine's fixed cost of a request (template, tokenising, scheduling, detokenising) adds to a
     call's replica-seconds and latency once, at any prompt and image count; none at the defaults."""
