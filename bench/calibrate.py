@@ -72,7 +72,8 @@ def measure(client: Any, model: str, *, batch: int = 32, prefill_words: int = PR
 
     words = " ".join(f"shelf{i % 97} lamp chair" for i in range(prefill_words // 3))
     wall, us = _send(client, [_user(model, f"{uuid.uuid4().hex} {words}", 1) for _ in range(batch)])
-    prefill = sum(u["prompt_tokens"] for u in us) / wall
+    prefill_prompt = sum(u["prompt_tokens"] for u in us)
+    prefill = prefill_prompt / wall
     extra = {"ignore_eos": True, "min_tokens": decode_tokens}
     wall, us = _send(client, [_user(model, f"{uuid.uuid4().hex} count the chairs", decode_tokens, **extra)
                               for _ in range(batch)])
@@ -86,7 +87,8 @@ def measure(client: Any, model: str, *, batch: int = 32, prefill_words: int = PR
     _send(client, bodies[:1])  # the first image request sets up the processor and encoder: not a per-image cost
     wall, us = _send(client, bodies[1:])
     per_image = max(0.0, wall - sum(u["prompt_tokens"] for u in us) / prefill) / batch
-    return {"prefill_tokens_per_s": prefill, "decode_tokens_per_s": decode, "decode_batch": batch,
+    return {"prefill_tokens_per_s": prefill, "prefill_context": prefill_prompt / batch / 2,
+            "decode_tokens_per_s": decode, "decode_batch": batch,
             "decode_context": prompt / batch + done / batch / 2, "seconds_per_image": per_image}
 
 

@@ -1,21 +1,24 @@
 """``plan-check-vllm-cpu``: does ``vismem plan``'s token model, calibrated on a real engine, predict
 that engine's wall? The real vLLM CPU engine (``vllm-cpu``, the engine tier) on the tiny Qwen2.5-VL.
 
-1. **calibrate** the in-process engine as ``serve-throughput`` does over HTTP: prefill tokens/s
-   (``BATCH`` long prompts with no shared prefix, one reply token), decode tokens/s at ``BATCH``
-   sequences (prompts as long as the workload's text, ``DECODE_TOKENS`` replies, ``ignore_eos``),
-   seconds per image beyond its tokens -- each the median of ``REPEATS`` runs;
-2. **predict** a MemShot-like batch -- ``BATCH`` answers, each ``K`` images and a question, a
-   ``REPLY``-token answer, all in flight at once as a ``ray.data.llm`` batch sends them -- with
-   :func:`vismem.pipelines.plangpu.gpu_latency` on that calibration (one replica, ``BATCH`` in
-   flight): wall = calls x latency / in flight;
-3. **measure** the batch's wall on the same engine and record predicted, measured and the error
-   (target +-25 %).
+1. **calibrate** the in-process engine as ``serve-throughput`` does over HTTP, each kind a run of
+   ``BATCH`` requests sent at once: short prompts and long prompts with no shared prefix and one
+   reply token (the prefill tokens/s and the engine's seconds per request, from their
+   difference), ``DECODE_TOKENS`` replies (``ignore_eos``) to prompts as long as the workload's
+   text (decode tokens/s at ``BATCH`` and that context), one and ``MULTI`` images each (seconds
+   per image beyond its tokens, and per request with images) -- :func:`calibration_from`;
+2. **measure** a MemShot-like batch -- ``BATCH`` answers, each ``K`` images and a question, a
+   ``REPLY``-token answer, all in flight at once as a ``ray.data.llm`` batch sends them;
+3. **predict** it with :func:`vismem.pipelines.plangpu.gpu_latency` on that calibration (one
+   replica, ``BATCH`` in flight): ``BATCH x`` (request + prefill + images) then ``REPLY`` decode
+   steps at ``BATCH``, as the engine runs it (every prompt's prefill is scheduled before the
+   decode steps), and record predicted, measured and the error (target +-25 %).
 
-The model facts come from the tiny checkpoint itself (its tensors counted: LLM, vision, KV bytes);
-the device is the ``cpu`` entry. Runs only where vLLM imports (``.venv-engine/bin/vismem bench
-plan-check-vllm-cpu``). Through Ray Serve / Ray Data the same engine adds their dispatch, which
-this in-process check leaves out.
+Every kind is run once untimed, then ``REPEATS`` rounds of one run of each kind (calibration and
+measurement interleaved); each figure is the median of its kind. The model facts come from the tiny
+checkpoint itself (its tensors counted: LLM, vision, KV bytes); the device is the ``cpu`` entry.
+Runs only where vLLM imports (``.venv-engine/bin/vismem bench plan-check-vllm-cpu``). Through Ray
+Serve / Ray Data the same engine adds their dispatch, which this in-process check leaves out.
 """
 
 from __future__ import annotations
@@ -34,13 +37,17 @@ from typing import Any
 from vismem.bench.harness import benchmark, record
 
 NAME = "plan-check-vllm-cpu"
-BATCH, K, REPLY, TEXT_WORDS, PREFILL_WORDS, IMAGE_PX = 8, 2, 32, 120, 600, 112
+BATCH, K, REPLY, TEXT_WORDS, PREFILL_WORDS, IMAGE_PX = 8, 2, 32, 120, 150, 112
 TOLERANCE = 0.25
-#: Each calibration figure and the measured batch are the median of this many runs, and decode is
-#: timed over DECODE_TOKENS reply tokens: on a tiny model one run is a few hundred milliseconds,
-#: where the engine's per-request overheads and a busy core move a single figure by 2x.
-REPEATS, DECODE_TOKENS = 3, 128
-ENGINE = {"max_model_len": 4096, "dtype": "float32", "enforce_eager": True, "limit_mm_per_prompt": {"image": K},
+#: Rounds of runs; each figure is a median of this many. On a tiny model one run is 0.02-0.5 s,
+#: where a busy spell of a shared core moves a single figure by 2x. The calibration's runs are as
+#: long as the measured batch (prefill of about as many tokens, decode of ``REPLY`` steps): a run
+#: four times longer met a busy spell more often, and its median made every plan err long.
+REPEATS, DECODE_TOKENS = 7, REPLY
+#: Images a request of the second image calibration run carries (the first: one).
+MULTI = 4
+ENGINE = {"max_model_len": 4096, "dtype": "float32", "enforce_eager": True,
+          "limit_mm_per_prompt": {"image": max(K, MULTI)},
           "mm_processor_kwargs": {"min_pixels": 784, "max_pixels": 12544}}
 
 
@@ -99,38 +106,80 @@ def user(parts: list[dict[str, Any]] | str) -> list[dict[str, Any]]:
 Run = tuple[float, int, int]
 
 
-def calibration_from(prefill: list[Run], decode: list[Run], images: list[Run], *, source: str) -> Any:
-    """The :class:`vismem.serve.throughput.Calibration` of timed runs of each kind (medians):
-    prefill tokens/s of the long prompts, decode tokens/s beyond their prefill, and seconds per
-    image beyond the image prompts' tokens."""
+def calibration_from(short: list[Run], prefill: list[Run], decode: list[Run], images: list[Run],
+                     multi: list[Run], *, source: str) -> Any:
+    """The :class:`vismem.serve.throughput.Calibration` of timed runs of ``BATCH`` requests each
+    (the median of each kind), solved as the engine spends a run's wall: ``BATCH x`` seconds per
+    request + prompt tokens / prefill rate (+ images x seconds per image, + decode steps). Short
+    prompts and long prompts with one reply token give the rate and the per-request cost (their
+    difference is tokens only); the image and decode runs' walls beyond those give the rest.
+
+    Without the short run the per-request cost (on the tiny model 1-5 ms: more than its image's
+    encoder) was counted once a token in the prefill rate, once an image in the one-image run and
+    once a step in decode, so the plan erred long by as many times as a request has images. Runs of
+    one and of ``MULTI`` images a request part an image's cost from a request's with images (the
+    one-image run alone charged each of an answer's ``K`` images the multimodal request's cost)."""
     from vismem.serve.throughput import Calibration
 
-    rate = median(p / w for w, p, _ in prefill)
+    def med(runs: list[Run], i: int) -> float:
+        return float(median(r[i] for r in runs))
+
+    ws, ps, wp, pp = med(short, 0), med(short, 1), med(prefill, 0), med(prefill, 1)
+    # a long run no slower than a short one (a busy core in the short ones): prompt tokens / wall
+    differential = wp > ws * 1.05 and pp > ps
+    rate = (pp - ps) / (wp - ws) if differential else pp / wp
+    # the mean context a token of that rate attended to: half its prompt, over the long prompts'
+    # tokens beyond the short ones' ((pp^2 - ps^2) / 2 BATCH / (pp - ps)) or over all the long's
+    context = (pp + ps) / (2 * BATCH) if differential else pp / (2 * BATCH)
+    request = max(0.0, ws - ps / rate) / BATCH
+    wd, pd, dd = med(decode, 0), med(decode, 1), med(decode, 2)
+    steps = max(wd - BATCH * request - pd / rate, wd * 0.05)
+    wi, pi, wm, pm = med(images, 0), med(images, 1), med(multi, 0), med(multi, 1)
+    image = max(0.0, wm - wi - (pm - pi) / rate) / ((MULTI - 1) * BATCH)
+    with_images = max(0.0, wi - BATCH * request - pi / rate - BATCH * image) / BATCH
     return Calibration(model="tiny-qwen2.5-vl-vllm", device="cpu (this machine)", prefill_tokens_per_s=rate,
-                       decode_tokens_per_s=median(d / max(w - p / rate, w * 0.05) for w, p, d in decode),
-                       decode_batch=BATCH, decode_context=decode[0][1] / BATCH + DECODE_TOKENS / 2,
-                       seconds_per_image=median(max(0.0, w - p / rate) / BATCH for w, p, _ in images),
-                       source=source)
+                       prefill_context=context, decode_tokens_per_s=dd / steps, decode_batch=BATCH,
+                       decode_context=pd / BATCH + DECODE_TOKENS / 2, seconds_per_image=image,
+                       seconds_per_request=request, seconds_per_image_request=with_images, source=source)
 
 
-def calibrate(llm: Any) -> Any:
-    """The engine's :class:`vismem.serve.throughput.Calibration` (see the module doc, step 1)."""
+def short_user() -> list[dict[str, Any]]:
+    return user(f"{uuid.uuid4().hex} what?")
+
+
+def kinds() -> dict[str, tuple[Any, int]]:
+    """Each kind of run: (a function making its ``BATCH`` conversations, reply tokens)."""
+    return {"short": (lambda: [short_user() for _ in range(BATCH)], 1),
+            "prefill": (lambda: [user(f"{uuid.uuid4().hex} {words(PREFILL_WORDS)}") for _ in range(BATCH)], 1),
+            "decode": (lambda: [user(f"{uuid.uuid4().hex} {words(TEXT_WORDS)}") for _ in range(BATCH)],
+                       DECODE_TOKENS),
+            "image": (lambda: [image_user(i) for i in range(BATCH)], 1),
+            "multi": (lambda: [image_user(i, MULTI) for i in range(BATCH)], 1),
+            "answers": (answers, REPLY)}
+
+
+def timed_runs(llm: Any) -> dict[str, list[Run]]:
+    """One untimed run of each kind (the first of a shape builds its kernels, the first image sets
+    up the processor: neither is a per-request cost), then ``REPEATS`` rounds of one run of each
+    kind in turn: a busy spell of the machine then falls on calibration and measurement alike,
+    rather than on all of one (a check once calibrated in a quiet minute and measured in a busy one)."""
 
     def timed(convs: list[Any], tokens: int) -> Run:
         wall, out = chat(llm, convs, tokens, ignore_eos=True)
         return (wall, sum(len(o.prompt_token_ids) for o in out), sum(len(o.outputs[0].token_ids) for o in out))
 
-    prefill = [timed([user(f"{uuid.uuid4().hex} {words(PREFILL_WORDS)}") for _ in range(BATCH)], 1)
-               for _ in range(REPEATS)]
-    decode = [timed([user(f"{uuid.uuid4().hex} {words(TEXT_WORDS)}") for _ in range(BATCH)], DECODE_TOKENS)
-              for _ in range(REPEATS)]
-    chat(llm, [image_user(0)], 1)  # the first image request sets up the processor and encoder: not a per-image cost
-    images = [timed([image_user(i) for i in range(BATCH)], 1) for _ in range(REPEATS)]
-    return calibration_from(prefill, decode, images, source=f"{NAME} in-process")
+    for make, tokens in kinds().values():
+        timed(make(), tokens)
+    runs: dict[str, list[Run]] = {k: [] for k in kinds()}
+    for _ in range(REPEATS):
+        for kind, (make, tokens) in kinds().items():
+            runs[kind].append(timed(make(), tokens))
+    return runs
 
 
-def image_user(i: int) -> list[dict[str, Any]]:
-    return user([{"type": "text", "text": f"{uuid.uuid4().hex} what?"}, {"type": "image_url", "image_url": {"url": _png(i)}}])
+def image_user(i: int, n: int = 1) -> list[dict[str, Any]]:
+    return user([{"type": "text", "text": f"{uuid.uuid4().hex} what?"},
+                 *({"type": "image_url", "image_url": {"url": _png(i * n + j)}} for j in range(n))])
 
 
 def answers() -> list[list[dict[str, Any]]]:
@@ -148,8 +197,10 @@ def predict(facts: Any, cal: Any, prompt_tokens: float) -> float:
 
     eng = Engine(facts, device_named("cpu"), cal)
     fleet = {"replicas": 1, "target": float(BATCH), "streams_per_replica": float(BATCH)}
-    image_tokens = (prompt_tokens - TEXT_WORDS) / K  # the prompt's image share, roughly (only splits the cost)
-    g = gpu_latency(eng, prompt=prompt_tokens, per_image=max(3.0, image_tokens), images=K, completion=REPLY,
+    # a 112 px image is 8 x 8 patches of 14 px merged 2 x 2, and its two delimiters: 18 tokens
+    # (what vLLM counts in the prompt: the answers' prompts are 36 tokens longer than their text)
+    image_tokens = (IMAGE_PX // 28) ** 2 + 2
+    g = gpu_latency(eng, prompt=prompt_tokens, per_image=image_tokens, images=K, completion=REPLY,
                     unit_calls=1, in_flight=BATCH, fleet=fleet, rates=Rates(shared_prefix_tokens=0.0))
     return BATCH * g["latency_s"] / BATCH
 
@@ -161,27 +212,31 @@ def check() -> list[dict[str, Any]]:
     from vismem.serve.testing import resolve_model_path
 
     # The engine tier's environment for the tiny model (its YAML's deploy.env_vars: a 1 GiB KV cache,
-    # unpinned threads, loopback queues); without it the CPU engine asks for 92 % of the memory.
+    # one unpinned engine thread, loopback queues); without it the CPU engine asks for 92 % of the memory.
     for k, v in (load_model_spec("tiny-qwen2.5-vl-vllm").deploy or {}).get("env_vars", {}).items():
         os.environ.setdefault(k, str(v))
     vlm = build_vlm({"name": "vllm", "args": {"path": "tiny:qwen2.5-vl", "engine_kwargs": ENGINE}})
-    llm = vlm.llm
-    chat(llm, [user("warm up")], 1)
-    cal = calibrate(llm)
-    facts = tiny_facts(resolve_model_path("tiny:qwen2.5-vl"))
-    batch = answers()
-    runs = [chat(llm, batch, REPLY, ignore_eos=True) for _ in range(REPEATS)]
-    measured, out = median(w for w, _ in runs), runs[0][1]
-    prompt = sum(len(o.prompt_token_ids) for o in out) / len(out)
-    planned = predict(facts, cal, prompt)
-    err = abs(planned / measured - 1)
-    return [record(NAME, "calibrated prefill tokens/s", cal.prefill_tokens_per_s, "tokens/s", better="higher"),
-            record(NAME, f"calibrated decode tokens/s (batch {BATCH})", cal.decode_tokens_per_s, "tokens/s",
+    runs = timed_runs(vlm.llm)
+    cal = calibration_from(runs["short"], runs["prefill"], runs["decode"], runs["image"], runs["multi"],
+                           source=f"{NAME} in-process")
+    measured = float(median(w for w, _, _ in runs["answers"]))
+    prompt = runs["answers"][0][1] / BATCH
+    planned = predict(tiny_facts(resolve_model_path("tiny:qwen2.5-vl")), cal, prompt)
+    return records(NAME, cal, measured, planned, "answers: ")
+
+
+def records(name: str, cal: Any, measured: float, planned: float, what: str) -> list[dict[str, Any]]:
+    """A check's records: the calibration's figures, measured and planned wall, the plan's error."""
+    return [record(name, "calibrated prefill tokens/s", cal.prefill_tokens_per_s, "tokens/s", better="higher"),
+            record(name, f"calibrated decode tokens/s (batch {BATCH})", cal.decode_tokens_per_s, "tokens/s",
                    better="higher"),
-            record(NAME, "calibrated vision s/image", cal.seconds_per_image or 0.0, "s"),
-            record(NAME, "answers: measured wall", measured, "s"),
-            record(NAME, "answers: planned wall", planned, "s"),
-            record(NAME, "answers: plan error", err, "fraction", target=TOLERANCE)]
+            record(name, "calibrated vision s/image", cal.seconds_per_image or 0.0, "s"),
+            record(name, "calibrated engine s/request", cal.seconds_per_request, "s"),
+            record(name, "calibrated engine s/request with images", cal.seconds_per_image_request, "s"),
+            record(name, f"{what}measured wall", measured, "s"),
+            record(name, f"{what}planned wall", planned, "s"),
+            record(name, f"{what}plan error", abs(planned / measured - 1), "fraction", target=TOLERANCE),
+            record(name, f"{what}plan / measured", planned / measured, "ratio")]
 
 
 if importlib.util.find_spec("vllm") is not None:

@@ -9,14 +9,17 @@ longest ``time_taken_llm`` of its rows (Ray's per-row figure, request to reply i
 stage: the engine's start and Ray Data's own stages -- chat template, tokenize, image preparation
 -- are not in it; the plan sizes engines, and a job's start is paid once whatever its size).
 
-1. **calibrate** through the same path, as a user would calibrate in-job engines: ``REPEATS``
-   batches each of long prompts with one reply token (prefill tokens/s), of ``DECODE_TOKENS``
-   replies (decode tokens/s at ``BATCH``), of one image and one reply token (seconds per image
-   beyond its tokens); the medians;
-2. **measure** ``BATCHES`` batches of MemShot-like answers (``K`` images and a question each, a
-   ``REPLY``-token answer): the sum of their engine seconds;
-3. **predict** them with :func:`vismem.bench.plancheck.predict` (``BATCH`` in flight on one
+1. **calibrate** through the same path, as a user would calibrate in-job engines, with the batch
+   kinds of :func:`vismem.bench.plancheck.kinds` (short and long prompts with one reply token,
+   ``DECODE_TOKENS`` replies, one and ``MULTI`` images each):
+   :func:`vismem.bench.plancheck.calibration_from`;
+2. **measure** batches of MemShot-like answers (``K`` images and a question each, a
+   ``REPLY``-token answer): a batch's engine seconds;
+3. **predict** one with :func:`vismem.bench.plancheck.predict` (``BATCH`` in flight on one
    replica) on that calibration and record predicted, measured and the error (target +-25 %).
+
+One untimed batch of each kind goes first, then ``REPEATS`` rounds of one batch of each kind
+(calibration and answers interleaved); each figure is the median of its kind's batches.
 
 Runs only where vLLM imports (``.venv-engine/bin/vismem bench plan-check-ray-data-llm``).
 """
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import uuid
 from typing import Any
 
 from vismem.bench.harness import benchmark, record
@@ -33,7 +35,6 @@ from vismem.bench.plancheck import BATCH
 
 NAME = "plan-check-ray-data-llm"
 MODEL = "tiny-qwen2.5-vl-vllm"
-BATCHES = 4
 
 
 def engine_env() -> None:
@@ -45,22 +46,21 @@ def engine_env() -> None:
 
 
 def workload() -> list[dict[str, Any]]:
-    """Every row of the run, in batches of ``BATCH`` of one kind each: ``REPEATS`` batches of each
-    calibration kind (prefill, decode, image), then ``BATCHES`` of answers."""
-    from vismem.bench.plancheck import DECODE_TOKENS, PREFILL_WORDS, REPEATS, REPLY, TEXT_WORDS, answers
-    from vismem.bench.plancheck import image_user, user, words
+    """Every row of the run, in batches of ``BATCH`` of one kind each: one untimed batch of each kind
+    (``warm-``: kernels built, the image processor set up), then ``REPEATS`` rounds of one batch of
+    each calibration kind and one of answers (see :func:`vismem.bench.plancheck.timed_runs`)."""
+    from vismem.bench.plancheck import REPEATS, kinds
     from vismem.pipelines.memshot.processors import parts_content
 
     def rows(kind: str, convs: list[Any], tokens: int) -> list[dict[str, Any]]:
         return [{"kind": kind, "messages": parts_content(c), "max_tokens": tokens} for c in convs]
 
     out: list[dict[str, Any]] = []
-    for r in range(REPEATS):
-        out += rows("prefill", [user(f"{uuid.uuid4().hex} {words(PREFILL_WORDS)}") for _ in range(BATCH)], 1)
-        out += rows("decode", [user(f"{uuid.uuid4().hex} {words(TEXT_WORDS)}") for _ in range(BATCH)], DECODE_TOKENS)
-        out += rows("image", [image_user(r * BATCH + i) for i in range(BATCH)], 1)
-    for _ in range(BATCHES):
-        out += rows("answers", answers(), REPLY)
+    for kind, (make, tokens) in kinds().items():
+        out += rows(f"warm-{kind}", make(), tokens)
+    for _ in range(REPEATS):
+        for kind, (make, tokens) in kinds().items():
+            out += rows(kind, make(), tokens)
     return out
 
 
@@ -103,37 +103,39 @@ def through_processor(rows: list[dict[str, Any]]) -> Any:
 
 def calibration(batches: Any) -> Any:
     """The :class:`~vismem.serve.throughput.Calibration` the calibration batches give (medians)."""
-    import polars as pl
-
     from vismem.bench.plancheck import calibration_from
+
+    of = runs_of(batches)
+    return calibration_from(of("short"), of("prefill"), of("decode"), of("image"), of("multi"),
+                            source=f"{NAME} through the processor")
+
+
+def runs_of(batches: Any) -> Any:
+    """``kind -> [(seconds, prompt tokens, reply tokens)]`` of the batches of that kind."""
+    import polars as pl
 
     def of(kind: str) -> list[tuple[float, int, int]]:
         return [(b["seconds"], b["prompt"], b["done"]) for b in batches.filter(pl.col("kind") == kind).to_dicts()]
 
-    return calibration_from(of("prefill"), of("decode"), of("image"), source=f"{NAME} through the processor")
+    return of
 
 
 def check() -> list[dict[str, Any]]:
     """Steps 1-3 of the module doc, as records."""
-    import polars as pl
+    from statistics import median
 
-    from vismem.bench.plancheck import TOLERANCE, predict, tiny_facts
+    from vismem.bench.plancheck import predict, records, tiny_facts
     from vismem.serve.testing import resolve_model_path
 
     engine_env()
     batches = through_processor(workload())
     cal = calibration(batches)
-    answered = batches.filter(pl.col("kind") == "answers")
-    measured = float(answered["seconds"].sum())
-    prompt = float(answered["prompt"].sum()) / (answered.height * BATCH)
-    planned = answered.height * predict(tiny_facts(resolve_model_path("tiny:qwen2.5-vl")), cal, prompt)
-    return [record(NAME, "calibrated prefill tokens/s", cal.prefill_tokens_per_s, "tokens/s", better="higher"),
-            record(NAME, "calibrated decode tokens/s", cal.decode_tokens_per_s, "tokens/s", better="higher"),
-            record(NAME, "calibrated vision s/image", cal.seconds_per_image or 0.0, "s"),
-            record(NAME, "answer batches through the processor", answered.height, "batches"),
-            record(NAME, "answers: measured engine wall", measured, "s"),
-            record(NAME, "answers: planned engine wall", planned, "s"),
-            record(NAME, "answers: plan error", abs(planned / measured - 1), "fraction", target=TOLERANCE)]
+    answered = runs_of(batches)("answers")
+    measured = float(median(w for w, _, _ in answered))
+    prompt = float(median(p for _, p, _ in answered)) / BATCH
+    planned = predict(tiny_facts(resolve_model_path("tiny:qwen2.5-vl")), cal, prompt)
+    return [*records(NAME, cal, measured, planned, "answers: engine "),
+            record(NAME, "answer batches through the processor", len(answered), "batches")]
 
 
 if importlib.util.find_spec("vllm") is not None:

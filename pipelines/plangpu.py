@@ -83,8 +83,9 @@ def gpu_latency(eng: Engine, *, prompt: float, per_image: float, images: float, 
     return {"latency_s": max(c["latency_s"], loaded), "unloaded_latency_s": c["latency_s"], "held": held,
             "bound": c["bound"] if loaded > c["latency_s"] else None, "decode_batch": batch,
             "cached_share": 1 - uncached / prompt if prompt else 0.0, "uncached_tokens": uncached,
-            "gpu_s_per_call": c["gpu_s"] * eng.facts.tp, "prefill_s": c["prefill_s"], "vision_s": c["vision_s"],
-            "decode_s": c["decode_s"], "flops_per_call": c["flops"], "bytes_per_call": c["bytes"],
+            "gpu_s_per_call": c["gpu_s"] * eng.facts.tp, "request_s": c["request_s"], "prefill_s": c["prefill_s"],
+            "vision_s": c["vision_s"], "decode_s": c["decode_s"], "flops_per_call": c["flops"],
+            "bytes_per_call": c["bytes"],
             "device": eng.device.name, "peak_flops": eng.device.peak(eng.facts.dtype),
             "peak_bandwidth": eng.device.bandwidth, "dtype": eng.facts.dtype,
             "calibrated": eng.calibration.source or "yes" if eng.calibration else None}
@@ -97,9 +98,11 @@ def describe(e: dict[str, Any], util: dict[str, float]) -> str:
     basis = (f"calibrated ({e['calibrated']})" if e.get("calibrated") else
              f"assumed {util['prefill_mfu']:.0%} MFU prefill, {util['vision_mfu']:.0%} vision, "
              f"{util['decode_mbu']:.0%} of bandwidth decoding")
+    request = f"request {e['request_s'] * 1000:,.1f}, " if e.get("request_s") else ""
     return (f"{e['endpoint']} on {e['device']} ({e['peak_flops'] / 1e12:,.0f} {e['dtype']} TFLOP/s, "
             f"{e['peak_bandwidth'] / 1e12:.2f} TB/s): a call {e['prompt_tokens'] / max(1, e['calls']):,.0f} prompt "
-            f"tokens ({e['cached_share']:.0%} prefix-cached), {e['gpu_s_per_call'] * 1000:,.1f} GPU-ms (prefill "
-            f"{e['prefill_s'] * 1000:,.1f}, vision {e['vision_s'] * 1000:,.1f}, decode {e['decode_s'] * 1000:,.1f} at "
+            f"tokens ({e['cached_share']:.0%} prefix-cached), {e['gpu_s_per_call'] * 1000:,.1f} GPU-ms "
+            f"({request}prefill {e['prefill_s'] * 1000:,.1f}, vision {e['vision_s'] * 1000:,.1f}, "
+            f"decode {e['decode_s'] * 1000:,.1f} at "
             f"batch {e['decode_batch']:,.0f}), latency {e['latency_s']:,.1f} s; uses {e['flops_util']:.0%} of peak "
             f"FLOP/s, {e['bytes_util']:.0%} of bandwidth; {basis}")

@@ -17,8 +17,10 @@ errs long). Device facts are data (``serve/devices.yaml``, datasheet sources in 
 with the utilisation defaults); model facts are the model YAML's ``serving:`` block
 (``active_params_b``, ``layers``, ``hidden_size``, ``vision_params_b``, ``kv_bytes_per_token``,
 ``weights_gb``, ``dtype``). A :class:`Calibration` (``vismem plan --calibration``) replaces the
-utilisation defaults with an engine's measured prefill tokens/s and decode tokens/s at a batch; a
-figure above the device's peak is cut to it (one warning), so no plan computes faster than physics.
+utilisation defaults with an engine's measured prefill tokens/s and decode tokens/s at a batch,
+seconds per image, and adds its seconds per request (an engine's fixed cost of a request, whatever
+its tokens: on a small model it outweighs the tokens); a figure above the device's peak is cut to
+it (one warning), so no plan computes faster than physics (extra seconds only lower FLOP/s).
 """
 
 from __future__ import annotations
@@ -132,9 +134,15 @@ class Calibration(BaseModel):
     prefill_tokens_per_s: float = Field(..., gt=0, description="prompt tokens/s of a batch of uncached long prompts")
     decode_tokens_per_s: float = Field(..., gt=0, description="reply tokens/s of decode_batch sequences decoding at once")
     decode_batch: int = Field(..., ge=1, description="sequences in the decode measurement's batch")
+    prefill_context: float = Field(0.0, ge=0, description="mean context (tokens) a prompt token attended to in the "
+                                   "prefill measurement (half its prompts' length; 0: weights' FLOP only)")
     decode_context: float = Field(128.0, ge=1, description="mean context (tokens) of those sequences while decoding")
     seconds_per_image: float | None = Field(None, ge=0, description="vision encoder seconds per image beyond its "
                                             "tokens' prefill (None: from the vision FLOP at the prefill rate)")
+    seconds_per_request: float = Field(0.0, ge=0, description="engine seconds per request beyond its tokens and "
+                                       "images (chat template, tokenising, scheduling, detokenising)")
+    seconds_per_image_request: float = Field(0.0, ge=0, description="engine seconds per request that carries "
+                                             "images, beyond seconds_per_request and seconds_per_image each")
     source: str = Field("", description="where the figures come from (benchmark, date, endpoint)")
 
 
@@ -195,7 +203,10 @@ class Engine:
     def _calibrate(self, cal: Calibration) -> None:
         f = self.facts
         per_replica = self.facts.tp / cal.gpus  # the measured replica's figures, on this replica's GPUs
-        measured = cal.prefill_tokens_per_s * per_replica * 2 * f.active_params
+        # The measured tokens/s as FLOP/s at the measurement's own attention context: a call's prefill
+        # FLOP add attention at its context, which on a tiny model (hidden 64) is as much as its
+        # weights' 2 N; counted at 2 N only, a calibration planned a 544-token prompt 70 % long.
+        measured = cal.prefill_tokens_per_s * per_replica * self._flops_per_token(cal.prefill_context)
         if measured > self.peak_flops:
             self.warnings.append(f"{f.variant}: calibrated prefill {cal.prefill_tokens_per_s:,.0f} tokens/s implies "
                                  f"{measured / self.peak_flops:.1f} x the {self.device.name}'s peak; cut to the peak")
@@ -237,16 +248,28 @@ class Engine:
         return call.images * call.patches_per_image * 2 * self.facts.vision_params
 
     def cost(self, call: Call, batch: float) -> dict[str, float]:
-        """Replica-seconds of a call at a decode batch of ``batch``: ``prefill_s``, ``vision_s``,
-        ``decode_s`` (its share of the steps), ``gpu_s`` (their sum), ``latency_s`` (unloaded: its
-        prefill, then ``completion`` steps), and the FLOP and bytes it makes the replica move."""
+        """Replica-seconds of a call at a decode batch of ``batch``: ``request_s`` (the calibration's
+        per-request cost), ``prefill_s``, ``vision_s``, ``decode_s`` (its share of the steps),
+        ``gpu_s`` (their sum), ``latency_s`` (unloaded: its prefill, then ``completion`` steps), and
+        the FLOP and bytes it makes the replica move."""
         batch = max(1.0, float(batch))
         ctx = call.prompt + call.completion / 2
         prefill = self.prefill_flops(call) / self.prefill_flops_s
-        if self.calibration is not None and self.calibration.seconds_per_image is not None:
-            vision = call.images * self.calibration.seconds_per_image * self.calibration.gpus / self.facts.tp
+        cal, per_replica = self.calibration, 1.0
+        if cal is not None:
+            per_replica = cal.gpus / self.facts.tp  # the measured replica's seconds, on this replica's GPUs
+        if cal is not None and cal.seconds_per_image is not None:
+            vision = call.images * cal.seconds_per_image * per_replica
         else:
             vision = self.vision_flops(call) / self.vision_flops_s
+        # A request's own engine work (template, tokenising, scheduling, detokenising) costs the same
+        # whatever its tokens; only a calibration measures it (0 at the defaults). Added in series,
+        # as the engine's front end and its model steps share the replica's time in the measurement.
+        # A request with images pays the multimodal processor once more (measured apart from the
+        # images: a one-image request's cost per image was 3x an image's in a two-image request).
+        request = 0.0
+        if cal is not None:
+            request = (cal.seconds_per_request + min(1.0, call.images) * cal.seconds_per_image_request) * per_replica
         step = self.step_s(batch, ctx)
         decode = call.completion * step / batch
         bytes_ = call.completion * self.step_bytes(batch, ctx) / batch
@@ -254,8 +277,9 @@ class Engine:
         bound = "compute" if prefill + vision >= decode else (
             "bandwidth" if self.step_bytes(batch, ctx) / self.peak_bw
             >= batch * self._flops_per_token(ctx) / self.peak_flops else "compute")
-        return {"prefill_s": prefill, "vision_s": vision, "decode_s": decode, "gpu_s": prefill + vision + decode,
-                "latency_s": prefill + vision + call.completion * step, "flops": flops, "bytes": bytes_,
+        return {"request_s": request, "prefill_s": prefill, "vision_s": vision, "decode_s": decode,
+                "gpu_s": request + prefill + vision + decode,
+                "latency_s": request + prefill + vision + call.completion * step, "flops": flops, "bytes": bytes_,
                 "bound": bound}
 
 

@@ -72,7 +72,7 @@ def test_plan_check_counts_the_tiny_checkpoints_facts_and_predicts_from_a_calibr
     import numpy as np
     from safetensors.numpy import save_file
 
-    from vismem.bench.plancheck import BATCH, REPLY, predict, tiny_facts
+    from vismem.bench.plancheck import BATCH, K, REPLY, predict, tiny_facts
     from vismem.serve.throughput import Calibration
 
     cfg = {"text_config": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
@@ -89,3 +89,34 @@ def test_plan_check_counts_the_tiny_checkpoints_facts_and_predicts_from_a_calibr
     cal = Calibration(model="t", prefill_tokens_per_s=1e9, decode_tokens_per_s=100.0, decode_batch=BATCH,
                       decode_context=200 + REPLY / 2, seconds_per_image=0.0)
     assert predict(f, cal, 200.0) == pytest.approx(REPLY * BATCH / 100.0, rel=0.01)
+    # the engine's per-request cost and each answer's K images, paid in series before the decode steps
+    cal = cal.model_copy(update={"seconds_per_request": 0.01, "seconds_per_image_request": 0.004,
+                                 "seconds_per_image": 0.002})
+    assert predict(f, cal, 200.0) == pytest.approx(REPLY * BATCH / 100.0 + BATCH * (0.014 + K * 0.002), rel=0.01)
+
+
+def test_plan_check_calibration_solves_the_engines_costs_from_its_runs():
+    """Runs made by a known engine -- r s a request, m s more a request with images, v s an image,
+    R prompt tokens/s, s s a decode step of BATCH -- give back r, m, v, R and BATCH / s: the
+    per-request costs are not counted in the prefill rate, an image or a step (they once were, and
+    the plan erred long by the images a request had)."""
+    from vismem.bench.plancheck import BATCH, MULTI, calibration_from
+
+    r, m, v, rate, step = 0.002, 0.003, 0.001, 50_000.0, 0.004
+
+    def wall(prompt: int, images: int = 0, steps: int = 0) -> float:
+        return BATCH * (r + (m if images else 0.0)) + prompt / rate + images * v + steps * step
+
+    short = [(wall(600), 600, BATCH)] * 3
+    prefill = [(wall(4800) * 1.3, 4800, BATCH), (wall(4800), 4800, BATCH), (wall(4800), 4800, BATCH)]  # one slow
+    decode = [(wall(4000, steps=32), 4000, BATCH * 32)] * 3
+    images = [(wall(800, images=BATCH), 800, BATCH)] * 3
+    multi = [(wall(1400, images=MULTI * BATCH), 1400, BATCH)] * 3
+    cal = calibration_from(short, prefill, decode, images, multi, source="t")
+    assert cal.prefill_tokens_per_s == pytest.approx(rate) and cal.seconds_per_request == pytest.approx(r)
+    assert cal.seconds_per_image == pytest.approx(v) and cal.seconds_per_image_request == pytest.approx(m)
+    assert cal.decode_tokens_per_s == pytest.approx(BATCH / step)
+    # long runs no slower than short ones (a busy spell in the short ones): the rate is the long run's own
+    slow_short = [(wall(4800) * 2, 600, BATCH)] * 3
+    cal = calibration_from(slow_short, prefill, decode, images, multi, source="t")
+    assert cal.prefill_tokens_per_s == pytest.approx(4800 / wall(4800)) and cal.seconds_per_request > 0

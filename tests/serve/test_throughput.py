@@ -79,6 +79,42 @@ def test_a_calibration_reproduces_its_own_measurements():
     assert p["prefill_s"] == pytest.approx(100 / 12_000, rel=0.01)
 
 
+def test_a_calibrated_prefill_rate_is_read_at_its_own_attention_context():
+    """Tokens/s measured on prompts of context c reproduce themselves at c, and a call at another
+    context pays its attention FLOP relative to that (a rate read as weights' FLOP alone planned a
+    tiny model's 544-token prompts 70 % long)."""
+    from vismem.serve.throughput import Engine, ModelFacts
+
+    tiny = ModelFacts("tiny", 1e5, 2, 64, 7e4, 512.0, 8e5, "fp32")
+    cal = Calibration(model="tiny", prefill_tokens_per_s=1e5, prefill_context=272, decode_tokens_per_s=3e3,
+                      decode_batch=8)
+    eng = Engine(tiny, device_named("cpu"), cal)
+    at = eng.cost(Call(prompt=544, uncached=544, images=0, patches_per_image=0, completion=0), batch=1)
+    assert at["prefill_s"] == pytest.approx(544 / 1e5)
+    longer = eng.cost(Call(prompt=2000, uncached=2000, images=0, patches_per_image=0, completion=0), batch=1)
+    assert longer["prefill_s"] > 2000 / 1e5 * 1.5  # attention at 1,000 tokens outweighs the 2e5 FLOP of weights
+
+
+def test_a_calibrated_per_request_cost_is_paid_once_a_call_whatever_its_tokens():
+    """An engine's fixed cost of a request (template, tokenising, scheduling, detokenising) adds to a
+    call's replica-seconds and latency once, at any prompt and image count; none at the defaults."""
+    base = dict(model="qwen2.5-vl-7b", prefill_tokens_per_s=12_000, decode_tokens_per_s=3_000, decode_batch=64,
+                seconds_per_image=0.01)
+    call = Call(prompt=2000, uncached=2000, images=3, patches_per_image=1024, completion=50)
+    without = _qwen7(cal=Calibration(**base)).cost(call, batch=8)
+    with_ = _qwen7(cal=Calibration(**base, seconds_per_request=0.02)).cost(call, batch=8)
+    assert without["request_s"] == 0 and with_["request_s"] == 0.02
+    assert with_["gpu_s"] == pytest.approx(without["gpu_s"] + 0.02)
+    assert with_["latency_s"] == pytest.approx(without["latency_s"] + 0.02)
+    assert with_["vision_s"] == pytest.approx(3 * 0.01) and with_["flops"] == without["flops"]
+    assert _qwen7().cost(call, batch=8)["request_s"] == 0.0
+    # a request with images pays the multimodal request's cost once, not once an image; none without
+    mm = _qwen7(cal=Calibration(**base, seconds_per_request=0.02, seconds_per_image_request=0.005))
+    assert mm.cost(call, batch=8)["request_s"] == pytest.approx(0.025)
+    text = Call(prompt=2000, uncached=2000, images=0, patches_per_image=0, completion=50)
+    assert mm.cost(text, batch=8)["request_s"] == pytest.approx(0.02)
+
+
 def test_a_calibration_above_the_devices_peak_is_cut_to_it():
     # 1e6 prefill tokens/s of a 7 B model is 14 PFLOP/s; 1e6 decode tokens/s at batch 8 streams the
     # 16.6 GB of weights 125,000 times a second
@@ -104,6 +140,9 @@ def test_load_calibration_from_yaml_bench_records_and_bad_files(tmp_path):
     j.write_text(json.dumps([{"name": "x", "metric": "y", "value": 1}]))
     with pytest.raises(ConfigError, match="no calibrations"):
         load_calibration(j)
+    y.write_text("calibrations:\n  - {model: m1, prefill_tokens_per_s: 100, decode_tokens_per_s: 10, decode_batch: 4,"
+                 " seconds_per_request: 0.003}\n")
+    assert load_calibration(y)["m1"].seconds_per_request == 0.003  # the per-request cost reaches --calibration
     y.write_text("calibrations:\n  - {model: m1, prefill_tokens_per_s: -1, decode_tokens_per_s: 10, decode_batch: 4}\n")
     with pytest.raises(ConfigError, match="cal.yaml"):
         load_calibration(y)
@@ -124,8 +163,8 @@ def test_no_plan_implies_more_than_the_devices_peak(preset):
     from vismem.pipelines.plan import Rates, estimate
     from vismem.pipelines.plangpu import Sizing
 
-    absurd = {m: Calibration(model=m, prefill_tokens_per_s=1e8, decode_tokens_per_s=1e8, decode_batch=8)
-              for m in GPU_MODELS}
+    absurd = {m: Calibration(model=m, prefill_tokens_per_s=1e8, decode_tokens_per_s=1e8, decode_batch=8,
+                             seconds_per_request=1e-9) for m in GPU_MODELS}
     checked = 0
     for model in GPU_MODELS:
         cfg = load_config(preset=preset, overrides={
