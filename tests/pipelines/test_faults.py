@@ -153,7 +153,7 @@ def test_memshot_answer_outage_is_partial_and_retried(tmp_path, ray_local, locom
     assert ans["answer_status"].to_list() == ["ok"] * 3 and not ans["answer_truncated"].any()
 
 
-def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_local):
+def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_local, dmv_seed):
     from vismem.agents.scripted_recall import ScriptedRecall
     from vismem.pipelines.dmv.probecache import PROBE_ROOT
 
@@ -163,6 +163,7 @@ def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_loca
                      memory={"architectures": ["textonly"], "components": {}},
                      probes={"backends": [srv.spec("recall")], "on_ray": False})
         cfg = load_config(overrides=over)
+        dmv_seed(cfg)  # the session's browsed chain and features (tests/pipelines/conftest.py)
         first = run(cfg, progress=False)
         assert first["_partial"] == ["probes"] and first["probes"]["ran"] == 0
         assert "recall-VLM calls failed (more than 50% allowed by probes.max_failed_calls): http_500" in \
