@@ -243,7 +243,7 @@ def test_a_disk_filling_during_encode_is_one_line_and_the_manifest_ends_failed(t
     (hook / "sitecustomize.py").write_text(_FULL_DISK)
     store_dir, mark = tmp_path / "store", tmp_path / "disk-full"
     data = _base(tmp_path, name="fulldisk", stages=["encode", "replay"],
-                 encode={"chains": 1, "J": 2, "env": "http", "workers": 1},
+                 encode={"chains": 1, "J": 1, "env": "http", "workers": 1},  # the first write fills it
                  memory={"architectures": ["textonly"], "components": {}})
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
     cfg = load_config(tmp_path / "cfg.yaml")
