@@ -51,7 +51,9 @@ def dmv_encoded(tmp_path_factory, ray_local) -> SimpleNamespace:
 
     root = tmp_path_factory.mktemp("dmv-encoded")
     cfg = _encoded_config(root, ["encode"])
-    return SimpleNamespace(root=root, cfg=cfg, out=run(cfg, progress=False)["encode"])
+    out = run(cfg, progress=False)["encode"]
+    assert out["status"] == "done", out  # a partial template would fail every seeded test obscurely
+    return SimpleNamespace(root=root, cfg=cfg, out=out)
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +65,9 @@ def dmv_replayed(tmp_path_factory, dmv_encoded) -> SimpleNamespace:
     root = tmp_path_factory.mktemp("dmv-replayed")
     shutil.copytree(dmv_encoded.root / "store", root / "store", ignore=shutil.ignore_patterns("runs"))
     cfg = _encoded_config(root, ["replay"])
-    return SimpleNamespace(root=root, cfg=cfg, out=run(cfg, progress=False)["replay"])
+    out = run(cfg, progress=False)["replay"]
+    assert out["status"] == "done", out
+    return SimpleNamespace(root=root, cfg=cfg, out=out)
 
 
 @pytest.fixture(scope="session")
