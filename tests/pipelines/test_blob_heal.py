@@ -9,7 +9,7 @@ import logging
 import pytest
 
 
-def test_replay_refuses_a_damaged_image_and_encode_writes_it_back(tmp_path, ray_local, caplog):
+def test_replay_refuses_a_damaged_image_and_encode_writes_it_back(tmp_path, ray_local, caplog, dmv_seed):
     from vismem.core.cache import CacheDamaged
     from vismem.core.store import Store
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
@@ -20,6 +20,7 @@ def test_replay_refuses_a_damaged_image_and_encode_writes_it_back(tmp_path, ray_
     def cfg(stages):
         return one_chain_config(tmp_path, stages)
 
+    dmv_seed(cfg(["encode"]))  # the session's browsed chain and features (tests/pipelines/conftest.py)
     first = run(cfg(["encode"]), progress=False)["encode"]
     store = Store.open(f"file://{tmp_path}/store")
     cache = TrajectoryCache(store, first["backends"][0])

@@ -69,7 +69,11 @@ def test_trajectory_slugs_follow_the_catalogue_content(data_copy, data_dir):
     assert plan(load_config(overrides={"data_dir": str(data_copy)}))[1] != ref  # pages changed: new trajectories
 
 
-def test_an_edited_locomo_file_is_not_served_from_stale_caches(tmp_path, data_copy, ray_local):
+def test_an_edited_locomo_file_is_not_served_from_stale_caches(tmp_path, data_copy, ray_local, locomo_cut):
+    # the run's LoCoMo file is the two-session cut (tests/conftest.py): the same path through
+    # memshot on a tenth of the turns to embed; the edit below is to its first question
+    shutil.copy(locomo_cut, data_copy / "locomo" / "locomo10.json")
+    clear_memo()
     over = {"stages": ["memshot"], "data_dir": str(data_copy), "runs_dir": str(tmp_path / "runs"),
             "store": {"uri": f"file://{tmp_path}/store"},
             "memshot": {"conversations": 1, "variants": ["text-rag"], "memories": [], "k": [5], "embed_on_ray": False}}

@@ -33,7 +33,7 @@ def test_a_session_with_failed_calls_is_browsed_again_until_every_call_is_answer
             assert "2 model calls still failed after 0 re-runs of the session (encode.session_retries)" in out["error"][0]
 
 
-def test_a_session_cached_with_a_failed_call_is_browsed_again_and_good_ones_stay(tmp_path, ray_local):
+def test_a_session_cached_with_a_failed_call_is_browsed_again_and_good_ones_stay(tmp_path, ray_local, dmv_seed):
     """A session committed before the retry rule, whose steps record a failed call (a forced
     navigation after an outage), is not a trajectory: the next encode run discards it (with the
     probe units that read it), browses it again and counts it; the good sessions stay cached,
@@ -51,8 +51,9 @@ def test_a_session_cached_with_a_failed_call_is_browsed_again_and_good_ones_stay
     cfg = load_config(overrides={"stages": ["encode"], "runs_dir": str(tmp_path / "runs"),
                                  "store": {"uri": f"file://{tmp_path}/store"},
                                  "encode": {"chains": 1, "J": 3, "env": "http"}})
+    dmv_seed(cfg, features=False)  # the session's browsed chain (tests/pipelines/conftest.py)
     first = run(cfg, progress=False)["encode"]
-    assert (first["ran"], first["cached"]) == (3, 0) and "outages_redone" not in first
+    assert (first["ran"], first["cached"]) == (0, 3) and "outages_redone" not in first
     store = Store.open(f"file://{tmp_path}/store")
     cache = TrajectoryCache(store, first["backends"][0])
     good = {j: (store.get_bytes(cache.steps_key(0, j)), store.get_bytes(cache.done_key(0, j))) for j in range(3)}
@@ -89,7 +90,7 @@ def test_a_session_cached_with_a_failed_call_is_browsed_again_and_good_ones_stay
     assert "1 cached with a failed call browsed again" in describe(again)
 
 
-def test_a_stage_that_reads_chains_refuses_a_session_cached_with_a_failed_call(tmp_path, ray_local):
+def test_a_stage_that_reads_chains_refuses_a_session_cached_with_a_failed_call(tmp_path, ray_local, dmv_seed):
     """Run without the encode stage, replay and probes must not read a session cached with a failed
     call as a trajectory (nor score probe units cached from it): they stop before any work, naming
     the outage and the encode stage that browses it again; a run with encode then re-browses it."""
@@ -107,6 +108,7 @@ def test_a_stage_that_reads_chains_refuses_a_session_cached_with_a_failed_call(t
     def cfg(stages):
         return one_chain_config(tmp_path, stages)
 
+    dmv_seed(cfg(["encode"]))  # the session's browsed chain and features (tests/pipelines/conftest.py)
     first = run(cfg(["encode"]), progress=False)["encode"]
     store = Store.open(f"file://{tmp_path}/store")
     cache = TrajectoryCache(store, first["backends"][0])

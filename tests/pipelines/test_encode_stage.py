@@ -31,14 +31,17 @@ def test_browser_sessions_on_ray_actors(tmp_path, ray_local) -> None:
     assert out["table3"][0]["mean_styles"] >= 3
 
 
-def test_extending_J_runs_only_new_sessions(tmp_path, ray_local, caplog) -> None:
+def test_extending_J_runs_only_new_sessions(tmp_path, ray_local, caplog, dmv_seed) -> None:
     # The HTTP fast path keeps this multi-run test quick; the browser path runs on Ray above.
+    # The first three sessions are the session's (tests/pipelines/conftest.py; a fresh store runs
+    # every session: test_sessions_in_flight_give_the_sequential_trajectories).
     from vismem.analysis.schemas import validate
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
     from vismem.core.store import Store
 
+    dmv_seed(_cfg(tmp_path, J=3, env="http"), features=False)
     first = run(_cfg(tmp_path, J=3, env="http"), progress=False)["encode"]
-    assert first["status"] == "done" and (first["ran"], first["cached"]) == (3, 0)
+    assert first["status"] == "done" and (first["ran"], first["cached"]) == (0, 3)
     store = Store.open(f"file://{tmp_path}/store")
     (slug,) = first["backends"]
     assert slug.startswith("scripted-shopper-stand-in-s0--")
@@ -148,20 +151,22 @@ def test_storefront_serves_the_catalogue_images(file_store) -> None:
 
 
 
-def test_sessions_in_flight_give_the_sequential_trajectories(tmp_path, ray_local) -> None:
+def test_sessions_in_flight_give_the_sequential_trajectories(tmp_path, ray_local, dmv_encoded) -> None:
     # Four sessions at once on one actor (threads, one page env each) write the same bytes as
-    # one after another, and the run id does not change with how much runs at once.
+    # one after another, and the run id does not change with how much runs at once. The
+    # sequential run is the session's (tests/pipelines/conftest.py: this config, on a fresh store).
     from vismem.core.store import Store
     from vismem.pipelines.dmv.trajectories import TrajectoryCache
 
     seq_cfg = _cfg(tmp_path / "seq", J=3, chains=2, env="http", workers=1)
     par_cfg = _cfg(tmp_path / "par", J=3, chains=2, env="http", workers=1, in_flight=4)
     assert seq_cfg.run_id == par_cfg.run_id
-    seq = run(seq_cfg, progress=False)["encode"]
+    assert dmv_encoded.cfg.encode == seq_cfg.encode and dmv_encoded.cfg.seed == seq_cfg.seed
+    seq = dmv_encoded.out
     par = run(par_cfg, progress=False)["encode"]
-    assert seq["ran"] == par["ran"] == 6 and seq["backends"] == par["backends"]
+    assert seq["ran"] == par["ran"] == 6 and seq["cached"] == par["cached"] == 0 and seq["backends"] == par["backends"]
     (slug,) = seq["backends"]
-    a = TrajectoryCache(Store.open(f"file://{tmp_path}/seq/store"), slug)
+    a = TrajectoryCache(Store.open(f"file://{dmv_encoded.root}/store"), slug)
     b = TrajectoryCache(Store.open(f"file://{tmp_path}/par/store"), slug)
     for s in (0, 1):
         for j in range(3):

@@ -153,7 +153,7 @@ def test_memshot_answer_outage_is_partial_and_retried(tmp_path, ray_local, locom
     assert ans["answer_status"].to_list() == ["ok"] * 3 and not ans["answer_truncated"].any()
 
 
-def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_local):
+def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_local, dmv_seed):
     from vismem.agents.scripted_recall import ScriptedRecall
     from vismem.pipelines.dmv.probecache import PROBE_ROOT
 
@@ -163,6 +163,7 @@ def test_probe_units_whose_recall_calls_failed_are_not_cached(tmp_path, ray_loca
                      memory={"architectures": ["textonly"], "components": {}},
                      probes={"backends": [srv.spec("recall")], "on_ray": False})
         cfg = load_config(overrides=over)
+        dmv_seed(cfg)  # the session's browsed chain and features (tests/pipelines/conftest.py)
         first = run(cfg, progress=False)
         assert first["_partial"] == ["probes"] and first["probes"]["ran"] == 0
         assert "recall-VLM calls failed (more than 50% allowed by probes.max_failed_calls): http_500" in \
@@ -242,7 +243,7 @@ def test_a_disk_filling_during_encode_is_one_line_and_the_manifest_ends_failed(t
     (hook / "sitecustomize.py").write_text(_FULL_DISK)
     store_dir, mark = tmp_path / "store", tmp_path / "disk-full"
     data = _base(tmp_path, name="fulldisk", stages=["encode", "replay"],
-                 encode={"chains": 1, "J": 2, "env": "http", "workers": 1},
+                 encode={"chains": 1, "J": 1, "env": "http", "workers": 1},  # the first write fills it
                  memory={"architectures": ["textonly"], "components": {}})
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(data))
     cfg = load_config(tmp_path / "cfg.yaml")

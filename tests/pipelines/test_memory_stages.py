@@ -25,19 +25,28 @@ def _cfg(tmp_path, **over):
 
 
 @pytest.fixture(scope="module")
-def first_run(tmp_path_factory, ray_local):
+def first_run(tmp_path_factory, ray_local, dmv_seed):
+    """The module's run (encode, replay, probes) on a store holding the session's browsed chain and
+    its features (tests/pipelines/conftest.py): encode and the features are read from the cache,
+    the banks and probes are this run's. The replay that computed the features is ``dmv_replayed``."""
     tmp = tmp_path_factory.mktemp("mem")
     cfg = _cfg(tmp)
-    return tmp, cfg, run(cfg, progress=False)
+    dmv_seed(cfg)
+    out = run(cfg, progress=False)
+    assert (out["encode"]["ran"], out["encode"]["cached"]) == (0, cfg.encode.J)  # the session's chain
+    return tmp, cfg, out
 
 
-def test_banks_follow_the_replay_rules(first_run):
+def test_banks_follow_the_replay_rules(first_run, dmv_replayed):
     from vismem.core.store import Store
 
     tmp, cfg, out = first_run
     rep = out["replay"]
     assert rep["status"] == "done" and rep["chains"] == 1 and rep["architectures"] == ARCHS
-    feats = rep["features"]
+    assert rep["features"]["failed"] == 0
+    # the features were computed by the session's replay of these architectures and components
+    assert dmv_replayed.cfg.memory == cfg.memory and dmv_replayed.out["architectures"] == ARCHS
+    feats = dmv_replayed.out["features"]
     assert feats["computed"]["caption"] > 0 and feats["computed"]["image_embedding"] > 0 and feats["failed"] == 0
     banks = Store.open(f"file://{tmp}/store").read_table(f"runs/{cfg.run_id}/results/banks.parquet")
     nomem = banks.filter(pl.col("architecture") == "nomemory")
@@ -168,11 +177,11 @@ def test_sigkill_mid_probes_then_rerun_gives_the_same_table_and_no_duplicates(fi
     proc.wait(timeout=30)
     n_done = len(list(probes_dir.rglob("*.done.json")))
     assert 2 <= n_done < len(ref["architecture"].unique()) * (cfg.encode.J - 1), "kill landed outside the run"
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    from vismem.pipelines.config import load_config as _load
-
-    rid = _load(tmp_path / "cfg.yaml").run_id
+    # The re-run is about the store the kill left, not about a process: in this one, on its Ray.
+    rerun_cfg = load_config(tmp_path / "cfg.yaml")
+    done = run(rerun_cfg, progress=False)
+    assert "_partial" not in done and done["probes"]["status"] == "done", done
+    rid = rerun_cfg.run_id
     again = Store.open(f"file://{tmp_path}/store").read_table(f"runs/{rid}/results/probes.parquet")
     keys = ["backend", "J", "architecture", "study", "seed", "probe_id"]
     assert again.height == ref.height and again.select(keys).is_duplicated().sum() == 0

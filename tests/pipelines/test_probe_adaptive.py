@@ -19,13 +19,14 @@ def _cfg(tmp_path, **probes):
         "probes": {"backends": ["scripted-recall"], "workers": 1, "on_ray": False, **probes}})
 
 
-def test_adaptive_run_stops_early_marks_cells_and_continues_as_exhaustive(tmp_path, ray_local):
+def test_adaptive_run_stops_early_marks_cells_and_continues_as_exhaustive(tmp_path, ray_local, dmv_seed):
     from vismem.core.store import Store
     from vismem.pipelines.dmv.probes import describe
 
     store = Store.open(f"file://{tmp_path}/store")
     # width 1: every interval qualifies, so the first round (min_units slots) is the whole run.
     cfg = _cfg(tmp_path, mode="adaptive", adaptive={"width": 1.0, "min_units": 2, "batch": 1})
+    dmv_seed(cfg)  # the session's first three sessions and their features (tests/pipelines/conftest.py)
     out = run(cfg, progress=False)["probes"]
     assert out["status"] == "done" and out["adaptive"]["rounds"] == 1
     assert "adaptive: 4 of 6 units in 1 rounds" in describe(out)

@@ -43,7 +43,7 @@ class Intermittent:
                                            "max_retries": 0, "timeout_s": 20}}
 
 
-def _probes(tmp_path, fail_at: set[int]):
+def _probes(tmp_path, fail_at: set[int], seed):
     from vismem.agents.scripted_recall import ScriptedRecall
 
     srv = Intermittent(ScriptedRecall(), fail_at)
@@ -55,6 +55,7 @@ def _probes(tmp_path, fail_at: set[int]):
                 "memory": {"architectures": ["textonly"], "components": {}},
                 "probes": {"backends": [srv.spec()], "on_ray": False}}
         cfg = load_config(overrides=over)
+        seed(cfg)
         out = run(cfg, progress=False)
     finally:
         srv.server.stop()
@@ -64,9 +65,10 @@ def _probes(tmp_path, fail_at: set[int]):
     return out, df, srv, marks
 
 
-def test_failed_recall_calls_are_retried_not_scored(tmp_path, ray_local):
-    clean_out, clean, _, _ = _probes(tmp_path / "clean", set())
-    out, df, srv, marks = _probes(tmp_path / "blips", {2, 5, 11})
+def test_failed_recall_calls_are_retried_not_scored(tmp_path, ray_local, dmv_seed):
+    # Both runs read the session's browsed chain and features (tests/pipelines/conftest.py).
+    clean_out, clean, _, _ = _probes(tmp_path / "clean", set(), dmv_seed)
+    out, df, srv, marks = _probes(tmp_path / "blips", {2, 5, 11}, dmv_seed)
     assert srv.failed == 3 and out["probes"]["status"] == "done" and "_partial" not in out
     assert df.filter(pl.col("failure") == "model_error").height == 0  # no outage scored as a wrong probe
     key = ["probe_id", "recall_session"]

@@ -28,10 +28,12 @@ def _table(tmp_path, cfg, out):
     return Store.open(f"file://{tmp_path}/store").read_table(out["probes"]["results"])
 
 
-def test_ablation_architectures_run_on_the_subset_and_share_units_with_the_full_set(tmp_path, ray_local):
+def test_ablation_architectures_run_on_the_subset_and_share_units_with_the_full_set(tmp_path, ray_local, dmv_seed):
     per_chain = 3 - 1  # exhaustive units per (chain, architecture): recall sessions 1..J-1
     sub_cfg = _cfg(tmp_path, ablation_chains=1)
+    dmv_seed(sub_cfg)  # the session's browsed chains and features (tests/pipelines/conftest.py)
     sub = run(sub_cfg, progress=False)
+    assert (sub["encode"]["ran"], sub["encode"]["cached"]) == (0, 2 * 3)
     pr = sub["probes"]
     # nomemory and dualmem on both chains, dualmem-vis on chain 0 only
     assert (pr["units"], pr["ran"], pr["cached"]) == ((2 * 2 + 1) * per_chain, (2 * 2 + 1) * per_chain, 0)
