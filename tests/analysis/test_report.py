@@ -30,14 +30,18 @@ def _probes() -> pl.DataFrame:
     return pl.concat([synthetic.probes(Js=(4, 6), chains=4), *sweep, *abl], how="diagonal_relaxed")
 
 
-def _write_all(store, run_id: str, *, small: bool = False) -> None:
-    """Every result kind; ``small`` keeps one back-end and no sweeps (fewer figures to draw)."""
+def _write_all(store, run_id: str, *, small: bool = False, probes_only: bool = False) -> None:
+    """Every result kind; ``small`` keeps one back-end and no sweeps (fewer figures to draw);
+    ``probes_only`` writes the probes alone (for tests that read only the DMV-Bench comparison:
+    the MemShot sections' figures, Fig. 1 above all, are most of a report's drawing time)."""
     prefix = f"runs/{run_id}"
-    probes = synthetic.probes(backends=("b",), Js=(4,), chains=3) if small else _probes()
+    probes = synthetic.probes(backends=("b",), Js=(4,), chains=3) if small or probes_only else _probes()
     write_results(store, prefix, "probes", probes)
-    write_results(store, prefix, "encoding", synthetic.encoding(chains=3, J=4))
-    write_results(store, prefix, "memshot_answers", synthetic.memshot_answers(questions=12, heights=(None, 512, 768)))
-    write_results(store, prefix, "memshot_recall", synthetic.memshot_recall(questions=12))
+    if not probes_only:
+        write_results(store, prefix, "encoding", synthetic.encoding(chains=3, J=4))
+        write_results(store, prefix, "memshot_answers",
+                      synthetic.memshot_answers(questions=12, heights=(None, 512, 768)))
+        write_results(store, prefix, "memshot_recall", synthetic.memshot_recall(questions=12))
     store.put_json(f"{prefix}/manifest.json", {"run_id": run_id, "git_revision": "abc123", "stages": {
         "report": {"status": "running"}}, "config": {"seed": 1}})
 
@@ -139,7 +143,7 @@ def test_report_stage_on_real_s3(s3_store):
     from vismem.pipelines.report.stage import run
 
     cfg = RunConfig(name="reptest", seed=3, report=ReportConfig(n_resamples=300, compare=("dualmem", "caption")))
-    _write_all(s3_store, cfg.run_id, small=True)
+    _write_all(s3_store, cfg.run_id, probes_only=True)  # what it reads: the pair, the seed, a DMV figure
     ctx = RunContext(config=cfg, store=s3_store, run_dir=Path("/tmp"), manifest=Manifest(s3_store, cfg.run_id))
     summary = run(ctx)
     assert summary["status"] == "done" and summary["html"].startswith("s3://")
@@ -150,7 +154,7 @@ def test_report_stage_on_real_s3(s3_store):
     assert set(perm["b"].to_list()) == {"caption"} and (perm["p_value"] <= 1).all()
 
 
-def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
+def test_cli_report_writes_and_copies_the_report(file_store, tmp_path, capsys, monkeypatch):
     _write_all(file_store, "cli-1", small=True)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -162,26 +166,34 @@ def test_cli_report_writes_and_copies_the_report(file_store, tmp_path):
     assert summary["found"] == ["encoding", "memshot_answers", "memshot_recall", "probes"]
     assert (out / "index.html").is_file() and (out / "figures" / "retention.svg").is_file()
     assert "Seed 1," in (out / "index.html").read_text()  # the run's own seed, from its manifest
-    bad = subprocess.run([sys.executable, "-m", "vismem", "report", "no-such-run", "--store", file_store.uri],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
-    assert bad.returncode == 1 and "not found" in bad.stderr
+    # An unknown run: the command's refusal, in this process (no second interpreter start-up).
+    from vismem.pipelines.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["report", "no-such-run", "--store", file_store.uri]) == 1
+    assert "not found" in capsys.readouterr().err
 
 
-def test_cli_report_keeps_the_runs_own_report_settings(file_store, tmp_path):
+def test_cli_report_keeps_the_runs_own_report_settings(file_store, tmp_path, capsys, monkeypatch):
     """``vismem report RUN`` without a preset reports a run with the settings it ran with (a paper
-    run's pinned Table 10 pair, not the two best of the run); ``--set`` and ``--preset`` still win."""
-    _write_all(file_store, "pinned-1", small=True)
+    run's pinned Table 10 pair, not the two best of the run); ``--set`` and ``--preset`` still win.
+    Through ``main`` in this process: settings, not process behaviour (the command as a process is
+    test_cli_report_writes_and_copies_the_report's); probes only, the pair being all it reads."""
+    from vismem.pipelines.cli import main
+
+    _write_all(file_store, "pinned-1", probes_only=True)
     key = "runs/pinned-1/manifest.json"
     file_store.put_json(key, {**file_store.get_json(key),
                               "config": {"seed": 1, "report": {"compare": ["dualmem", "caption"], "n_resamples": 300}}})
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    monkeypatch.chdir(tmp_path)
     perm_csv = Path(file_store.uri[len("file://"):]) / "runs" / "pinned-1" / "report" / "tables" / "permutation.csv"
 
     def pair(*extra):
-        cmd = [sys.executable, "-m", "vismem", "report", "pinned-1", "--store", file_store.uri, "--no-viewers",
-               "--json", *extra]
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
-        assert res.returncode == 0, res.stderr[-2000:]
+        capsys.readouterr()
+        code = main(["report", "pinned-1", "--store", file_store.uri, "--no-viewers", "--json", *extra])
+        assert code == 0, capsys.readouterr().err[-2000:]
+        assert json.loads(capsys.readouterr().out)["found"] == ["probes"]
         perm = pl.read_csv(perm_csv)
         return set(perm["a"].to_list()) | set(perm["b"].to_list())
 

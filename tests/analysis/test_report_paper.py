@@ -60,8 +60,29 @@ def _table(rep, tid):
     return next(t for t in rep.tables() if t.id == tid)
 
 
-def test_headline_box_measures_each_papers_contrast_with_paired_cis_and_paper_numbers():
-    rep = build_report(_tables(), "h", options=FAST)
+# Each report is built once per module and only read by the tests below (its figures, drawn as it is
+# built, are most of its cost): one per input the tests share.
+@pytest.fixture(scope="module")
+def gemini_rep():
+    """The Gemini back-end's tables, no manifest."""
+    return build_report(_tables(), "h", options=FAST)
+
+
+@pytest.fixture(scope="module")
+def rec_rep():
+    """The stand-in recall back-end's tables, no manifest (nothing recorded: no stand-in claimed)."""
+    return build_report(_tables(REC), "s", options=FAST)
+
+
+@pytest.fixture(scope="module")
+def rec_manifest_rep():
+    """The stand-in recall back-end's tables with the replay stage's component records."""
+    tables = _tables(REC)
+    return build_report(tables, "s", options=FAST, manifest=_manifest(tables["probes"]["architecture"].unique().to_list()))
+
+
+def test_headline_box_measures_each_papers_contrast_with_paired_cis_and_paper_numbers(gemini_rep):
+    rep = gemini_rep
     assert rep.headline is not None
     t = _table(rep, "headline").df
     dmv = {r["contrast"].split(" (Table")[0]: r for r in t.filter(pl.col("study") == "DMV-Bench").iter_rows(named=True)}
@@ -89,16 +110,16 @@ def test_headline_box_measures_each_papers_contrast_with_paired_cis_and_paper_nu
     assert 'id="tbl-headline"' in html and 'href="tables/headline.csv"' in html
 
 
-def test_headline_paper_setting_is_named_for_a_stand_in_back_end():
-    rep = build_report(_tables(REC), "h", options=FAST)
+def test_headline_paper_setting_is_named_for_a_stand_in_back_end(rec_rep):
+    rep = rec_rep
     top = _table(rep, "headline").df.filter(pl.col("contrast").str.starts_with("DualMem vs the best other")).row(
         0, named=True)
     assert top["setting"] == f"{REC}, J=5"
     assert top["paper A"] == pytest.approx(0.827) and top["paper setting"] == "Gemini 2.5 Flash, J=5 (Table 2)"
 
 
-def test_table2_rows_follow_the_paper_with_family_rows_and_a_paper_column():
-    rep = build_report(_tables(), "o", options=FAST)
+def test_table2_rows_follow_the_paper_with_family_rows_and_a_paper_column(gemini_rep):
+    rep = gemini_rep
     t2 = _table(rep, "table2")
     assert t2.df["architecture"].to_list() == [*PAPER_ORDER, "n_r"]
     assert t2.group == "family" and "family" not in t2.shown
@@ -117,7 +138,7 @@ def test_table2_rows_follow_the_paper_with_family_rows_and_a_paper_column():
     assert "_Reference baselines" in to_markdown(rep)
 
 
-def test_tsr_bar_chart_in_paper_order_with_ci_error_bars():
+def test_tsr_bar_chart_in_paper_order_with_ci_error_bars(gemini_rep):
     from vismem.analysis import dmv, figures
 
     cells = dmv.tsr_cells(_probes(), n_resamples=200, seed=1)
@@ -131,8 +152,7 @@ def test_tsr_bar_chart_in_paper_order_with_ci_error_bars():
     segments = bars.errorbar.lines[2][0].get_segments()  # CI whiskers, one per bar
     assert len(segments) == len(PAPER_ORDER) and any(abs(s[1][1] - s[0][1]) > 0 for s in segments)
     figures.render(fig)
-    rep = build_report(_tables(), "b", options=FAST)
-    assert any(f.id == "tsr-bars" for f in rep.figures())
+    assert any(f.id == "tsr-bars" for f in gemini_rep.figures())
 
 
 def test_memshot_tables_in_paper_order_with_families():
@@ -147,10 +167,8 @@ def test_memshot_tables_in_paper_order_with_families():
     assert abl.group == "block" and abl.df["block"].to_list()[:2] == ["Full Session", "Full Session"]
 
 
-def test_stand_ins_named_in_every_dmv_table_from_the_manifest():
-    tables = _tables(REC)
-    archs = tables["probes"]["architecture"].unique().to_list()
-    rep = build_report(tables, "s", options=FAST, manifest=_manifest(archs))
+def test_stand_ins_named_in_every_dmv_table_from_the_manifest(rec_manifest_rep, rec_rep):
+    rep = rec_manifest_rep
     for tid in ("table2", "bootstrap", "reach", "ablations", "table4", "permutation", "headline", "leader-bins"):
         cap = _table(rep, tid).caption
         assert "visual encoder pocket-clip (stand-in)" in cap and "catalogue/caption (stand-in)" in cap, (tid, cap)
@@ -167,14 +185,14 @@ def test_stand_ins_named_in_every_dmv_table_from_the_manifest():
     assert "dualmem-clip" not in cap.split("Equal probe by probe")[1]  # another rate: not equal
     assert "scripted-recall (stand-in)" in cap and "opens the first recalled item" in cap
     # No manifest record: nothing claimed.
-    bare = build_report(tables, "s", options=FAST)
+    bare = rec_rep
     assert "stand-in)" not in _table(bare, "ablations").df["variant"].str.join("").item()
     assert "pocket-clip" not in _table(bare, "table2").caption
 
 
-def test_no_equal_rows_claim_with_a_real_recall_back_end():
-    rep = build_report(_tables("gemini-2.5-flash"), "e", options=FAST)
-    assert "Equal probe by probe" not in _table(rep, "ablations").caption
+def test_no_equal_rows_claim_with_a_real_recall_back_end(gemini_rep):
+    # gemini_rep is _tables("gemini-2.5-flash"): a real recall back-end
+    assert "Equal probe by probe" not in _table(gemini_rep, "ablations").caption
 
 
 def test_csv_in_the_pages_units_and_linked_beside_every_table(file_store):
@@ -242,12 +260,12 @@ def test_equal_rows_whose_paper_encoders_ran_one_stand_in_are_named():
     assert "both ran" not in equal_rows_note(probes, ["dualmem-a0.5", "dualmem-clip"], runs)
 
 
-def test_figures_shown_at_half_their_pixel_width():
+def test_figures_shown_at_half_their_pixel_width(gemini_rep):
     import base64
 
     from PIL import Image
 
-    html = to_html(build_report(_tables(), "w", options=FAST))
+    html = to_html(gemini_rep)
     imgs = re.findall(r'<img src="data:image/png;base64,([^"]+)" width="(\d+)"', html)
     assert len(imgs) >= 3 and html.count("<img ") == len(imgs)
     for data, width in imgs:
@@ -396,16 +414,15 @@ def test_recorded_labels_are_escaped_and_the_report_stays_self_contained():
     assert hrefs and all(h.startswith(("tables/", "figures/")) for h in hrefs), hrefs
 
 
-def test_in_chromium_headline_first_family_rows_span_the_table_and_csv_links_resolve(file_store, chromium_path):
+def test_in_chromium_headline_first_family_rows_span_the_table_and_csv_links_resolve(file_store, chromium_path,
+                                                                                    rec_manifest_rep):
     from pathlib import Path
 
     from playwright.sync_api import sync_playwright
 
     from tests.conftest import CHROMIUM_ARGS
 
-    tables = _tables(REC)
-    rep = build_report(tables, "ch", options=FAST, manifest=_manifest(tables["probes"]["architecture"].unique()))
-    keys = write_report(file_store, "runs/ch", rep)
+    keys = write_report(file_store, "runs/ch", rec_manifest_rep)
     url = file_store.url(keys["html"])
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)

@@ -105,7 +105,17 @@ def _browser(chromium_path):
     return pw, pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
 
 
-def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
+@pytest.fixture(scope="module")
+def browser(chromium_path):
+    """One Chromium for the module's three page tests (a launch each cost more than their pages);
+    each test opens its own context, so no storage or page state passes between them."""
+    pw, chromium = _browser(chromium_path)
+    yield chromium
+    chromium.close()
+    pw.stop()
+
+
+def test_trajectory_viewer_from_file_url(file_store, browser, tmp_path):
     from vismem.pipelines.report.viewers import copy_report, write_viewers
 
     _write_trajectories(file_store, "tv-1")
@@ -113,9 +123,9 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
     assert errors == {} and written == {"trajectories": "trajectories.html"}  # no MemShot ranking: no samples page
     index_dir = copy_report(file_store, "tv-1", tmp_path / "out").parent
     url = (index_dir / "trajectories.html").as_uri()
-    pw, browser = _browser(chromium_path)
+    ctx = browser.new_context()
     try:
-        page = browser.new_page()
+        page = ctx.new_page()
         errs: list[str] = []
         page.on("pageerror", lambda e: errs.append(str(e)))
         page.goto(url, wait_until="load")
@@ -174,12 +184,11 @@ def test_trajectory_viewer_from_file_url(file_store, chromium_path, tmp_path):
         assert page.locator(".probe-item").count() == 2
         assert errs == []
     finally:
-        browser.close()
-        pw.stop()
+        ctx.close()
 
 
 @pytest.mark.usefixtures("ray_local")
-def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chromium_path, tmp_path, locomo_cut):
+def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, browser, tmp_path, locomo_cut):
     """Real memshot stage (render, MiniLM retrieval, scripted answers and judge), then the report
     stage: the sample viewer shows a question's gold answer, prediction, verdict, F1 and a shot."""
     from vismem.pipelines.config import load_config
@@ -210,9 +219,9 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
     html_path = Path(summary["viewers"]["samples"][len("file://"):])
     index_html = Path(summary["html"][len("file://"):]).read_text()
     assert 'href="samples.html#variant=no-render&amp;k=3"' in index_html  # report rows link to the viewer
-    pw, browser = _browser(chromium_path)
+    ctx = browser.new_context()
     try:
-        page = browser.new_page()
+        page = ctx.new_page()
         errs: list[str] = []
         page.on("pageerror", lambda e: errs.append(str(e)))
         page.goto(html_path.as_uri() + "#variant=no-render&k=3", wait_until="load")
@@ -274,8 +283,7 @@ def test_sample_viewer_after_a_memshot_run_with_a_scripted_vlm(file_store, chrom
         assert card.locator("b").first.text_content() == f"#{far['evidence_rank']} {far['evidence_unit']}"
         assert errs == []
     finally:
-        browser.close()
-        pw.stop()
+        ctx.close()
 
 
 def test_sample_data_marks_evidence_and_falls_back_to_retrieval_only():
@@ -304,7 +312,7 @@ HOSTILE = ["<!--<script", "</script><script>window.pwned = 1</script>", "<!-- a 
            "<script>window.pwned = 2</script>", "<img src=x onerror=window.pwned=3>", "\u2028 \u2029 & < >"]
 
 
-def test_hostile_text_in_the_data_blocks_is_shown_as_text(chromium_path, tmp_path):
+def test_hostile_text_in_the_data_blocks_is_shown_as_text(browser, tmp_path):
     """Every viewer data block keeps hostile strings as data: the sample viewer lists every question,
     shows each string exactly, and nothing in them runs."""
     from vismem.analysis.samples import sample_viewer
@@ -326,9 +334,9 @@ def test_hostile_text_in_the_data_blocks_is_shown_as_text(chromium_path, tmp_pat
                           "url": [f"/p/{i}" for i in range(n)], "thought": HOSTILE, "reply": HOSTILE})
     traj = tmp_path / "trajectories.html"
     traj.write_text(trajectory_viewer(steps, None, {}, run_id="hostile"))
-    pw, browser = _browser(chromium_path)
+    ctx = browser.new_context()
     try:
-        page = browser.new_page()
+        page = ctx.new_page()
         errs: list[str] = []
         page.on("pageerror", lambda e: errs.append(str(e)))
         page.goto(samples.as_uri() + "#variant=no-render&k=1", wait_until="load")
@@ -350,5 +358,4 @@ def test_hostile_text_in_the_data_blocks_is_shown_as_text(chromium_path, tmp_pat
         assert [t.text_content() for t in thoughts.all()] == [f"Thought: {h}" for h in HOSTILE]
         assert page.evaluate("window.pwned") is None and errs == []
     finally:
-        browser.close()
-        pw.stop()
+        ctx.close()

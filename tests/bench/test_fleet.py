@@ -38,7 +38,10 @@ def test_answers_keep_a_tiny_fleet_busy_and_the_plan_predicts_the_wall():
     assert recs["answers.plan_error"]["value"] == pytest.approx(abs(res["plan_s"] / st["wall_s"] - 1))
 
 
-def test_encode_stage_on_local_ray_against_the_fleet():
+def test_encode_stage_on_local_ray_against_the_fleet(ray_local):
+    # On the session's local Ray (the run leaves a caller's Ray running): the fleet's window, the
+    # only one measured, starts after the actors are up either way; the bench's own Ray start-up
+    # (every `vismem run` pays it, tested there) would be most of this test's time.
     res = run_fleet(TINY, ("encode",))["encode"]
     st = res["stats"]
     _consistent(st, 4)

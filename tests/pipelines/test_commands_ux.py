@@ -27,7 +27,8 @@ def _vismem(*args: str, cwd: Path, timeout: int = 300, env: dict | None = None) 
                           env={**ENV, **(env or {})}, timeout=timeout)
 
 
-def _write_results(store, run_id: str) -> dict[str, pl.DataFrame]:
+def _write_results(store, run_id: str, kinds: tuple[str, ...] | None = None) -> dict[str, pl.DataFrame]:
+    """The result tables (``kinds`` of them, default all) written under ``runs/<run_id>``."""
     prefix = f"runs/{run_id}"
     tables = {"probes": synthetic.probes(backends=("toy",), Js=(4,), chains=3),
               "encoding": synthetic.encoding(backends=("toy",), chains=3, J=4),
@@ -35,6 +36,7 @@ def _write_results(store, run_id: str) -> dict[str, pl.DataFrame]:
               "memshot_answers": synthetic.memshot_answers(questions=12).with_row_index("_i").with_columns(
                   pl.when(pl.col("_i") < 2).then(None).otherwise(pl.col("judge_label")).alias("judge_label")).drop("_i"),
               "memshot_recall": synthetic.memshot_recall(questions=12)}
+    tables = {k: df for k, df in tables.items() if kinds is None or k in kinds}
     for kind, df in tables.items():
         write_results(store, prefix, kind, df)
     return tables
@@ -138,17 +140,22 @@ def test_quiet_routes_ray_data_and_transformers_logging_to_the_run_log(tmp_path,
     assert v.handler is None and v.saved == {}
 
 
-def test_run_prints_the_summary_and_writes_json(tmp_path):
+def test_run_prints_the_summary_and_writes_json(tmp_path, capsys, monkeypatch):
     """``vismem run report`` on stored results: the rich summary on stdout (numbers = the tables),
     nothing from Ray Data on stderr, the run log in the run folder; ``--json`` is machine-readable."""
     from vismem.core.store import Store
+    from vismem.pipelines.cli import main
 
     store_uri = f"file://{tmp_path}/store"
     common = ["report", "--store", store_uri, "--set", f"runs_dir={tmp_path}/runs", "--set", "report.n_resamples=300",
               "--no-progress"]
-    printed = _vismem("run", *common, "--print-config", cwd=tmp_path)
-    run_id = printed.stdout.splitlines()[0].split(": ", 1)[1]
-    want = _write_results(Store.open(store_uri), run_id)
+    # The run id only (no process behaviour in it): in-process, not a third interpreter start-up.
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", *common, "--print-config"]) == 0
+    run_id = capsys.readouterr().out.splitlines()[0].split(": ", 1)[1]
+    # Probes only: every number this test reads is a TSR (the MemShot rows' numbers are checked in
+    # test_summary_numbers_equal_the_result_tables); MemShot tables would add figures to each report.
+    want = _write_results(Store.open(store_uri), run_id, kinds=("probes",))
     res = _vismem("run", *common, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"vismem run {run_id} done in" in res.stdout and "Where things are" in res.stdout
@@ -174,7 +181,21 @@ def _manifest(run_id: str, started: str, stages: dict[str, str]) -> dict:
             "stages": {k: {"status": v, "wall_s": 2.0} for k, v in stages.items()}}
 
 
-def test_runs_and_store_get_round_trip(file_store, tmp_path):
+def _cli(capsys, *args: str) -> subprocess.CompletedProcess:
+    """``vismem ARGS`` in this process (``main``): its exit code, stdout and stderr."""
+    from vismem.pipelines.cli import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+
+def test_runs_and_store_get_round_trip(file_store, tmp_path, capsys, monkeypatch):
+    """``runs`` and ``store get|ls|cat``: the first listing through ``python -m vismem`` (the entry
+    point, exit code and stdout of a real process), the rest through ``main`` in this process (the
+    same code, no interpreter start-up each)."""
+    monkeypatch.chdir(tmp_path)
     file_store.put_json("runs/alpha-0123456789/manifest.json", _manifest(
         "alpha-0123456789", "2026-01-02T03:04:05Z", {"memshot": "done", "report": "done"}))
     file_store.put_bytes("runs/alpha-0123456789/report/index.html", b"<html>alpha</html>")
@@ -189,29 +210,29 @@ def test_runs_and_store_get_round_trip(file_store, tmp_path):
     assert listed["alpha-0123456789"]["status"] == "done" and listed["alpha-0123456789"]["report"]
     assert listed["beta-9876543210"]["status"] == "partial" and listed["beta-9876543210"]["report"] is None
     assert [r["run_id"] for r in json.loads(runs.stdout)] == ["beta-9876543210", "alpha-0123456789"]  # newest first
-    table = _vismem("runs", *st, cwd=tmp_path)
+    table = _cli(capsys, "runs", *st)
     assert "alpha-0123456789" in table.stdout and "beta-9876543210" in table.stdout  # ids never cut
     # get: one object, then a prefix into a folder; bytes identical.
-    got = _vismem("store", "get", "runs/alpha-0123456789/manifest.json", str(tmp_path / "m.json"), *st, cwd=tmp_path)
+    got = _cli(capsys, "store", "get", "runs/alpha-0123456789/manifest.json", str(tmp_path / "m.json"), *st)
     assert got.returncode == 0, got.stderr
     assert (tmp_path / "m.json").read_bytes() == file_store.get_bytes("runs/alpha-0123456789/manifest.json")
-    got = _vismem("store", "get", "runs/alpha-0123456789/report/", str(tmp_path / "rep"), *st, cwd=tmp_path)
+    got = _cli(capsys, "store", "get", "runs/alpha-0123456789/report/", str(tmp_path / "rep"), *st)
     assert got.returncode == 0 and (tmp_path / "rep" / "index.html").read_bytes() == b"<html>alpha</html>"
     assert (tmp_path / "rep" / "figures" / "f.svg").read_bytes() == b"<svg/>"
     # ls: sizes as stored and a total; --keys for scripts.
-    ls = _vismem("store", "ls", "runs/alpha-0123456789/report", *st, cwd=tmp_path)
+    ls = _cli(capsys, "store", "ls", "runs/alpha-0123456789/report", *st)
     assert ls.stdout.splitlines()[:2] == [" 6 B  runs/alpha-0123456789/report/figures/f.svg",
                                           "18 B  runs/alpha-0123456789/report/index.html"]
     assert ls.stdout.splitlines()[-1].startswith("2 objects, 24 B under ")
-    keys = _vismem("store", "ls", "runs/alpha-0123456789/report", "--keys", *st, cwd=tmp_path)
+    keys = _cli(capsys, "store", "ls", "runs/alpha-0123456789/report", "--keys", *st)
     assert keys.stdout.split() == ["runs/alpha-0123456789/report/figures/f.svg",
                                    "runs/alpha-0123456789/report/index.html"]
     # cat: JSON pretty, Parquet as a table.
-    cat = _vismem("store", "cat", "runs/beta-9876543210/manifest.json", *st, cwd=tmp_path)
+    cat = _cli(capsys, "store", "cat", "runs/beta-9876543210/manifest.json", *st)
     assert json.loads(cat.stdout)["stages"]["encode"]["status"] == "partial"
-    cat = _vismem("store", "cat", "runs/alpha-0123456789/results/encoding.parquet", "--rows", "3", *st, cwd=tmp_path)
+    cat = _cli(capsys, "store", "cat", "runs/alpha-0123456789/results/encoding.parquet", "--rows", "3", *st)
     assert cat.returncode == 0 and "rows x" in cat.stdout.splitlines()[-1] and "steps" in cat.stdout
-    missing = _vismem("store", "get", "runs/nope/x.json", *st, cwd=tmp_path)
+    missing = _cli(capsys, "store", "get", "runs/nope/x.json", *st)
     assert missing.returncode == 1 and "nothing at" in missing.stderr
 
 
@@ -249,7 +270,7 @@ def test_report_copied_out_of_s3_opens_locally_and_rows_link_to_the_viewer(s3_st
             browser.close()
 
 
-def test_shots_command_renders_a_gallery(tmp_path, chromium_path):
+def test_shots_command_renders_a_gallery(tmp_path, chromium_path, capsys):
     out = tmp_path / "shots"
     res = _vismem("shots", "--conversation", "conv-26", "--session", "1", "--out", str(out), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
@@ -273,7 +294,8 @@ def test_shots_command_renders_a_gallery(tmp_path, chromium_path):
             assert units[0]["unit_id"] in page.locator(".unit").first.text_content()
         finally:
             browser.close()
-    bad = _vismem("shots", "--conversation", "conv-nope", "--out", str(out), cwd=tmp_path)
+    # A bad conversation id: the same command's refusal, in this process (no second start-up).
+    bad = _cli(capsys, "shots", "--conversation", "conv-nope", "--out", str(out))
     assert bad.returncode != 0 and "no conversation" in bad.stderr
 
 
@@ -386,6 +408,7 @@ def test_a_corrupt_manifest_is_flagged_and_never_hides_the_other_runs(file_store
     assert "\n" not in err and err.endswith("share no scored questions or probes: nothing to compare"), err
 
 
+@pytest.mark.usefixtures("ray_local")  # about the manifest, not Ray: the session's, not a start-up of its own
 def test_a_run_over_its_own_corrupt_manifest_names_it_and_writes_a_new_one(tmp_path, caplog):
     import logging
 
