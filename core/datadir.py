@@ -37,6 +37,7 @@ from typing import Any, Iterator, NamedTuple
 
 from vismem.core.bounds import DATA_DIR_BYTES, DATA_DIR_OBJECT_BYTES, DATA_DIR_OBJECTS
 from vismem.core.errors import ConfigError, no_space
+from vismem.core.wholefile import whole_file
 
 #: Schemes a ``data_dir`` may name besides a local path.
 REMOTE_SCHEMES = ("s3://",)
@@ -227,29 +228,18 @@ def _fetch(store: Any, shown: str, root: Path, obj: _Object) -> None:
     """Stream ``obj`` into a temporary file beside its place; rename it there when it is whole
     (its listed size), then record its ETag. Nothing half-written is ever left in place."""
     dest = root / obj.key
-    tmp: str | None = None
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-        with os.fdopen(fd, "wb") as out:
+        with whole_file(dest) as out:
             got = _stream(store, shown, obj, out)
-        if got != obj.size:
-            raise ConfigError(f"data_dir {shown!r}: object {obj.key!r} changed while it was copied "
-                              f"({f'more than {obj.size:,}' if got > obj.size else f'{got:,}'} bytes, "
-                              f"listed {obj.size:,}); run again")
-        os.replace(tmp, dest)
-        tmp = None
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-        with os.fdopen(fd, "w") as out:
+            if got != obj.size:
+                raise ConfigError(f"data_dir {shown!r}: object {obj.key!r} changed while it was copied "
+                                  f"({f'more than {obj.size:,}' if got > obj.size else f'{got:,}'} bytes, "
+                                  f"listed {obj.size:,}); run again")
+        with whole_file(_tag(dest), "w") as out:
             out.write(obj.etag)
-        os.replace(tmp, _tag(dest))
-        tmp = None
     except OSError as err:
         raise no_space(err, dest) or ConfigError(f"data_dir {shown!r}: object {obj.key!r} cannot be copied "
                                                   f"to {dest}: {err}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def _stream(store: Any, shown: str, obj: _Object, out: Any) -> int:

@@ -12,13 +12,13 @@ hashed as it streams and refused when its bytes are not the digest its key names
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from vismem.core.blobref import BlobCheck, parse_ref
 from vismem.core.errors import StoreError, VismemError, no_space
+from vismem.core.wholefile import whole_file
 
 __all__ = ["CHUNK", "copy_out", "write_out"]
 
@@ -29,20 +29,11 @@ CHUNK = 8 << 20
 def copy_out(store: Any, key: str, dest: Path) -> int:
     """Copy ``key`` (an object or a ``blobref`` reference) of ``store`` to the file ``dest``;
     returns its size. ``dest`` appears only whole and checked; on any failure it is untouched."""
-    tmp: str | None = None
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-        with os.fdopen(fd, "wb") as out:
-            size = write_out(store, key, out, tail=f"; nothing was written to {dest}")
-        os.replace(tmp, dest)
-        tmp = None
-        return size
+        with whole_file(dest) as out:
+            return write_out(store, key, out, tail=f"; nothing was written to {dest}")
     except OSError as err:  # the local side: the store's own failures are StoreErrors by now
         raise no_space(err, dest) or VismemError(f"cannot write {dest}: {err}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def write_out(store: Any, key: str, out: BinaryIO, *, tail: str = "") -> int:
