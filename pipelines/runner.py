@@ -174,14 +174,15 @@ def run(config: RunConfig, *, stages: tuple[str, ...] | None = None, progress: b
                                 store_name=config.store.uri)
             now["manifest"] = manifest
             manifest.begin(config, seeds={"root": config.seed})
-            import ray
+            if any(get_stage(name).needs_ray for name in todo):  # a report alone starts no Ray
+                import ray
 
-            started_ray = not ray.is_initialized()  # a caller's Ray (tests, notebooks) is left running
-            if started_ray:
-                lifeline = _ray_lifeline()
-            where[0] = "while Ray started"
-            init_ray(config.ray, env_vars=env)
-            _check_servers(servers, where[0])  # a store gone while Ray started is named as such
+                started_ray = not ray.is_initialized()  # a caller's Ray (tests, notebooks) is left running
+                if started_ray:
+                    lifeline = _ray_lifeline()
+                where[0] = "while Ray started"
+                init_ray(config.ray, env_vars=env)
+                _check_servers(servers, where[0])  # a store gone while Ray started is named as such
             ctx = RunContext(config=config, store=store, run_dir=run_dir, manifest=manifest, store_env=env)
             log.info("run %s: store %s, stages %s", config.run_id, store.uri, ",".join(todo))
             for i, name in enumerate(todo, 1):

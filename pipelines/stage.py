@@ -77,6 +77,8 @@ class Stage:
             their content digests enter the run id (``RunConfig.input_files``).
         describe: ``describe(summary) -> str``, one line of what ran and what was reused (the
             end-of-run summary table).
+        needs_ray: whether the stage runs Ray jobs; a run of stages that need none (``vismem run
+            report``) neither starts nor attaches to a Ray.
     """
 
     name: str
@@ -87,6 +89,7 @@ class Stage:
     check: Callable[[Any], None] = _no_check
     inputs: Callable[[Any, Path], dict[str, Path]] = _no_inputs
     describe: Callable[[StageSummary], str] = _no_description
+    needs_ray: bool = True
 
     def enabled(self, config: "RunConfig") -> bool:
         """Whether the config's section switches the stage on (``<section>.enabled``)."""

@@ -80,31 +80,108 @@ RAY_FIXTURES = ("ray_local",)
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """``scripts/test.sh`` runs 2 xdist workers with ``--dist loadgroup``; the groups are ours: a
-    module runs whole on one worker (its module-scoped fixtures -- a shop, a browser -- start once,
-    not once per worker) and the modules on the session's local Ray share one worker (one Ray
-    start-up; two Rays never fight over the 2 cores while the other worker runs the rest).
-    xdist's own ``xdist_group`` markers cannot do it under pytest 9 (it renames ``item._nodeid``,
-    which pytest 9 no longer reads)."""
+    """``scripts/test.sh`` runs xdist workers with ``--dist loadgroup``; the groups are ours: the
+    tests on the session's local Ray share one worker (one Ray start-up; two session Rays never
+    fight over the cores) and every other test runs with the rest of its module on one worker (its
+    module-scoped fixtures -- a shop, a browser -- start once, not once per worker). A test is on
+    the session's Ray when it asks for ``ray_local``, directly or through fixtures
+    (:func:`_ray_tests`): the other tests of such a module (a run in a fresh process, a pure check)
+    need not wait for the Ray worker. xdist's own ``xdist_group`` markers cannot do it under
+    pytest 9 (it renames ``item._nodeid``, which pytest 9 no longer reads)."""
     if config.getoption("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "ray" if _uses_ray(module) else module
+            module, _, rest = nodeid.partition("::")
+            test = rest.rsplit("::", 1)[-1].split("[", 1)[0]
+            ray = _ray_tests(module)
+            return "ray" if ray is ALL or test in ray else module
 
     return ModuleScheduling(config, log)
 
 
+#: :func:`_ray_tests` of a module whose every test is on the session's Ray.
+ALL = frozenset({"*"})
+
+
 @functools.cache
-def _uses_ray(module: str) -> bool:
+def _ray_tests(module: str) -> frozenset[str]:
+    """The test functions of ``module`` that ask for the session's Ray (``RAY_FIXTURES``) through
+    their arguments, the module's fixtures or the conftest files' (ALL: an autouse fixture does,
+    or the module names the fixture where its arguments cannot tell, e.g. ``getfixturevalue``)."""
+    import ast
+
     try:
         src = (REPO / module).read_text()
     except OSError:
-        return False
-    return any(name in src for name in RAY_FIXTURES)
+        return frozenset()
+    if not any(name in src for name in RAY_FIXTURES):
+        return frozenset()
+    fixtures: dict[str, tuple[set[str], bool]] = {}  # name -> (its arguments, autouse)
+    for conftest in _conftests(REPO / module):
+        fixtures.update(_fixture_args(ast.parse(conftest.read_text())))
+    tree = ast.parse(src)
+    fixtures.update(_fixture_args(tree))
+    needs: dict[str, bool] = {}
+
+    def uses(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        if name in RAY_FIXTURES:
+            return True
+        if name not in fixtures or name in seen:
+            return False
+        if name not in needs:
+            needs[name] = any(uses(a, seen | {name}) for a in fixtures[name][0])
+        return needs[name]
+
+    if any(auto and uses(name) for name, (_, auto) in fixtures.items()):
+        return ALL
+    lines = src.splitlines()
+
+    def text(f) -> str:  # a function with its decorators (``usefixtures`` marks)
+        return "\n".join(lines[min([f.lineno, *(d.lineno for d in f.decorator_list)]) - 1:f.end_lineno])
+
+    defs = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
+    tests = [f for f in defs if f.name.startswith("test")]
+    ray = {f.name for f in tests if any(uses(a.arg) for a in f.args.args)
+           or any(name in text(f) for name in RAY_FIXTURES)}
+    # A mention anywhere else (a module-level ``pytestmark``, a class's mark, a helper) may put
+    # any test on the Ray: only the whole module is safe.
+    rest = src
+    for f in (*(f for f in tests if f.name in ray), *(f for f in defs if f.name in fixtures)):
+        rest = rest.replace(text(f), "")
+    if any(name in rest for name in RAY_FIXTURES):
+        return ALL
+    return frozenset(ray)
+
+
+def _conftests(module: Path) -> list[Path]:
+    """The conftest files above ``module`` up to the repository, outermost first."""
+    out, d = [], module.parent
+    while d != REPO.parent and REPO in (d, *d.parents):
+        if (d / "conftest.py").is_file():
+            out.append(d / "conftest.py")
+        d = d.parent
+    return out[::-1]
+
+
+def _fixture_args(tree) -> dict[str, tuple[set[str], bool]]:
+    """``name -> (argument names, autouse)`` of the ``@pytest.fixture`` functions in a module."""
+    import ast
+
+    out = {}
+    for f in ast.walk(tree):
+        if not isinstance(f, ast.FunctionDef):
+            continue
+        for dec in f.decorator_list:
+            text = ast.unparse(dec)
+            if "fixture" in text:
+                args = {a.arg for a in f.args.args}
+                # a fixture that asks for the Ray by name in its body (``getfixturevalue``)
+                args |= {n for n in RAY_FIXTURES if n in ast.unparse(f)}
+                out[f.name] = (args, "autouse=True" in text)
+    return out
 
 
 @pytest.fixture(scope="session")

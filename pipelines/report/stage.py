@@ -42,4 +42,4 @@ def describe(s: dict[str, Any]) -> str:
     return f"{count(s.get('tables'))} tables, {count(s.get('figures'))} figures; viewers: {v}"
 
 
-STAGE = Stage(name="report", describe=describe, section="report", run=run)
+STAGE = Stage(name="report", describe=describe, section="report", run=run, needs_ray=False)

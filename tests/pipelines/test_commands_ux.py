@@ -170,6 +170,7 @@ def test_run_prints_the_summary_and_writes_json(tmp_path, capsys, monkeypatch):
                  env={"VISMEM_PROGRESS": "1"})
     assert js.returncode == 0, js.stderr[-3000:]
     assert "stage 1/1 report: started" in js.stderr and "stage 1/1 report: done in" in js.stderr, js.stderr[-2000:]
+    assert "Ray: starting" not in js.stderr, js.stderr[-2000:]  # a report alone runs no Ray job
     data = json.loads(js.stdout)
     assert data["_run_id"] == run_id and data["report"]["status"] == "done"
     heads = {r["architecture"]: f"{100 * r['tsr']:.1f}" for r in data["_summary"]["headline"]["dmv"]}
