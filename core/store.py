@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -30,6 +29,7 @@ from vismem.core.storefault import guarded, store_fault, write_all
 from vismem.core.storetables import StoreTables
 from vismem.core.secrets import strip_userinfo
 from vismem.core.storeuri import StoreSpec, validate_uri
+from vismem.core.wholefile import whole_file
 
 @dataclass
 class Store(StoreTables):
@@ -184,18 +184,8 @@ class Store(StoreTables):
             extra = {"ContentType": content_type} if content_type else {}
             self._s3().put_object(Bucket=bucket, Key=k, Body=data, **extra)
             return
-        path = self._local_root() / self._clean(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            try:
-                write_all(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with whole_file(self._local_root() / self._clean(key), suffix=TMP_SUFFIX) as out:
+            write_all(out.fileno(), data)
 
     @guarded
     def put_file(self, key: str, path: str | Path) -> None:
@@ -204,16 +194,8 @@ class Store(StoreTables):
         if self.is_s3:
             self._s3().upload_file(str(path), *self._s3_key(key))
             return
-        dest = self._local_root() / self._clean(key)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            shutil.copyfile(path, tmp)
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with open(path, "rb") as src, whole_file(self._local_root() / self._clean(key), suffix=TMP_SUFFIX) as out:
+            shutil.copyfileobj(src, out, 1 << 20)
 
     @guarded
     def get_bytes(self, key: str, *, bound: Bound | None = None) -> bytes:
@@ -318,7 +300,7 @@ class Store(StoreTables):
             return
         for dirpath, _dirs, files in os.walk(start):
             for name in files:
-                if name.startswith(".") and name.endswith(".tmp"):
+                if name.startswith(".") and name.endswith(TMP_SUFFIX):
                     continue
                 yield str(Path(dirpath, name).relative_to(base))
 
@@ -361,6 +343,8 @@ class Store(StoreTables):
 
 #: Largest JSON object read back from a store (bytes): a shard or manifest is kB to a few MB.
 MAX_JSON_BYTES = 256 << 20
+#: The suffix of a local object being written (never listed as an object).
+TMP_SUFFIX = ".tmp"
 
 
 def _within(url: str, size: int | None, limit: Bound | int | None) -> None:

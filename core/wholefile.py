@@ -1,6 +1,7 @@
 """A local file that appears only whole: written to a temporary file beside its place and renamed
 there when the writer finishes; on any failure the place is left as it was and no temporary file
-stays (``vismem store get``, the node-local copy of an ``s3://`` data_dir)."""
+stays (a ``file://`` store's objects, ``vismem store get``, the node-local copy of an ``s3://``
+data_dir)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ __all__ = ["whole_file"]
 
 
 @contextmanager
-def whole_file(dest: Path, mode: str = "wb") -> Iterator[IO]:
-    """An open temporary file (``mode``) beside ``dest``, renamed to ``dest`` when the block ends
-    without an exception and removed when it raises."""
+def whole_file(dest: Path, mode: str = "wb", *, suffix: str = ".part") -> Iterator[IO]:
+    """An open temporary file (``mode``; named ``.<name>.<random><suffix>``) beside ``dest``,
+    renamed to ``dest`` when the block ends without an exception and removed when it raises."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=suffix)
     try:
         with os.fdopen(fd, mode) as out:
             yield out
