@@ -245,11 +245,8 @@ def _fetch(store: Any, shown: str, root: Path, obj: _Object) -> None:
 def _stream(store: Any, shown: str, obj: _Object, out: Any) -> int:
     """Write ``obj``'s bytes to ``out``, reading no more than one byte past its listed size;
     returns how many bytes came (more than the size: the object grew)."""
-    from vismem.core import s3client
-
-    bucket, _, key = store.arrow_path(obj.key).partition("/")
     with _remote(store, shown, obj):
-        body = s3client.client(store.spec).get_object(Bucket=bucket, Key=key)["Body"]
+        body, _ = store.read_stream(obj.key)
     n = 0
     try:
         while n <= obj.size:

@@ -197,6 +197,31 @@ class Store(StoreTables):
         with open(path, "rb") as src, whole_file(self._local_root() / self._clean(key), suffix=TMP_SUFFIX) as out:
             shutil.copyfileobj(src, out, 1 << 20)
 
+    def read_stream(self, key: str, offset: int = 0, length: int | None = None) -> tuple[Any, int | None]:
+        """``(an open readable body, the bytes it holds)`` of ``key`` from ``offset`` (``length``
+        bytes; the rest by default): a local file or an S3 GET, ranged for a part. The caller
+        closes the body and names the failures its own way: a missing object raises
+        ``FileNotFoundError`` naming its URL, any other failure as the file system or the S3
+        client raised it (the S3 size: None where the server gave none)."""
+        if not self.is_s3:
+            path = self._local_root() / self._clean(key)
+            if not path.is_file():  # a folder is no object either
+                raise FileNotFoundError(f"nothing at {self.url(key)}")
+            fh = open(path, "rb")
+            fh.seek(offset)
+            return fh, length if length is not None else os.fstat(fh.fileno()).st_size - offset
+        from botocore.exceptions import ClientError
+
+        bucket, k = self._s3_key(key)
+        extra = {"Range": f"bytes={offset}-{offset + length - 1}"} if length else {}
+        try:
+            obj = self._s3().get_object(Bucket=bucket, Key=k, **extra)
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise FileNotFoundError(f"nothing at {self.url(key)}") from None
+            raise
+        return obj["Body"], length if length is not None else obj.get("ContentLength")
+
     @guarded
     def get_bytes(self, key: str, *, bound: Bound | None = None) -> bytes:
         """Read a blob, or the byte range a ``vismem.core.blobref`` reference names; a missing key raises

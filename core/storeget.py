@@ -11,7 +11,6 @@ hashed as it streams and refused when its bytes are not the digest its key names
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
@@ -59,35 +58,17 @@ def write_out(store: Any, key: str, out: BinaryIO, *, tail: str = "") -> int:
 
 @contextmanager
 def _opened(store: Any, key: str) -> Iterator[tuple[Any, int | None]]:
-    """``(a readable body, the bytes it must hold)`` for ``key``: a file or an S3 GET (a
-    reference: its byte range). A missing object is one line naming it."""
+    """``(a readable body, the bytes it must hold)`` for ``key`` (a reference: its byte range).
+    A missing object is one line naming it."""
     ref = parse_ref(key)
     plain, offset, length = ref if ref is not None else (key, 0, None)
-    path = store.arrow_path(plain)
-    if not store.is_s3:
-        if not Path(path).is_file():
-            raise VismemError(f"nothing at {store.url(plain)}")
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            yield fh, length if length is not None else os.fstat(fh.fileno()).st_size - offset
-        return
-    from botocore.exceptions import ClientError
-
-    from vismem.core import s3client
-
-    bucket, _, k = path.partition("/")
-    extra = {"Range": f"bytes={offset}-{offset + length - 1}"} if length else {}
     try:
         with _reading(store, plain):
-            obj = s3client.client(store.spec).get_object(Bucket=bucket, Key=k, **extra)
-    except ClientError as err:
-        code = err.response.get("Error", {}).get("Code")
-        if code in ("NoSuchKey", "404"):
-            raise VismemError(f"nothing at {store.url(plain)}") from None
-        raise StoreError(f"{store.url(plain)} cannot be read: {' '.join(str(err).split())[:300]}") from None
-    body = obj["Body"]
+            body, size = store.read_stream(plain, offset, length)
+    except FileNotFoundError:
+        raise VismemError(f"nothing at {store.url(plain)}") from None
     try:
-        yield body, length if length is not None else obj.get("ContentLength")
+        yield body, size
     finally:
         body.close()
 
@@ -97,7 +78,7 @@ def _reading(store: Any, key: str) -> Iterator[None]:
     """A read from the store that fails (the endpoint gone, the connection cut) is one line."""
     try:
         yield
-    except VismemError:
+    except (VismemError, FileNotFoundError):  # a missing object is named by the caller
         raise
     except Exception as err:  # botocore's errors, its timeouts (OSErrors), a read cut short
         fault = store.fault(err, key)

@@ -101,6 +101,9 @@ def test_a_read_that_fails_midway_leaves_nothing(file_store, tmp_path, capsys, m
         def __exit__(self, *exc):
             self.fh.close()
 
+        def close(self):
+            self.fh.close()
+
         def seek(self, n):
             self.fh.seek(n)
 
