@@ -45,6 +45,26 @@ def record(data: bytes) -> dict[str, Any]:
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def read_recorded(store: "Store", key: str, want: Any, by: str, *, bound: Any = None) -> bytes:
+    """The object at ``key``, checked against the record ``want`` (:func:`record`; None: nothing
+    recorded, trusted) that ``by`` kept (``"the done marker"``): a size or digest other than
+    recorded is :class:`CacheDamaged` naming both. One past ``bound`` is refused from its size:
+    damaged when ``by`` recorded another size, else :class:`TooLarge` (the object really is that
+    large: the bound, not the cache, is at fault)."""
+    try:
+        data = store.get_bytes(key, bound=bound)
+    except TooLarge as err:
+        if not isinstance(want, dict) or want.get("bytes") == err.size:
+            raise
+        raise CacheDamaged(f"damaged cache object {key}: {err.size:,} bytes, {by} recorded "
+                           f"{want.get('bytes')} bytes") from None
+    if want is not None and (not isinstance(want, dict) or record(data) != {k: want.get(k) for k in ("bytes", "sha256")}):
+        want = want if isinstance(want, dict) else {}
+        raise CacheDamaged(f"damaged cache object {key}: {len(data)} bytes, sha256 {record(data)['sha256'][:12]}, "
+                           f"{by} recorded {want.get('bytes')} bytes, sha256 {str(want.get('sha256'))[:12]}")
+    return data
+
+
 class UnitCache:
     """Units under ``prefix``: unit ``u`` has objects ``<prefix>/<u><suffix>`` and the marker
     ``<prefix>/<u>.done.json``. Picklable (holds the store and the prefix)."""
@@ -93,18 +113,8 @@ class UnitCache:
         Parquet object is at most ``TABLE_BYTES``: one past it is damaged when its marker
         recorded another size, else :class:`TooLarge` -- refused from its size, never read."""
         want = (self._marker(unit).get(OBJECTS) or {}).get(suffix)
-        key = self.key(unit, suffix)
-        try:
-            data = self.store.get_bytes(key, bound=TABLE_BYTES if suffix.endswith(".parquet") else None)
-        except TooLarge as err:
-            if want is None or not isinstance(want, dict) or want.get("bytes") == err.size:
-                raise  # the unit really is that large: the bound, not the cache, is at fault
-            raise CacheDamaged(f"damaged cache object {key}: {err.size:,} bytes, the done marker recorded "
-                               f"{want.get('bytes')} bytes") from None
-        if want is not None and record(data) != want:
-            raise CacheDamaged(f"damaged cache object {key}: {len(data)} bytes, sha256 {record(data)['sha256'][:12]}, "
-                               f"the done marker recorded {want['bytes']} bytes, sha256 {want['sha256'][:12]}")
-        return data
+        return read_recorded(self.store, self.key(unit, suffix), want, "the done marker",
+                             bound=TABLE_BYTES if suffix.endswith(".parquet") else None)
 
     def read_table(self, unit: str, suffix: str, columns: "list[str] | None" = None) -> Any:
         """A Parquet object of a finished unit as a Polars DataFrame (``columns`` only, when given),

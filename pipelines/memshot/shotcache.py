@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from vismem.core.blobref import parse_ref
 from vismem.core.bounds import PACK_BYTES
-from vismem.core.cache import find_damage, record
+from vismem.core.cache import CacheDamaged, find_damage, read_recorded, record
 
 if TYPE_CHECKING:
     import logging
@@ -75,17 +75,11 @@ def verify_shard(store: "Store", shard_key: str) -> str | None:
     if key != pack_of(shard_key):
         return f"damaged cache marker {shard_key}: its pack record names {str(key)[:200]!r}, not {pack_of(shard_key)!r}"
     try:
-        data = store.get_bytes(key, bound=PACK_BYTES)
+        data = read_recorded(store, key, want, "the shard", bound=PACK_BYTES)
     except FileNotFoundError:
         return f"damaged cache object {key}: missing (its shard {shard_key} recorded it)"
-    except TooLarge as err:
-        if err.size == want.get("bytes"):
-            raise
-        return f"damaged cache object {key}: {err.size:,} bytes, the shard recorded {want.get('bytes')} bytes"
-    got = record(data)
-    if (got["bytes"], got["sha256"]) != (want.get("bytes"), want.get("sha256")):
-        return (f"damaged cache object {key}: {got['bytes']} bytes, sha256 {got['sha256'][:12]}, "
-                f"the shard recorded {want.get('bytes')} bytes, sha256 {str(want.get('sha256'))[:12]}")
+    except CacheDamaged as err:
+        return str(err)
     return _outside(shard_key, shard["rows"], key, len(data))
 
 
