@@ -145,8 +145,10 @@ def system_tokens(vlm: Any) -> int:
     return int(vlm.chat([Message("user", prompts.system_prompt("fixed"))], max_tokens=1).prompt_tokens)
 
 
-def planned(cal_path: Path, work: dict[str, float], shared: float) -> dict[str, Any]:
-    """The encode stage's endpoint row of `vismem plan` on the rounds' config and the calibration."""
+def planned(cal_path: Path, work: dict[str, float], shared: float | None) -> dict[str, Any]:
+    """The encode stage's endpoint row of `vismem plan` on the rounds' config and the calibration;
+    ``shared`` None: the plan's default prefix-cache figures (``shared_prefix_tokens``,
+    ``step_new_tokens``) instead of the prompt's layout."""
     from vismem.serve.budget import tokens_per_image
     from vismem.serve.models import load_model_spec
 
@@ -154,8 +156,9 @@ def planned(cal_path: Path, work: dict[str, float], shared: float) -> dict[str, 
     text = work["prompt_tokens"] - work["images_per_call"] * per_image
     rates = {"steps_per_session": work["steps_per_session"], "text_tokens": text,
              "images_per_call": work["images_per_call"], "image_px": IMAGE_PX,
-             "completion_tokens": work["completion_tokens"], "shared_prefix_tokens": shared,
-             "step_new_tokens": work["prompt_tokens"]}
+             "completion_tokens": work["completion_tokens"]}
+    if shared is not None:
+        rates.update(shared_prefix_tokens=shared, step_new_tokens=work["prompt_tokens"])
     argv = ["plan", "encode", *config_args(SEED), "--calibration", str(cal_path), "--json"]
     for k, v in rates.items():
         argv += ["--rate", f"{k}={v}"]
@@ -224,7 +227,10 @@ def check() -> list[dict[str, Any]]:
             cal_path.write_text(json.dumps(calibration_records(entry, MODEL, "cpu (this machine)")))
             work = shape(rounds)
             row = planned(cal_path, work, shared)
-    return compare(cal, rounds, work, row, shared)
+            default = planned(cal_path, work, None)
+    return compare(cal, rounds, work, row, shared) + [
+        record(NAME, "encode session: planned model-call seconds with the plan's default prefix cache "
+               "(shared_prefix_tokens, step_new_tokens)", default["steps_per_session"] * default["latency_s"], "s")]
 
 
 def compare(cal: Any, rounds: list[list[dict[str, Any]]], work: dict[str, float], row: dict[str, Any],
@@ -238,7 +244,10 @@ def compare(cal: Any, rounds: list[list[dict[str, Any]]], work: dict[str, float]
     model_planned = steps * row["latency_s"]
     wall_planned = steps * (row["latency_s"] + row["cpu_s"])
     what = "encode session: "
+    spread = [x["model_s"] for x in t]
     return [*records(NAME, cal, med["model_s"], model_planned, what, "model-call seconds"),
+            record(NAME, f"{what}measured model-call seconds, fastest round", min(spread), "s"),
+            record(NAME, f"{what}measured model-call seconds, slowest round", max(spread), "s"),
             record(NAME, f"{what}measured wall", med["wall_s"], "s"),
             record(NAME, f"{what}planned wall (model calls + encode_cpu_s a step)", wall_planned, "s"),
             record(NAME, "client seconds a step, measured (session wall less its model calls)", med["client_s"], "s"),
