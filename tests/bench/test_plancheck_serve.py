@@ -55,6 +55,10 @@ def test_the_plans_encode_row_on_the_tiny_vllm_variant_is_little_law_on_the_cali
     # prefill next to free at 5e6 tokens/s; 32 steps of 5 ms at batch J and the calibration's context
     want = J * (0.01 + 0.004 + 0.002) + 32 * 0.005
     assert row["latency_s"] == pytest.approx(want, rel=0.02)
+    # the plan's default prefix cache (a step repeats the one before but for 400 tokens) prefills less
+    slow = work | {"prompt_tokens": 5000.0}
+    assert planned(path, slow, shared=300.0)["uncached_tokens"] == pytest.approx(4700)
+    assert planned(path, slow, shared=None)["uncached_tokens"] < 0.2 * 4700
     # measured: each session's 20 calls at 0.2 s -> 4 s of model calls; planned 20 x latency
     rnd = [_session(0.2, 20, 4.5, prompt=918) for _ in range(J)]
     recs = {r["metric"]: r for r in compare(cal, [rnd, rnd, rnd], work, row, 300.0)}
