@@ -18,7 +18,10 @@ the real vLLM CPU engine (the engine tier) through ``ray.serve.llm``, deployed a
    tokens a call, images a call) and the prompt's layout: every call shares the system prompt
    (``shared_prefix_tokens``: its tokens, asked of the endpoint), and nothing else repeats the
    step before, because the step message opens with ``Step k/N`` and the subtask before the
-   history (``step_new_tokens`` = a whole prompt). No timing enters the plan but the calibration.
+   history (``step_new_tokens`` = a whole prompt; on the engine every step after a session's first
+   had the system prompt's whole 128-token blocks cached and none of its history, 2026-12-08).
+   No timing enters the plan but the calibration. The plan with its default prefix-cache figures
+   is recorded beside (no target).
 
 **What is compared**: a session's **model-call seconds** -- the sum of its steps' call latency
 (``latency_s`` of the trajectory's timing table: the client's request to reply through Serve's
