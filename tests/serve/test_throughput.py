@@ -233,3 +233,17 @@ def test_device_option_sizes_the_kv_cache_and_the_peaks():
     # 48 GB hold fewer streams than 80 GB; a fifth of the bandwidth and a third of the FLOP/s cost GPU-hours
     assert rows["L40S"]["streams_per_gpu"] < rows["H100"]["streams_per_gpu"]
     assert rows["L40S"]["gpu_hours"] > 2 * rows["H100"]["gpu_hours"] >= 2 * rows["H200"]["gpu_hours"]
+
+
+def test_the_tiny_vllm_variants_facts_are_its_checkpoints():
+    """`vismem plan` sizes the engine tier's deployment (bench plan-check-serve-llm) from the tiny
+    vLLM YAML's serving block: the facts counted from the checkpoint serve/testing.py builds."""
+    from vismem.bench.plancheck import tiny_facts
+    from vismem.serve.testing import resolve_model_path
+
+    yaml_facts = model_facts(load_model_spec("tiny-qwen2.5-vl-vllm"))
+    counted = tiny_facts(resolve_model_path("tiny:qwen2.5-vl"))
+    assert (yaml_facts.layers, yaml_facts.hidden_size, yaml_facts.dtype) == (counted.layers, counted.hidden_size, "fp32")
+    assert yaml_facts.kv_bytes_per_token == counted.kv_bytes_per_token
+    for field in ("active_params", "vision_params", "weights_bytes"):
+        assert getattr(yaml_facts, field) == pytest.approx(getattr(counted, field), rel=0.01), field
