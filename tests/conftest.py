@@ -210,21 +210,28 @@ def forbid_whole_reads(monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
 CUT_SESSIONS = 2
 
 
+def cut_locomo(data_dir: Path, dest: Path, sessions: int = CUT_SESSIONS) -> Path:
+    """A LoCoMo file at ``dest`` of conv-26 with its first ``sessions`` sessions and the questions
+    whose evidence lies in them."""
+    data = json.loads((data_dir / "locomo/locomo10.json").read_text())[0]
+    conv = data["conversation"]
+    keep = {f"session_{i}" for i in range(1, sessions + 1)}
+    conv = {k: v for k, v in conv.items() if not k.startswith("session_")
+            or k in keep or k.removesuffix("_date_time") in keep}
+    inside = tuple(f"D{i}:" for i in range(1, sessions + 1))
+    qa = [q for q in data["qa"] if q.get("evidence") and all(e.startswith(inside) for e in q["evidence"])]
+    assert qa, f"no question of conv-26 has its evidence in its first {sessions} session(s)"
+    dest.write_text(json.dumps([{**data, "conversation": conv, "qa": qa}]))
+    return dest
+
+
 @pytest.fixture(scope="session")
 def locomo_cut(data_dir, tmp_path_factory) -> Path:
     """A LoCoMo file of conv-26 with its first two sessions and the questions whose evidence lies in
     them (>= 10): the memshot stage's whole path on a tenth of the rendering, embedding and reading
     of the full conversation (set ``memshot.dataset_path`` to it)."""
-    data = json.loads((data_dir / "locomo/locomo10.json").read_text())[0]
-    conv = data["conversation"]
-    keep = {f"session_{i}" for i in range(1, CUT_SESSIONS + 1)}
-    conv = {k: v for k, v in conv.items() if not k.startswith("session_")
-            or k in keep or k.removesuffix("_date_time") in keep}
-    inside = tuple(f"D{i}:" for i in range(1, CUT_SESSIONS + 1))
-    qa = [q for q in data["qa"] if q.get("evidence") and all(e.startswith(inside) for e in q["evidence"])]
-    assert len(qa) >= 10
-    path = tmp_path_factory.mktemp("locomo") / "locomo-cut.json"
-    path.write_text(json.dumps([{**data, "conversation": conv, "qa": qa}]))
+    path = cut_locomo(data_dir, tmp_path_factory.mktemp("locomo") / "locomo-cut.json")
+    assert len(json.loads(path.read_text())[0]["qa"]) >= 10
     return path
 
 

@@ -135,6 +135,8 @@ def test_second_run_recomputes_nothing_and_a_new_architecture_runs_only_its_unit
     assert "caption@J3" in out["tsr"]
 
 
+# the missing sessions are found as the stage starts, once Ray is up: the session's, not a start of its own
+@pytest.mark.usefixtures("ray_local")
 def test_bad_architecture_and_missing_sessions_fail_before_any_work(tmp_path):
     from vismem.core.errors import ConfigError
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from vismem.core import progress
 from vismem.pipelines.config import load_config
 from vismem.pipelines.runner import run
+from tests.conftest import cut_locomo
 
 #: The heartbeat of tracked loops and steps in this test (10 s in a run).
 EVERY_S = 0.25
@@ -18,19 +19,21 @@ EVERY_S = 0.25
 THRESHOLD_S = 6.0
 
 
-def _tiny_local(tmp_path, locomo_cut):
+def _tiny_local(tmp_path, dialogue):
     """The local preset, every stage, on tiny inputs (its components and variants unchanged)."""
     return load_config(preset="local", overrides={
         "name": "silence-test", "runs_dir": str(tmp_path / "runs"), "store": {"uri": f"file://{tmp_path}/store"},
-        "memshot": {"dataset_path": str(locomo_cut), "k": [1, 3]},
+        "memshot": {"dataset_path": str(dialogue), "k": [1, 3]},
         "catalog": {"limit": 12},
         "encode": {"chains": 1, "J": 2, "env": "http"},
         "probes": {"workers": 1},
         "report": {"n_resamples": 200}})
 
 
-def test_no_step_of_the_local_presets_stages_is_silent(tmp_path, ray_local, locomo_cut, monkeypatch, capsys):
-    cfg = _tiny_local(tmp_path, locomo_cut)
+def test_no_step_of_the_local_presets_stages_is_silent(tmp_path, ray_local, data_dir, monkeypatch, capsys):
+    # one LoCoMo session: every step of the memshot stage still runs (render, OCR, embeddings, the
+    # MemOCR stand-in's shots), on half the shots of the shared two-session cut
+    cfg = _tiny_local(tmp_path, cut_locomo(data_dir, tmp_path / "locomo-1.json", sessions=1))
     assert len(cfg.stages) == 6
     monkeypatch.setenv("VISMEM_PROGRESS", "1")
     monkeypatch.setattr(progress, "EVERY_S", EVERY_S)
