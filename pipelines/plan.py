@@ -13,7 +13,8 @@ cue'd products seen per session and ``A`` memory architectures:
 * Monte Carlo probes (``probes.mc = M``): ``sum_r min(M, P * (J - r))`` -- O(J * M);
 * MemShot: one answer and one judge call per question, variant and ``k``.
 
-**Tokens** per call: ``text_tokens`` plus the call's images at the model family's rate
+**Tokens** per call: ``text_tokens`` (an encode step; ``recall_text_tokens`` a recall step, the
+defaults counted from the project's own prompts by :mod:`vismem.pipelines.planprompts`) plus the call's images at the model family's rate
 (:func:`vismem.serve.budget.tokens_per_image` on ``image_px``-square images: Qwen2.5-VL ~326 at
 512 px, Qwen3-VL and Gemini 258; ``image_tokens`` for back-ends with no family, e.g. stand-ins).
 
@@ -74,16 +75,27 @@ class Rates:
     steps_per_session: float = 25.0      # DMV-Bench sessions run 22-28 agent steps
     products_per_session: float = 5.0    # distinct cue'd products an agent opens per session
     recall_steps: float | None = None    # mean recall steps per probe; None: probes.max_steps (upper bound)
-    text_tokens: float = 1200.0          # page text, instructions and history of one agent / recall call
+    # Text tokens of a call, the shared prefix included (images apart): pipelines/planprompts.py
+    # rebuilds the paper's (official) prompts with the project's builders and counts them (no
+    # Qwen tokenizer offline: max(characters / 4, Qwen2 pre-tokenizer pieces));
+    # tests/pipelines/test_planprompts.py fails when these drift from it by more than 10 %.
+    text_tokens: float = 1230.0          # an encode step: system prompt 816, step 13/25's message (history, page) ~410
+    recall_text_tokens: float = 1480.0   # a recall step: system prompt 816, step 4/8's message (3 replies, 5 captioned memories) ~660
     images_per_call: float = 1.0         # product images per agent / recall call
     image_px: float = 512.0              # side of those (square) images
     image_tokens: float = 326.0          # tokens per image for a back-end with no family rule (stand-ins)
     completion_tokens: float = 120.0     # a ReAct thought + action (max_tokens is the cap, rarely reached)
     questions_per_conversation: float = 150.0  # scored LoCoMo questions per conversation
     answer_text_tokens: float = 400.0    # the question and instructions beside the k memory shots
+    # A MemShot answer shares no prefix with the one before: one user turn, no system prompt, its k
+    # shots first (memory/dialogue/answering.py), and they differ from question to question.
+    answer_prefix_tokens: float = 0.0
     latency_s: float = 2.0               # seconds per call of a hosted / local endpoint, or of a GPU model without model facts
-    shared_prefix_tokens: float = 300.0  # system prompt + instructions every call of an endpoint shares (prefix-cached)
-    step_new_tokens: float = 400.0       # text new at an agent step (the page, the last reply); the rest repeats the step before
+    shared_prefix_tokens: float = 820.0  # the system prompt in the chat template (816, planprompts): what every call shares
+    # None: the step message's own layout (planprompts.step_layout: `Step k/N` and the subtask open
+    # it, before the history), so a step repeats nothing of the step before but the shared prefix.
+    # A figure: a layout that puts the history first, where a step repeats the one before but for this.
+    step_new_tokens: float | None = None
     streams_per_gpu: float | None = None  # None: from KV capacity (model YAML serving:), else this
     endpoint_slots: float | None = None  # requests a hosted endpoint serves at once (rate limit, simulator); None: no limit
     # Client CPU seconds per call (page env, memory retrieval, prompt and request building, reply
@@ -130,6 +142,8 @@ class _Work:
     completion: float
     copies: int = 1        # clients making the calls (one per actor), each capped at max_concurrency
     per_actor: float | None = None  # units one actor can have at once (probes: two chains' probes)
+    cache: str = "shared"  # what the prefix cache holds of a call (plangpu's module doc): shared | step
+    shared: float | None = None  # the shared prefix's tokens (None: rates.shared_prefix_tokens, the system prompt)
 
 
 def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing | None = None) -> dict[str, Any]:
@@ -143,7 +157,7 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
     if "encode" in stages and cfg.encode.enabled:
         actors = cfg.encode.workers or cfg.ray.concurrency
         works = [_Work(endpoint_of(raw), C * J * steps, C * J, steps, img, rates.text_tokens, rates.completion_tokens,
-                       actors) for raw in cfg.encode.backends]
+                       actors, cache=step_cache(rates)) for raw in cfg.encode.backends]
         plan_stages.append(("encode", works, _offered(cfg.encode.in_flight, works, actors), {}))
     if "probes" in stages and cfg.probes.enabled:
         from vismem.pipelines.dmv.protocol import GROUPS_AT_ONCE, probed_pairs
@@ -167,8 +181,8 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
         # and one probe (``recall`` calls) is the critical path. A chain's units go to one actor
         # (pipelines.dmv.probes_job.unit_groups), which runs two chains at once (the next starts
         # while the last probes of the current finish): at most two chains' probes in flight.
-        works = [_Work(ep, n * probes / B * recall, n * probes / B, recall, img, rates.text_tokens,
-                       rates.completion_tokens, actors, GROUPS_AT_ONCE * probes / CA * A)
+        works = [_Work(ep, n * probes / B * recall, n * probes / B, recall, img, rates.recall_text_tokens,
+                       rates.completion_tokens, actors, GROUPS_AT_ONCE * probes / CA * A, step_cache(rates))
                  for ep, n in by_ep.values()]
         plan_stages.append(("probes", works, _offered(cfg.probes.in_flight, works, actors), {"probes": probes}))
     if "memshot" in stages and cfg.memshot.enabled and cfg.memshot.vlm is not None:
@@ -183,7 +197,8 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
         ray_data = ms.batch_inference == "ray-data"
         copies, offered = ray_data_flight(cfg, ep, rates) if ray_data else (1, ms.request_concurrency)
         plan_stages.append(("memshot answers", [_Work(ep, answers, answers, 1, mean_k, rates.answer_text_tokens,
-                                                      rates.completion_tokens, copies)], offered, {}))
+                                                      rates.completion_tokens, copies,
+                                                      shared=rates.answer_prefix_tokens)], offered, {}))
         if ms.judge is not None:
             jep = endpoint_of(ms.judge)
             jcopies, joffered = ray_data_flight(cfg, jep, rates) if ray_data else (1, ms.request_concurrency)
@@ -202,8 +217,27 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
             "hosted_calls": sum(e["calls"] for e in hosted), "hosted_tokens": sum(e["tokens"] for e in hosted),
             "hosted_cost_usd": sum(costs) if costs else None,
             "wall_s": wall_s, "wall_hours": wall_s / 3600,
-            "warnings": [w for r in rows for w in r["warnings"]] + sizing.warnings(), "utilisation": _util(),
+            "warnings": [w for r in rows for w in r["warnings"]] + sizing.warnings() + _layout_warnings(rates, rows),
+            "utilisation": _util(),
             "growth": growth(cfg, rates), **adaptive_saving(cfg, rates, rows)}
+
+
+def step_cache(rates: Rates) -> str:
+    """What the prefix cache holds of an agent step (encode, recall): ``step`` (the step before but
+    ``step_new_tokens``) when that figure is given, else ``shared`` (the shared prefix only: the
+    project's step message opens with its varying text, :func:`vismem.pipelines.planprompts.step_layout`)."""
+    return "shared" if rates.step_new_tokens is None else "step"
+
+
+def _layout_warnings(rates: Rates, rows: list[dict[str, Any]]) -> list[str]:
+    """A warning when the step message puts the history first but the plan counts only the shared prefix cached."""
+    from vismem.pipelines.planprompts import step_layout
+
+    agent = any(r["stage"] in ("encode", "probes") for r in rows)
+    if not agent or rates.step_new_tokens is not None or step_layout() != "history-first":
+        return []
+    return ["agent steps: the step message (agents/prompts/step.txt) puts the history first, so a step repeats "
+            "the step before; the plan counts only shared_prefix_tokens cached: give --rate step_new_tokens=N"]
 
 
 def adaptive_saving(cfg: Any, rates: Rates, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -306,7 +340,8 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float 
     gpu: dict[str, Any] = {}
     if eng is not None:
         gpu = gpu_latency(eng, prompt=prompt, per_image=per_image, images=w.images, completion=w.completion,
-                          unit_calls=w.unit_calls, in_flight=in_flight, fleet=fleet, rates=rates)
+                          unit_calls=w.unit_calls, in_flight=in_flight, fleet=fleet, rates=rates, cache=w.cache,
+                          shared=rates.shared_prefix_tokens if w.shared is None else w.shared)
         latency, bound = gpu["latency_s"], gpu["bound"] or bound
     # An episode's step is the call and the client's own work on it; calls waiting for an
     # endpoint's slot (the endpoint or fleet bound) cost the endpoint only its service time.

@@ -1,0 +1,121 @@
+"""Where ``vismem plan``'s per-call text figures for DMV-Bench agent steps come from: the prompts
+the project really sends, rebuilt with its own builders (:mod:`vismem.agents.prompts`,
+:mod:`vismem.memory.agent.inject`) at a typical point of a session.
+
+* **shared prefix**: the system prompt (the paper preset's ``official`` protocol) in Qwen's chat
+  template, up to the user turn's start: the part of every encode and recall call that vLLM's
+  prefix cache can hold (the user turn opens with the step's images, then ``Step k/N``);
+* **encode step**: the shared prefix, the step message at step 13 of 25 (the history: the session
+  task and 12 compact action lines, alternating a collection and a product card as an agent
+  opening several products does; the page a product page, title and description its URL as the
+  official observation) and the turn's closing template tokens;
+* **recall step**: the same at step 4 of 8 (``probes.max_steps``): the recall task and three full
+  replies in the history (recall keeps the whole reply), and a memory block of 5 recalled items
+  in the ``image_text`` injector's form (DualMem's, and most of the paper's architectures'), each
+  with a 2-3 sentence caption as the captioner is asked for.
+
+**Layout** (:func:`step_layout`): the step message (``agents/prompts/step.txt``) opens with text
+that changes every step (``Step k/N``, the subtask's progress) before the history, so no step
+repeats a prefix of the step before beyond the shared prefix; measured on vLLM (six consecutive
+encode step prompts, 2026-12-08): every step after the first had the system prompt's whole
+blocks cached and none of its history.
+
+**Tokens** (:func:`count_tokens`): no Qwen tokenizer is available offline here (the tiny test
+models' tokenizer, ``serve/testing.py``, is a 400-token BPE trained on six sentences: about 1.2
+characters a token, a third of a real vocabulary's), so a text counts as the larger of
+
+* ``characters / 4``: the usual rate of a ~150k-token byte-level BPE (Qwen2's is 151,643 tokens)
+  on English text, and
+* its Qwen2 pre-tokenizer pieces (Qwen2's split pattern, digits one by one): byte-level BPE never
+  merges across pieces, so a text has at least that many tokens (URLs and hashes, short pieces,
+  fall below ``characters / 4`` otherwise).
+
+An estimate, not a measurement: a real tokenizer may differ by 10-20 %, which the test that
+holds the plan's defaults to these figures allows (``tests/pipelines/test_planprompts.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+#: Qwen2's pre-tokenizer split pattern with Python's ``re`` classes (``[^\W\d_]``: a letter, ``\d``: a digit).
+_PIECES = re.compile(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|(?:[^\w\r\n]|_)?[^\W\d_]+|\d| ?(?:[^\s\w]|_)+[\r\n]*"
+                     r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+#: Chat-template tokens around the system turn and the user turn's start
+#: (``<|im_start|>system\n ... <|im_end|>\n<|im_start|>user\n``), and the user turn's close with the
+#: assistant's start (``<|im_end|>\n<|im_start|>assistant\n``).
+TEMPLATE_PREFIX, TEMPLATE_SUFFIX = 8, 5
+#: The typical points: encode step 13 of a 25-step session, recall step 4 of 8.
+ENCODE_STEP, ENCODE_STEPS, RECALL_STEP, RECALL_STEPS = 13, 25, 4, 8
+#: A recall reply as the system prompt asks for it (one Thought line, one Action line).
+REPLY = ('Thought: The memory lists a product whose image shows the {cue}, so I will open its page directly.\n'
+         'Action: navigate("/product/{h}")')
+#: A 2-3 sentence product caption, as the captioner prompt asks (color, shape, material, features).
+CAPTION = ("A mid-century lounge chair with a walnut frame, tapered legs and a mustard-yellow upholstered seat. "
+           "A small {cue} sits on the left armrest. The backrest is slightly reclined with visible button tufting.")
+CUE = "red baseball cap"
+_HASHES = ("a7c1e9b2", "3f88c401", "9b0d27e5", "c4e61a3f", "5d2f8b90", "e81c3d47")
+
+
+def count_tokens(text: str) -> int:
+    """Estimated Qwen2 tokens of ``text``: the larger of ``characters / 4`` and its pre-tokenizer pieces."""
+    return max(math.ceil(len(text) / 4), len(_PIECES.findall(text)))
+
+
+def step_layout() -> str:
+    """``varying-first`` when the step message puts step-varying text (``{step}``, ``{subtask}``)
+    before ``{history}``, else ``history-first`` (a step then repeats the step before as a prefix)."""
+    from vismem.agents import prompts
+
+    tpl = prompts.load("step")
+    first_varying = min(tpl.find(f) for f in ("{step}", "{subtask}", "{memory}", "{url}"))
+    return "history-first" if 0 <= tpl.find("{history}") < first_varying else "varying-first"
+
+
+def shared_prefix_tokens(protocol: str = "official") -> int:
+    """The system prompt's tokens in the chat template, up to the user turn's start."""
+    from vismem.agents import prompts
+
+    return count_tokens(prompts.system_prompt(protocol)) + TEMPLATE_PREFIX
+
+
+def encode_step_message(protocol: str = "official", category: str = "chair") -> str:
+    """An encode step message at :data:`ENCODE_STEP` of :data:`ENCODE_STEPS` (see the module doc)."""
+    from vismem.agents import prompts
+
+    history = [prompts.Turn("user", prompts.session_task(category, protocol))]
+    for i in range(ENCODE_STEP - 1):
+        action = ("navigate", f"/collection/{category}-modern") if i % 2 == 0 else ("click_index", None)
+        history.append(prompts.Turn("agent", prompts.compact_action(*action)))
+    url = f"/product/{_HASHES[0]}"
+    products = (ENCODE_STEP - 1) // 2
+    return prompts.step_message(step=ENCODE_STEP, cap=ENCODE_STEPS,
+                                subtask_text=prompts.subtask(category, ENCODE_STEP, ENCODE_STEPS, products, 2),
+                                history=history, memory_text="", url=url, title=url, description=url)
+
+
+def recall_step_message() -> str:
+    """A recall step message at :data:`RECALL_STEP` of :data:`RECALL_STEPS` (see the module doc)."""
+    from vismem.agents import prompts
+    from vismem.memory.agent.inject import INJECTORS, format_block
+    from vismem.memory.agent.types import MemoryItem
+
+    history = [prompts.Turn("user", prompts.recall_task(CUE))]
+    history += [prompts.Turn("agent", REPLY.format(cue=CUE, h=h)) for h in _HASHES[:RECALL_STEP - 1]]
+    inject = INJECTORS.build({"name": "image_text"})
+    items = [MemoryItem(slug=h, image_key=f"img/{h}", encode_text="a chair", caption=CAPTION.format(cue=CUE),
+                        session=0, position=i) for i, h in enumerate(_HASHES[:5])]
+    memory, _ = format_block([inject(it) for it in items])
+    url = f"/product/{_HASHES[RECALL_STEP - 2]}"
+    return prompts.step_message(step=RECALL_STEP, cap=RECALL_STEPS, subtask_text=prompts.recall_subtask(CUE),
+                                history=history, memory_text=memory, url=url, title=url, description=url)
+
+
+def figures(protocol: str = "official") -> dict[str, float]:
+    """The text tokens of a call (the shared prefix included, images not): ``shared_prefix_tokens``,
+    ``text_tokens`` (an encode step), ``recall_text_tokens`` (a recall step)."""
+    shared = shared_prefix_tokens(protocol)
+    return {"shared_prefix_tokens": shared,
+            "text_tokens": shared + count_tokens(encode_step_message(protocol)) + TEMPLATE_SUFFIX,
+            "recall_text_tokens": shared + count_tokens(recall_step_message()) + TEMPLATE_SUFFIX}
