@@ -64,7 +64,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vismem.pipelines.plangpu import Sizing, describe, gpu_latency
+from vismem.pipelines.plangpu import Sizing, gpu_latency
+from vismem.pipelines.planprompts import layout_warnings, step_cache
 from vismem.pipelines.planfleet import Endpoint, endpoint_of, image_tokens
 
 
@@ -217,27 +218,9 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
             "hosted_calls": sum(e["calls"] for e in hosted), "hosted_tokens": sum(e["tokens"] for e in hosted),
             "hosted_cost_usd": sum(costs) if costs else None,
             "wall_s": wall_s, "wall_hours": wall_s / 3600,
-            "warnings": [w for r in rows for w in r["warnings"]] + sizing.warnings() + _layout_warnings(rates, rows),
+            "warnings": [w for r in rows for w in r["warnings"]] + sizing.warnings() + layout_warnings(rates, rows),
             "utilisation": _util(),
             "growth": growth(cfg, rates), **adaptive_saving(cfg, rates, rows)}
-
-
-def step_cache(rates: Rates) -> str:
-    """What the prefix cache holds of an agent step (encode, recall): ``step`` (the step before but
-    ``step_new_tokens``) when that figure is given, else ``shared`` (the shared prefix only: the
-    project's step message opens with its varying text, :func:`vismem.pipelines.planprompts.step_layout`)."""
-    return "shared" if rates.step_new_tokens is None else "step"
-
-
-def _layout_warnings(rates: Rates, rows: list[dict[str, Any]]) -> list[str]:
-    """A warning when the step message puts the history first but the plan counts only the shared prefix cached."""
-    from vismem.pipelines.planprompts import step_layout
-
-    agent = any(r["stage"] in ("encode", "probes") for r in rows)
-    if not agent or rates.step_new_tokens is not None or step_layout() != "history-first":
-        return []
-    return ["agent steps: the step message (agents/prompts/step.txt) puts the history first, so a step repeats "
-            "the step before; the plan counts only shared_prefix_tokens cached: give --rate step_new_tokens=N"]
 
 
 def adaptive_saving(cfg: Any, rates: Rates, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -387,47 +370,3 @@ def growth(cfg: Any, rates: Rates, Js: tuple[int, ...] = (5, 10, 15, 50)) -> lis
     P = rates.products_per_session
     return [{"J": j, "encode_calls": j * rates.steps_per_session, "exhaustive": exhaustive_per_chain(j, P),
              "mc": mc_per_chain(j, P, M), "M": M} for j in Js]
-
-
-def render(plan: dict[str, Any]) -> str:
-    """The plan as plain text (stages by endpoint, totals, warnings, growth, assumptions)."""
-    out = [f"plan for {plan['config']} ({plan['run_id']}) on {plan['gpus']} GPU(s)", "",
-           f"{'stage':<17}{'endpoint':<22}{'kind':<7}{'calls':>12}{'tokens':>15}{'in flight':>10}"
-           f"{'bound':>11}{'wall h':>9}{'GPU-h':>9}{'rpm':>8}{'USD':>10}"]
-    for r in plan["stages"]:
-        for e in r["endpoints"]:
-            cost = e.get("cost_usd")
-            out.append(f"{r['stage']:<17}{e['endpoint'][:21]:<22}{e['kind']:<7}{e['calls']:>12,.0f}{e['tokens']:>15,.0f}"
-                       f"{e['in_flight']:>10,.0f}{e['bound_by']:>11}{e['wall_s'] / 3600:>9,.2f}{e['gpu_hours']:>9,.2f}"
-                       f"{e.get('requests_per_min', 0):>8,.0f}{'' if cost is None else f'{cost:,.2f}':>10}")
-    cost = plan["hosted_cost_usd"]
-    out += [f"total: {plan['calls']:,.0f} calls ({plan['gpu_calls']:,.0f} on GPUs, {plan['hosted_calls']:,.0f} hosted), "
-            f"{plan['tokens']:,.0f} tokens, {plan['gpu_hours']:,.2f} GPU-hours"
-            + ("" if cost is None else f", hosted cost ${cost:,.2f}"),
-            f"wall time on {plan['gpus']} GPU(s): {plan['wall_hours']:,.2f} h (stages in sequence)"]
-    for r in plan["stages"]:
-        for e in r["endpoints"]:
-            if e["kind"] == "gpu":
-                out.append(f"{e['endpoint']}: {e['replicas_held']} of {e['replicas']} replicas held, "
-                           f"{e['streams_per_gpu']:.0f} streams per GPU ({e['streams_from']}), "
-                           f"target_ongoing_requests {e['target']:g}")
-                out.append("  " + describe(e, plan["utilisation"]))
-    ad = plan.get("adaptive")
-    if ad:
-        out.append(f"adaptive probes (probes.mode adaptive, width {ad['width']:g} at J={ad['J']}): ~{ad['calls']:,.0f} "
-                   f"probe calls, {ad['gpu_hours']:,.2f} GPU-hours, beside the exhaustive {ad['exhaustive_calls']:,.0f} "
-                   f"calls, {ad['exhaustive_gpu_hours']:,.2f} GPU-hours ({ad['saving']:,.1f}x fewer; simulated at TSR 0.5, "
-                   "the widest case; the rows above are the exhaustive plan)")
-    out += [f"warning: {w}" for w in plan["warnings"]]
-    out += ["", "probes per chain and architecture against J (exhaustive O(J^2), Monte Carlo O(J*M)):",
-            f"{'J':>4}{'encode calls':>14}{'exhaustive':>12}{'MC (M=' + str(plan['growth'][0]['M']) + ')':>12}"]
-    for g in plan["growth"]:
-        out.append(f"{g['J']:>4}{g['encode_calls']:>14,.0f}{g['exhaustive']:>12,.0f}{g['mc']:>12,.0f}")
-    out += ["", "bounds: offered/units/groups (the stage's work in flight), client (max_concurrency), kv (the "
-            "replicas' KV cache), rate-limit (--rate endpoint_slots), compute / bandwidth (the GPUs held are "
-            "saturated: prefill and vision FLOP, or decode's bytes), client-cpu (the client's own work)",
-            "assumptions (override with --rate NAME=VALUE): "
-            + ", ".join(f"{k}={v}" for k, v in plan["rates"].items()),
-            "GPU utilisation without --calibration (serve/devices.yaml): "
-            + ", ".join(f"{k}={v:g}" for k, v in plan["utilisation"].items())]
-    return "\n".join(out)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 #: Qwen2's pre-tokenizer split pattern with Python's ``re`` classes (``[^\W\d_]``: a letter, ``\d``: a digit).
 _PIECES = re.compile(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|(?:[^\w\r\n]|_)?[^\W\d_]+|\d| ?(?:[^\s\w]|_)+[\r\n]*"
@@ -119,3 +120,19 @@ def figures(protocol: str = "official") -> dict[str, float]:
     return {"shared_prefix_tokens": shared,
             "text_tokens": shared + count_tokens(encode_step_message(protocol)) + TEMPLATE_SUFFIX,
             "recall_text_tokens": shared + count_tokens(recall_step_message()) + TEMPLATE_SUFFIX}
+
+
+def step_cache(rates: Any) -> str:
+    """What the prefix cache holds of an agent step (encode, recall): ``step`` (the step before but
+    ``step_new_tokens``) when that figure is given, else ``shared`` (the shared prefix only: the
+    project's step message opens with its varying text, :func:`step_layout`)."""
+    return "shared" if rates.step_new_tokens is None else "step"
+
+
+def layout_warnings(rates: Any, rows: list[dict[str, Any]]) -> list[str]:
+    """A warning when the step message puts the history first but the plan counts only the shared prefix cached."""
+    agent = any(r["stage"] in ("encode", "probes") for r in rows)
+    if not agent or rates.step_new_tokens is not None or step_layout() != "history-first":
+        return []
+    return ["agent steps: the step message (agents/prompts/step.txt) puts the history first, so a step repeats "
+            "the step before; the plan counts only shared_prefix_tokens cached: give --rate step_new_tokens=N"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from vismem.pipelines import planprompts
-from vismem.pipelines.plan import Rates, estimate, step_cache
+from vismem.pipelines.plan import Rates, estimate
+from vismem.pipelines.planprompts import step_cache
 
 #: How far a default may drift from the figure rebuilt from the prompts (the token count is an
 #: estimate, max(chars / 4, pre-tokenizer pieces), itself good to 10-20 %).
