@@ -65,7 +65,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from vismem.pipelines.plangpu import Sizing, gpu_latency
-from vismem.pipelines.planprompts import layout_warnings, step_cache
+from vismem.pipelines.planprompts import layout_warnings, memory_images, step_cache
 from vismem.pipelines.planfleet import Endpoint, endpoint_of, image_tokens
 
 
@@ -82,7 +82,10 @@ class Rates:
     # tests/pipelines/test_planprompts.py fails when these drift from it by more than 10 %.
     text_tokens: float = 1230.0          # an encode step: system prompt 816, step 13/25's message (history, page) ~410
     recall_text_tokens: float = 1480.0   # a recall step: system prompt 816, step 4/8's message (3 replies, 5 captioned memories) ~660
-    images_per_call: float = 1.0         # product images per agent / recall call
+    images_per_call: float = 1.0         # the page's product image an agent / recall call carries
+    # None: the page's image (images_per_call) and the memory block's images, by the config's
+    # architectures (planprompts.memory_images: 5 for an image-injecting one, 3.1 on the paper's 17).
+    recall_images_per_call: float | None = None
     image_px: float = 512.0              # side of those (square) images
     image_tokens: float = 326.0          # tokens per image for a back-end with no family rule (stand-ins)
     completion_tokens: float = 120.0     # a ReAct thought + action (max_tokens is the cap, rarely reached)
@@ -182,7 +185,9 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
         # and one probe (``recall`` calls) is the critical path. A chain's units go to one actor
         # (pipelines.dmv.probes_job.unit_groups), which runs two chains at once (the next starts
         # while the last probes of the current finish): at most two chains' probes in flight.
-        works = [_Work(ep, n * probes / B * recall, n * probes / B, recall, img, rates.recall_text_tokens,
+        rimg = rates.recall_images_per_call
+        rimg = img + memory_images(cfg) if rimg is None else rimg
+        works = [_Work(ep, n * probes / B * recall, n * probes / B, recall, rimg, rates.recall_text_tokens,
                        rates.completion_tokens, actors, GROUPS_AT_ONCE * probes / CA * A, step_cache(rates))
                  for ep, n in by_ep.values()]
         plan_stages.append(("probes", works, _offered(cfg.probes.in_flight, works, actors), {"probes": probes}))

@@ -136,3 +136,29 @@ def layout_warnings(rates: Any, rows: list[dict[str, Any]]) -> list[str]:
         return []
     return ["agent steps: the step message (agents/prompts/step.txt) puts the history first, so a step repeats "
             "the step before; the plan counts only shared_prefix_tokens cached: give --rate step_new_tokens=N"]
+
+
+def memory_images(cfg: Any) -> float:
+    """Memory images a recall step attaches, averaged over the (chain, architecture) pairs ``cfg``
+    probes: the memory block's ``KEEP_K`` (5) recalled items, each with its image for an
+    architecture whose injector attaches one (``image``, ``image_text``: DualMem's, MMA's,
+    WorldMM's), none for the caption and text injectors or NoMemory. A bank holds more than 5
+    products from its first session on (an agent opens more than 5 a session)."""
+    from vismem.memory.agent.base import build_architecture
+    from vismem.memory.agent.hook import KEEP_K
+    from vismem.memory.agent.types import MemoryItem
+    from vismem.pipelines.dmv.protocol import ablation_seeds
+
+    archs, chains = cfg.memory.architectures, cfg.encode.chains
+    if not archs or not chains:
+        return 0.0
+    sub = ablation_seeds(cfg)
+    item = MemoryItem(slug=_HASHES[0], image_key=f"img/{_HASHES[0]}", encode_text="a chair", caption="c",
+                      session=0, position=0)
+    pairs = images = 0.0
+    for spec in archs:
+        arch = build_architecture(spec)  # no features bound: only its injector is asked
+        n = len(sub) if sub is not None and spec.name in cfg.probes.ablation_architectures else chains
+        pairs += n
+        images += n * KEEP_K * len(arch.render(item).image_keys)  # NoMemory renders with the text injector: none
+    return images / pairs

@@ -53,8 +53,10 @@ def test_plan_of_a_small_config_by_hand():
     # exhaustive probes per chain: 2 products x 5 x 4 / 2 = 20; x 3 chains x 2 architectures = 120
     # probes, each up to probes.max_steps = 8 recall calls
     assert st["probes"]["probes"] == 120 and st["probes"]["calls"] == 960
-    # a recall call: recall_text_tokens (the memory block, full replies) + the image + the reply
-    assert st["probes"]["tokens"] == 960 * (200 + 50 + 10)
+    # a recall call: recall_text_tokens (the memory block, full replies), the page's image and the
+    # memory block's (dualmem attaches its 5 recalled items' images, nomemory none: 2.5 a call)
+    # at image_tokens each, and the reply
+    assert st["probes"]["tokens"] == 960 * (200 + (1 + 5 / 2) * 50 + 10)
     # MemShot: 1 conversation x 4 questions x 3 variants x 2 k, answers only (no judge configured)
     assert st["memshot answers"]["calls"] == 24 and "memshot judge" not in st
     assert plan["calls"] == 150 + 960 + 24

@@ -76,3 +76,29 @@ def test_the_paper_plan_counts_only_the_system_prompt_cached_for_agent_steps():
     step = estimate(cfg, Rates(step_new_tokens=400), gpus=8)
     enc = [next(e for e in s["endpoints"] if e["kind"] == "gpu") for s in (plan["stages"][0], step["stages"][0])]
     assert enc[1]["cache"] == "step" and enc[1]["uncached_tokens"] < enc[0]["uncached_tokens"]
+
+
+def test_recall_steps_carry_the_memory_blocks_images_of_the_probed_architectures():
+    """A recall step attaches its 5 recalled items' images for an image-injecting architecture
+    (memory/agent/inject.py), none for caption/text ones: averaged over the probed pairs."""
+    from vismem.pipelines.config import load_config
+
+    def cfg(archs, **probes):
+        return load_config(preset="local", overrides={"memory": {"architectures": archs}, "probes": probes})
+
+    assert planprompts.memory_images(cfg(["dualmem"])) == 5
+    assert planprompts.memory_images(cfg(["caption", "textonly", "nomemory"])) == 0
+    assert planprompts.memory_images(cfg(["dualmem", "nomemory"])) == 2.5
+    # the paper's 17 (11 image-injecting; the ablation rows on 7 of 20 chains): about 3.1
+    paper = load_config(preset="paper")
+    assert 3.0 < planprompts.memory_images(paper) < 3.2
+    plan = estimate(load_config(preset="paper", overrides={"stages": ["probes"]}), gpus=8)
+    q = next(e for e in plan["stages"][0]["endpoints"] if e["kind"] == "gpu")
+    rates = Rates()
+    per_image = 326  # Qwen2.5-VL at 512 px
+    want = rates.recall_text_tokens + (rates.images_per_call + planprompts.memory_images(paper)) * per_image
+    assert q["prompt_tokens"] / q["calls"] == pytest.approx(want, rel=0.01)
+    # a figure given replaces the rule
+    fixed = estimate(load_config(preset="paper", overrides={"stages": ["probes"]}), Rates(recall_images_per_call=1), gpus=8)
+    f = next(e for e in fixed["stages"][0]["endpoints"] if e["kind"] == "gpu")
+    assert f["prompt_tokens"] / f["calls"] == pytest.approx(rates.recall_text_tokens + per_image, rel=0.01)
