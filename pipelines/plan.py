@@ -14,7 +14,10 @@ cue'd products seen per session and ``A`` memory architectures:
 * MemShot: one answer and one judge call per question, variant and ``k``.
 
 **Tokens** per call: ``text_tokens`` (an encode step; ``recall_text_tokens`` a recall step, the
-defaults counted from the project's own prompts by :mod:`vismem.pipelines.planprompts`) plus the call's images at the model family's rate
+defaults counted from the project's own prompts by :mod:`vismem.pipelines.planprompts`) plus the
+call's images -- the page's (``images_per_call``) and, on a recall step, the memory block's (5 for
+an architecture whose injector attaches images, averaged over the probed pairs:
+:func:`vismem.pipelines.planprompts.memory_images`) -- at the model family's rate
 (:func:`vismem.serve.budget.tokens_per_image` on ``image_px``-square images: Qwen2.5-VL ~326 at
 512 px, Qwen3-VL and Gemini 258; ``image_tokens`` for back-ends with no family, e.g. stand-ins).
 

@@ -33,6 +33,10 @@ as for any endpoint, so the plan cannot imply more FLOP/s or bytes/s per GPU tha
   The cache is assumed to keep a session's prefix until its next step (vLLM evicts least
   recently used blocks first).
 
+A recall step's memory images follow its page image in the user turn, so they are not a cached
+prefix either; their vision encoder is counted every step (vLLM may serve an image repeated from
+one step to the next from its multimodal caches: not counted, which errs long).
+
 vLLM caches whole blocks (16 tokens on a GPU by default, 128 on the CPU build), so up to a
 block of the shared prefix is recomputed each call: not counted (under 2 % of the prefix here).
 """
