@@ -85,7 +85,10 @@ class Rates:
     # tests/pipelines/test_planprompts.py fails when these drift from it by more than 10 %.
     text_tokens: float = 1230.0          # an encode step: system prompt 816, step 13/25's message (history, page) ~410
     recall_text_tokens: float = 1480.0   # a recall step: system prompt 816, step 4/8's message (3 replies, 5 captioned memories) ~660
-    images_per_call: float = 1.0         # the page's product image an agent / recall call carries
+    # The page's product image an agent / recall call carries: product pages only (listings have
+    # none), so 1 is an upper bound -- an agent opening products from a collection grid is on one
+    # about every other step, one moving product to product nearly every step (not measured).
+    images_per_call: float = 1.0
     # None: the page's image (images_per_call) and the memory block's images, by the config's
     # architectures (planprompts.memory_images: 5 for an image-injecting one, 3.1 on the paper's 17).
     recall_images_per_call: float | None = None
@@ -98,7 +101,7 @@ class Rates:
     # shots first (memory/dialogue/answering.py), and they differ from question to question.
     answer_prefix_tokens: float = 0.0
     latency_s: float = 2.0               # seconds per call of a hosted / local endpoint, or of a GPU model without model facts
-    shared_prefix_tokens: float = 820.0  # the system prompt in the chat template (816, planprompts): what every call shares
+    shared_prefix_tokens: float = 820.0  # the system prompt in the chat template (816, planprompts): every agent step's cached prefix
     # None: the step message's own layout (planprompts.step_layout: `Step k/N` and the subtask open
     # it, before the history), so a step repeats nothing of the step before but the shared prefix.
     # A figure: a layout that puts the history first, where a step repeats the one before but for this.
