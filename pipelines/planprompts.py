@@ -30,8 +30,9 @@ characters a token, a third of a real vocabulary's), so a text counts as the lar
   merges across pieces, so a text has at least that many tokens (URLs and hashes, short pieces,
   fall below ``characters / 4`` otherwise).
 
-An estimate, not a measurement: a real tokenizer may differ by 10-20 %, which the test that
-holds the plan's defaults to these figures allows (``tests/pipelines/test_planprompts.py``).
+An estimate, not a measurement: how far it is from Qwen's own tokenizer was not measured here.
+``tests/pipelines/test_planprompts.py`` holds the plan's defaults within 10 % of these figures,
+so a prompt change that moves them fails there.
 """
 
 from __future__ import annotations

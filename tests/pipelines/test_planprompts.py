@@ -10,8 +10,8 @@ from vismem.pipelines import planprompts
 from vismem.pipelines.plan import Rates, estimate
 from vismem.pipelines.planprompts import step_cache
 
-#: How far a default may drift from the figure rebuilt from the prompts (the token count is an
-#: estimate, max(chars / 4, pre-tokenizer pieces), itself good to 10-20 %).
+#: How far a default may drift from the figure rebuilt from the prompts: the defaults are round
+#: figures, and a prompt edit of a sentence or two moves a step by a few percent, not more.
 TOLERANCE = 0.10
 
 
