@@ -15,18 +15,17 @@ as for any endpoint, so the plan cannot imply more FLOP/s or bytes/s per GPU tha
 
 **Prefix cache.** What vLLM's prefix cache holds of a call is stated per kind of work (``cache``):
 
-* ``shared`` -- only the prefix every call of the kind shares, cached after the first call: for a
-  MemShot answer ``answer_prefix_tokens`` (0: one user turn, no system prompt, its k shots first,
-  and they differ from question to question); for an agent step ``shared_prefix_tokens`` (the
-  system prompt in the chat template) when, as an encode or recall step does, its varying text
-  precedes its history. The project's step message (encode's sessions, a probe's recall steps) does: it opens
-  with ``Step k/N`` and the subtask (:func:`vismem.pipelines.planprompts.step_layout`), and its
-  images come before the text, so a step's prompt departs from the step before's right after
-  the system turn. Measured on vLLM (six consecutive encode step prompts, 2026-12-08): every step
-  after the first had the system prompt's whole blocks cached and none of its history. A call
-  pays ``prompt - shared`` uncached; the share cached is ``shared / prompt``
-  (``shared_prefix_tokens`` 820: the system prompt's tokens counted by
-  :mod:`vismem.pipelines.planprompts`);
+* ``shared`` -- only the prefix every call of the kind shares, cached after the first call. For
+  a MemShot answer that is ``answer_prefix_tokens`` (0: one user turn, no system prompt, its k
+  shots first, and they differ from question to question). For an agent step (encode's
+  sessions, a probe's recall steps) it is ``shared_prefix_tokens``, the system prompt in the chat
+  template (820: its tokens counted by :mod:`vismem.pipelines.planprompts`), because the step
+  message opens with ``Step k/N`` and the subtask before the history
+  (:func:`vismem.pipelines.planprompts.step_layout`) and its images come before its text: a
+  step's prompt departs from the step before's right after the system turn. Measured on vLLM
+  (six consecutive encode step prompts, 2026-12-08): every step after the first had the system
+  prompt's whole blocks cached and none of its history. A call pays ``prompt - shared``
+  uncached; the share cached is ``shared / prompt``;
 * ``step`` -- an agent step that repeats the step before but for ``step_new_tokens`` of text and
   its images (a layout that puts the history first; only when ``--rate step_new_tokens`` is
   given): over a unit of ``n`` calls in sequence ``(prompt - shared + (n - 1) x new) / n`` a call.
