@@ -15,13 +15,14 @@ the real vLLM CPU engine (the engine tier) through ``ray.serve.llm``, deployed a
 4. **plan** the same config with ``vismem plan encode ... --calibration FILE --json`` (the plan's
    own code path) and read the encode stage's GPU endpoint row. The workload's shape is given to
    the plan as ``--rate`` figures measured from the sessions (steps a session, prompt and reply
-   tokens a call, images a call) and the prompt's layout: every call shares the system prompt
-   (``shared_prefix_tokens``: its tokens, asked of the endpoint), and nothing else repeats the
-   step before, because the step message opens with ``Step k/N`` and the subtask before the
-   history (``step_new_tokens`` = a whole prompt; on the engine every step after a session's first
-   had the system prompt's whole 128-token blocks cached and none of its history, 2026-12-08).
-   No timing enters the plan but the calibration. The plan with its default prefix-cache figures
-   is recorded beside (no target).
+   tokens a call, images a call) and the system prompt's tokens in this model's tokenizer
+   (``shared_prefix_tokens``, asked of the endpoint): the plan caches only that prefix of an
+   encode step, because the step message opens with ``Step k/N`` and the subtask before the
+   history (on the engine every step after a session's first had the system prompt's whole
+   128-token blocks cached and none of its history, 2026-12-08). No timing enters the plan but
+   the calibration. The plan with its default ``shared_prefix_tokens`` (the system prompt counted
+   for Qwen2's tokenizer, :mod:`vismem.pipelines.planprompts`: a third of the tiny tokenizer's
+   count) is recorded beside (no target).
 
 **What is compared**: a session's **model-call seconds** -- the sum of its steps' call latency
 (``latency_s`` of the trajectory's timing table: the client's request to reply through Serve's
@@ -150,8 +151,8 @@ def system_tokens(vlm: Any) -> int:
 
 def planned(cal_path: Path, work: dict[str, float], shared: float | None) -> dict[str, Any]:
     """The encode stage's endpoint row of `vismem plan` on the rounds' config and the calibration;
-    ``shared`` None: the plan's default prefix-cache figures (``shared_prefix_tokens``,
-    ``step_new_tokens``) instead of the prompt's layout."""
+    ``shared`` None: the plan's default ``shared_prefix_tokens`` instead of the system prompt's
+    tokens in this model's tokenizer."""
     from vismem.serve.budget import tokens_per_image
     from vismem.serve.models import load_model_spec
 
@@ -161,7 +162,7 @@ def planned(cal_path: Path, work: dict[str, float], shared: float | None) -> dic
              "images_per_call": work["images_per_call"], "image_px": IMAGE_PX,
              "completion_tokens": work["completion_tokens"]}
     if shared is not None:
-        rates.update(shared_prefix_tokens=shared, step_new_tokens=work["prompt_tokens"])
+        rates.update(shared_prefix_tokens=shared)
     argv = ["plan", "encode", *config_args(SEED), "--calibration", str(cal_path), "--json"]
     for k, v in rates.items():
         argv += ["--rate", f"{k}={v}"]
@@ -232,8 +233,8 @@ def check() -> list[dict[str, Any]]:
             row = planned(cal_path, work, shared)
             default = planned(cal_path, work, None)
     return compare(cal, rounds, work, row, shared) + [
-        record(NAME, "encode session: planned model-call seconds with the plan's default prefix cache "
-               "(shared_prefix_tokens, step_new_tokens)", default["steps_per_session"] * default["latency_s"], "s")]
+        record(NAME, "encode session: planned model-call seconds with the plan's default shared_prefix_tokens",
+               default["steps_per_session"] * default["latency_s"], "s")]
 
 
 def compare(cal: Any, rounds: list[list[dict[str, Any]]], work: dict[str, float], row: dict[str, Any],

@@ -13,7 +13,11 @@ cue'd products seen per session and ``A`` memory architectures:
 * Monte Carlo probes (``probes.mc = M``): ``sum_r min(M, P * (J - r))`` -- O(J * M);
 * MemShot: one answer and one judge call per question, variant and ``k``.
 
-**Tokens** per call: ``text_tokens`` plus the call's images at the model family's rate
+**Tokens** per call: ``text_tokens`` (an encode step; ``recall_text_tokens`` a recall step, the
+defaults counted from the project's own prompts by :mod:`vismem.pipelines.planprompts`) plus the
+call's images -- the page's (``images_per_call``) and, on a recall step, the memory block's (5 for
+an architecture whose injector attaches images, averaged over the probed pairs:
+:func:`vismem.pipelines.planprompts.memory_images`) -- at the model family's rate
 (:func:`vismem.serve.budget.tokens_per_image` on ``image_px``-square images: Qwen2.5-VL ~326 at
 512 px, Qwen3-VL and Gemini 258; ``image_tokens`` for back-ends with no family, e.g. stand-ins).
 
@@ -63,7 +67,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vismem.pipelines.plangpu import Sizing, describe, gpu_latency
+from vismem.pipelines.plangpu import Sizing, gpu_latency
+from vismem.pipelines.planprompts import layout_warnings, memory_images, step_cache
 from vismem.pipelines.planfleet import Endpoint, endpoint_of, image_tokens
 
 
@@ -74,16 +79,33 @@ class Rates:
     steps_per_session: float = 25.0      # DMV-Bench sessions run 22-28 agent steps
     products_per_session: float = 5.0    # distinct cue'd products an agent opens per session
     recall_steps: float | None = None    # mean recall steps per probe; None: probes.max_steps (upper bound)
-    text_tokens: float = 1200.0          # page text, instructions and history of one agent / recall call
-    images_per_call: float = 1.0         # product images per agent / recall call
+    # Text tokens of a call, the shared prefix included (images apart): pipelines/planprompts.py
+    # rebuilds the paper's (official) prompts with the project's builders and counts them (no
+    # Qwen tokenizer offline: max(characters / 4, Qwen2 pre-tokenizer pieces));
+    # tests/pipelines/test_planprompts.py fails when these drift from it by more than 10 %.
+    text_tokens: float = 1230.0          # an encode step: system prompt 816, step 13/25's message (history, page) ~410
+    recall_text_tokens: float = 1480.0   # a recall step: system prompt 816, step 4/8's message (3 replies, 5 captioned memories) ~660
+    # The page's product image an agent / recall call carries: product pages only (listings have
+    # none), so 1 is an upper bound -- an agent opening products from a collection grid is on one
+    # about every other step, one moving product to product nearly every step (not measured).
+    images_per_call: float = 1.0
+    # None: the page's image (images_per_call) and the memory block's images, by the config's
+    # architectures (planprompts.memory_images: 5 for an image-injecting one, 3.1 on the paper's 17).
+    recall_images_per_call: float | None = None
     image_px: float = 512.0              # side of those (square) images
     image_tokens: float = 326.0          # tokens per image for a back-end with no family rule (stand-ins)
     completion_tokens: float = 120.0     # a ReAct thought + action (max_tokens is the cap, rarely reached)
     questions_per_conversation: float = 150.0  # scored LoCoMo questions per conversation
     answer_text_tokens: float = 400.0    # the question and instructions beside the k memory shots
+    # A MemShot answer shares no prefix with the one before: one user turn, no system prompt, its k
+    # shots first (memory/dialogue/answering.py), and they differ from question to question.
+    answer_prefix_tokens: float = 0.0
     latency_s: float = 2.0               # seconds per call of a hosted / local endpoint, or of a GPU model without model facts
-    shared_prefix_tokens: float = 300.0  # system prompt + instructions every call of an endpoint shares (prefix-cached)
-    step_new_tokens: float = 400.0       # text new at an agent step (the page, the last reply); the rest repeats the step before
+    shared_prefix_tokens: float = 820.0  # the system prompt in the chat template (816, planprompts): every agent step's cached prefix
+    # None: the step message's own layout (planprompts.step_layout: `Step k/N` and the subtask open
+    # it, before the history), so a step repeats nothing of the step before but the shared prefix.
+    # A figure: a layout that puts the history first, where a step repeats the one before but for this.
+    step_new_tokens: float | None = None
     streams_per_gpu: float | None = None  # None: from KV capacity (model YAML serving:), else this
     endpoint_slots: float | None = None  # requests a hosted endpoint serves at once (rate limit, simulator); None: no limit
     # Client CPU seconds per call (page env, memory retrieval, prompt and request building, reply
@@ -130,6 +152,8 @@ class _Work:
     completion: float
     copies: int = 1        # clients making the calls (one per actor), each capped at max_concurrency
     per_actor: float | None = None  # units one actor can have at once (probes: two chains' probes)
+    cache: str = "shared"  # what the prefix cache holds of a call (plangpu's module doc): shared | step
+    shared: float | None = None  # the shared prefix's tokens (None: rates.shared_prefix_tokens, the system prompt)
 
 
 def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing | None = None) -> dict[str, Any]:
@@ -143,7 +167,7 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
     if "encode" in stages and cfg.encode.enabled:
         actors = cfg.encode.workers or cfg.ray.concurrency
         works = [_Work(endpoint_of(raw), C * J * steps, C * J, steps, img, rates.text_tokens, rates.completion_tokens,
-                       actors) for raw in cfg.encode.backends]
+                       actors, cache=step_cache(rates)) for raw in cfg.encode.backends]
         plan_stages.append(("encode", works, _offered(cfg.encode.in_flight, works, actors), {}))
     if "probes" in stages and cfg.probes.enabled:
         from vismem.pipelines.dmv.protocol import GROUPS_AT_ONCE, probed_pairs
@@ -167,8 +191,10 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
         # and one probe (``recall`` calls) is the critical path. A chain's units go to one actor
         # (pipelines.dmv.probes_job.unit_groups), which runs two chains at once (the next starts
         # while the last probes of the current finish): at most two chains' probes in flight.
-        works = [_Work(ep, n * probes / B * recall, n * probes / B, recall, img, rates.text_tokens,
-                       rates.completion_tokens, actors, GROUPS_AT_ONCE * probes / CA * A)
+        rimg = rates.recall_images_per_call
+        rimg = img + memory_images(cfg) if rimg is None else rimg
+        works = [_Work(ep, n * probes / B * recall, n * probes / B, recall, rimg, rates.recall_text_tokens,
+                       rates.completion_tokens, actors, GROUPS_AT_ONCE * probes / CA * A, step_cache(rates))
                  for ep, n in by_ep.values()]
         plan_stages.append(("probes", works, _offered(cfg.probes.in_flight, works, actors), {"probes": probes}))
     if "memshot" in stages and cfg.memshot.enabled and cfg.memshot.vlm is not None:
@@ -183,7 +209,8 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
         ray_data = ms.batch_inference == "ray-data"
         copies, offered = ray_data_flight(cfg, ep, rates) if ray_data else (1, ms.request_concurrency)
         plan_stages.append(("memshot answers", [_Work(ep, answers, answers, 1, mean_k, rates.answer_text_tokens,
-                                                      rates.completion_tokens, copies)], offered, {}))
+                                                      rates.completion_tokens, copies,
+                                                      shared=rates.answer_prefix_tokens)], offered, {}))
         if ms.judge is not None:
             jep = endpoint_of(ms.judge)
             jcopies, joffered = ray_data_flight(cfg, jep, rates) if ray_data else (1, ms.request_concurrency)
@@ -202,7 +229,8 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
             "hosted_calls": sum(e["calls"] for e in hosted), "hosted_tokens": sum(e["tokens"] for e in hosted),
             "hosted_cost_usd": sum(costs) if costs else None,
             "wall_s": wall_s, "wall_hours": wall_s / 3600,
-            "warnings": [w for r in rows for w in r["warnings"]] + sizing.warnings(), "utilisation": _util(),
+            "warnings": [w for r in rows for w in r["warnings"]] + sizing.warnings() + layout_warnings(rates, rows),
+            "utilisation": _util(),
             "growth": growth(cfg, rates), **adaptive_saving(cfg, rates, rows)}
 
 
@@ -306,7 +334,8 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float 
     gpu: dict[str, Any] = {}
     if eng is not None:
         gpu = gpu_latency(eng, prompt=prompt, per_image=per_image, images=w.images, completion=w.completion,
-                          unit_calls=w.unit_calls, in_flight=in_flight, fleet=fleet, rates=rates)
+                          unit_calls=w.unit_calls, in_flight=in_flight, fleet=fleet, rates=rates, cache=w.cache,
+                          shared=rates.shared_prefix_tokens if w.shared is None else w.shared)
         latency, bound = gpu["latency_s"], gpu["bound"] or bound
     # An episode's step is the call and the client's own work on it; calls waiting for an
     # endpoint's slot (the endpoint or fleet bound) cost the endpoint only its service time.
@@ -352,47 +381,3 @@ def growth(cfg: Any, rates: Rates, Js: tuple[int, ...] = (5, 10, 15, 50)) -> lis
     P = rates.products_per_session
     return [{"J": j, "encode_calls": j * rates.steps_per_session, "exhaustive": exhaustive_per_chain(j, P),
              "mc": mc_per_chain(j, P, M), "M": M} for j in Js]
-
-
-def render(plan: dict[str, Any]) -> str:
-    """The plan as plain text (stages by endpoint, totals, warnings, growth, assumptions)."""
-    out = [f"plan for {plan['config']} ({plan['run_id']}) on {plan['gpus']} GPU(s)", "",
-           f"{'stage':<17}{'endpoint':<22}{'kind':<7}{'calls':>12}{'tokens':>15}{'in flight':>10}"
-           f"{'bound':>11}{'wall h':>9}{'GPU-h':>9}{'rpm':>8}{'USD':>10}"]
-    for r in plan["stages"]:
-        for e in r["endpoints"]:
-            cost = e.get("cost_usd")
-            out.append(f"{r['stage']:<17}{e['endpoint'][:21]:<22}{e['kind']:<7}{e['calls']:>12,.0f}{e['tokens']:>15,.0f}"
-                       f"{e['in_flight']:>10,.0f}{e['bound_by']:>11}{e['wall_s'] / 3600:>9,.2f}{e['gpu_hours']:>9,.2f}"
-                       f"{e.get('requests_per_min', 0):>8,.0f}{'' if cost is None else f'{cost:,.2f}':>10}")
-    cost = plan["hosted_cost_usd"]
-    out += [f"total: {plan['calls']:,.0f} calls ({plan['gpu_calls']:,.0f} on GPUs, {plan['hosted_calls']:,.0f} hosted), "
-            f"{plan['tokens']:,.0f} tokens, {plan['gpu_hours']:,.2f} GPU-hours"
-            + ("" if cost is None else f", hosted cost ${cost:,.2f}"),
-            f"wall time on {plan['gpus']} GPU(s): {plan['wall_hours']:,.2f} h (stages in sequence)"]
-    for r in plan["stages"]:
-        for e in r["endpoints"]:
-            if e["kind"] == "gpu":
-                out.append(f"{e['endpoint']}: {e['replicas_held']} of {e['replicas']} replicas held, "
-                           f"{e['streams_per_gpu']:.0f} streams per GPU ({e['streams_from']}), "
-                           f"target_ongoing_requests {e['target']:g}")
-                out.append("  " + describe(e, plan["utilisation"]))
-    ad = plan.get("adaptive")
-    if ad:
-        out.append(f"adaptive probes (probes.mode adaptive, width {ad['width']:g} at J={ad['J']}): ~{ad['calls']:,.0f} "
-                   f"probe calls, {ad['gpu_hours']:,.2f} GPU-hours, beside the exhaustive {ad['exhaustive_calls']:,.0f} "
-                   f"calls, {ad['exhaustive_gpu_hours']:,.2f} GPU-hours ({ad['saving']:,.1f}x fewer; simulated at TSR 0.5, "
-                   "the widest case; the rows above are the exhaustive plan)")
-    out += [f"warning: {w}" for w in plan["warnings"]]
-    out += ["", "probes per chain and architecture against J (exhaustive O(J^2), Monte Carlo O(J*M)):",
-            f"{'J':>4}{'encode calls':>14}{'exhaustive':>12}{'MC (M=' + str(plan['growth'][0]['M']) + ')':>12}"]
-    for g in plan["growth"]:
-        out.append(f"{g['J']:>4}{g['encode_calls']:>14,.0f}{g['exhaustive']:>12,.0f}{g['mc']:>12,.0f}")
-    out += ["", "bounds: offered/units/groups (the stage's work in flight), client (max_concurrency), kv (the "
-            "replicas' KV cache), rate-limit (--rate endpoint_slots), compute / bandwidth (the GPUs held are "
-            "saturated: prefill and vision FLOP, or decode's bytes), client-cpu (the client's own work)",
-            "assumptions (override with --rate NAME=VALUE): "
-            + ", ".join(f"{k}={v}" for k, v in plan["rates"].items()),
-            "GPU utilisation without --calibration (serve/devices.yaml): "
-            + ", ".join(f"{k}={v:g}" for k, v in plan["utilisation"].items())]
-    return "\n".join(out)

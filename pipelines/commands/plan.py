@@ -139,7 +139,8 @@ def stand_in_warning(store: "Store", run_id: str) -> str | None:
 
 def _plan(args: argparse.Namespace) -> int:
     from vismem.pipelines.commands.run import config_from_args
-    from vismem.pipelines.plan import estimate, render
+    from vismem.pipelines.plan import estimate
+    from vismem.pipelines.planrender import render
 
     if args.gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {args.gpus}")

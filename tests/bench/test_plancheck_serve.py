@@ -41,6 +41,7 @@ def test_the_plans_encode_row_on_the_tiny_vllm_variant_is_little_law_on_the_cali
     replica each pay J x (request + prefill + images) and decode steps at a batch of J."""
     from vismem.bench.calibrate import calibration_records
     from vismem.bench.plancheck_serve import J, MODEL, compare, planned
+    from vismem.pipelines.plan import Rates
     from vismem.serve.throughput import Calibration
 
     cal = Calibration(model=MODEL, prefill_tokens_per_s=5e6, decode_tokens_per_s=J / 0.005, decode_batch=J,
@@ -55,10 +56,11 @@ def test_the_plans_encode_row_on_the_tiny_vllm_variant_is_little_law_on_the_cali
     # prefill next to free at 5e6 tokens/s; 32 steps of 5 ms at batch J and the calibration's context
     want = J * (0.01 + 0.004 + 0.002) + 32 * 0.005
     assert row["latency_s"] == pytest.approx(want, rel=0.02)
-    # the plan's default prefix cache (a step repeats the one before but for 400 tokens) prefills less
+    # an encode step caches the shared prefix only (the step message opens with Step k/N): the
+    # system prompt's tokens given, else the plan's default
     slow = work | {"prompt_tokens": 5000.0}
     assert planned(path, slow, shared=300.0)["uncached_tokens"] == pytest.approx(4700)
-    assert planned(path, slow, shared=None)["uncached_tokens"] < 0.2 * 4700
+    assert planned(path, slow, shared=None)["uncached_tokens"] == pytest.approx(5000 - Rates().shared_prefix_tokens)
     # measured: each session's 20 calls at 0.2 s -> 4 s of model calls; planned 20 x latency
     rnd = [_session(0.2, 20, 4.5, prompt=918) for _ in range(J)]
     recs = {r["metric"]: r for r in compare(cal, [rnd, rnd, rnd], work, row, 300.0)}

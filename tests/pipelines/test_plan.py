@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 # The endpoint model by hand: the client's own CPU per call is 0 here (tested apart below).
 NOCPU = {"encode_cpu_s": 0.0, "probe_cpu_s": 0.0, "answer_cpu_s": 0.0}
 RATES = ["steps_per_session=10", "products_per_session=2", "questions_per_conversation=4", "latency_s=1",
-         "text_tokens=100", "image_tokens=50", "completion_tokens=10"] + [f"{k}=0" for k in NOCPU]
+         "text_tokens=100", "recall_text_tokens=200", "image_tokens=50", "completion_tokens=10"] + [
+             f"{k}=0" for k in NOCPU]
 SMALL = Rates(steps_per_session=10, products_per_session=2, latency_s=1, text_tokens=100, completion_tokens=10, **NOCPU)
 HOSTED = {"name": "openai", "args": {"model": "m", "base_url": "http://127.0.0.1:9/v1", "max_concurrency": 4}}
 
@@ -52,6 +53,10 @@ def test_plan_of_a_small_config_by_hand():
     # exhaustive probes per chain: 2 products x 5 x 4 / 2 = 20; x 3 chains x 2 architectures = 120
     # probes, each up to probes.max_steps = 8 recall calls
     assert st["probes"]["probes"] == 120 and st["probes"]["calls"] == 960
+    # a recall call: recall_text_tokens (the memory block, full replies), the page's image and the
+    # memory block's (dualmem attaches its 5 recalled items' images, nomemory none: 2.5 a call)
+    # at image_tokens each, and the reply
+    assert st["probes"]["tokens"] == 960 * (200 + (1 + 5 / 2) * 50 + 10)
     # MemShot: 1 conversation x 4 questions x 3 variants x 2 k, answers only (no judge configured)
     assert st["memshot answers"]["calls"] == 24 and "memshot judge" not in st
     assert plan["calls"] == 150 + 960 + 24

@@ -4,7 +4,8 @@ GPU-hours, from the probes stage's own per-call cost."""
 from __future__ import annotations
 
 from vismem.pipelines.config import load_config
-from vismem.pipelines.plan import estimate, render
+from vismem.pipelines.plan import estimate
+from vismem.pipelines.planrender import render
 
 
 def test_adaptive_plan_scales_the_probes_stage_by_the_simulated_share():
