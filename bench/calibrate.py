@@ -125,8 +125,13 @@ def solve(runs: dict[str, list[Run]], *, batch: int, multi: int = MULTI, model: 
 
 def _send(client: Any, bodies: list[dict[str, Any]]) -> Run:
     """All ``bodies`` at once: (seconds from the first request to the last reply, prompt tokens,
-    reply tokens)."""
-    with ThreadPoolExecutor(len(bodies)) as pool:
+    reply tokens). A client that sends fewer at once is refused: the rest would queue in it, not in
+    the engine, and the run would time the client."""
+    n = len(bodies)
+    if n > getattr(client, "max_concurrency", n):
+        raise ConfigError(f"{NAME}: a batch of {n} needs a client of max_concurrency >= {n} "
+                          f"(it has {client.max_concurrency}): the rest would queue in the client, not the engine")
+    with ThreadPoolExecutor(n) as pool:
         t0 = time.perf_counter()
         replies = list(pool.map(lambda b: client.post("/chat/completions", b, who=NAME), bodies))
         wall = time.perf_counter() - t0
@@ -172,9 +177,6 @@ def measure(client: Any, model: str, *, batch: int = 32, rounds: int = ROUNDS, m
     decode_words, decode_tokens, image_px): one untimed run of each kind, then ``rounds`` rounds;
     the :class:`~vismem.serve.throughput.Calibration` fields :func:`solve` gives, less model,
     device and source."""
-    if batch > getattr(client, "max_concurrency", batch):
-        raise ConfigError(f"{NAME}: a batch of {batch} needs a client of max_concurrency >= {batch} "
-                          f"(it has {client.max_concurrency}): the rest would queue in the client, not the engine")
     makers = kinds(model, batch=batch, multi=multi, **sizes)
     run_round(client, makers)
     runs: dict[str, list[Run]] = {k: [] for k in makers}

@@ -40,6 +40,8 @@ from vismem.bench.calibrate import image_url, solve, words
 from vismem.bench.harness import benchmark, record
 
 NAME = "plan-check-vllm-cpu"
+#: The model YAML of the tiny engine every plan check runs.
+MODEL = "tiny-qwen2.5-vl-vllm"
 BATCH, K, REPLY, TEXT_WORDS, PREFILL_WORDS, IMAGE_PX = 8, 2, 32, 120, 150, 112
 TOLERANCE = 0.25
 #: Rounds of runs; each figure is a median of this many. On a tiny model one run is 0.02-0.5 s,
@@ -80,10 +82,22 @@ def tiny_facts(path: str | Path, variant: str = "tiny-qwen2.5-vl-vllm") -> Any:
                       float(total * width), "fp32")
 
 
-def chat(llm: Any, convs: list[list[dict[str, Any]]], tokens: int, *, ignore_eos: bool = False) -> tuple[float, Any]:
+def engine_env() -> None:
+    """The engine tier's environment for the tiny model in this process (its YAML's
+    ``deploy.env_vars``: a 1 GiB KV cache, one unpinned engine thread, loopback queues); without it
+    the CPU engine asks for 92 % of the memory."""
+    from vismem.serve.models import load_model_spec
+
+    for k, v in (load_model_spec(MODEL).deploy or {}).get("env_vars", {}).items():
+        os.environ.setdefault(k, str(v))
+
+
+def chat(llm: Any, convs: list[list[dict[str, Any]]], tokens: int) -> tuple[float, Any]:
+    """One batch through the in-process engine, every reply ``tokens`` long (``ignore_eos``):
+    ``(wall seconds, outputs)``."""
     from vllm import SamplingParams
 
-    params = SamplingParams(max_tokens=tokens, temperature=0.0, ignore_eos=ignore_eos)
+    params = SamplingParams(max_tokens=tokens, temperature=0.0, ignore_eos=True)
     t0 = time.perf_counter()
     out = llm.chat(convs, params, use_tqdm=False)
     return time.perf_counter() - t0, out
@@ -128,7 +142,7 @@ def timed_runs(llm: Any) -> dict[str, list[Run]]:
     rather than on all of one (a check once calibrated in a quiet minute and measured in a busy one)."""
 
     def timed(convs: list[Any], tokens: int) -> Run:
-        wall, out = chat(llm, convs, tokens, ignore_eos=True)
+        wall, out = chat(llm, convs, tokens)
         return (wall, sum(len(o.prompt_token_ids) for o in out), sum(len(o.outputs[0].token_ids) for o in out))
 
     for make, tokens in kinds().values():
@@ -155,28 +169,26 @@ def predict(facts: Any, cal: Any, prompt_tokens: float) -> float:
     """The plan's wall for ``BATCH`` answers of ``prompt_tokens`` all in flight on one replica."""
     from vismem.pipelines.plan import Rates
     from vismem.pipelines.plangpu import gpu_latency
+    from vismem.serve.budget import tokens_per_image
+    from vismem.serve.models import load_model_spec
     from vismem.serve.throughput import Engine, device_named
 
     eng = Engine(facts, device_named("cpu"), cal)
     fleet = {"replicas": 1, "target": float(BATCH), "streams_per_replica": float(BATCH)}
-    # a 112 px image is 8 x 8 patches of 14 px merged 2 x 2, and its two delimiters: 18 tokens
-    # (what vLLM counts in the prompt: the answers' prompts are 36 tokens longer than their text)
-    image_tokens = (IMAGE_PX // 28) ** 2 + 2
+    # the plan's own image-token rule (18 for a 112 px image: what vLLM counts in the prompt, the
+    # answers' prompts being 36 tokens longer than their text)
+    image_tokens = tokens_per_image(load_model_spec(MODEL), (IMAGE_PX, IMAGE_PX))
     g = gpu_latency(eng, prompt=prompt_tokens, per_image=image_tokens, images=K, completion=REPLY,
                     unit_calls=1, in_flight=BATCH, fleet=fleet, rates=Rates(shared_prefix_tokens=0.0))
-    return BATCH * g["latency_s"] / BATCH
+    return g["latency_s"]  # the batch's wall: every answer in flight at once
 
 
 def check() -> list[dict[str, Any]]:
     """Steps 1-3 of the module doc, as records."""
     from vismem.serve.build import build_vlm
-    from vismem.serve.models import load_model_spec
     from vismem.serve.testing import resolve_model_path
 
-    # The engine tier's environment for the tiny model (its YAML's deploy.env_vars: a 1 GiB KV cache,
-    # one unpinned engine thread, loopback queues); without it the CPU engine asks for 92 % of the memory.
-    for k, v in (load_model_spec("tiny-qwen2.5-vl-vllm").deploy or {}).get("env_vars", {}).items():
-        os.environ.setdefault(k, str(v))
+    engine_env()
     vlm = build_vlm({"name": "vllm", "args": {"path": "tiny:qwen2.5-vl", "engine_kwargs": ENGINE}})
     runs = timed_runs(vlm.llm)
     cal = calibration_from(runs["short"], runs["prefill"], runs["decode"], runs["image"], runs["multi"],

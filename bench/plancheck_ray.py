@@ -27,23 +27,12 @@ Runs only where vLLM imports (``.venv-engine/bin/vismem bench plan-check-ray-dat
 from __future__ import annotations
 
 import importlib.util
-import os
 from typing import Any
 
 from vismem.bench.harness import benchmark, record
-from vismem.bench.plancheck import BATCH
+from vismem.bench.plancheck import BATCH, MODEL, engine_env
 
 NAME = "plan-check-ray-data-llm"
-MODEL = "tiny-qwen2.5-vl-vllm"
-
-
-def engine_env() -> None:
-    """The tiny variant's engine environment (its YAML's ``deploy.env_vars``) in this process."""
-    from vismem.serve.models import load_model_spec
-
-    for k, v in (load_model_spec(MODEL).deploy or {}).get("env_vars", {}).items():
-        os.environ.setdefault(k, str(v))
-
 
 def workload() -> list[dict[str, Any]]:
     """Every row of the run, in batches of ``BATCH`` of one kind each: one untimed batch of each kind

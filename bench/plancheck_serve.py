@@ -51,9 +51,9 @@ from statistics import median
 from typing import Any
 
 from vismem.bench.harness import benchmark, record
+from vismem.bench.plancheck import MODEL
 
 NAME = "plan-check-serve-llm"
-MODEL = "tiny-qwen2.5-vl-vllm"
 #: Sessions of the one chain (browsed at once), reply tokens a step, timed rounds, the warm-up
 #: round's chain seed (round ``r`` browses chain ``SEED + 1 + r``), the catalogue's image side.
 J, MAX_TOKENS, ROUNDS, SEED, IMAGE_PX = 3, 32, 3, 500, 512
@@ -220,15 +220,12 @@ def measure_all(tmp: Path) -> tuple[Any, list[list[dict[str, Any]]], float]:
 
 def check() -> list[dict[str, Any]]:
     """The module doc's steps, as records."""
-    from vismem.bench.calibrate import calibration_records
-
     with tempfile.TemporaryDirectory(prefix="vismem-plancheck-serve-") as d:
         tmp = Path(d)
         with deployed(tmp):  # the plan too: it resolves deployed:NAME as a run does
             cal, rounds, shared = measure_all(tmp)
             cal_path = tmp / "calibration.json"
-            entry = cal.model_dump(exclude={"model", "device", "source", "gpus"})
-            cal_path.write_text(json.dumps(calibration_records(entry, MODEL, "cpu (this machine)")))
+            cal_path.write_text(json.dumps({"calibrations": [cal.model_dump()]}))
             work = shape(rounds)
             row = planned(cal_path, work, shared)
             default = planned(cal_path, work, None)
