@@ -214,8 +214,8 @@ def estimate(cfg: Any, rates: Rates = Rates(), *, gpus: int = 1, sizing: Sizing 
         if ms.judge is not None:
             jep = endpoint_of(ms.judge)
             jcopies, joffered = ray_data_flight(cfg, jep, rates) if ray_data else (1, ms.request_concurrency)
-            plan_stages.append(("memshot judge", [_Work(jep, answers, answers, 1, 0, 400.0, 10.0, jcopies)],
-                                joffered, {}))
+            judge = _Work(jep, answers, answers, 1, 0, 400.0, 10.0, jcopies, shared=rates.answer_prefix_tokens)
+            plan_stages.append(("memshot judge", [judge], joffered, {}))
     cores = rates.client_cores or cfg.ray.num_cpus
     rows = [_stage_row(name, works, offered, rates, gpus, extra, cores, sizing)
             for name, works, offered, extra in plan_stages]
@@ -335,7 +335,7 @@ def _endpoint_row(w: _Work, offered: float, rates: Rates, gpus: int, cpu: float 
     if eng is not None:
         gpu = gpu_latency(eng, prompt=prompt, per_image=per_image, images=w.images, completion=w.completion,
                           unit_calls=w.unit_calls, in_flight=in_flight, fleet=fleet, rates=rates, cache=w.cache,
-                          shared=rates.shared_prefix_tokens if w.shared is None else w.shared)
+                          shared=w.shared)
         latency, bound = gpu["latency_s"], gpu["bound"] or bound
     # An episode's step is the call and the client's own work on it; calls waiting for an
     # endpoint's slot (the endpoint or fleet bound) cost the endpoint only its service time.
