@@ -58,9 +58,10 @@ def read_recorded(store: "Store", key: str, want: Any, by: str, *, bound: Any = 
             raise
         raise CacheDamaged(f"damaged cache object {key}: {err.size:,} bytes, {by} recorded "
                            f"{want.get('bytes')} bytes") from None
-    if want is not None and (not isinstance(want, dict) or record(data) != {k: want.get(k) for k in ("bytes", "sha256")}):
+    got = record(data) if want is not None else None
+    if got is not None and (not isinstance(want, dict) or got != {k: want.get(k) for k in ("bytes", "sha256")}):
         want = want if isinstance(want, dict) else {}
-        raise CacheDamaged(f"damaged cache object {key}: {len(data)} bytes, sha256 {record(data)['sha256'][:12]}, "
+        raise CacheDamaged(f"damaged cache object {key}: {len(data)} bytes, sha256 {got['sha256'][:12]}, "
                            f"{by} recorded {want.get('bytes')} bytes, sha256 {str(want.get('sha256'))[:12]}")
     return data
 

@@ -41,6 +41,7 @@ from typing import Any
 from vismem.core.errors import StoreError
 from vismem.core.lifeline import Lifeline, alive, end_pids, proc_files
 from vismem.core.ports import free_ports
+from vismem.core.storefault import disk_full
 
 # weed mini opens many listeners; every one we know of gets a free port so that several
 # servers (parallel tests, two runs) never collide. Iceberg/Lance catalogues are switched off.
@@ -62,9 +63,8 @@ USERS_GRACE_S = 30.0
 #: a run that found a run holding the dir is refused at once instead).
 READER_WAIT_S = 60.0
 STATE_FILE, CREDENTIALS_FILE, USERS_LOCK = "server.json", "credentials.json", "users.lock"
-#: Free bytes under which the server's disk counts as full when it is stopped, and how long weed
-#: then gets between SIGTERM and SIGKILL.
-FULL_DISK_BYTES, FULL_DISK_GRACE_S = 1 << 20, 1.0
+#: How long weed on a full disk (``core.storefault.disk_full``) gets between SIGTERM and SIGKILL.
+FULL_DISK_GRACE_S = 1.0
 
 
 class ServerBusy(StoreError):
@@ -240,7 +240,7 @@ class LocalS3Server:
     def _stop_proc(self) -> None:
         if self.proc is not None:
             self._died = self.died()
-            if self.pid and not self._died and _disk_full(self.data_dir):
+            if self.pid and not self._died and disk_full(self.data_dir):
                 # weed out of space does not act on SIGTERM (measured: it sat out the whole 10 s
                 # grace, so a run failing on a full disk took 10 s more to exit); nothing it holds
                 # can reach a full disk anyway
@@ -300,14 +300,6 @@ class LocalS3Server:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _disk_full(path: Path) -> bool:
-    """Whether the filesystem holding ``path`` has under :data:`FULL_DISK_BYTES` free."""
-    try:
-        return shutil.disk_usage(path).free < FULL_DISK_BYTES
-    except OSError:
-        return False
 
 
 def stale_servers(data_dir: Path) -> list[int]:

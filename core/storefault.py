@@ -35,7 +35,7 @@ def store_fault(store: Any, err: BaseException, key: str) -> StoreError | None:
     if isinstance(err, ClientError) and _FULL_REPLY.search(str(err)):
         # An S3 server out of disk that says so in its reply.
         return NoSpace(f"no space left on device writing {name} (the store's S3 server {where} is full)")
-    if isinstance(err, ClientError) and _server_error(err) and _disk_full(store.spec.server_dir):
+    if isinstance(err, ClientError) and _server_error(err) and disk_full(store.spec.server_dir):
         # weed out of disk answers a bare 500 "We encountered an internal error" (the cause is only
         # in its log): its data dir's free space tells a full disk from any other server error.
         return NoSpace(f"no space left on device writing {name} (the disk of the store's S3 server {where} "
@@ -55,7 +55,7 @@ def _server_error(err: Any) -> bool:
     return int(meta.get("HTTPStatusCode") or 0) >= 500 or code in ("InternalError", "ServiceUnavailable")
 
 
-def _disk_full(server_dir: str | None) -> bool:
+def disk_full(server_dir: "str | os.PathLike[str] | None") -> bool:
     """Whether the local S3 server's data dir has less than :data:`FULL_MARGIN` bytes free."""
     if not server_dir:
         return False

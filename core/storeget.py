@@ -62,11 +62,11 @@ def _opened(store: Any, key: str) -> Iterator[tuple[Any, int | None]]:
     A missing object is one line naming it."""
     ref = parse_ref(key)
     plain, offset, length = ref if ref is not None else (key, 0, None)
-    try:
-        with _reading(store, plain):
+    with _reading(store, plain):
+        try:
             body, size = store.read_stream(plain, offset, length)
-    except FileNotFoundError:
-        raise VismemError(f"nothing at {store.url(plain)}") from None
+        except FileNotFoundError:
+            raise VismemError(f"nothing at {store.url(plain)}") from None
     try:
         yield body, size
     finally:
@@ -78,7 +78,7 @@ def _reading(store: Any, key: str) -> Iterator[None]:
     """A read from the store that fails (the endpoint gone, the connection cut) is one line."""
     try:
         yield
-    except (VismemError, FileNotFoundError):  # a missing object is named by the caller
+    except VismemError:
         raise
     except Exception as err:  # botocore's errors, its timeouts (OSErrors), a read cut short
         fault = store.fault(err, key)
