@@ -71,7 +71,9 @@ def step_layout() -> str:
     from vismem.agents import prompts
 
     tpl = prompts.load("step")
-    first_varying = min(tpl.find(f) for f in ("{step}", "{subtask}", "{memory}", "{url}"))
+    # a field the template lacks (find: -1) varies nothing
+    first_varying = min((i for i in map(tpl.find, ("{step}", "{subtask}", "{memory}", "{url}")) if i >= 0),
+                        default=len(tpl))
     return "history-first" if 0 <= tpl.find("{history}") < first_varying else "varying-first"
 
 

@@ -120,10 +120,13 @@ def _ray_tests(module: str) -> frozenset[str]:
     if not any(name in src for name in RAY_FIXTURES):
         return frozenset()
     fixtures: dict[str, tuple[set[str], bool]] = {}  # name -> (its arguments, autouse)
-    for conftest in _conftests(REPO / module):
-        fixtures.update(_fixture_args(ast.parse(conftest.read_text())))
     tree = ast.parse(src)
-    fixtures.update(_fixture_args(tree))
+    # outermost first; a fixture that overrides one of the same name (``def x(x)``) keeps what the
+    # overridden one asked for
+    for found in [*(_fixture_args(ast.parse(c.read_text())) for c in _conftests(REPO / module)), _fixture_args(tree)]:
+        for name, (args, auto) in found.items():
+            old_args, old_auto = fixtures.get(name, (set(), False))
+            fixtures[name] = (args | old_args, auto or old_auto)
     needs: dict[str, bool] = {}
 
     def uses(name: str, seen: frozenset[str] = frozenset()) -> bool:
@@ -172,7 +175,7 @@ def _fixture_args(tree) -> dict[str, tuple[set[str], bool]]:
 
     out = {}
     for f in ast.walk(tree):
-        if not isinstance(f, ast.FunctionDef):
+        if not isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for dec in f.decorator_list:
             text = ast.unparse(dec)
