@@ -111,13 +111,23 @@ def user(parts: list[dict[str, Any]] | str) -> list[dict[str, Any]]:
 Run = tuple[float, int, int]
 
 
-def calibration_from(short: list[Run], prefill: list[Run], decode: list[Run], images: list[Run],
-                     multi: list[Run], *, source: str) -> Any:
+def calibration_from(runs: dict[str, list[Run]], *, source: str) -> Any:
     """The :class:`vismem.serve.throughput.Calibration` of this check's timed runs of ``BATCH``
-    requests each (``MULTI`` images a request in the multi run): ``serve-throughput``'s
-    :func:`vismem.bench.calibrate.solve`, the one formula."""
-    return solve({"short": short, "prefill": prefill, "decode": decode, "image": images, "multi": multi},
-                 batch=BATCH, multi=MULTI, model="tiny-qwen2.5-vl-vllm", device="cpu (this machine)", source=source)
+    requests each, by kind (``MULTI`` images a request in the multi runs; other kinds, the answers,
+    are left out): ``serve-throughput``'s :func:`vismem.bench.calibrate.solve`, the one formula."""
+    return solve(runs, batch=BATCH, multi=MULTI, model=MODEL, device="cpu (this machine)", source=source)
+
+
+def answers_checked(name: str, runs: dict[str, list[Run]], source: str, what: str) -> list[dict[str, Any]]:
+    """Steps 1-3 on a check's runs by kind: the calibration of the calibration kinds, the answers'
+    median wall and prompt, the plan's wall for them, as :func:`records`."""
+    from vismem.serve.testing import resolve_model_path
+
+    cal = calibration_from(runs, source=source)
+    measured = float(median(w for w, _, _ in runs["answers"]))
+    prompt = float(median(p for _, p, _ in runs["answers"])) / BATCH
+    planned = predict(tiny_facts(resolve_model_path("tiny:qwen2.5-vl")), cal, prompt)
+    return records(name, cal, measured, planned, what)
 
 
 def short_user() -> list[dict[str, Any]]:
@@ -186,17 +196,10 @@ def predict(facts: Any, cal: Any, prompt_tokens: float) -> float:
 def check() -> list[dict[str, Any]]:
     """Steps 1-3 of the module doc, as records."""
     from vismem.serve.build import build_vlm
-    from vismem.serve.testing import resolve_model_path
 
     engine_env()
     vlm = build_vlm({"name": "vllm", "args": {"path": "tiny:qwen2.5-vl", "engine_kwargs": ENGINE}})
-    runs = timed_runs(vlm.llm)
-    cal = calibration_from(runs["short"], runs["prefill"], runs["decode"], runs["image"], runs["multi"],
-                           source=f"{NAME} in-process")
-    measured = float(median(w for w, _, _ in runs["answers"]))
-    prompt = runs["answers"][0][1] / BATCH
-    planned = predict(tiny_facts(resolve_model_path("tiny:qwen2.5-vl")), cal, prompt)
-    return records(NAME, cal, measured, planned, "answers: ")
+    return answers_checked(NAME, timed_runs(vlm.llm), f"{NAME} in-process", "answers: ")
 
 
 def records(name: str, cal: Any, measured: float, planned: float, what: str,

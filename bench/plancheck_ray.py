@@ -90,41 +90,22 @@ def through_processor(rows: list[dict[str, Any]]) -> Any:
     return batches
 
 
-def calibration(batches: Any) -> Any:
-    """The :class:`~vismem.serve.throughput.Calibration` the calibration batches give (medians)."""
-    from vismem.bench.plancheck import calibration_from
-
-    of = runs_of(batches)
-    return calibration_from(of("short"), of("prefill"), of("decode"), of("image"), of("multi"),
-                            source=f"{NAME} through the processor")
-
-
-def runs_of(batches: Any) -> Any:
-    """``kind -> [(seconds, prompt tokens, reply tokens)]`` of the batches of that kind."""
-    import polars as pl
-
-    def of(kind: str) -> list[tuple[float, int, int]]:
-        return [(b["seconds"], b["prompt"], b["done"]) for b in batches.filter(pl.col("kind") == kind).to_dicts()]
-
-    return of
+def runs_of(batches: Any) -> dict[str, list[tuple[float, int, int]]]:
+    """``kind -> [(seconds, prompt tokens, reply tokens)]`` of the batches, by kind."""
+    runs: dict[str, list[tuple[float, int, int]]] = {}
+    for b in batches.to_dicts():
+        runs.setdefault(b["kind"], []).append((b["seconds"], b["prompt"], b["done"]))
+    return runs
 
 
 def check() -> list[dict[str, Any]]:
     """Steps 1-3 of the module doc, as records."""
-    from statistics import median
-
-    from vismem.bench.plancheck import predict, records, tiny_facts
-    from vismem.serve.testing import resolve_model_path
+    from vismem.bench.plancheck import answers_checked
 
     engine_env()
-    batches = through_processor(workload())
-    cal = calibration(batches)
-    answered = runs_of(batches)("answers")
-    measured = float(median(w for w, _, _ in answered))
-    prompt = float(median(p for _, p, _ in answered)) / BATCH
-    planned = predict(tiny_facts(resolve_model_path("tiny:qwen2.5-vl")), cal, prompt)
-    return [*records(NAME, cal, measured, planned, "answers: engine "),
-            record(NAME, "answer batches through the processor", len(answered), "batches")]
+    runs = runs_of(through_processor(workload()))
+    return [*answers_checked(NAME, runs, f"{NAME} through the processor", "answers: engine "),
+            record(NAME, "answer batches through the processor", len(runs["answers"]), "batches")]
 
 
 if importlib.util.find_spec("vllm") is not None:

@@ -131,11 +131,13 @@ def test_plan_check_calibration_solves_the_engines_costs_from_its_runs():
     decode = [(wall(4000, steps=32), 4000, BATCH * 32)] * 3
     images = [(wall(800, images=BATCH), 800, BATCH)] * 3
     multi = [(wall(1400, images=MULTI * BATCH), 1400, BATCH)] * 3
-    cal = calibration_from(short, prefill, decode, images, multi, source="t")
+    cal = calibration_from({"short": short, "prefill": prefill, "decode": decode, "image": images, "multi": multi},
+                           source="t")
     assert cal.prefill_tokens_per_s == pytest.approx(rate) and cal.seconds_per_request == pytest.approx(r)
     assert cal.seconds_per_image == pytest.approx(v) and cal.seconds_per_image_request == pytest.approx(m)
     assert cal.decode_tokens_per_s == pytest.approx(BATCH / step)
     # long runs no slower than short ones (a busy spell in the short ones): the rate is the long run's own
     slow_short = [(wall(4800) * 2, 600, BATCH)] * 3
-    cal = calibration_from(slow_short, prefill, decode, images, multi, source="t")
+    cal = calibration_from({"short": slow_short, "prefill": prefill, "decode": decode, "image": images,
+                            "multi": multi}, source="t")
     assert cal.prefill_tokens_per_s == pytest.approx(4800 / wall(4800)) and cal.seconds_per_request > 0
